@@ -1,0 +1,37 @@
+#include "model/pipeline.h"
+
+#include "common/check.h"
+
+namespace pipescale::model {
+
+const Profile* Variant::FindProfile(const std::string& hardware_class) const {
+  for (const Profile& p : profiles) {
+    if (p.hardware_class == hardware_class) return &p;
+  }
+  return nullptr;
+}
+
+const Variant& Task::MostAccurateVariant() const {
+  PIPESCALE_CHECK(!variants.empty());
+  const Variant* best = &variants.front();
+  for (const Variant& v : variants) {
+    if (v.accuracy > best->accuracy) best = &v;
+  }
+  return *best;
+}
+
+int Pipeline::TaskIndex(const std::string& task) const {
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    if (spec.tasks[i].name == task) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {
+  for (size_t i = 0; i < spec.hardware_classes.size(); ++i) {
+    if (spec.hardware_classes[i].name == hardware_class) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace pipescale::model

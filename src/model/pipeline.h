@@ -1,0 +1,158 @@
+// The InferencePipeline as value types: a DAG of tasks with model variants and their latency
+// profiles per hardware class, execution paths with SLOs, and the operator's knobs. Values here
+// were validated by api/ and are trusted by every later layer.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/latency.h"
+
+namespace pipescale::model {
+
+enum class OptimizerKind { kFa2, kLoki, kKairos, kMark };
+enum class Mode { kApply, kRecommend };
+enum class ForecastMethod { kNone, kEwma, kHoltWinters, kLinear };
+
+// What a replica of a hardware class costs and needs from the cluster.
+struct HardwareClass {
+  std::string name;
+  std::map<std::string, std::string> requests;  // resources.requests, e.g. cpu: "4"
+  std::map<std::string, std::string> limits;    // resources.limits, e.g. nvidia.com/gpu: "1"
+  std::map<std::string, std::string> node_selector;
+  std::string tolerations_json = "[]";  // passed through to the pod template untouched
+  double cost_per_hour = 0;
+  double startup_seconds = 0;  // launch overhead until a new replica serves (MArk)
+  std::optional<int> max_replicas;
+
+  bool operator==(const HardwareClass&) const = default;
+};
+
+// A variant's latency profile on one hardware class.
+struct Profile {
+  std::string hardware_class;
+  LatencyProfile latency;
+
+  bool operator==(const Profile&) const = default;
+};
+
+struct Variant {
+  std::string name;
+  double accuracy = 1;
+  double multiplicative_factor = 1;  // requests emitted per request served (Loki)
+  std::string template_json;         // pod template, passed through to Deployments
+  std::string deployment_name;       // adopt an existing Deployment instead of creating one
+  std::string batch_env = "MAX_BATCH_SIZE";
+  int max_batch = 32;
+  std::vector<Profile> profiles;
+
+  // The profile for `hardware_class`, or nullptr when the variant cannot run there.
+  const Profile* FindProfile(const std::string& hardware_class) const;
+
+  bool operator==(const Variant&) const = default;
+};
+
+// A DAG edge: requests leaving a task continue to `task`, `ratio` of them on average.
+struct Edge {
+  std::string task;
+  double ratio = 1;
+
+  bool operator==(const Edge&) const = default;
+};
+
+struct Task {
+  std::string name;
+  std::vector<Edge> next;
+  std::vector<Variant> variants;
+
+  // The variant FA2 and the batching baselines scale: the most accurate, first listed on ties.
+  const Variant& MostAccurateVariant() const;
+
+  bool operator==(const Task&) const = default;
+};
+
+// An execution path: the tasks a request visits, in order, with its end-to-end SLO.
+struct Path {
+  std::string name;
+  std::vector<std::string> tasks;
+  double slo_ms = 0;
+  double weight = 1;  // share of the total rate when only a total is known
+
+  bool operator==(const Path&) const = default;
+};
+
+struct Slo {
+  double latency_ms = 0;  // 0: not set
+  double percentile = 99;
+
+  bool operator==(const Slo&) const = default;
+};
+
+struct Budget {
+  std::optional<int> max_replicas;
+  std::optional<double> cost_per_hour;
+
+  bool operator==(const Budget&) const = default;
+};
+
+struct MetricsSpec {
+  std::string prometheus_url;
+  std::map<std::string, std::string> queries;  // PromQL overrides by name, e.g. arrivalRate
+
+  bool operator==(const MetricsSpec&) const = default;
+};
+
+struct Forecast {
+  ForecastMethod method = ForecastMethod::kNone;
+  double horizon_seconds = 0;
+
+  bool operator==(const Forecast&) const = default;
+};
+
+// HPA vocabulary on purpose: users already know what these windows do.
+struct Behavior {
+  double scale_down_window_seconds = 300;
+  double scale_up_window_seconds = 0;
+
+  bool operator==(const Behavior&) const = default;
+};
+
+struct PipelineSpec {
+  OptimizerKind optimizer = OptimizerKind::kFa2;
+  Mode mode = Mode::kApply;
+  double interval_seconds = 10;
+  std::vector<HardwareClass> hardware_classes;
+  std::vector<Task> tasks;
+  std::vector<Path> paths;
+  Slo slo;
+  Budget budget;
+  MetricsSpec metrics;
+  Forecast forecast;
+  Behavior behavior;
+
+  bool operator==(const PipelineSpec&) const = default;
+};
+
+struct Pipeline {
+  std::string name;
+  std::string namespace_name = "default";
+  long generation = 0;
+  PipelineSpec spec;
+
+  // Index of the task or hardware class with that name, or -1.
+  int TaskIndex(const std::string& task) const;
+  int HardwareClassIndex(const std::string& hardware_class) const;
+
+  bool operator==(const Pipeline&) const = default;
+};
+
+// Measured (or what-if) load: requests per second entering each execution path.
+struct Workload {
+  std::map<std::string, double> path_rates_rps;
+
+  bool operator==(const Workload&) const = default;
+};
+
+}  // namespace pipescale::model

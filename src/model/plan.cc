@@ -1,0 +1,21 @@
+#include "model/plan.h"
+
+namespace pipescale::model {
+
+const char* SolveStatusName(SolveStatus status) {
+  switch (status) {
+    case SolveStatus::kOptimal: return "Optimal";
+    case SolveStatus::kFeasible: return "Feasible";
+    case SolveStatus::kInfeasible: return "Infeasible";
+    case SolveStatus::kTimeLimit: return "TimeLimit";
+  }
+  return "Unknown";
+}
+
+int Plan::TotalReplicas() const {
+  int total = 0;
+  for (const TaskPlan& t : tasks) total += t.replicas;
+  return total;
+}
+
+}  // namespace pipescale::model

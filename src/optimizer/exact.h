@@ -1,0 +1,15 @@
+// The true optimum of Eq. 3 on the original (untransformed) graph by branch and bound over
+// each DNN's Pareto front, with exact (not slotted) latencies. The yardstick for FA2.
+#pragma once
+
+#include "optimizer/problem.h"
+
+namespace pipescale::optimizer {
+
+struct ExactOptions {
+  long max_nodes = 50'000'000;  // search nodes before giving up with kTimeLimit
+};
+
+Solution SolveExact(const Problem& problem, const ExactOptions& options = {});
+
+}  // namespace pipescale::optimizer

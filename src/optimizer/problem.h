@@ -1,0 +1,117 @@
+// The scaling problem of FA2 (Eq. 3) compiled from a pipeline and a workload: per DNN its
+// arrival rate and every (hardware class, batch size) choice with replicas and latency, and
+// the routes (execution paths) with their SLOs. Shared by FA2, its baselines and `exact`.
+#pragma once
+
+#include <compare>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "model/pipeline.h"
+#include "model/plan.h"
+
+namespace pipescale::optimizer {
+
+// The objective of Eq. 3 compared lexicographically: fewest replicas, then the lowest cost
+// (when hardware classes differ in price), then the delta tie-break toward small batches.
+struct Objective {
+  long replicas = 0;
+  long cost_micro = 0;  // sum of replicas x costPerHour, in micro-dollars per hour
+  long batch_sum = 0;
+
+  static constexpr Objective Infinite() {
+    constexpr long kMax = std::numeric_limits<long>::max() / 4;
+    return {kMax, kMax, kMax};
+  }
+  bool IsInfinite() const { return replicas >= Infinite().replicas; }
+
+  Objective& operator+=(const Objective& o) {
+    replicas += o.replicas;
+    cost_micro += o.cost_micro;
+    batch_sum += o.batch_sum;
+    return *this;
+  }
+  Objective& operator-=(const Objective& o) {
+    replicas -= o.replicas;
+    cost_micro -= o.cost_micro;
+    batch_sum -= o.batch_sum;
+    return *this;
+  }
+  friend Objective operator+(Objective x, const Objective& y) { return x += y; }
+  friend Objective operator-(Objective x, const Objective& y) { return x -= y; }
+  auto operator<=>(const Objective&) const = default;
+};
+
+// One way to run a DNN: the hardware class, the batch size and what follows from them.
+struct Choice {
+  int hardware_class = 0;
+  int batch = 1;
+  int replicas = 1;      // ceil(lambda / h(b)), at least one
+  double exec_ms = 0;    // d(b)
+  double queue_ms = 0;   // (b - 1) / lambda
+  long cost_micro = 0;   // replicas x price
+
+  double LatencyMs() const { return exec_ms + queue_ms; }
+  Objective Cost() const { return {replicas, cost_micro, batch}; }
+};
+
+struct Dnn {
+  std::string task;
+  int variant = 0;         // FA2 scales the most accurate variant of each task
+  double rate_rps = 0;     // lambda_s: sum of the rates of the routes through it
+  double intensity_ms = 0; // Int_s: mean fastest d(b) over b = 1..16 (SLA split, Eq. 4)
+  std::vector<Choice> choices;  // every (class, batch), ordered by class then batch
+  // The choices no other choice beats on latency and every objective term at once, latency
+  // ascending. Every optimum of Eq. 3 can be built from these alone.
+  std::vector<Choice> front;
+  std::vector<int> successors;  // edges of the original DAG
+  std::vector<int> routes;      // routes through this DNN
+};
+
+struct Route {
+  std::string name;
+  std::vector<int> dnns;
+  double slo_ms = 0;
+  double rate_rps = 0;
+};
+
+struct Problem {
+  std::vector<Dnn> dnns;  // index = task index in the pipeline
+  std::vector<Route> routes;
+  std::vector<int> topological_order;
+};
+
+using Assignment = std::vector<Choice>;  // one choice per DNN
+
+// An optimizer's answer on a compiled problem. An infeasible problem still has an assignment:
+// the best effort (every DNN at its fastest choice).
+struct Solution {
+  Assignment assignment;
+  model::SolveStatus status = model::SolveStatus::kInfeasible;
+  std::vector<std::string> notes;
+};
+
+// Precondition: the pipeline passed api validation (a DAG; every task has a variant with a
+// profile; every route follows edges).
+Problem Compile(const model::Pipeline& pipeline, const model::Workload& workload);
+
+double RouteLatencyMs(const Problem& problem, const Assignment& assignment, int route);
+bool MeetsSlos(const Problem& problem, const Assignment& assignment);
+Objective Total(const Assignment& assignment);
+
+// Every DNN at its lowest-latency choice: the plan that meets SLOs if any plan does, since
+// each route's latency is a sum of independent per-DNN terms.
+Assignment Fastest(const Problem& problem);
+
+// A lower bound on the objective: each DNN at its cheapest choice that still fits every route
+// when all other DNNs on the route run at their fastest.
+Objective LowerBound(const Problem& problem);
+
+// Notes naming each route that misses its SLO even at the fastest choices.
+std::vector<std::string> ImpossibleRoutes(const Problem& problem);
+
+model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
+                   const Solution& solution, const std::string& optimizer);
+
+}  // namespace pipescale::optimizer

@@ -1,0 +1,43 @@
+#include "optimizer/solve.h"
+
+#include "optimizer/baselines.h"
+#include "optimizer/exact.h"
+#include "optimizer/fa2.h"
+#include "optimizer/problem.h"
+
+namespace pipescale::optimizer {
+
+std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (Algorithm a : {Algorithm::kFa2, Algorithm::kDs2, Algorithm::kInferline,
+                      Algorithm::kGrandslam, Algorithm::kExact}) {
+    if (name == AlgorithmName(a)) return a;
+  }
+  return std::nullopt;
+}
+
+const char* AlgorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kFa2: return "fa2";
+    case Algorithm::kDs2: return "ds2";
+    case Algorithm::kInferline: return "inferline";
+    case Algorithm::kGrandslam: return "grandslam";
+    case Algorithm::kExact: return "exact";
+  }
+  return "unknown";
+}
+
+model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& workload,
+                  Algorithm algorithm) {
+  const Problem problem = Compile(pipeline, workload);
+  Solution solution;
+  switch (algorithm) {
+    case Algorithm::kFa2: solution = SolveFa2(problem); break;
+    case Algorithm::kDs2: solution = SolveDs2(problem); break;
+    case Algorithm::kInferline: solution = SolveInferline(problem); break;
+    case Algorithm::kGrandslam: solution = SolveGrandslam(problem); break;
+    case Algorithm::kExact: solution = SolveExact(problem); break;
+  }
+  return ToPlan(pipeline, problem, solution, AlgorithmName(algorithm));
+}
+
+}  // namespace pipescale::optimizer
