@@ -2,9 +2,8 @@
 // Internal to api/: nlohmann types never appear in the module's public headers.
 #pragma once
 
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/result.h"
 

@@ -132,8 +132,8 @@ class Reader {
                                  bool required, bool allow_zero = false) {
     auto v = Number(object, key, path, required);
     if (v && (*v < 0 || (*v == 0 && !allow_zero))) {
-      Fail(At(path, key), "must be " + std::string(allow_zero ? ">= 0" : "> 0") + ", got " +
-                              Num(*v));
+      Fail(At(path, key),
+           "must be " + std::string(allow_zero ? ">= 0" : "> 0") + ", got " + Num(*v));
       return std::nullopt;
     }
     return v;
@@ -159,8 +159,10 @@ class Reader {
     }
     const double n = std::stod(m[1].str());
     const std::string unit = m[3].str();
-    const double seconds =
-        unit == "ms" ? n / 1000 : unit == "s" ? n : unit == "m" ? n * 60 : n * 3600;
+    const double seconds = unit == "ms"  ? n / 1000
+                           : unit == "s" ? n
+                           : unit == "m" ? n * 60
+                                         : n * 3600;
     if (seconds <= 0) {
       Fail(At(path, key), "must be a positive duration");
       return std::nullopt;
@@ -200,8 +202,9 @@ std::optional<std::string> Name(Reader& r, const json& object, const std::string
   auto name = r.String(object, "name", path, true);
   if (name && !IsDnsLabel(*name)) {
     r.Fail(Reader::At(path, "name"),
-           Quote(*name) + " is not a valid name: use lower-case letters, digits and '-', "
-                          "at most 63 characters");
+           Quote(*name) +
+               " is not a valid name: use lower-case letters, digits and '-', "
+               "at most 63 characters");
     return std::nullopt;
   }
   return name;
@@ -219,11 +222,13 @@ void ParseHardwareClasses(Reader& r, const json& spec, model::PipelineSpec& out)
       r.Fail(path, "must be an object");
       continue;
     }
-    r.OnlyKnown(c, path, {"name", "resources", "nodeSelector", "tolerations", "costPerHour",
-                          "startupSeconds", "maxReplicas"});
+    r.OnlyKnown(c, path,
+                {"name", "resources", "nodeSelector", "tolerations", "costPerHour",
+                 "startupSeconds", "maxReplicas"});
     model::HardwareClass hw;
     if (auto name = Name(r, c, path)) {
-      if (!seen.insert(*name).second) r.Fail(Reader::At(path, "name"), "duplicate hardware class " + Quote(*name));
+      if (!seen.insert(*name).second)
+        r.Fail(Reader::At(path, "name"), "duplicate hardware class " + Quote(*name));
       hw.name = *name;
     }
     if (const json* res = r.Object(c, "resources", path, false)) {
@@ -343,8 +348,9 @@ std::optional<model::LatencyProfile> ParseLatency(Reader& r, const json& profile
 model::Variant ParseVariant(Reader& r, const json& v, const std::string& path,
                             const std::set<std::string>& classes) {
   model::Variant out;
-  r.OnlyKnown(v, path, {"name", "accuracy", "multiplicativeFactor", "template", "deploymentName",
-                        "batchSize", "profiles"});
+  r.OnlyKnown(v, path,
+              {"name", "accuracy", "multiplicativeFactor", "template", "deploymentName",
+               "batchSize", "profiles"});
   if (auto name = Name(r, v, path)) out.name = *name;
   if (auto a = r.Number(v, "accuracy", path, false)) {
     if (*a <= 0 || *a > 1) {
@@ -426,7 +432,8 @@ void ParseTasks(Reader& r, const json& spec, model::PipelineSpec& out) {
     r.OnlyKnown(t, path, {"name", "next", "variants"});
     model::Task task;
     if (auto name = Name(r, t, path)) {
-      if (!seen.insert(*name).second) r.Fail(Reader::At(path, "name"), "duplicate task " + Quote(*name));
+      if (!seen.insert(*name).second)
+        r.Fail(Reader::At(path, "name"), "duplicate task " + Quote(*name));
       task.name = *name;
     }
     if (const json* next = r.Array(t, "next", path, false)) {
@@ -524,7 +531,8 @@ void ParsePaths(Reader& r, const json& spec, model::PipelineSpec& out) {
     r.OnlyKnown(p, path, {"name", "tasks", "sloMs", "weight"});
     model::Path out_path;
     if (auto name = Name(r, p, path)) {
-      if (!seen.insert(*name).second) r.Fail(Reader::At(path, "name"), "duplicate path " + Quote(*name));
+      if (!seen.insert(*name).second)
+        r.Fail(Reader::At(path, "name"), "duplicate path " + Quote(*name));
       out_path.name = *name;
     }
     if (auto slo = r.Positive(p, "sloMs", path, true)) out_path.slo_ms = *slo;
@@ -638,7 +646,8 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
                                             {"linear", ForecastMethod::kLinear}})) {
       out.forecast.method = *m;
     }
-    if (auto h = r.Duration(*forecast, "horizon", "spec.forecast")) out.forecast.horizon_seconds = *h;
+    if (auto h = r.Duration(*forecast, "horizon", "spec.forecast"))
+      out.forecast.horizon_seconds = *h;
   }
   if (const json* behavior = r.Object(spec, "behavior", "spec", false)) {
     r.OnlyKnown(*behavior, "spec.behavior", {"scaleUp", "scaleDown"});
@@ -679,8 +688,9 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   if (const json* meta = r.Object(root, "metadata", "", true)) {
     if (auto name = r.String(*meta, "name", "metadata", true)) {
       if (!IsDnsLabel(*name)) {
-        r.Fail("metadata.name", Quote(*name) + " is not a valid name: use lower-case letters, "
-                                               "digits and '-', at most 63 characters");
+        r.Fail("metadata.name", Quote(*name) +
+                                    " is not a valid name: use lower-case letters, "
+                                    "digits and '-', at most 63 characters");
       }
       pipeline.name = *name;
     }
@@ -689,8 +699,9 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   }
   const json* spec = r.Object(root, "spec", "", true);
   if (spec != nullptr) {
-    r.OnlyKnown(*spec, "spec", {"optimizer", "mode", "interval", "hardwareClasses", "tasks",
-                                "paths", "slo", "budget", "metrics", "forecast", "behavior"});
+    r.OnlyKnown(*spec, "spec",
+                {"optimizer", "mode", "interval", "hardwareClasses", "tasks", "paths", "slo",
+                 "budget", "metrics", "forecast", "behavior"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

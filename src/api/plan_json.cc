@@ -1,7 +1,6 @@
 #include "api/plan_json.h"
 
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 namespace pipescale::api {
@@ -24,9 +23,8 @@ std::string PlanToJson(const model::Plan& plan) {
   }
   out["paths"] = nlohmann::ordered_json::array();
   for (const auto& p : plan.paths) {
-    out["paths"].push_back({{"name", p.name},
-                            {"sloMs", p.slo_ms},
-                            {"predictedLatencyMs", p.predicted_latency_ms}});
+    out["paths"].push_back(
+        {{"name", p.name}, {"sloMs", p.slo_ms}, {"predictedLatencyMs", p.predicted_latency_ms}});
   }
   out["notes"] = plan.report.notes;
   return out.dump(2) + "\n";

@@ -116,8 +116,8 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
                       "  spec.tasks[%zu].variants[%zu].profiles[%zu]: fitted d(b) = %.4g b^2 + "
                       "%.4g b + %.4g ms from %zu points (RMSE %.3g ms, max error %.3g ms, "
                       "%d outliers)\n",
-                      t, v, p, lat.quadratic.a, lat.quadratic.b, lat.quadratic.c,
-                      lat.points.size(), lat.fit.rmse_ms, lat.fit.max_error_ms, lat.fit.outliers);
+                      t, v, p, lat.quadratic.a, lat.quadratic.b, lat.quadratic.c, lat.points.size(),
+                      lat.fit.rmse_ms, lat.fit.max_error_ms, lat.fit.outliers);
         out << line;
       }
     }

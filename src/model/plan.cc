@@ -4,10 +4,14 @@ namespace pipescale::model {
 
 const char* SolveStatusName(SolveStatus status) {
   switch (status) {
-    case SolveStatus::kOptimal: return "Optimal";
-    case SolveStatus::kFeasible: return "Feasible";
-    case SolveStatus::kInfeasible: return "Infeasible";
-    case SolveStatus::kTimeLimit: return "TimeLimit";
+    case SolveStatus::kOptimal:
+      return "Optimal";
+    case SolveStatus::kFeasible:
+      return "Feasible";
+    case SolveStatus::kInfeasible:
+      return "Infeasible";
+    case SolveStatus::kTimeLimit:
+      return "TimeLimit";
   }
   return "Unknown";
 }

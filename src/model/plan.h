@@ -39,8 +39,8 @@ struct PathPlan {
 struct SolveReport {
   std::string optimizer;
   SolveStatus status = SolveStatus::kInfeasible;
-  double objective = 0;  // total replicas for FA2 and its baselines
-  double solve_ms = 0;   // filled by the caller: optimizers read no clock
+  double objective = 0;            // total replicas for FA2 and its baselines
+  double solve_ms = 0;             // filled by the caller: optimizers read no clock
   std::vector<std::string> notes;  // why a plan is infeasible, which paths, what was repaired
 
   bool operator==(const SolveReport&) const = default;

@@ -25,14 +25,12 @@ class BranchAndBound {
         remaining_fastest_[r] += problem.dnns[d].front.front().LatencyMs();
       }
     }
-    // Componentwise minimum of the objective over each front's prefix [0, k].
+    // Minimum objective over each front's prefix [0, k]: the cheapest choice within a latency.
     prefix_min_.resize(n);
     for (size_t s = 0; s < n; ++s) {
       Objective m = Objective::Infinite();
       for (const Choice& c : problem.dnns[s].front) {
-        m.replicas = std::min(m.replicas, static_cast<long>(c.replicas));
-        m.cost_micro = std::min(m.cost_micro, c.cost_micro);
-        m.batch_sum = std::min(m.batch_sum, static_cast<long>(c.batch));
+        m = std::min(m, c.Cost());
         prefix_min_[s].push_back(m);
       }
     }
@@ -61,8 +59,8 @@ class BranchAndBound {
     double allowance = std::numeric_limits<double>::infinity();
     const double fastest = problem_.dnns[s].front.front().LatencyMs();
     for (int r : problem_.dnns[s].routes) {
-      allowance = std::min(allowance, problem_.routes[r].slo_ms - partial_[r] -
-                                          (remaining_fastest_[r] - fastest));
+      allowance = std::min(
+          allowance, problem_.routes[r].slo_ms - partial_[r] - (remaining_fastest_[r] - fastest));
     }
     return allowance;
   }

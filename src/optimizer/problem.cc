@@ -158,16 +158,15 @@ Objective LowerBound(const Problem& problem) {
     const Dnn& dnn = problem.dnns[s];
     double max_latency = std::numeric_limits<double>::infinity();
     for (int r : dnn.routes) {
-      const double others =
-          RouteLatencyMs(problem, fastest, r) - fastest[s].LatencyMs();
+      const double others = RouteLatencyMs(problem, fastest, r) - fastest[s].LatencyMs();
       max_latency = std::min(max_latency, problem.routes[r].slo_ms - others);
     }
+    // Lexicographic order is compatible with addition, so the sum of per-DNN minima bounds
+    // the sum of any feasible choices.
     Objective cheapest = Objective::Infinite();
     for (const Choice& c : dnn.front) {
       if (c.LatencyMs() > max_latency + kEps) break;
-      cheapest.replicas = std::min(cheapest.replicas, static_cast<long>(c.replicas));
-      cheapest.cost_micro = std::min(cheapest.cost_micro, c.cost_micro);
-      cheapest.batch_sum = std::min(cheapest.batch_sum, static_cast<long>(c.batch));
+      cheapest = std::min(cheapest, c.Cost());
     }
     if (cheapest.IsInfinite()) return Objective::Infinite();
     bound += cheapest;
@@ -208,10 +207,10 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
     });
   }
   for (size_t r = 0; r < problem.routes.size(); ++r) {
-    plan.paths.push_back({.name = problem.routes[r].name,
-                          .slo_ms = problem.routes[r].slo_ms,
-                          .predicted_latency_ms =
-                              RouteLatencyMs(problem, assignment, static_cast<int>(r))});
+    plan.paths.push_back(
+        {.name = problem.routes[r].name,
+         .slo_ms = problem.routes[r].slo_ms,
+         .predicted_latency_ms = RouteLatencyMs(problem, assignment, static_cast<int>(r))});
   }
   plan.report = {.optimizer = optimizer,
                  .status = solution.status,

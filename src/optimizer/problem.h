@@ -47,10 +47,10 @@ struct Objective {
 struct Choice {
   int hardware_class = 0;
   int batch = 1;
-  int replicas = 1;      // ceil(lambda / h(b)), at least one
-  double exec_ms = 0;    // d(b)
-  double queue_ms = 0;   // (b - 1) / lambda
-  long cost_micro = 0;   // replicas x price
+  int replicas = 1;     // ceil(lambda / h(b)), at least one
+  double exec_ms = 0;   // d(b)
+  double queue_ms = 0;  // (b - 1) / lambda
+  long cost_micro = 0;  // replicas x price
 
   double LatencyMs() const { return exec_ms + queue_ms; }
   Objective Cost() const { return {replicas, cost_micro, batch}; }
@@ -58,9 +58,9 @@ struct Choice {
 
 struct Dnn {
   std::string task;
-  int variant = 0;         // FA2 scales the most accurate variant of each task
-  double rate_rps = 0;     // lambda_s: sum of the rates of the routes through it
-  double intensity_ms = 0; // Int_s: mean fastest d(b) over b = 1..16 (SLA split, Eq. 4)
+  int variant = 0;              // FA2 scales the most accurate variant of each task
+  double rate_rps = 0;          // lambda_s: sum of the rates of the routes through it
+  double intensity_ms = 0;      // Int_s: mean fastest d(b) over b = 1..16 (SLA split, Eq. 4)
   std::vector<Choice> choices;  // every (class, batch), ordered by class then batch
   // The choices no other choice beats on latency and every objective term at once, latency
   // ascending. Every optimum of Eq. 3 can be built from these alone.

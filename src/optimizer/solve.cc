@@ -17,11 +17,16 @@ std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
 
 const char* AlgorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kFa2: return "fa2";
-    case Algorithm::kDs2: return "ds2";
-    case Algorithm::kInferline: return "inferline";
-    case Algorithm::kGrandslam: return "grandslam";
-    case Algorithm::kExact: return "exact";
+    case Algorithm::kFa2:
+      return "fa2";
+    case Algorithm::kDs2:
+      return "ds2";
+    case Algorithm::kInferline:
+      return "inferline";
+    case Algorithm::kGrandslam:
+      return "grandslam";
+    case Algorithm::kExact:
+      return "exact";
   }
   return "unknown";
 }
@@ -31,11 +36,21 @@ model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& worklo
   const Problem problem = Compile(pipeline, workload);
   Solution solution;
   switch (algorithm) {
-    case Algorithm::kFa2: solution = SolveFa2(problem); break;
-    case Algorithm::kDs2: solution = SolveDs2(problem); break;
-    case Algorithm::kInferline: solution = SolveInferline(problem); break;
-    case Algorithm::kGrandslam: solution = SolveGrandslam(problem); break;
-    case Algorithm::kExact: solution = SolveExact(problem); break;
+    case Algorithm::kFa2:
+      solution = SolveFa2(problem);
+      break;
+    case Algorithm::kDs2:
+      solution = SolveDs2(problem);
+      break;
+    case Algorithm::kInferline:
+      solution = SolveInferline(problem);
+      break;
+    case Algorithm::kGrandslam:
+      solution = SolveGrandslam(problem);
+      break;
+    case Algorithm::kExact:
+      solution = SolveExact(problem);
+      break;
   }
   return ToPlan(pipeline, problem, solution, AlgorithmName(algorithm));
 }

@@ -1,0 +1,77 @@
+#include "support/plan_checker.h"
+
+#include <cmath>
+#include <map>
+
+namespace pipescale::testing {
+
+std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
+                                   const model::Plan& plan) {
+  std::vector<std::string> violations;
+  std::map<std::string, double> rate;
+  for (const auto& path : pipeline.spec.paths) {
+    const auto it = workload.path_rates_rps.find(path.name);
+    for (const auto& t : path.tasks)
+      rate[t] += it == workload.path_rates_rps.end() ? 0 : it->second;
+  }
+  std::map<std::string, double> latency;  // d(b) + (b - 1) / lambda, per task
+  if (plan.tasks.size() != pipeline.spec.tasks.size()) {
+    violations.push_back("plan has " + std::to_string(plan.tasks.size()) + " tasks, pipeline " +
+                         std::to_string(pipeline.spec.tasks.size()));
+  }
+  for (const model::TaskPlan& tp : plan.tasks) {
+    const int ti = pipeline.TaskIndex(tp.task);
+    if (ti < 0) {
+      violations.push_back("unknown task " + tp.task);
+      continue;
+    }
+    const model::Task& task = pipeline.spec.tasks[ti];
+    const model::Variant* variant = nullptr;
+    for (const auto& v : task.variants) {
+      if (v.name == tp.variant) variant = &v;
+    }
+    const model::Profile* profile = variant ? variant->FindProfile(tp.hardware_class) : nullptr;
+    if (profile == nullptr) {
+      violations.push_back(tp.task + ": no profile for " + tp.variant + " on " + tp.hardware_class);
+      continue;
+    }
+    if (tp.batch_size < 1 || tp.batch_size > profile->latency.MaxBatch(variant->max_batch)) {
+      violations.push_back(tp.task + ": batch size " + std::to_string(tp.batch_size) +
+                           " outside the variant's limit");
+      continue;
+    }
+    if (tp.replicas < 1) violations.push_back(tp.task + ": fewer than one replica");
+    const double d = profile->latency.Ms(tp.batch_size);
+    const double lambda = rate[tp.task];
+    const double capacity_rps = tp.replicas * tp.batch_size * 1000.0 / d;
+    if (capacity_rps + 1e-6 < lambda) {
+      violations.push_back(tp.task + ": capacity " + std::to_string(capacity_rps) +
+                           " rps below its rate " + std::to_string(lambda));
+    }
+    if (tp.batch_size > 1 && lambda <= 0) {
+      violations.push_back(tp.task + ": batches of " + std::to_string(tp.batch_size) +
+                           " never fill without traffic");
+    }
+    const double queue = tp.batch_size == 1 ? 0 : 1000.0 * (tp.batch_size - 1) / lambda;
+    if (std::abs(tp.latency_ms - d) > 1e-6 || std::abs(tp.queue_ms - queue) > 1e-6) {
+      violations.push_back(tp.task + ": reported latency/queue do not match the profile");
+    }
+    latency[tp.task] = d + queue;
+  }
+  for (const auto& path : pipeline.spec.paths) {
+    double total = 0;
+    for (const auto& t : path.tasks) total += latency[t];
+    if (total > path.slo_ms + 1e-6) {
+      violations.push_back("path " + path.name + ": " + std::to_string(total) + " ms over SLO " +
+                           std::to_string(path.slo_ms));
+    }
+    for (const auto& pp : plan.paths) {
+      if (pp.name == path.name && std::abs(pp.predicted_latency_ms - total) > 1e-6) {
+        violations.push_back("path " + path.name + ": predicted latency misreported");
+      }
+    }
+  }
+  return violations;
+}
+
+}  // namespace pipescale::testing

@@ -1,0 +1,18 @@
+// An independent checker of FA2-family plans: recomputes rates, latencies and capacity from the
+// pipeline model alone (not from the optimizer's compiled problem) and lists every violation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/pipeline.h"
+#include "model/plan.h"
+
+namespace pipescale::testing {
+
+// Violations of Eq. 3: a path over its SLO, a task whose replicas cannot carry its rate, a
+// batch size outside the variant's limit, reported latencies that do not match the profiles.
+std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
+                                   const model::Plan& plan);
+
+}  // namespace pipescale::testing
