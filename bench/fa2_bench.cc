@@ -2,8 +2,8 @@
 // GPU profiles, at low, medium and high load.
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "api/pipeline_parse.h"
 #include "api/workload.h"
