@@ -10,7 +10,7 @@ constexpr double kEps = 1e-9;
 
 class BranchAndBound {
  public:
-  BranchAndBound(const Problem& problem, long max_nodes)
+  BranchAndBound(const Problem& problem, std::int64_t max_nodes)
       : problem_(problem), max_nodes_(max_nodes) {
     const size_t n = problem.dnns.size();
     // DNNs on many routes first: they constrain the most, so pruning starts early.
@@ -121,8 +121,8 @@ class BranchAndBound {
   }
 
   const Problem& problem_;
-  long max_nodes_;
-  long nodes_ = 0;
+  std::int64_t max_nodes_;
+  std::int64_t nodes_ = 0;
   std::vector<int> order_;
   std::vector<double> partial_;
   std::vector<double> remaining_fastest_;

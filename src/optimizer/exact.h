@@ -2,12 +2,14 @@
 // each DNN's Pareto front, with exact (not slotted) latencies. The yardstick for FA2.
 #pragma once
 
+#include <cstdint>
+
 #include "optimizer/problem.h"
 
 namespace pipescale::optimizer {
 
 struct ExactOptions {
-  long max_nodes = 50'000'000;  // search nodes before giving up with kTimeLimit
+  std::int64_t max_nodes = 50'000'000;  // search nodes before giving up with kTimeLimit
 };
 
 Solution SolveExact(const Problem& problem, const ExactOptions& options = {});

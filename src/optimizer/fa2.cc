@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -338,88 +339,210 @@ std::vector<double> SplitCandidates(const Problem& problem, const Forest& forest
   return shares;
 }
 
-// Applies the best single- or two-DNN change of choice that keeps every SLO on the original
-// graph, until none improves the objective. Two-DNN moves trade latency between DNNs on a
-// shared route, which is what a fixed SLA split gets wrong.
-void ImproveLocally(const Problem& problem, Assignment& assignment) {
-  const size_t n = problem.dnns.size();
-  std::vector<double> latency(problem.routes.size());
-  auto recompute = [&] {
-    for (size_t r = 0; r < latency.size(); ++r) {
-      latency[r] = RouteLatencyMs(problem, assignment, static_cast<int>(r));
-    }
-  };
-  // Route latency if DNN a (and b, when b >= 0) changed latency by da (db).
-  auto fits = [&](int a, double da, int b, double db) {
-    for (int r : problem.dnns[a].routes) {
-      double l = latency[r] + da;
-      if (b >= 0 && std::find(problem.routes[r].dnns.begin(), problem.routes[r].dnns.end(), b) !=
-                        problem.routes[r].dnns.end()) {
-        l += db;
+// Local search on the original graph: applies the best change of one DNN's choice, or of two
+// DNNs' sharing a route, that keeps every SLO, until none improves the objective. Two-DNN
+// moves trade latency between DNNs on a shared route, which is what a fixed SLA split gets
+// wrong.
+class LocalSearch {
+ public:
+  LocalSearch(const Problem& problem, Assignment& assignment)
+      : problem_(problem), assignment_(assignment), latency_(problem.routes.size()) {}
+
+  void Run() {
+    while (true) {
+      Recompute();
+      Move best;
+      for (size_t a = 0; a < problem_.dnns.size(); ++a) {
+        ConsiderSingle(static_cast<int>(a), best);
+        for (size_t b = a + 1; b < problem_.dnns.size(); ++b) {
+          if (ShareRoute(static_cast<int>(a), static_cast<int>(b))) {
+            ConsiderPair(static_cast<int>(a), static_cast<int>(b), best);
+          }
+        }
       }
-      if (l > problem.routes[r].slo_ms + kEps) return false;
+      if (best.a < 0) return;
+      assignment_[best.a] = best.choice_a;
+      if (best.b >= 0) assignment_[best.b] = best.choice_b;
     }
-    if (b >= 0) {
-      for (int r : problem.dnns[b].routes) {
-        const auto& d = problem.routes[r].dnns;
-        if (std::find(d.begin(), d.end(), a) != d.end()) continue;  // checked above
-        if (latency[r] + db > problem.routes[r].slo_ms + kEps) return false;
-      }
-    }
-    return true;
-  };
-  auto share_route = [&](int a, int b) {
-    for (int r : problem.dnns[a].routes) {
-      const auto& d = problem.routes[r].dnns;
-      if (std::find(d.begin(), d.end(), b) != d.end()) return true;
-    }
-    return false;
+  }
+
+ private:
+  struct Move {
+    Objective gain;  // only strictly positive gains are taken
+    int a = -1;
+    int b = -1;  // -1 for a single-DNN move
+    Choice choice_a;
+    Choice choice_b;
   };
 
-  recompute();
-  while (true) {
-    Objective best_gain;  // strictly positive gains only
-    int best_a = -1, best_b = -1;
-    Choice choice_a, choice_b;
-    for (size_t a = 0; a < n; ++a) {
-      const Choice& cur = assignment[a];
-      for (const Choice& c : problem.dnns[a].front) {
-        const Objective gain = cur.Cost() - c.Cost();
-        if (!(Objective{} < gain) || !(best_gain < gain)) continue;
-        if (!fits(static_cast<int>(a), c.LatencyMs() - cur.LatencyMs(), -1, 0)) continue;
-        best_gain = gain;
-        best_a = static_cast<int>(a);
-        best_b = -1;
-        choice_a = c;
+  void Recompute() {
+    for (size_t r = 0; r < latency_.size(); ++r) {
+      latency_[r] = RouteLatencyMs(problem_, assignment_, static_cast<int>(r));
+    }
+  }
+
+  bool OnRoute(int route, int dnn) const {
+    const auto& d = problem_.routes[route].dnns;
+    return std::find(d.begin(), d.end(), dnn) != d.end();
+  }
+
+  bool ShareRoute(int a, int b) const {
+    const auto& routes = problem_.dnns[a].routes;
+    return std::any_of(routes.begin(), routes.end(), [&](int r) { return OnRoute(r, b); });
+  }
+
+  // Whether every route still meets its SLO when DNN a's latency changes by da and, when
+  // b >= 0, DNN b's by db.
+  bool Fits(int a, double da, int b, double db) const {
+    auto within = [&](int r, double delta) {
+      return latency_[r] + delta <= problem_.routes[r].slo_ms + kEps;
+    };
+    for (int r : problem_.dnns[a].routes) {
+      if (!within(r, da + (b >= 0 && OnRoute(r, b) ? db : 0))) return false;
+    }
+    if (b < 0) return true;
+    for (int r : problem_.dnns[b].routes) {
+      if (!OnRoute(r, a) && !within(r, db)) return false;
+    }
+    return true;
+  }
+
+  void ConsiderSingle(int a, Move& best) const {
+    const Choice& now = assignment_[a];
+    for (const Choice& c : problem_.dnns[a].front) {
+      const Objective gain = now.Cost() - c.Cost();
+      if (!(best.gain < gain) || !(Objective{} < gain)) continue;
+      if (Fits(a, c.LatencyMs() - now.LatencyMs(), -1, 0)) best = {gain, a, -1, c, {}};
+    }
+  }
+
+  void ConsiderPair(int a, int b, Move& best) const {
+    const Choice& now_a = assignment_[a];
+    const Choice& now_b = assignment_[b];
+    const Objective now = now_a.Cost() + now_b.Cost();
+    for (const Choice& ca : problem_.dnns[a].front) {
+      for (const Choice& cb : problem_.dnns[b].front) {
+        const Objective gain = now - (ca.Cost() + cb.Cost());
+        if (!(best.gain < gain) || !(Objective{} < gain)) continue;
+        if (Fits(a, ca.LatencyMs() - now_a.LatencyMs(), b, cb.LatencyMs() - now_b.LatencyMs())) {
+          best = {gain, a, b, ca, cb};
+        }
       }
     }
-    for (size_t a = 0; a < n; ++a) {
-      for (size_t b = a + 1; b < n; ++b) {
-        if (!share_route(static_cast<int>(a), static_cast<int>(b))) continue;
-        const Objective now = assignment[a].Cost() + assignment[b].Cost();
-        for (const Choice& ca : problem.dnns[a].front) {
-          for (const Choice& cb : problem.dnns[b].front) {
-            const Objective gain = now - (ca.Cost() + cb.Cost());
-            if (!(Objective{} < gain) || !(best_gain < gain)) continue;
-            if (!fits(static_cast<int>(a), ca.LatencyMs() - assignment[a].LatencyMs(),
-                      static_cast<int>(b), cb.LatencyMs() - assignment[b].LatencyMs())) {
-              continue;
-            }
-            best_gain = gain;
-            best_a = static_cast<int>(a);
-            best_b = static_cast<int>(b);
-            choice_a = ca;
-            choice_b = cb;
+  }
+
+  const Problem& problem_;
+  Assignment& assignment_;
+  std::vector<double> latency_;
+};
+
+// The DP on the transformed graph plus the two repairs that go beyond the paper. Every plan it
+// keeps meets every SLO of the original graph with exact latencies.
+class Fa2Search {
+ public:
+  Fa2Search(const Problem& problem, const Forest& forest)
+      : problem_(problem),
+        forest_(forest),
+        dp_(problem, forest),
+        fractions_(IntensityFractions(problem, forest)),
+        // Which segments share clocks depends only on the cuts, not on the split fractions.
+        safe_credit_(dp_.MinElapsed(Segments(problem, forest, fractions_))) {}
+
+  // The DP with Eq. 4's split (and the safe clock credit).
+  void Start() { best_ = Run(fractions_, safe_credit_); }
+
+  // The paper's algorithm alone: Eq. 4's split, no clock credit. For traces only.
+  Objective PaperObjective() {
+    auto plain =
+        Run(IntensityFractions(problem_, forest_), std::vector<int>(problem_.dnns.size(), 0));
+    return plain ? Total(plain->assignment) : Objective::Infinite();
+  }
+
+  // Alternates the split repair and the clock credit while either pays off.
+  void Repair() {
+    constexpr int kRounds = 4;
+    for (int round = 0; round < kRounds; ++round) {
+      const bool split = RepairSplit();
+      const bool credit = best_ && Offer(Run(fractions_, best_->elapsed));
+      if (!split && !credit) return;
+    }
+  }
+
+  const std::optional<SlotDp::Result>& best() const { return best_; }
+  int runs() const { return runs_; }
+
+ private:
+  // A DP plan counts only once it meets every SLO of the original graph with exact latencies.
+  // Rounded down first; a plan that overshoots tightens every segment by the overshoot and
+  // tries again, since the rounded-up DP gives away up to 1 ms per DNN.
+  std::optional<SlotDp::Result> Run(const std::vector<std::vector<double>>& fractions,
+                                    const std::vector<int>& credit) {
+    const std::vector<Segment> segments = Segments(problem_, forest_, fractions);
+    constexpr int kTightenings = 3;
+    std::vector<Segment> tightened = segments;
+    for (int attempt = 0; attempt < kTightenings; ++attempt) {
+      ++runs_;
+      auto result = dp_.Solve(tightened, SlotDp::Rounding::kDown, credit);
+      if (!result) break;
+      const double overshoot = Overshoot(result->assignment);
+      if (overshoot <= kEps) return result;
+      for (Segment& seg : tightened) seg.sla_ms -= std::ceil(overshoot);
+    }
+    ++runs_;
+    auto result = dp_.Solve(segments, SlotDp::Rounding::kUp, credit);
+    if (result && MeetsSlos(problem_, result->assignment)) return result;
+    return std::nullopt;
+  }
+
+  // Largest amount by which a route exceeds its SLO (<= 0 when all meet them).
+  double Overshoot(const Assignment& assignment) const {
+    double overshoot = -std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r < problem_.routes.size(); ++r) {
+      overshoot = std::max(overshoot, RouteLatencyMs(problem_, assignment, static_cast<int>(r)) -
+                                          problem_.routes[r].slo_ms);
+    }
+    return overshoot;
+  }
+
+  bool Offer(std::optional<SlotDp::Result> candidate) {
+    if (!candidate || (best_ && !(Total(candidate->assignment) < Total(best_->assignment)))) {
+      return false;
+    }
+    best_ = std::move(candidate);
+    return true;
+  }
+
+  // Split repair: coordinate search over the boundary between adjacent pieces of each cut
+  // route, with the clock credit of the best plan so far.
+  bool RepairSplit() {
+    constexpr int kGrid = 20;
+    bool improved = false;
+    for (size_t r = 0; r < fractions_.size(); ++r) {
+      for (size_t j = 0; j + 1 < fractions_[r].size(); ++j) {
+        const std::vector<int> credit = best_ ? best_->elapsed : safe_credit_;
+        for (double share : SplitCandidates(problem_, forest_, fractions_, static_cast<int>(r), j,
+                                            best_ ? &best_->assignment : nullptr, kGrid)) {
+          std::vector<std::vector<double>> trial = fractions_;
+          trial[r][j] = share;
+          trial[r][j + 1] = fractions_[r][j] + fractions_[r][j + 1] - share;
+          if (Offer(Run(trial, credit))) {
+            fractions_ = std::move(trial);
+            improved = true;
           }
         }
       }
     }
-    if (best_a < 0) return;
-    assignment[best_a] = choice_a;
-    if (best_b >= 0) assignment[best_b] = choice_b;
-    recompute();
+    return improved;
   }
-}
+
+  const Problem& problem_;
+  const Forest& forest_;
+  SlotDp dp_;
+  std::vector<std::vector<double>> fractions_;
+  std::vector<int> safe_credit_;
+  std::optional<SlotDp::Result> best_;
+  int runs_ = 0;
+};
 
 }  // namespace
 
@@ -434,98 +557,18 @@ Solution SolveFa2(const Problem& problem, const Fa2Options& options, Fa2Trace* t
 
   std::vector<std::pair<int, int>> removed;
   const Forest forest = Transform(problem, &removed);
-  SlotDp dp(problem, forest);
-  int runs = 0;
-  // A DP plan counts only once it meets every SLO of the original graph with exact latencies.
-  auto run = [&](const std::vector<std::vector<double>>& fractions,
-                 const std::vector<int>& credit) -> std::optional<SlotDp::Result> {
-    std::vector<Segment> segments = Segments(problem, forest, fractions);
-    // Rounded down first; a plan that overshoots with exact latencies tightens every segment
-    // by the overshoot and tries again, since the rounded-up DP gives away up to 1 ms per DNN.
-    constexpr int kTightenings = 3;
-    std::vector<Segment> tightened = segments;
-    for (int attempt = 0; attempt < kTightenings; ++attempt) {
-      ++runs;
-      auto result = dp.Solve(tightened, SlotDp::Rounding::kDown, credit);
-      if (!result) break;
-      double overshoot = 0;
-      for (size_t r = 0; r < problem.routes.size(); ++r) {
-        overshoot =
-            std::max(overshoot, RouteLatencyMs(problem, result->assignment, static_cast<int>(r)) -
-                                    problem.routes[r].slo_ms);
-      }
-      if (overshoot <= kEps) return result;
-      for (Segment& seg : tightened) seg.sla_ms -= std::ceil(overshoot);
-    }
-    ++runs;
-    auto result = dp.Solve(segments, SlotDp::Rounding::kUp, credit);
-    if (result && MeetsSlos(problem, result->assignment)) return result;
-    return std::nullopt;
-  };
-  auto better = [](const std::optional<SlotDp::Result>& x, const std::optional<SlotDp::Result>& y) {
-    return x && (!y || Total(x->assignment) < Total(y->assignment));
-  };
+  Fa2Search search(problem, forest);
+  search.Start();
+  if (trace != nullptr) trace->paper_objective = search.PaperObjective();
+  // Beyond the paper: repair the SLA split where Eq. 4's proportional split loses, and credit
+  // paths that start mid-tree with the slack the paper's DP withholds from them.
+  if (options.repair_split) search.Repair();
 
-  std::vector<std::vector<double>> fractions = IntensityFractions(problem, forest);
-  // Which segments share clocks depends only on the cuts, not on the split fractions.
-  const std::vector<int> safe_credit = dp.MinElapsed(Segments(problem, forest, fractions));
-  std::optional<SlotDp::Result> best = run(fractions, safe_credit);
-  Objective paper = Objective::Infinite();
-  if (trace != nullptr) {  // the paper's algorithm alone: Eq. 4's split, no clock credit
-    auto plain = run(fractions, std::vector<int>(problem.dnns.size(), 0));
-    if (plain) paper = Total(plain->assignment);
-  }
-
-  // Beyond the paper, two repairs alternate while either pays off; `run` checks every plan
-  // against the original graph, so both may be optimistic.
-  //
-  // Split repair: coordinate search over the boundary between adjacent pieces of each cut
-  // route. Candidates: a 5% grid, and the boundaries at which the DNN on either side of the
-  // cut switches to another choice with the rest of the plan as it is (a narrow window of good
-  // splits falls between grid points, never between these).
-  //
-  // Clock credit: a path that starts at s while others pass through s is checked on the
-  // others' clock, as if it had already spent their elapsed time; the safe credit gives back
-  // only the least of it. Crediting the elapsed time the best plan really has at s lets the
-  // DP see the slack such paths have.
-  const bool any_cut = std::any_of(forest.cuts.begin(), forest.cuts.end(),
-                                   [](const std::vector<int>& c) { return !c.empty(); });
-  constexpr int kGrid = 20;
-  constexpr int kRounds = 4;
-  for (int round = 0; options.repair_split && round < kRounds; ++round) {
-    bool improved = false;
-    for (size_t r = 0; any_cut && r < fractions.size(); ++r) {
-      for (size_t j = 0; j + 1 < fractions[r].size(); ++j) {
-        const std::vector<int> credit = best ? best->elapsed : safe_credit;
-        for (double share : SplitCandidates(problem, forest, fractions, static_cast<int>(r), j,
-                                            best ? &best->assignment : nullptr, kGrid)) {
-          std::vector<std::vector<double>> trial = fractions;
-          trial[r][j] = share;
-          trial[r][j + 1] = fractions[r][j] + fractions[r][j + 1] - share;
-          std::optional<SlotDp::Result> candidate = run(trial, credit);
-          if (better(candidate, best)) {
-            best = std::move(candidate);
-            fractions = std::move(trial);
-            improved = true;
-          }
-        }
-      }
-    }
-    if (best) {
-      std::optional<SlotDp::Result> candidate = run(fractions, best->elapsed);
-      if (better(candidate, best)) {
-        best = std::move(candidate);
-        improved = true;
-      }
-    }
-    if (!improved) break;
-  }
-
-  // Feasibility is decided exactly above, so the fastest plan is a valid start when the
-  // transformed problem admits none.
-  Assignment assignment = best ? best->assignment : Fastest(problem);
+  // Feasibility was decided exactly above, so the fastest plan is a valid start when the
+  // transformed graph admits no plan.
+  Assignment assignment = search.best() ? search.best()->assignment : Fastest(problem);
   PIPESCALE_CHECK(MeetsSlos(problem, assignment));
-  if (options.local_improvement) ImproveLocally(problem, assignment);
+  if (options.local_improvement) LocalSearch(problem, assignment).Run();
 
   solution.assignment = std::move(assignment);
   solution.status = Total(solution.assignment) == LowerBound(problem)
@@ -535,14 +578,13 @@ Solution SolveFa2(const Problem& problem, const Fa2Options& options, Fa2Trace* t
     solution.notes.push_back("graph transformation removed edge " + problem.dnns[u].task + " -> " +
                              problem.dnns[v].task);
   }
-  if (!best) {
+  if (!search.best()) {
     solution.notes.emplace_back(
         "the transformed graph admitted no plan for any SLA split; started from the fastest plan");
   }
   if (trace != nullptr) {
     trace->removed_edges = std::move(removed);
-    trace->dp_runs = runs;
-    trace->paper_objective = paper;
+    trace->dp_runs = search.runs();
   }
   return solution;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compare>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,12 +17,12 @@ namespace pipescale::optimizer {
 // The objective of Eq. 3 compared lexicographically: fewest replicas, then the lowest cost
 // (when hardware classes differ in price), then the delta tie-break toward small batches.
 struct Objective {
-  long replicas = 0;
-  long cost_micro = 0;  // sum of replicas x costPerHour, in micro-dollars per hour
-  long batch_sum = 0;
+  std::int64_t replicas = 0;
+  std::int64_t cost_micro = 0;  // sum of replicas x costPerHour, in micro-dollars per hour
+  std::int64_t batch_sum = 0;
 
   static constexpr Objective Infinite() {
-    constexpr long kMax = std::numeric_limits<long>::max() / 4;
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max() / 4;
     return {kMax, kMax, kMax};
   }
   bool IsInfinite() const { return replicas >= Infinite().replicas; }
@@ -47,10 +48,10 @@ struct Objective {
 struct Choice {
   int hardware_class = 0;
   int batch = 1;
-  int replicas = 1;     // ceil(lambda / h(b)), at least one
-  double exec_ms = 0;   // d(b)
-  double queue_ms = 0;  // (b - 1) / lambda
-  long cost_micro = 0;  // replicas x price
+  int replicas = 1;             // ceil(lambda / h(b)), at least one
+  double exec_ms = 0;           // d(b)
+  double queue_ms = 0;          // (b - 1) / lambda
+  std::int64_t cost_micro = 0;  // replicas x price
 
   double LatencyMs() const { return exec_ms + queue_ms; }
   Objective Cost() const { return {replicas, cost_micro, batch}; }

@@ -16,7 +16,7 @@ std::optional<BruteForceResult> BruteForce(const model::Pipeline& pipeline,
   }
   struct Option {
     double latency;
-    long replicas;
+    std::int64_t replicas;
     double cost;
   };
   std::vector<std::vector<Option>> options(spec.tasks.size());
@@ -30,7 +30,7 @@ std::optional<BruteForceResult> BruteForce(const model::Pipeline& pipeline,
       for (int b = 1; b <= (lambda > 0 ? profile.latency.MaxBatch(v.max_batch) : 1); ++b) {
         const double d = profile.latency.Ms(b);
         const double q = b == 1 ? 0 : 1000.0 * (b - 1) / lambda;
-        long n = static_cast<long>(std::ceil(lambda * d / (1000.0 * b) - 1e-9));
+        std::int64_t n = static_cast<std::int64_t>(std::ceil(lambda * d / (1000.0 * b) - 1e-9));
         if (n < 1) n = 1;
         options[i].push_back({d + q, n, n * price});
       }
@@ -38,7 +38,8 @@ std::optional<BruteForceResult> BruteForce(const model::Pipeline& pipeline,
   }
   std::optional<BruteForceResult> best;
   std::vector<double> latency(spec.tasks.size());
-  std::function<void(size_t, long, double)> visit = [&](size_t i, long replicas, double cost) {
+  std::function<void(size_t, std::int64_t, double)> visit = [&](size_t i, std::int64_t replicas,
+                                                                double cost) {
     if (i == spec.tasks.size()) {
       for (const auto& path : spec.paths) {
         double total = 0;

@@ -2,6 +2,7 @@
 // model alone: the independent yardstick for the branch and bound on small instances.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "model/pipeline.h"
@@ -9,7 +10,7 @@
 namespace pipescale::testing {
 
 struct BruteForceResult {
-  long replicas = 0;
+  std::int64_t replicas = 0;
   double cost_per_hour = 0;
 };
 
