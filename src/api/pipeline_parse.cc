@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -116,15 +117,15 @@ class Reader {
     return d;
   }
 
-  std::optional<long> Integer(const json& object, const char* key, const std::string& path,
-                              bool required) {
+  std::optional<std::int64_t> Integer(const json& object, const char* key, const std::string& path,
+                                      bool required) {
     const json* v = Get(object, key, path, required);
     if (v == nullptr) return std::nullopt;
     if (!v->is_number_integer()) {
       Fail(At(path, key), "must be an integer");
       return std::nullopt;
     }
-    return v->get<long>();
+    return v->get<std::int64_t>();
   }
 
   // A number that must be > 0 (strictly) or >= 0.
@@ -295,7 +296,7 @@ std::optional<model::LatencyProfile> ParseLatency(Reader& r, const json& profile
         ok = false;
         continue;
       }
-      const long batch = p[0].get<long>();
+      const std::int64_t batch = p[0].get<std::int64_t>();
       const double ms = p[1].get<double>();
       if (batch < 1) {
         r.Fail(at, "batch must be >= 1, got " + std::to_string(batch));

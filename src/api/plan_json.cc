@@ -1,7 +1,8 @@
 #include "api/plan_json.h"
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "common/strings.h"
 
 namespace pipescale::api {
 
@@ -32,27 +33,19 @@ std::string PlanToJson(const model::Plan& plan) {
 
 std::string PlanToTable(const model::Plan& plan) {
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "optimizer %s: %s, %d replicas, solved in %.2f ms\n\n",
-                plan.report.optimizer.c_str(), model::SolveStatusName(plan.report.status),
-                plan.TotalReplicas(), plan.report.solve_ms);
-  out += line;
-  std::snprintf(line, sizeof line, "%-14s %-14s %-10s %8s %6s %11s %9s\n", "TASK", "VARIANT",
-                "HARDWARE", "REPLICAS", "BATCH", "LATENCY_MS", "QUEUE_MS");
-  out += line;
+  out += StrFormat("optimizer %s: %s, %d replicas, solved in %.2f ms\n\n",
+                   plan.report.optimizer.c_str(), model::SolveStatusName(plan.report.status),
+                   plan.TotalReplicas(), plan.report.solve_ms);
+  out += StrFormat("%-14s %-14s %-10s %8s %6s %11s %9s\n", "TASK", "VARIANT", "HARDWARE",
+                   "REPLICAS", "BATCH", "LATENCY_MS", "QUEUE_MS");
   for (const auto& t : plan.tasks) {
-    std::snprintf(line, sizeof line, "%-14s %-14s %-10s %8d %6d %11.1f %9.1f\n", t.task.c_str(),
-                  t.variant.c_str(), t.hardware_class.c_str(), t.replicas, t.batch_size,
-                  t.latency_ms, t.queue_ms);
-    out += line;
+    out += StrFormat("%-14s %-14s %-10s %8d %6d %11.1f %9.1f\n", t.task.c_str(), t.variant.c_str(),
+                     t.hardware_class.c_str(), t.replicas, t.batch_size, t.latency_ms, t.queue_ms);
   }
-  std::snprintf(line, sizeof line, "\n%-20s %10s %14s %6s\n", "PATH", "SLO_MS", "PREDICTED_MS",
-                "MEETS");
-  out += line;
+  out += StrFormat("\n%-20s %10s %14s %6s\n", "PATH", "SLO_MS", "PREDICTED_MS", "MEETS");
   for (const auto& p : plan.paths) {
-    std::snprintf(line, sizeof line, "%-20s %10.1f %14.1f %6s\n", p.name.c_str(), p.slo_ms,
-                  p.predicted_latency_ms, p.predicted_latency_ms <= p.slo_ms + 1e-9 ? "yes" : "NO");
-    out += line;
+    out += StrFormat("%-20s %10.1f %14.1f %6s\n", p.name.c_str(), p.slo_ms, p.predicted_latency_ms,
+                     p.predicted_latency_ms <= p.slo_ms + 1e-9 ? "yes" : "NO");
   }
   for (const auto& n : plan.report.notes) out += "note: " + n + "\n";
   return out;

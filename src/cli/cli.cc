@@ -1,13 +1,13 @@
 #include "cli/cli.h"
 
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <optional>
 
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
 #include "api/workload.h"
+#include "common/strings.h"
 #include "optimizer/solve.h"
 
 namespace pipescale::cli {
@@ -101,9 +101,13 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
   auto pipeline = Load(flags.file, err);
   if (!pipeline) return kExitInvalidInput;
   const model::PipelineSpec& spec = pipeline->spec;
-  out << flags.file << ": valid InferencePipeline " << pipeline->name << " (" << spec.tasks.size()
-      << " tasks, " << spec.paths.size() << " paths, " << spec.hardware_classes.size()
-      << " hardware classes)\n";
+  auto count = [](size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  out << flags.file << ": valid InferencePipeline " << pipeline->name << " ("
+      << count(spec.tasks.size(), "task", "tasks") << ", "
+      << count(spec.paths.size(), "path", "paths") << ", "
+      << count(spec.hardware_classes.size(), "hardware class", "hardware classes") << ")\n";
   // Fitted profiles are where a user's data meets the model: show how well it fits.
   for (size_t t = 0; t < spec.tasks.size(); ++t) {
     for (size_t v = 0; v < spec.tasks[t].variants.size(); ++v) {
@@ -111,14 +115,12 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
       for (size_t p = 0; p < variant.profiles.size(); ++p) {
         const auto& lat = variant.profiles[p].latency;
         if (!lat.fitted) continue;
-        char line[320];
-        std::snprintf(line, sizeof line,
-                      "  spec.tasks[%zu].variants[%zu].profiles[%zu]: fitted d(b) = %.4g b^2 + "
-                      "%.4g b + %.4g ms from %zu points (RMSE %.3g ms, max error %.3g ms, "
-                      "%d outliers)\n",
-                      t, v, p, lat.quadratic.a, lat.quadratic.b, lat.quadratic.c, lat.points.size(),
-                      lat.fit.rmse_ms, lat.fit.max_error_ms, lat.fit.outliers);
-        out << line;
+        out << StrFormat(
+            "  spec.tasks[%zu].variants[%zu].profiles[%zu]: fitted d(b) = %.4g b^2 + "
+            "%.4g b + %.4g ms from %zu points (RMSE %.3g ms, max error %.3g ms, "
+            "%d outliers)\n",
+            t, v, p, lat.quadratic.a, lat.quadratic.b, lat.quadratic.c, lat.points.size(),
+            lat.fit.rmse_ms, lat.fit.max_error_ms, lat.fit.outliers);
       }
     }
   }

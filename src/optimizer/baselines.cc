@@ -1,8 +1,9 @@
 #include "optimizer/baselines.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
+
+#include "common/strings.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -34,10 +35,9 @@ Solution Judge(const Problem& problem, Assignment assignment) {
     const double latency = RouteLatencyMs(problem, solution.assignment, static_cast<int>(r));
     if (latency > problem.routes[r].slo_ms + 1e-9) {
       solution.status = model::SolveStatus::kInfeasible;
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "path %s: predicted %.1f ms exceeds its SLO of %.1f ms",
-                    problem.routes[r].name.c_str(), latency, problem.routes[r].slo_ms);
-      solution.notes.emplace_back(buf);
+      solution.notes.push_back(StrFormat("path %s: predicted %.1f ms exceeds its SLO of %.1f ms",
+                                         problem.routes[r].name.c_str(), latency,
+                                         problem.routes[r].slo_ms));
     }
   }
   return solution;

@@ -232,7 +232,7 @@ class SlotDp {
     }
   }
 
-  int ChildClock(Clock k, int elapsed, int slot) const {
+  static int ChildClock(Clock k, int elapsed, int slot) {
     switch (k) {
       case Clock::kInherit:
         return elapsed + slot;

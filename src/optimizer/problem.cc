@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <queue>
 
 #include "common/check.h"
+#include "common/strings.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -180,10 +180,8 @@ std::vector<std::string> ImpossibleRoutes(const Problem& problem) {
   for (size_t r = 0; r < problem.routes.size(); ++r) {
     const double best = RouteLatencyMs(problem, fastest, static_cast<int>(r));
     if (best > problem.routes[r].slo_ms + kEps) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "path %s: SLO %.1f ms is below the fastest possible %.1f ms",
-                    problem.routes[r].name.c_str(), problem.routes[r].slo_ms, best);
-      notes.emplace_back(buf);
+      notes.push_back(StrFormat("path %s: SLO %.1f ms is below the fastest possible %.1f ms",
+                                problem.routes[r].name.c_str(), problem.routes[r].slo_ms, best));
     }
   }
   return notes;
