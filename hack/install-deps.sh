@@ -6,10 +6,15 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libcpprest-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
-  libcurl4-openssl-dev libssl-dev
+  libcurl4-openssl-dev libssl-dev libcivetweb-dev openssl curl
   coinor-libcbc-dev
+  etcd-server etcd-client prometheus
   libgtest-dev libgmock-dev googletest libbenchmark-dev
 )
+
+# kubectl (tests and the demo talk to the local apiserver with it): Debian's kubernetes-client,
+# unless the machine already has a kubectl of its own.
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do

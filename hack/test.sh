@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs the Debian packages the build needs, builds all targets (ccache
-# keeps its cache outside the tree), then runs ctest. Extra arguments go to ctest, e.g.
+# Runs every test: installs the Debian packages the build needs and the cached kube-apiserver,
+# builds all targets (ccache keeps its cache outside the tree), then runs ctest (unit tests and
+# integration tests against real etcd, kube-apiserver and Prometheus on 127.0.0.1). Extra arguments go to ctest, e.g.
 # `hack/test.sh -L unit`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/install-deps.sh"
+# The integration tests run a real kube-apiserver, built once from Debian's source package and
+# cached outside the tree (about 4 minutes the first time on a machine).
+"$root/hack/build-kube-apiserver.sh" >/dev/null
 build=${PIPESCALE_BUILD_DIR:-$root/build}
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

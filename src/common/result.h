@@ -15,13 +15,21 @@ enum class ErrorKind {
   kNotFound,   // the thing asked for does not exist
   kConflict,   // a concurrent writer won; re-read and retry
   kTransient,  // the outside world failed (network, timeout, 5xx); retry with backoff
+  kExpired,    // a resourceVersion is too old (HTTP 410 Gone); relist
 };
+
+const char* ErrorKindName(ErrorKind kind);
 
 struct Error {
   ErrorKind kind = ErrorKind::kInvalid;
   std::string message;
 
   bool operator==(const Error&) const = default;
+};
+
+// The value of a Result that carries nothing but success.
+struct Done {
+  bool operator==(const Done&) const = default;
 };
 
 template <typename T>
@@ -56,5 +64,7 @@ class [[nodiscard]] Result {
  private:
   std::variant<T, Error> state_;
 };
+
+using Status = Result<Done>;
 
 }  // namespace pipescale

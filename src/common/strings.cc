@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "common/result.h"
+
 namespace pipescale {
 
 std::string StrFormat(const char* format, ...) {
@@ -16,6 +18,22 @@ std::string StrFormat(const char* format, ...) {
   if (size > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
   va_end(args);
   return out;
+}
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalid:
+      return "Invalid";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kTransient:
+      return "Transient";
+    case ErrorKind::kExpired:
+      return "Expired";
+  }
+  return "Unknown";
 }
 
 }  // namespace pipescale

@@ -1,0 +1,70 @@
+// A Kubernetes API client over libcurl: get, create, update, JSON merge patch, delete, and
+// streaming watches, with TLS verified against the configured CA. Knows no resource types
+// beyond the paths it is given.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/result.h"
+#include "kube/config.h"
+
+namespace pipescale::kube {
+
+// Where a kind of object lives in the API.
+struct ResourceType {
+  std::string api_version;  // "v1" for the core group, else "group/version"
+  std::string plural;
+  bool namespaced = true;
+};
+
+inline const ResourceType kDeployments{"apps/v1", "deployments", true};
+inline const ResourceType kConfigMaps{"v1", "configmaps", true};
+inline const ResourceType kEvents{"v1", "events", true};
+inline const ResourceType kLeases{"coordination.k8s.io/v1", "leases", true};
+inline const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io/v1",
+                                                     "customresourcedefinitions", false};
+
+// /api/v1/namespaces/ns/configmaps, /apis/apps/v1/deployments (ns empty: all namespaces).
+std::string CollectionPath(const ResourceType& type, const std::string& ns);
+std::string ObjectPath(const ResourceType& type, const std::string& ns, const std::string& name,
+                       const std::string& subresource = "");
+// Percent-encodes a query parameter value.
+std::string QueryEscape(const std::string& value);
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK or ERROR
+  nlohmann::json object;
+};
+
+// Thread-safe: every call uses its own connection state.
+class Client {
+ public:
+  explicit Client(ClusterConfig config);
+
+  // Error kinds: 404 kNotFound, 409 kConflict, 410 kExpired, 429/5xx/network kTransient,
+  // other 4xx kInvalid. Messages say what was done to what, with the server's message.
+  Result<nlohmann::json> Get(const std::string& path) const;
+  Result<nlohmann::json> Create(const std::string& collection_path,
+                                const nlohmann::json& object) const;
+  Result<nlohmann::json> Update(const std::string& path, const nlohmann::json& object) const;
+  Result<nlohmann::json> MergePatch(const std::string& path, const nlohmann::json& patch) const;
+  Status Delete(const std::string& path) const;
+
+  // Streams `path` (with ?watch=1 and friends already in it), calling `on_event` per event.
+  // Returns Done when the server ends the stream, `on_event` returns false, or `stop` turns
+  // true; an error if the request fails or the server answers with an error status.
+  Status Watch(const std::string& path, const std::function<bool(const WatchEvent&)>& on_event,
+               const std::atomic<bool>& stop) const;
+
+  const ClusterConfig& config() const { return config_; }
+
+ private:
+  ClusterConfig config_;
+  std::chrono::seconds timeout_{30};
+};
+
+}  // namespace pipescale::kube

@@ -1,0 +1,176 @@
+#include "kube/informer.h"
+
+#include <algorithm>
+#include <random>
+
+namespace pipescale::kube {
+
+std::string ObjectKey(const nlohmann::json& object) {
+  const auto& meta = object.at("metadata");
+  const std::string name = meta.value("name", "");
+  const std::string ns = meta.value("namespace", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+Informer::Informer(const Client& client, Options options, Handler handler)
+    : client_(client), options_(std::move(options)), handler_(std::move(handler)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() {
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Informer::Stop() {
+  stop_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
+}
+
+std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<nlohmann::json> Informer::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<nlohmann::json> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, object] : cache_) out.push_back(object);
+  return out;
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard lock(mu_);
+  return resource_version_;
+}
+
+void Informer::Backoff(std::chrono::milliseconds& delay) {
+  // Full jitter, so many informers that failed together do not retry together.
+  static thread_local std::mt19937 rng(std::random_device{}());
+  const auto wait = std::chrono::milliseconds(
+      std::uniform_int_distribution<long>(delay.count() / 2, delay.count())(rng));
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, wait, [this] { return stop_.load(); });
+  delay = std::min(delay * 2, options_.max_backoff);
+}
+
+void Informer::Loop() {
+  bool need_list = options_.resume_from.empty();
+  if (!need_list) {
+    std::lock_guard lock(mu_);
+    resource_version_ = options_.resume_from;
+    synced_ = true;
+    cv_.notify_all();
+  }
+  auto delay = options_.min_backoff;
+  while (!stop_) {
+    if (need_list) {
+      if (Status s = ListAndReplace(); !s) {
+        Backoff(delay);
+        continue;
+      }
+      need_list = false;
+      delay = options_.min_backoff;
+    }
+    const Status s = WatchOnce();
+    if (stop_) break;
+    if (s.ok()) {
+      delay = options_.min_backoff;  // the server closed a healthy watch: rewatch at once
+      continue;
+    }
+    ++reconnects_;
+    if (s.error().kind == ErrorKind::kExpired) {
+      need_list = true;  // our version is gone from the server's history: start over
+      continue;
+    }
+    Backoff(delay);
+  }
+}
+
+Status Informer::ListAndReplace() {
+  std::string path = CollectionPath(options_.type, options_.namespace_name);
+  if (!options_.label_selector.empty()) {
+    path += "?labelSelector=" + QueryEscape(options_.label_selector);
+  }
+  auto list = client_.Get(path);
+  if (!list) return list.error();
+  std::map<std::string, nlohmann::json> fresh;
+  for (auto& item : (*list)["items"]) fresh.emplace(ObjectKey(item), std::move(item));
+
+  std::vector<std::string> changed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, object] : fresh) {
+      auto it = cache_.find(key);
+      if (it == cache_.end() || it->second != object) changed.push_back(key);
+    }
+    for (const auto& [key, object] : cache_) {
+      if (!fresh.contains(key)) changed.push_back(key);  // deleted while we were not watching
+    }
+    cache_ = std::move(fresh);
+    resource_version_ = (*list)["metadata"].value("resourceVersion", "");
+    synced_ = true;
+    ++relists_;
+  }
+  cv_.notify_all();
+  for (const auto& key : changed) handler_(key);
+  return Done{};
+}
+
+Status Informer::WatchOnce() {
+  std::string path = CollectionPath(options_.type, options_.namespace_name) +
+                     "?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
+                     std::to_string(options_.watch_timeout_seconds) +
+                     "&resourceVersion=" + QueryEscape(resource_version());
+  if (!options_.label_selector.empty()) {
+    path += "&labelSelector=" + QueryEscape(options_.label_selector);
+  }
+  std::optional<Error> in_stream;
+  Status s = client_.Watch(
+      path,
+      [&](const WatchEvent& e) {
+        if (e.type == "ERROR") {
+          // A Status object; code 410 means our resourceVersion was compacted away.
+          const int code = e.object.value("code", 0);
+          in_stream = Error{code == 410 ? ErrorKind::kExpired : ErrorKind::kTransient,
+                            "watch error event: " + e.object.value("message", e.object.dump())};
+          return false;
+        }
+        Apply(e);
+        return true;
+      },
+      stop_);
+  if (in_stream) return *in_stream;
+  return s;
+}
+
+void Informer::Apply(const WatchEvent& event) {
+  const std::string rv = event.object["metadata"].value("resourceVersion", "");
+  if (event.type == "BOOKMARK") {
+    std::lock_guard lock(mu_);
+    resource_version_ = rv;  // progress without a change: resume from here next time
+    return;
+  }
+  const std::string key = ObjectKey(event.object);
+  {
+    std::lock_guard lock(mu_);
+    if (event.type == "DELETED") {
+      cache_.erase(key);
+    } else {
+      cache_[key] = event.object;
+    }
+    resource_version_ = rv;
+  }
+  handler_(key);
+}
+
+}  // namespace pipescale::kube

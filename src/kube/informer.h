@@ -1,0 +1,83 @@
+// A watch-backed cache of one resource type: list, then watch from the list's resourceVersion
+// with bookmarks; relist when the version has expired (HTTP 410, or an ERROR event with code
+// 410 inside a 200 stream); reconnect with exponential backoff after any other failure.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace pipescale::kube {
+
+// "namespace/name", or "name" for cluster-scoped objects.
+std::string ObjectKey(const nlohmann::json& object);
+
+class Informer {
+ public:
+  struct Options {
+    ResourceType type;
+    std::string namespace_name;  // empty: all namespaces
+    std::string label_selector;
+    int watch_timeout_seconds = 300;  // the server ends each watch after this; we rewatch
+    std::chrono::milliseconds min_backoff{200};
+    std::chrono::milliseconds max_backoff{30000};
+    // Resume a watch from this version instead of listing first (as after a restart that
+    // kept its cache). Empty: list first.
+    std::string resume_from;
+  };
+  // Called from the informer's thread with the key of every object added, changed or deleted
+  // (after a relist: every key that differs from the cache). Must not block for long.
+  using Handler = std::function<void(const std::string& key)>;
+
+  Informer(const Client& client, Options options, Handler handler);
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  void Start();
+  void Stop();  // idempotent; returns once the thread has ended
+  // True once the first list (or resumed watch) has filled the cache.
+  bool WaitForSync(std::chrono::milliseconds timeout);
+
+  std::optional<nlohmann::json> Get(const std::string& key) const;
+  std::vector<nlohmann::json> List() const;
+
+  // Observability for metrics and tests.
+  int relists() const { return relists_.load(); }
+  int reconnects() const { return reconnects_.load(); }
+  std::string resource_version() const;
+
+ private:
+  void Loop();
+  Status ListAndReplace();
+  Status WatchOnce();  // kExpired when the server says the version is gone
+  void Apply(const WatchEvent& event);
+  void Backoff(std::chrono::milliseconds& delay);
+
+  const Client& client_;
+  Options options_;
+  Handler handler_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // signals sync and stop
+  std::map<std::string, nlohmann::json> cache_;
+  std::string resource_version_;
+  bool synced_ = false;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<int> relists_{0};
+  std::atomic<int> reconnects_{0};
+  std::thread thread_;
+};
+
+}  // namespace pipescale::kube
