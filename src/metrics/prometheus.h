@@ -1,0 +1,43 @@
+// A client for Prometheus's HTTP query API (instant and range queries) over libcurl.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace pipescale::metrics {
+
+struct Sample {
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+struct Series {
+  std::map<std::string, std::string> labels;
+  std::vector<std::pair<double, double>> points;  // (unix seconds, value)
+};
+
+class PrometheusClient {
+ public:
+  explicit PrometheusClient(std::string base_url,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+  // An instant vector (or scalar, as one unlabeled sample). kInvalid for a query Prometheus
+  // rejects (HTTP 400, with its message); kTransient when it cannot be reached or times out.
+  Result<std::vector<Sample>> Query(const std::string& promql,
+                                    std::optional<double> at_unix_seconds = std::nullopt) const;
+  Result<std::vector<Series>> QueryRange(const std::string& promql, double start, double end,
+                                         double step_seconds) const;
+
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  std::string base_url_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace pipescale::metrics

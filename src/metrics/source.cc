@@ -1,0 +1,84 @@
+#include "metrics/source.h"
+
+#include <cmath>
+
+namespace pipescale::metrics {
+
+const std::map<std::string, std::string>& DefaultQueries() {
+  static const std::map<std::string, std::string> kQueries = {
+      {"pathRate",
+       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])))"},
+      {"pathLatency",
+       R"(1000 * histogram_quantile(0.99, sum by (le) (rate(pipescale_request_duration_seconds_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[1m]))))"},
+      {"arrivalRate",
+       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s])))"},
+  };
+  return kQueries;
+}
+
+std::string Render(const std::string& query, const std::map<std::string, std::string>& values) {
+  std::string out = query;
+  for (const auto& [name, value] : values) {
+    const std::string placeholder = "{{" + name + "}}";
+    for (size_t at = out.find(placeholder); at != std::string::npos;
+         at = out.find(placeholder, at + value.size())) {
+      out.replace(at, placeholder.size(), value);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string QueryFor(const model::Pipeline& pipeline, const std::string& name) {
+  auto it = pipeline.spec.metrics.queries.find(name);
+  return it != pipeline.spec.metrics.queries.end() ? it->second : DefaultQueries().at(name);
+}
+
+// The single value of a query, or nullopt when the result is empty or not a number.
+Result<std::optional<double>> One(const PrometheusClient& prometheus, const std::string& name,
+                                  const std::string& query) {
+  auto samples = prometheus.Query(query);
+  if (!samples) {
+    Error e = samples.error();
+    e.message = "metrics." + name + ": " + e.message;
+    return e;
+  }
+  if (samples->empty() || std::isnan(samples->front().value)) return std::optional<double>{};
+  return std::optional<double>{samples->front().value};
+}
+
+}  // namespace
+
+Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
+                                            const model::Pipeline& pipeline) {
+  model::MetricsSnapshot snapshot;
+  std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
+                                               {"namespace", pipeline.namespace_name}};
+  for (const model::Path& path : pipeline.spec.paths) {
+    values["path"] = path.name;
+    auto rate = One(prometheus, "pathRate", Render(QueryFor(pipeline, "pathRate"), values));
+    if (!rate) return rate.error();
+    if (*rate) {
+      snapshot.path_rates_rps[path.name] = **rate;
+    } else {
+      snapshot.missing.push_back("pathRate{path=\"" + path.name + "\"}");
+    }
+    // Latency informs reports, not the plan, so its absence is not "missing data".
+    auto latency =
+        One(prometheus, "pathLatency", Render(QueryFor(pipeline, "pathLatency"), values));
+    if (!latency) return latency.error();
+    if (*latency) snapshot.path_latency_ms[path.name] = **latency;
+  }
+  values.erase("path");
+  auto arrival = One(prometheus, "arrivalRate", Render(QueryFor(pipeline, "arrivalRate"), values));
+  if (!arrival) return arrival.error();
+  if (*arrival) {
+    snapshot.arrival_rate_rps = **arrival;
+  } else if (pipeline.spec.paths.empty()) {
+    snapshot.missing.emplace_back("arrivalRate");
+  }
+  return snapshot;
+}
+
+}  // namespace pipescale::metrics

@@ -1,0 +1,28 @@
+// Reads a pipeline's load from Prometheus with the PromQL templates of the spec: defaults that
+// match what pipescale's model servers and gateway export, overridable per pipeline.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/result.h"
+#include "metrics/prometheus.h"
+#include "model/metrics_snapshot.h"
+#include "model/pipeline.h"
+
+namespace pipescale::metrics {
+
+// Template names (keys of spec.metrics) and their defaults. Placeholders: {{pipeline}},
+// {{namespace}}, {{path}}, {{task}}.
+const std::map<std::string, std::string>& DefaultQueries();
+
+// Substitutes the placeholders.
+std::string Render(const std::string& query, const std::map<std::string, std::string>& values);
+
+// One snapshot: per-path rate and latency, total arrival rate. An empty result is recorded in
+// `missing`, never as 0. kTransient when Prometheus cannot be reached, kInvalid when it rejects
+// a query (a bad override names itself in the message).
+Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
+                                            const model::Pipeline& pipeline);
+
+}  // namespace pipescale::metrics

@@ -1,0 +1,23 @@
+// What the operator observed of a pipeline's load at one moment, as read from Prometheus.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipescale::model {
+
+struct MetricsSnapshot {
+  std::map<std::string, double> path_rates_rps;   // measured rate per execution path
+  std::map<std::string, double> path_latency_ms;  // measured tail latency per path
+  std::optional<double> arrival_rate_rps;         // total rate into the pipeline
+  // Series that were absent or stale, e.g. `pathRate{path="car-qa"}`. A missing value is
+  // never read as 0: the operator keeps its current plan instead.
+  std::vector<std::string> missing;
+
+  bool Complete() const { return missing.empty(); }
+  bool operator==(const MetricsSnapshot&) const = default;
+};
+
+}  // namespace pipescale::model
