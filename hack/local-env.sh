@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A local cluster of real parts on 127.0.0.1, for tests and the demo:
-#   hack/local-env.sh up DIR     start etcd, kube-apiserver (HTTPS, our own CA, a token),
+#   hack/local-env.sh up DIR     start etcd, kube-apiserver (HTTPS, our own CA, a token), the
+#                                garbage collector of kube-controller-manager,
 #                                Prometheus (file service discovery), install the CRD;
 #                                write DIR/env (sourceable) and DIR/kubeconfig
 #   hack/local-env.sh down DIR   stop them all and remove DIR's state
@@ -60,7 +61,7 @@ stop_process() {  # stop_process NAME: TERM, then KILL after 5 s
 
 down() {
   [[ -d $dir ]] || return 0
-  for name in prometheus kube-apiserver etcd; do stop_process "$name"; done
+  for name in prometheus kube-controller-manager kube-apiserver etcd; do stop_process "$name"; done
   rm -rf "$dir/etcd" "$dir/prometheus-data"
 }
 
@@ -114,6 +115,13 @@ contexts:
   context: {cluster: local, user: admin, namespace: default}
 current-context: local
 KUBECONFIG
+
+  # Only the garbage collector: owned Deployments go when their pipeline is deleted. There is no
+  # kubelet; the kubelet stand-in runs model-server processes for Deployments instead.
+  "$(dirname "$kas")/kube-controller-manager" --kubeconfig "$dir/kubeconfig" \
+    --controllers garbagecollector --leader-elect=false --port 0 --secure-port 0 \
+    >"$dir/kube-controller-manager.log" 2>&1 &
+  echo $! >"$dir/kube-controller-manager.pid"
 
   mkdir -p "$dir/targets"
   cat >"$dir/prometheus.yml" <<PROM

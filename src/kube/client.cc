@@ -228,6 +228,12 @@ Result<nlohmann::json> Client::MergePatch(const std::string& path,
   return Call(config_, timeout_, "PATCH", path, patch.dump(), "application/merge-patch+json");
 }
 
+Result<nlohmann::json> Client::StrategicMergePatch(const std::string& path,
+                                                   const nlohmann::json& patch) const {
+  return Call(config_, timeout_, "PATCH", path, patch.dump(),
+              "application/strategic-merge-patch+json");
+}
+
 Status Client::Delete(const std::string& path) const {
   auto r = Call(config_, timeout_, "DELETE", path, "", "");
   if (!r) return r.error();

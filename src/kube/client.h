@@ -52,6 +52,9 @@ class Client {
                                 const nlohmann::json& object) const;
   Result<nlohmann::json> Update(const std::string& path, const nlohmann::json& object) const;
   Result<nlohmann::json> MergePatch(const std::string& path, const nlohmann::json& patch) const;
+  // Built-in types only: lists such as containers and env merge by name instead of replacing.
+  Result<nlohmann::json> StrategicMergePatch(const std::string& path,
+                                             const nlohmann::json& patch) const;
   Status Delete(const std::string& path) const;
 
   // Streams `path` (with ?watch=1 and friends already in it), calling `on_event` per event.

@@ -3,14 +3,10 @@
 #include "metrics/source.h"
 
 #include <gtest/gtest.h>
-#include <prometheus/counter.h>
-#include <prometheus/exposer.h>
-#include <prometheus/registry.h>
 
-#include <atomic>
-#include <fstream>
 #include <thread>
 
+#include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
 
 namespace pipescale::metrics {
@@ -27,55 +23,15 @@ model::Pipeline ThreePaths(const std::string& name) {
   return p;
 }
 
-// Exports pipescale_requests_total for two paths, incremented at 20 and 5 per second.
-class Load {
- public:
-  explicit Load(const std::string& pipeline) : registry_(std::make_shared<prometheus::Registry>()) {
-    auto& family = prometheus::BuildCounter()
-                       .Name("pipescale_requests_total")
-                       .Help("requests")
-                       .Register(*registry_);
-    fast_ = &family.Add({{"namespace", "metrics-test"}, {"pipeline", pipeline}, {"path", "fast"}});
-    slow_ = &family.Add({{"namespace", "metrics-test"}, {"pipeline", pipeline}, {"path", "slow"}});
-    exposer_.RegisterCollectable(registry_);
-    target_file_ = LocalEnv::Get().Var("PIPESCALE_TARGETS_DIR") + "/" + pipeline + ".json";
-    std::ofstream(target_file_ + ".tmp")
-        << R"([{"targets": ["127.0.0.1:)" << exposer_.GetListeningPorts().front() << "\"]}]";
-    std::rename((target_file_ + ".tmp").c_str(), target_file_.c_str());
-    thread_ = std::thread([this] {
-      while (!stop_) {
-        std::this_thread::sleep_for(50ms);  // 20 ticks a second
-        fast_->Increment(1.0);
-        slow_->Increment(0.25);
-      }
-    });
-  }
-  ~Load() {
-    stop_ = true;
-    thread_.join();
-    std::remove(target_file_.c_str());
-  }
-
- private:
-  std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Exposer exposer_{"127.0.0.1:0"};
-  prometheus::Counter* fast_;
-  prometheus::Counter* slow_;
-  std::string target_file_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
 TEST(MetricsSource, ReadsRatesAndReportsMissingSeries) {
   PIPESCALE_REQUIRE_LOCAL_ENV();
   model::Pipeline pipeline = ThreePaths("rates");
   // Per-pipeline overrides with a 5 s window: the default 30 s window underestimates a fresh
   // series until 30 s of samples exist, which would make this test slow.
-  pipeline.spec.metrics.queries["pathRate"] =
-      R"(sum(rate(pipescale_requests_total{pipeline="{{pipeline}}",path="{{path}}"}[5s])))";
+  pipeline.spec.metrics.queries["pathRate"] = testing::kFastRateQuery;
   pipeline.spec.metrics.queries["arrivalRate"] =
       R"(sum(rate(pipescale_requests_total{pipeline="{{pipeline}}"}[5s])))";
-  Load load(pipeline.name);
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 20}, {"slow", 5}});
   const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
 
   // Prometheus picks the target up within ~5 s; the 5 s window then fills.

@@ -1,0 +1,142 @@
+#include "api/deployment.h"
+
+#include <charconv>
+
+namespace pipescale::api {
+namespace {
+
+using nlohmann::json;
+
+// Sets env `name` on a container, replacing an existing entry.
+void SetEnv(json& container, const std::string& name, const std::string& value) {
+  json& env = container["env"];
+  if (!env.is_array()) env = json::array();
+  for (json& e : env) {
+    if (e.value("name", "") == name) {
+      e = {{"name", name}, {"value", value}};
+      return;
+    }
+  }
+  env.push_back({{"name", name}, {"value", value}});
+}
+
+json QuantityMap(const std::map<std::string, std::string>& m) {
+  json out = json::object();
+  for (const auto& [k, v] : m) out[k] = v;
+  return out;
+}
+
+const json* FirstContainer(const json& deployment) {
+  const json* containers = &deployment;
+  for (const char* key : {"spec", "template", "spec", "containers"}) {
+    if (!containers->is_object() || !containers->contains(key)) return nullptr;
+    containers = &(*containers)[key];
+  }
+  return containers->is_array() && !containers->empty() ? &(*containers)[0] : nullptr;
+}
+
+}  // namespace
+
+std::string DeploymentName(const model::Pipeline& pipeline, const model::Task& task,
+                           const model::Variant& variant, const std::string& hardware_class) {
+  if (!variant.deployment_name.empty()) return variant.deployment_name;
+  return pipeline.name + "-" + task.name + "-" + variant.name + "-" + hardware_class;
+}
+
+json DeploymentLabels(const model::Pipeline& pipeline, const model::Task& task,
+                      const model::Variant& variant, const std::string& hardware_class) {
+  return {{"app.kubernetes.io/name", task.name},
+          {"app.kubernetes.io/instance", pipeline.name},
+          {"app.kubernetes.io/component", "model-server"},
+          {"app.kubernetes.io/managed-by", "pipescale"},
+          {"pipescale.io/pipeline", pipeline.name},
+          {"pipescale.io/task", task.name},
+          {"pipescale.io/variant", variant.name},
+          {"pipescale.io/hardware-class", hardware_class}};
+}
+
+json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const model::Task& task,
+                     const model::Variant& variant, const model::HardwareClass& hardware_class,
+                     int replicas, int batch_size) {
+  const json labels = DeploymentLabels(pipeline, task, variant, hardware_class.name);
+  json selector = {{"pipescale.io/pipeline", pipeline.name},
+                   {"pipescale.io/task", task.name},
+                   {"pipescale.io/variant", variant.name},
+                   {"pipescale.io/hardware-class", hardware_class.name}};
+  json pod = variant.template_json.empty() ? json::object() : json::parse(variant.template_json);
+  pod["metadata"]["labels"].update(labels);
+  json& spec = pod["spec"];
+  if (!spec["containers"].is_array() || spec["containers"].empty()) {
+    spec["containers"] =
+        json::array({{{"name", "model"}, {"image", "pipescale/model-server:dev"}}});
+  }
+  json& container = spec["containers"][0];
+  if (!hardware_class.requests.empty()) {
+    container["resources"]["requests"].update(QuantityMap(hardware_class.requests));
+  }
+  if (!hardware_class.limits.empty()) {
+    container["resources"]["limits"].update(QuantityMap(hardware_class.limits));
+  }
+  SetEnv(container, variant.batch_env, std::to_string(batch_size));
+  SetEnv(container, "PIPESCALE_PIPELINE", pipeline.name);
+  SetEnv(container, "PIPESCALE_TASK", task.name);
+  SetEnv(container, "PIPESCALE_VARIANT", variant.name);
+  if (!hardware_class.node_selector.empty()) {
+    spec["nodeSelector"].update(QuantityMap(hardware_class.node_selector));
+  }
+  const json tolerations = json::parse(hardware_class.tolerations_json);
+  if (!tolerations.empty()) spec["tolerations"] = tolerations;
+
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata",
+           {{"name", DeploymentName(pipeline, task, variant, hardware_class.name)},
+            {"namespace", pipeline.namespace_name},
+            {"labels", labels},
+            {"ownerReferences",
+             {{{"apiVersion", owner.api_version},
+               {"kind", owner.kind},
+               {"name", owner.name},
+               {"uid", owner.uid},
+               {"controller", true},
+               {"blockOwnerDeletion", true}}}}}},
+          {"spec",
+           {{"replicas", replicas}, {"selector", {{"matchLabels", selector}}}, {"template", pod}}}};
+}
+
+ManagedFields ReadManagedFields(const json& deployment, const std::string& batch_env) {
+  ManagedFields fields;
+  const json& spec = deployment.contains("spec") ? deployment["spec"] : json::object();
+  if (spec.contains("replicas") && spec["replicas"].is_number_integer()) {
+    fields.replicas = spec["replicas"].get<int>();
+  }
+  if (const json* container = FirstContainer(deployment);
+      container != nullptr && container->contains("env")) {
+    for (const json& e : (*container)["env"]) {
+      if (e.value("name", "") != batch_env || !e.contains("value")) continue;
+      const std::string v = e["value"].get<std::string>();
+      int batch = 0;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), batch);
+      if (ec == std::errc() && ptr == v.data() + v.size()) fields.batch_size = batch;
+    }
+  }
+  return fields;
+}
+
+std::optional<json> ManagedPatch(const json& deployment, const std::string& batch_env, int replicas,
+                                 int batch_size) {
+  const ManagedFields now = ReadManagedFields(deployment, batch_env);
+  json patch = json::object();
+  if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
+  if (now.batch_size != batch_size) {
+    const json* container = FirstContainer(deployment);
+    if (container == nullptr) return std::nullopt;  // not a Deployment we can manage
+    patch["spec"]["template"]["spec"]["containers"] = json::array(
+        {{{"name", (*container).value("name", "")},
+          {"env", json::array({{{"name", batch_env}, {"value", std::to_string(batch_size)}}})}}});
+  }
+  if (patch.empty()) return std::nullopt;
+  return patch;
+}
+
+}  // namespace pipescale::api

@@ -1,0 +1,52 @@
+// The Deployments the operator writes for a pipeline: one per (task, variant, hardware class)
+// in use, built from the variant's pod template plus the class overlay, and the few fields it
+// owns on them (replicas, the batch-size env).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "model/pipeline.h"
+
+namespace pipescale::api {
+
+// <pipeline>-<task>-<variant>-<class>, or the variant's deploymentName when it adopts one.
+std::string DeploymentName(const model::Pipeline& pipeline, const model::Task& task,
+                           const model::Variant& variant, const std::string& hardware_class);
+
+// Labels that identify a Deployment of the pipeline: pipescale.io/{pipeline,task,variant,
+// hardware-class} plus the app.kubernetes.io ones.
+nlohmann::json DeploymentLabels(const model::Pipeline& pipeline, const model::Task& task,
+                                const model::Variant& variant, const std::string& hardware_class);
+
+struct Owner {
+  std::string api_version = "pipescale.io/v1alpha1";
+  std::string kind = "InferencePipeline";
+  std::string name;
+  std::string uid;
+};
+
+// A full Deployment for create. The first container gets the class's resources and the env
+// vars MAX_BATCH_SIZE (or the variant's batchSize.env) and PIPESCALE_{PIPELINE,TASK,VARIANT}.
+nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner,
+                               const model::Task& task, const model::Variant& variant,
+                               const model::HardwareClass& hardware_class, int replicas,
+                               int batch_size);
+
+// What the operator manages on an existing Deployment.
+struct ManagedFields {
+  std::optional<int> replicas;
+  std::optional<int> batch_size;  // nullopt when the env var is absent or not a number
+  bool operator==(const ManagedFields&) const = default;
+};
+ManagedFields ReadManagedFields(const nlohmann::json& deployment, const std::string& batch_env);
+
+// A strategic merge patch setting only what differs from `current`: spec.replicas and the
+// batch env of the first container (merged by name, so other env vars and containers stay).
+// nullopt when nothing differs.
+std::optional<nlohmann::json> ManagedPatch(const nlohmann::json& deployment,
+                                           const std::string& batch_env, int replicas,
+                                           int batch_size);
+
+}  // namespace pipescale::api

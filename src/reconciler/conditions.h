@@ -1,0 +1,37 @@
+// Status conditions in the metav1.Condition shape, and the reasons the operator uses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace pipescale::reconciler {
+
+namespace reason {
+inline constexpr const char* kReconciled = "Reconciled";
+inline constexpr const char* kInvalidSpec = "InvalidSpec";
+inline constexpr const char* kMetricsUnavailable = "MetricsUnavailable";
+inline constexpr const char* kSeriesMissing = "SeriesMissing";
+inline constexpr const char* kMetricsRead = "MetricsRead";
+inline constexpr const char* kApplied = "Applied";
+inline constexpr const char* kRecommendMode = "RecommendMode";
+inline constexpr const char* kHeld = "PlanHeld";
+inline constexpr const char* kOptimal = "Optimal";
+inline constexpr const char* kFeasible = "Feasible";
+inline constexpr const char* kInfeasible = "Infeasible";
+inline constexpr const char* kOverBudget = "OverBudget";
+inline constexpr const char* kUnsupportedOptimizer = "UnsupportedOptimizer";
+}  // namespace reason
+
+// RFC 3339 UTC, as Kubernetes writes times.
+std::string Rfc3339(double unix_seconds);
+
+// Sets condition `type` in `conditions` (a JSON array). lastTransitionTime changes only when
+// the status flips, so a steady state rewrites nothing.
+void SetCondition(nlohmann::json& conditions, const std::string& type, bool status,
+                  const std::string& reason, const std::string& message, long generation,
+                  double now);
+
+// The condition's status ("True", "False", "Unknown") or "" when absent.
+std::string ConditionStatus(const nlohmann::json& conditions, const std::string& type);
+
+}  // namespace pipescale::reconciler

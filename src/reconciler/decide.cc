@@ -1,0 +1,325 @@
+#include "reconciler/decide.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "api/deployment.h"
+#include "api/pipeline_parse.h"
+#include "common/strings.h"
+#include "optimizer/solve.h"
+#include "reconciler/conditions.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxErrorsInMessage = 5;
+
+double Round2(double v) { return std::round(v * 100) / 100; }
+
+// Where a plan's task runs: the spec objects and the Deployment name.
+struct Placement {
+  const model::Task* task;
+  const model::Variant* variant;
+  const model::HardwareClass* hardware_class;
+  std::string deployment;
+};
+
+Placement Place(const model::Pipeline& p, const model::TaskPlan& t) {
+  const model::Task& task = p.spec.tasks[p.TaskIndex(t.task)];
+  const model::Variant* variant = &task.variants.front();
+  for (const auto& v : task.variants) {
+    if (v.name == t.variant) variant = &v;
+  }
+  const model::HardwareClass& hw = p.spec.hardware_classes[p.HardwareClassIndex(t.hardware_class)];
+  return {&task, variant, &hw, api::DeploymentName(p, task, *variant, hw.name)};
+}
+
+DeploymentWrite Create(const model::Pipeline& pipeline, const Observed& o, const Placement& p,
+                       int replicas, int batch_size) {
+  const api::Owner owner{.name = pipeline.name, .uid = o.object["metadata"].value("uid", "")};
+  return {.kind = DeploymentWrite::Kind::kCreate,
+          .name = p.deployment,
+          .body = api::BuildDeployment(pipeline, owner, *p.task, *p.variant, *p.hardware_class,
+                                       replicas, batch_size),
+          .batch_env = p.variant->batch_env,
+          .replicas = replicas,
+          .batch_size = batch_size};
+}
+
+std::optional<int> CurrentReplicas(const Observed& o, const std::string& name,
+                                   const std::string& batch_env) {
+  auto it = o.deployments.find(name);
+  if (it == o.deployments.end()) return std::nullopt;
+  return api::ReadManagedFields(it->second, batch_env).replicas;
+}
+
+// HPA semantics: scale up no further than the lowest recommendation within the scale-up
+// window, down no further than the highest within the scale-down window.
+int Stabilize(const std::vector<Recommendation>& history, const std::string& name, int desired,
+              std::optional<int> current, const model::Behavior& behavior, double now) {
+  if (!current || desired == *current) return desired;
+  const bool up = desired > *current;
+  const double window = up ? behavior.scale_up_window_seconds : behavior.scale_down_window_seconds;
+  int bound = desired;
+  for (const Recommendation& r : history) {
+    if (r.at < now - window) continue;
+    auto it = r.replicas.find(name);
+    if (it == r.replicas.end()) continue;
+    bound = up ? std::min(bound, it->second) : std::max(bound, it->second);
+  }
+  return up ? std::max(*current, bound) : std::min(*current, bound);
+}
+
+json PlanStatus(const model::Plan& plan, const std::vector<Placement>& placements,
+                const std::vector<int>& targets) {
+  json tasks = json::array();
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const auto& t = plan.tasks[i];
+    tasks.push_back({{"task", t.task},
+                     {"variant", t.variant},
+                     {"hardwareClass", t.hardware_class},
+                     {"deployment", placements[i].deployment},
+                     {"replicas", targets[i]},
+                     {"batchSize", t.batch_size},
+                     {"latencyMs", Round2(t.latency_ms)},
+                     {"queueMs", Round2(t.queue_ms)}});
+  }
+  json paths = json::array();
+  for (const auto& p : plan.paths) {
+    paths.push_back({{"name", p.name},
+                     {"sloMs", p.slo_ms},
+                     {"predictedLatencyMs", Round2(p.predicted_latency_ms)}});
+  }
+  return {{"tasks", tasks}, {"paths", paths}};
+}
+
+// "detect 3->4 (batch 8)" for every Deployment whose replicas or batch changed.
+std::string PlanDiff(const json& before, const json& after) {
+  std::map<std::string, std::pair<int, int>> old;
+  if (before.is_object() && before.contains("tasks")) {
+    for (const auto& t : before["tasks"]) {
+      old[t.value("deployment", "")] = {t.value("replicas", 0), t.value("batchSize", 0)};
+    }
+  }
+  std::string diff;
+  for (const auto& t : after["tasks"]) {
+    const std::string name = t["deployment"];
+    const int replicas = t["replicas"];
+    const int batch = t["batchSize"];
+    auto it = old.find(name);
+    if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
+    diff += (diff.empty() ? "" : ", ") + t["task"].get<std::string>() + " " +
+            (it == old.end() ? "new" : std::to_string(it->second.first)) + "->" +
+            std::to_string(replicas) + " (batch " + std::to_string(batch) + ")";
+  }
+  return diff;
+}
+
+Decision Invalid(const Observed& o, const std::vector<api::FieldError>& errors, long generation) {
+  Decision d;
+  d.status = o.object.value("status", json::object());
+  std::string message;
+  for (size_t i = 0; i < errors.size() && i < kMaxErrorsInMessage; ++i) {
+    message += (i ? "; " : "") + errors[i].ToString();
+  }
+  if (errors.size() > kMaxErrorsInMessage) {
+    message += StrFormat("; and %zu more", errors.size() - kMaxErrorsInMessage);
+  }
+  SetCondition(d.status["conditions"], "Ready", false, reason::kInvalidSpec, message, generation,
+               o.now);
+  d.status["observedGeneration"] = generation;
+  return d;  // no writes, no requeue: nothing changes until the spec does
+}
+
+}  // namespace
+
+Decision Decide(const Observed& o) {
+  const long generation = o.object["metadata"].value("generation", 0L);
+  api::ParsedPipeline parsed = api::ParsePipeline(o.object.dump());
+  if (!parsed.pipeline) return Invalid(o, parsed.errors, generation);
+  model::Pipeline pipeline = std::move(*parsed.pipeline);
+
+  Decision d;
+  d.status = o.object.value("status", json::object());
+  json& conditions = d.status["conditions"];
+  d.status["observedGeneration"] = generation;
+  d.requeue_after_seconds = pipeline.spec.interval_seconds;
+  d.history = o.history;
+
+  const bool apply = pipeline.spec.mode == model::Mode::kApply;
+  if (pipeline.spec.optimizer != model::OptimizerKind::kFa2) {
+    SetCondition(conditions, "Ready", false, reason::kUnsupportedOptimizer,
+                 "this operator version plans with fa2 only; the current Deployments are kept",
+                 generation, o.now);
+    return d;
+  }
+
+  // Without complete metrics there is nothing to plan from: hold what runs, never scale down.
+  // Deployments that do not exist yet are created at the plan for no load (a scale-up).
+  const bool metrics_ok = o.metrics.ok() && o.metrics->Complete();
+  if (!metrics_ok) {
+    std::string why;
+    if (!o.metrics.ok()) {
+      why = o.metrics.error().message;
+    } else {
+      for (const auto& m : o.metrics->missing) why += (why.empty() ? "missing " : ", ") + m;
+    }
+    SetCondition(conditions, "MetricsAvailable", false,
+                 o.metrics.ok() ? reason::kSeriesMissing : reason::kMetricsUnavailable, why,
+                 generation, o.now);
+    SetCondition(conditions, "Ready", false, reason::kMetricsUnavailable,
+                 "holding the current plan: " + why, generation, o.now);
+    if (ConditionStatus(conditions, "PlanApplied").empty()) {
+      SetCondition(conditions, "PlanApplied", false, reason::kHeld, "no plan yet", generation,
+                   o.now);
+    }
+    if (apply) {
+      const model::Plan idle = optimizer::Solve(pipeline, {}, optimizer::Algorithm::kFa2);
+      for (const auto& t : idle.tasks) {
+        const Placement p = Place(pipeline, t);
+        if (o.deployments.contains(p.deployment)) continue;
+        d.writes.push_back(Create(pipeline, o, p, t.replicas, t.batch_size));
+      }
+    }
+    return d;
+  }
+  SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
+
+  const model::Workload workload{o.metrics->path_rates_rps};
+  model::Plan plan = optimizer::Solve(pipeline, workload, optimizer::Algorithm::kFa2);
+
+  // Stabilize each Deployment's replicas against the recent recommendations.
+  std::vector<Placement> placements;
+  Recommendation now{o.now, {}};
+  for (const auto& t : plan.tasks) {
+    placements.push_back(Place(pipeline, t));
+    now.replicas[placements.back().deployment] = t.replicas;
+  }
+  d.history.push_back(now);
+  const double keep = std::max(pipeline.spec.behavior.scale_down_window_seconds,
+                               pipeline.spec.behavior.scale_up_window_seconds);
+  std::erase_if(d.history, [&](const Recommendation& r) { return r.at < o.now - keep; });
+  std::vector<int> targets;
+  std::vector<std::optional<int>> current;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    current.push_back(
+        CurrentReplicas(o, placements[i].deployment, placements[i].variant->batch_env));
+    targets.push_back(Stabilize(d.history, placements[i].deployment, plan.tasks[i].replicas,
+                                current.back(), pipeline.spec.behavior, o.now));
+  }
+
+  // Budget guard: never scale out past the budget; the SLO then gives way, and says so.
+  auto totals = [&] {
+    int replicas = 0;
+    double cost = 0;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      replicas += targets[i];
+      cost += targets[i] * placements[i].hardware_class->cost_per_hour;
+    }
+    return std::pair{replicas, cost};
+  };
+  auto over = [&](std::pair<int, double> t) {
+    const auto& b = pipeline.spec.budget;
+    return (b.max_replicas && t.first > *b.max_replicas) ||
+           (b.cost_per_hour && t.second > *b.cost_per_hour + 1e-9);
+  };
+  bool over_budget = false;
+  if (over(totals())) {
+    over_budget = true;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (current[i] && targets[i] > *current[i]) targets[i] = *current[i];
+    }
+  }
+  const auto [total_replicas, cost] = totals();
+
+  if (over_budget) {
+    SetCondition(conditions, "Feasible", false, reason::kOverBudget,
+                 StrFormat("the plan needs more than the budget allows; scale-out held at %d "
+                           "replicas, $%.3f/h",
+                           total_replicas, cost),
+                 generation, o.now);
+  } else if (plan.report.status == model::SolveStatus::kInfeasible) {
+    std::string notes;
+    for (const auto& n : plan.report.notes) {
+      if (n.rfind("path ", 0) == 0) notes += (notes.empty() ? "" : "; ") + n;
+    }
+    SetCondition(conditions, "Feasible", false, reason::kInfeasible,
+                 "no plan meets every SLO; running the fastest plan: " + notes, generation, o.now);
+  } else {
+    SetCondition(
+        conditions, "Feasible", true,
+        plan.report.status == model::SolveStatus::kOptimal ? reason::kOptimal : reason::kFeasible,
+        "", generation, o.now);
+  }
+
+  // The writes that bring the Deployments to the plan: only fields that differ.
+  std::vector<DeploymentWrite> writes;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const Placement& p = placements[i];
+    auto it = o.deployments.find(p.deployment);
+    if (it == o.deployments.end()) {
+      writes.push_back(Create(pipeline, o, p, targets[i], plan.tasks[i].batch_size));
+    } else if (auto patch = api::ManagedPatch(it->second, p.variant->batch_env, targets[i],
+                                              plan.tasks[i].batch_size)) {
+      writes.push_back({DeploymentWrite::Kind::kPatch, p.deployment, *patch});
+    }
+  }
+  // The pipeline's other Deployments: combinations still in the spec idle at 0, the rest go.
+  for (const auto& [name, deployment] : o.deployments) {
+    if (now.replicas.contains(name)) continue;
+    const json labels = deployment["metadata"].value("labels", json::object());
+    const int ti = pipeline.TaskIndex(labels.value("pipescale.io/task", ""));
+    const bool listed =
+        ti >= 0 &&
+        std::any_of(pipeline.spec.tasks[ti].variants.begin(),
+                    pipeline.spec.tasks[ti].variants.end(), [&](const model::Variant& v) {
+                      return v.name == labels.value("pipescale.io/variant", "") &&
+                             v.FindProfile(labels.value("pipescale.io/hardware-class", ""));
+                    });
+    if (!listed && labels.value("pipescale.io/pipeline", "") == pipeline.name) {
+      writes.push_back({DeploymentWrite::Kind::kDelete, name, {}});
+    } else if (api::ReadManagedFields(deployment, "").replicas.value_or(0) != 0) {
+      writes.push_back({DeploymentWrite::Kind::kScaleToZero, name, {{"spec", {{"replicas", 0}}}}});
+    }
+  }
+
+  if (apply) {
+    d.writes = std::move(writes);
+    SetCondition(conditions, "PlanApplied", true, reason::kApplied,
+                 "the Deployments match the plan", generation, o.now);
+  } else {
+    SetCondition(conditions, "PlanApplied", false, reason::kRecommendMode,
+                 writes.empty() ? "the Deployments match the plan; nothing is written"
+                                : StrFormat("%zu Deployment changes recommended; nothing is "
+                                            "written in Recommend mode",
+                                            writes.size()),
+                 generation, o.now);
+  }
+  SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
+
+  const json plan_status = PlanStatus(plan, placements, targets);
+  const json previous = d.status.value("plan", json::object());
+  if (previous != plan_status) {
+    const std::string diff = PlanDiff(previous, plan_status);
+    d.events.push_back(StrFormat("fa2: %d replicas, $%.3f/h: ", total_replicas, cost) + diff);
+    d.status["solver"] = {{"name", "fa2"},
+                          {"status", model::SolveStatusName(plan.report.status)},
+                          {"objective", plan.report.objective},
+                          {"durationMs", 0}};  // the reconciler times the decision
+  }
+  d.status["plan"] = plan_status;
+  d.status["totalReplicas"] = total_replicas;
+  d.status["costPerHour"] = Round2(cost);
+  json rates = json::object();
+  for (const auto& [path, rate] : o.metrics->path_rates_rps) rates[path] = Round2(rate);
+  d.status["observed"] = {{"pathRates", rates}};
+  if (o.metrics->arrival_rate_rps) {
+    d.status["observed"]["arrivalRate"] = Round2(*o.metrics->arrival_rate_rps);
+  }
+  d.plan = std::move(plan);
+  return d;
+}
+
+}  // namespace pipescale::reconciler

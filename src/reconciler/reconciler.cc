@@ -1,0 +1,173 @@
+#include "reconciler/reconciler.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "api/deployment.h"
+#include "api/pipeline_parse.h"
+#include "reconciler/conditions.h"
+
+namespace pipescale::reconciler {
+
+using nlohmann::json;
+
+Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelines,
+                       const kube::Informer& deployments, MetricsReader metrics, Clock clock)
+    : client_(client),
+      pipelines_(pipelines),
+      deployments_(deployments),
+      metrics_(std::move(metrics)),
+      clock_(std::move(clock)) {}
+
+std::map<std::string, json> Reconciler::ObserveDeployments(const json& object) const {
+  const std::string name = object["metadata"]["name"];
+  const std::string ns = object["metadata"]["namespace"];
+  std::map<std::string, json> out;
+  for (json& d : deployments_.List()) {
+    const json& meta = d["metadata"];
+    if (meta.value("namespace", "") == ns &&
+        meta.value("labels", json::object()).value(kDeploymentSelector, "") == name) {
+      out[meta["name"]] = std::move(d);
+    }
+  }
+  // Adopted Deployments carry none of our labels: read them by name.
+  for (const auto& task : object["spec"].value("tasks", json::array())) {
+    for (const auto& variant : task.value("variants", json::array())) {
+      const std::string adopted = variant.value("deploymentName", "");
+      if (adopted.empty() || out.contains(adopted)) continue;
+      if (auto d = client_.Get(kube::ObjectPath(kube::kDeployments, ns, adopted))) {
+        out[adopted] = std::move(*d);
+      }
+    }
+  }
+  return out;
+}
+
+Status Reconciler::Act(const std::string& ns, const DeploymentWrite& write,
+                       Outcome& outcome) const {
+  const std::string path = kube::ObjectPath(kube::kDeployments, ns, write.name);
+  ++outcome.deployment_writes;
+  switch (write.kind) {
+    case DeploymentWrite::Kind::kCreate: {
+      auto created = client_.Create(kube::CollectionPath(kube::kDeployments, ns), write.body);
+      if (created.ok()) return Done{};
+      if (created.error().kind != ErrorKind::kConflict) return created.error();
+      // It exists after all (our cache was behind): re-read and set what we manage.
+      auto existing = client_.Get(path);
+      if (!existing) return existing.error();
+      auto patch = api::ManagedPatch(*existing, write.batch_env, write.replicas, write.batch_size);
+      if (!patch) return Done{};
+      auto patched = client_.StrategicMergePatch(path, *patch);
+      if (!patched) return patched.error();
+      return Done{};
+    }
+    case DeploymentWrite::Kind::kPatch:
+    case DeploymentWrite::Kind::kScaleToZero: {
+      auto patched = client_.StrategicMergePatch(path, write.body);
+      if (!patched) return patched.error();
+      return Done{};
+    }
+    case DeploymentWrite::Kind::kDelete: {
+      Status deleted = client_.Delete(path);
+      if (!deleted.ok() && deleted.error().kind != ErrorKind::kNotFound) return deleted.error();
+      return Done{};
+    }
+  }
+  return Done{};
+}
+
+void Reconciler::Emit(const json& object, const std::string& type, const std::string& reason,
+                      const std::string& message, double now, Outcome& outcome) const {
+  const json& meta = object["metadata"];
+  const std::string ns = meta["namespace"];
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", meta["name"].get<std::string>() + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", "pipescale.io/v1alpha1"},
+        {"kind", "InferencePipeline"},
+        {"name", meta["name"]},
+        {"namespace", ns},
+        {"uid", meta.value("uid", "")}}},
+      {"type", type},
+      {"reason", reason},
+      {"message", message.substr(0, 1024)},
+      {"source", {{"component", "pipescale-operator"}}},
+      {"firstTimestamp", Rfc3339(now)},
+      {"lastTimestamp", Rfc3339(now)},
+      {"count", 1}};
+  // An event that cannot be written is not worth failing the reconcile for.
+  if (client_.Create(kube::CollectionPath(kube::kEvents, ns), event).ok()) ++outcome.events;
+}
+
+Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
+  Outcome outcome;
+  const auto object = pipelines_.Get(key);
+  if (!object) {
+    // Deleted: its Deployments go with it through their owner references.
+    std::lock_guard lock(mu_);
+    history_.erase(key);
+    return outcome;
+  }
+
+  // Observe.
+  Observed observed;
+  observed.object = *object;
+  observed.now = clock_();
+  observed.deployments = ObserveDeployments(*object);
+  const api::ParsedPipeline parsed = api::ParsePipeline(object->dump());
+  if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
+  {
+    std::lock_guard lock(mu_);
+    observed.history = history_[key];
+  }
+
+  // Decide.
+  const auto start = std::chrono::steady_clock::now();
+  Decision decision = Decide(observed);
+  const double decide_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard lock(mu_);
+    history_[key] = decision.history;
+  }
+  if (decision.status.contains("solver") &&
+      decision.status["solver"].value("durationMs", 0.0) == 0.0 && !decision.events.empty()) {
+    decision.status["solver"]["durationMs"] = std::round(decide_ms * 1000) / 1000;
+  }
+
+  // Act.
+  const std::string ns = (*object)["metadata"]["namespace"];
+  for (const DeploymentWrite& write : decision.writes) {
+    if (Status s = Act(ns, write, outcome); !s) return s.error();
+  }
+
+  // Report.
+  const json previous = object->value("status", json::object());
+  if (decision.status != previous) {
+    const std::string name = (*object)["metadata"]["name"];
+    auto written = client_.MergePatch(kube::ObjectPath(kInferencePipelines, ns, name, "status"),
+                                      {{"status", decision.status}});
+    if (!written) return written.error();
+    outcome.status_written = true;
+    const bool newly_invalid =
+        !parsed.pipeline &&
+        (ConditionStatus(previous.value("conditions", json::array()), "Ready") != "False" ||
+         previous.value("observedGeneration", 0L) !=
+             decision.status.value("observedGeneration", 0L));
+    if (newly_invalid) {
+      Emit(*object, "Warning", reason::kInvalidSpec,
+           parsed.errors.empty() ? "invalid spec" : parsed.errors.front().ToString(), observed.now,
+           outcome);
+    }
+  }
+  for (const std::string& message : decision.events) {
+    Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
+  }
+  outcome.requeue_after_seconds = decision.requeue_after_seconds;
+  outcome.plan = std::move(decision.plan);
+  return outcome;
+}
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,64 @@
+// Reconcile one InferencePipeline: observe (the CR and its Deployments from the watch caches, a
+// metrics snapshot), decide (pure), act (write only what differs), report (one status write,
+// events on plan changes). Level-triggered: it never asks why it was called.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "model/metrics_snapshot.h"
+#include "model/pipeline.h"
+#include "reconciler/decide.h"
+
+namespace pipescale::reconciler {
+
+inline const kube::ResourceType kInferencePipelines{"pipescale.io/v1alpha1", "inferencepipelines",
+                                                    true};
+// Selects the Deployments the operator created for some pipeline.
+inline constexpr const char* kDeploymentSelector = "pipescale.io/pipeline";
+
+class Reconciler {
+ public:
+  using MetricsReader = std::function<Result<model::MetricsSnapshot>(const model::Pipeline&)>;
+  using Clock = std::function<double()>;  // unix seconds
+
+  // The informers must outlive the reconciler; `deployments` watches kDeploymentSelector.
+  Reconciler(const kube::Client& client, const kube::Informer& pipelines,
+             const kube::Informer& deployments, MetricsReader metrics, Clock clock);
+
+  struct Outcome {
+    std::optional<double> requeue_after_seconds;
+    int deployment_writes = 0;
+    bool status_written = false;
+    int events = 0;
+    std::optional<model::Plan> plan;
+  };
+
+  // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's
+  // backoff; an invalid spec is not an error but a reported outcome.
+  Result<Outcome> Reconcile(const std::string& key);
+
+ private:
+  std::map<std::string, nlohmann::json> ObserveDeployments(const nlohmann::json& object) const;
+  Status Act(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
+  void Emit(const nlohmann::json& object, const std::string& type, const std::string& reason,
+            const std::string& message, double now, Outcome& outcome) const;
+
+  const kube::Client& client_;
+  const kube::Informer& pipelines_;
+  const kube::Informer& deployments_;
+  MetricsReader metrics_;
+  Clock clock_;
+
+  std::mutex mu_;
+  std::map<std::string, std::vector<Recommendation>> history_;  // per pipeline key
+};
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,44 @@
+// Exports pipescale_requests_total{namespace, pipeline, path} from the test process at rates
+// the test sets, registered with the local Prometheus through file service discovery: real
+// series for the operator's metrics source to read.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace pipescale::testing {
+
+class Load {
+ public:
+  Load(const std::string& ns, const std::string& pipeline,
+       const std::map<std::string, double>& rates_rps);
+  ~Load();
+  Load(const Load&) = delete;
+  Load& operator=(const Load&) = delete;
+
+  void SetRate(const std::string& path, double rps);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Exposer exposer_{"127.0.0.1:0"};
+  std::mutex mu_;
+  std::map<std::string, std::pair<prometheus::Counter*, double>> paths_;
+  std::string target_file_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// spec.metrics overrides with 5 s windows: the default 30 s windows underestimate fresh series
+// for their first 30 s, which would only make tests slow.
+inline const char* kFastRateQuery =
+    R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s])))";
+
+}  // namespace pipescale::testing

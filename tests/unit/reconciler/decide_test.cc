@@ -1,0 +1,258 @@
+#include "reconciler/decide.h"
+
+#include <gtest/gtest.h>
+
+#include "api/deployment.h"
+#include "reconciler/conditions.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+
+// detect -> classify on one CPU class; one path with a 500 ms SLO.
+json Pipeline(const std::string& mode = "Apply") {
+  auto variant = [](const char* name, double c) {
+    const json profile = {{"hardwareClass", "cpu"},
+                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
+    return json{{"name", name},
+                {"accuracy", 0.9},
+                {"batchSize", {{"max", 16}}},
+                {"profiles", json::array({profile})}};
+  };
+  return {
+      {"apiVersion", "pipescale.io/v1alpha1"},
+      {"kind", "InferencePipeline"},
+      {"metadata", {{"name", "shop"}, {"namespace", "ns"}, {"uid", "u-1"}, {"generation", 3}}},
+      {"spec",
+       {{"mode", mode},
+        {"hardwareClasses",
+         {{{"name", "cpu"}, {"costPerHour", 0.1}, {"nodeSelector", {{"pool", "cpu"}}}}}},
+        {"tasks",
+         json::array({{{"name", "detect"},
+                       {"next", json::array({{{"task", "classify"}}})},
+                       {"variants", json::array({variant("small", 20)})}},
+                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
+        {"paths", {{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}}},
+        {"behavior",
+         {{"scaleDown", {{"stabilizationWindowSeconds", 300}}},
+          {"scaleUp", {{"stabilizationWindowSeconds", 0}}}}}}}};
+}
+
+model::MetricsSnapshot Rate(double rps) { return {.path_rates_rps = {{"p", rps}}}; }
+
+// A stand-in for the API server's state: applies a decision's writes to a map of Deployments
+// and its status to the object.
+struct World {
+  json object = Pipeline();
+  std::map<std::string, json> deployments;
+  std::vector<Recommendation> history;
+
+  Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
+    Observed o{object, deployments, std::move(metrics), now, history};
+    Decision d = Decide(o);
+    for (const auto& w : d.writes) {
+      switch (w.kind) {
+        case DeploymentWrite::Kind::kCreate:
+          deployments[w.name] = w.body;
+          break;
+        case DeploymentWrite::Kind::kPatch:
+        case DeploymentWrite::Kind::kScaleToZero: {
+          json& dep = deployments.at(w.name);
+          if (w.body["spec"].contains("replicas"))
+            dep["spec"]["replicas"] = w.body["spec"]["replicas"];
+          if (w.body["spec"].contains("template")) {
+            const json& env = w.body["spec"]["template"]["spec"]["containers"][0]["env"][0];
+            for (json& e : dep["spec"]["template"]["spec"]["containers"][0]["env"]) {
+              if (e["name"] == env["name"]) e["value"] = env["value"];
+            }
+          }
+          break;
+        }
+        case DeploymentWrite::Kind::kDelete:
+          deployments.erase(w.name);
+          break;
+      }
+    }
+    object["status"] = d.status;
+    history = d.history;
+    return d;
+  }
+
+  int Replicas(const std::string& name) const { return deployments.at(name)["spec"]["replicas"]; }
+  int Batch(const std::string& name) const {
+    return *api::ReadManagedFields(deployments.at(name), "MAX_BATCH_SIZE").batch_size;
+  }
+};
+
+const std::string kDetect = "shop-detect-small-cpu";
+const std::string kClassify = "shop-classify-tiny-cpu";
+
+TEST(Decide, CreatesEveryDeploymentFromThePlan) {
+  World w;
+  const Decision d = w.Step(Rate(200), 1000);
+  ASSERT_TRUE(d.plan.has_value());
+  ASSERT_EQ(d.writes.size(), 2u);
+  EXPECT_EQ(d.writes[0].kind, DeploymentWrite::Kind::kCreate);
+  const json& dep = w.deployments.at(kDetect);
+  EXPECT_EQ(dep["metadata"]["ownerReferences"][0]["uid"], "u-1");
+  EXPECT_EQ(dep["metadata"]["labels"]["pipescale.io/variant"], "small");
+  EXPECT_EQ(dep["spec"]["template"]["spec"]["nodeSelector"]["pool"], "cpu");
+  EXPECT_EQ(w.Replicas(kDetect), d.plan->tasks[0].replicas);
+  EXPECT_EQ(w.Batch(kDetect), d.plan->tasks[0].batch_size);
+  EXPECT_GT(d.plan->TotalReplicas(), 2);  // 200 rps needs more than one replica each
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "True");
+  EXPECT_EQ(d.status["observedGeneration"], 3);
+  EXPECT_EQ(d.status["totalReplicas"], d.plan->TotalReplicas());
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_NE(d.events[0].find("detect new->"), std::string::npos) << d.events[0];
+  EXPECT_EQ(d.requeue_after_seconds, 10);
+}
+
+TEST(Decide, SecondDecisionWritesNothing) {
+  World w;
+  w.Step(Rate(200), 1000);
+  const json status = w.object["status"];
+  const Decision again = w.Step(Rate(200), 1010);
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_TRUE(again.events.empty());
+  EXPECT_EQ(again.status, status);  // not even lastTransitionTime moves
+}
+
+TEST(Decide, InvalidSpecIsReportedAndNothingWritten) {
+  World w;
+  w.object["spec"]["tasks"][0]["next"][0]["task"] = "clasify";
+  const Decision d = w.Step(Rate(200), 1000);
+  EXPECT_TRUE(d.writes.empty());
+  EXPECT_FALSE(d.requeue_after_seconds.has_value());
+  const json& ready = d.status["conditions"][0];
+  EXPECT_EQ(ready["type"], "Ready");
+  EXPECT_EQ(ready["status"], "False");
+  EXPECT_EQ(ready["reason"], "InvalidSpec");
+  // Every problem, each with its field: the bad edge also leaves the path without an edge.
+  EXPECT_EQ(ready["message"],
+            "spec.tasks[0].next[0].task: unknown task \"clasify\"; spec.paths[0].tasks[1]: task "
+            "\"classify\" does not follow \"detect\": no edge detect -> classify in spec.tasks");
+}
+
+TEST(Decide, MissingMetricsHoldAndNeverScaleDown) {
+  World w;
+  w.Step(Rate(400), 1000);
+  const int before = w.Replicas(kDetect);
+  const Decision down =
+      w.Step(Error{ErrorKind::kTransient, "prometheus: connection refused"}, 1010);
+  EXPECT_TRUE(down.writes.empty());
+  EXPECT_EQ(w.Replicas(kDetect), before);
+  EXPECT_EQ(ConditionStatus(down.status["conditions"], "MetricsAvailable"), "False");
+  EXPECT_EQ(ConditionStatus(down.status["conditions"], "Ready"), "False");
+
+  model::MetricsSnapshot partial;
+  partial.missing = {"pathRate{path=\"p\"}"};
+  const Decision missing = w.Step(partial, 1020);
+  EXPECT_TRUE(missing.writes.empty());
+  EXPECT_NE(missing.status["conditions"].dump().find("SeriesMissing"), std::string::npos);
+}
+
+TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
+  World w;
+  const Decision d = w.Step(Error{ErrorKind::kTransient, "down"}, 1000);
+  ASSERT_EQ(d.writes.size(), 2u);
+  EXPECT_EQ(w.Replicas(kDetect), 1);
+  EXPECT_EQ(w.Batch(kDetect), 1);
+}
+
+TEST(Decide, ScaleDownWaitsForItsWindowScaleUpDoesNot) {
+  World w;
+  w.Step(Rate(400), 1000);
+  const int high = w.Replicas(kDetect);
+  w.Step(Rate(20), 1060);  // load dropped: held within the 300 s window
+  EXPECT_EQ(w.Replicas(kDetect), high);
+  w.Step(Rate(20), 1400);  // the high recommendation has left the window
+  const int low = w.Replicas(kDetect);
+  EXPECT_LT(low, high);
+  w.Step(Rate(400), 1410);  // up: at once
+  EXPECT_EQ(w.Replicas(kDetect), high);
+}
+
+TEST(Decide, RecommendModeWritesNothing) {
+  World w;
+  w.object = Pipeline("Recommend");
+  const Decision d = w.Step(Rate(200), 1000);
+  EXPECT_TRUE(d.writes.empty());
+  EXPECT_TRUE(w.deployments.empty());
+  ASSERT_TRUE(d.plan.has_value());
+  EXPECT_EQ(d.status["plan"]["tasks"].size(), 2u);
+  const std::string applied = d.status["conditions"].dump();
+  EXPECT_NE(applied.find("RecommendMode"), std::string::npos);
+  EXPECT_NE(applied.find("2 Deployment changes recommended"), std::string::npos) << applied;
+}
+
+TEST(Decide, BudgetGuardHoldsScaleOut) {
+  World w;
+  w.Step(Rate(20), 1000);
+  const int small = w.Replicas(kDetect) + w.Replicas(kClassify);
+  w.object["spec"]["budget"] = {{"maxReplicas", small}};
+  const Decision d = w.Step(Rate(400), 1010);
+  EXPECT_EQ(w.Replicas(kDetect) + w.Replicas(kClassify), small);
+  EXPECT_NE(d.status["conditions"].dump().find("OverBudget"), std::string::npos);
+}
+
+TEST(Decide, HandEditsAreRestoredFieldByField) {
+  World w;
+  w.Step(Rate(200), 1000);
+  const int planned = w.Replicas(kDetect);
+  w.deployments.at(kDetect)["spec"]["replicas"] = planned + 5;
+  const Decision d = w.Step(Rate(200), 1010);
+  ASSERT_EQ(d.writes.size(), 1u);
+  EXPECT_EQ(d.writes[0].kind, DeploymentWrite::Kind::kPatch);
+  EXPECT_EQ(d.writes[0].body, (json{{"spec", {{"replicas", planned}}}}));  // replicas only
+}
+
+TEST(Decide, BatchOnlyChangeLeavesReplicasAlone) {
+  World w;
+  w.Step(Rate(200), 1000);
+  const int batch = w.Batch(kDetect);
+  w.deployments.at(kDetect)["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] =
+      std::to_string(batch + 1);
+  const Decision d = w.Step(Rate(200), 1010);
+  ASSERT_EQ(d.writes.size(), 1u);
+  EXPECT_FALSE(d.writes[0].body["spec"].contains("replicas"));
+  EXPECT_EQ(d.writes[0].body["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"],
+            std::to_string(batch));
+}
+
+TEST(Decide, LeftoverDeploymentsIdleOrGo) {
+  World w;
+  w.Step(Rate(200), 1000);
+  // A second variant of classify that the plan does not use, and a task that is gone.
+  json extra = w.deployments.at(kClassify);
+  extra["metadata"]["name"] = "shop-classify-big-cpu";
+  extra["metadata"]["labels"]["pipescale.io/variant"] = "big";
+  w.deployments["shop-classify-big-cpu"] = extra;
+  w.object["spec"]["tasks"][1]["variants"].push_back(w.object["spec"]["tasks"][1]["variants"][0]);
+  w.object["spec"]["tasks"][1]["variants"][1]["name"] = "big";
+  w.object["spec"]["tasks"][1]["variants"][1]["accuracy"] = 0.5;
+  json gone = w.deployments.at(kDetect);
+  gone["metadata"]["name"] = "shop-ocr-x-cpu";
+  gone["metadata"]["labels"]["pipescale.io/task"] = "ocr";
+  w.deployments["shop-ocr-x-cpu"] = gone;
+
+  w.Step(Rate(200), 1010);
+  EXPECT_EQ(w.Replicas("shop-classify-big-cpu"), 0);
+  EXPECT_FALSE(w.deployments.contains("shop-ocr-x-cpu"));
+}
+
+TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
+  json conditions;
+  SetCondition(conditions, "Ready", true, "A", "", 1, 100);
+  SetCondition(conditions, "Ready", true, "B", "m", 2, 200);
+  EXPECT_EQ(conditions[0]["lastTransitionTime"], Rfc3339(100));
+  EXPECT_EQ(conditions[0]["reason"], "B");
+  SetCondition(conditions, "Ready", false, "C", "", 2, 300);
+  EXPECT_EQ(conditions[0]["lastTransitionTime"], Rfc3339(300));
+  EXPECT_EQ(Rfc3339(0), "1970-01-01T00:00:00Z");
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
