@@ -13,6 +13,21 @@ std::string Rfc3339(double unix_seconds) {
   return buf;
 }
 
+namespace {
+
+// An empty message is left out: kube-apiserver 1.20 turns "" inside a merge patch of a custom
+// resource's status into null and then rejects it against the schema (seen with our local
+// apiserver).
+void SetMessage(nlohmann::json& condition, const std::string& message) {
+  if (message.empty()) {
+    condition.erase("message");
+  } else {
+    condition["message"] = message;
+  }
+}
+
+}  // namespace
+
 void SetCondition(nlohmann::json& conditions, const std::string& type, bool status,
                   const std::string& reason, const std::string& message, long generation,
                   double now) {
@@ -23,16 +38,17 @@ void SetCondition(nlohmann::json& conditions, const std::string& type, bool stat
     if (c.value("status", "") != value) c["lastTransitionTime"] = Rfc3339(now);
     c["status"] = value;
     c["reason"] = reason;
-    c["message"] = message;
+    SetMessage(c, message);
     c["observedGeneration"] = generation;
     return;
   }
-  conditions.push_back({{"type", type},
-                        {"status", value},
-                        {"reason", reason},
-                        {"message", message},
-                        {"observedGeneration", generation},
-                        {"lastTransitionTime", Rfc3339(now)}});
+  nlohmann::json c = {{"type", type},
+                      {"status", value},
+                      {"reason", reason},
+                      {"observedGeneration", generation},
+                      {"lastTransitionTime", Rfc3339(now)}};
+  SetMessage(c, message);
+  conditions.push_back(std::move(c));
 }
 
 std::string ConditionStatus(const nlohmann::json& conditions, const std::string& type) {

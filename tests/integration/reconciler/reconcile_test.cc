@@ -1,0 +1,356 @@
+// The reconciler against real parts: kube-apiserver + etcd (+ the garbage collector), and a
+// real Prometheus reading request counters at rates the test sets.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "api/deployment.h"
+#include "integration/harness/load.h"
+#include "integration/harness/local_env.h"
+#include "metrics/source.h"
+#include "reconciler/conditions.h"
+#include "reconciler/reconciler.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+using testing::LocalEnv;
+using namespace std::chrono_literals;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json PipelineObject(const std::string& name, const std::string& mode) {
+  auto variant = [](const char* v, double c) {
+    const json profile = {{"hardwareClass", "cpu"},
+                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
+    return json{{"name", v}, {"batchSize", {{"max", 16}}}, {"profiles", json::array({profile})}};
+  };
+  return {
+      {"apiVersion", "pipescale.io/v1alpha1"},
+      {"kind", "InferencePipeline"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"mode", mode},
+        {"interval", "2s"},
+        {"hardwareClasses", json::array({{{"name", "cpu"},
+                                          {"costPerHour", 0.1},
+                                          {"resources", {{"requests", {{"cpu", "500m"}}}}}}})},
+        {"tasks",
+         json::array({{{"name", "detect"},
+                       {"next", json::array({{{"task", "classify"}}})},
+                       {"variants", json::array({variant("small", 20)})}},
+                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
+        {"paths",
+         json::array({{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}})},
+        {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
+        {"metrics",
+         {{"prometheusURL", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")},
+          {"pathRate", testing::kFastRateQuery}}}}}};
+}
+
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds timeout = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return pred();
+}
+
+// One namespace, informers on it, and a reconciler that reads the real Prometheus.
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+    client_ = std::make_unique<kube::Client>(LocalEnv::Get().Config());
+    ns_ = LocalEnv::Get().FreshNamespace(*client_);
+    pipelines_ = std::make_unique<kube::Informer>(
+        *client_, kube::Informer::Options{.type = kInferencePipelines, .namespace_name = ns_},
+        [](const std::string&) {});
+    deployments_ = std::make_unique<kube::Informer>(
+        *client_,
+        kube::Informer::Options{.type = kube::kDeployments,
+                                .namespace_name = ns_,
+                                .label_selector = kDeploymentSelector},
+        [](const std::string&) {});
+    pipelines_->Start();
+    deployments_->Start();
+    ASSERT_TRUE(pipelines_->WaitForSync(10s));
+    ASSERT_TRUE(deployments_->WaitForSync(10s));
+    reconciler_ = MakeReconciler(*deployments_);
+  }
+
+  std::unique_ptr<Reconciler> MakeReconciler(const kube::Informer& deployments) {
+    return std::make_unique<Reconciler>(
+        *client_, *pipelines_, deployments,
+        [this](const model::Pipeline& p) -> Result<model::MetricsSnapshot> {
+          if (frozen_) return *frozen_;
+          auto snapshot = metrics::ReadSnapshot(metrics::PrometheusClient(prometheus_url_, 2s), p);
+          if (snapshot.ok()) last_ = *snapshot;
+          return snapshot;
+        },
+        Now);
+  }
+
+  void Create(const json& object) {
+    auto created = client_->Create(kube::CollectionPath(kInferencePipelines, ns_), object);
+    ASSERT_TRUE(created.ok()) << created.error().message;
+    const std::string key = ns_ + "/" + object["metadata"]["name"].get<std::string>();
+    ASSERT_TRUE(Eventually([&] { return pipelines_->Get(key).has_value(); }, 10s));
+  }
+
+  // Reconciles until the metrics are in (Prometheus needs a few seconds for a new target) and
+  // the measured rate has reached `min_rps` (the rate window fills over 5 s).
+  Reconciler::Outcome ReconcileWithMetrics(const std::string& name, double min_rps = 0) {
+    Reconciler::Outcome outcome;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto r = reconciler_->Reconcile(ns_ + "/" + name);
+          EXPECT_TRUE(r.ok()) << r.error().message;
+          if (!r.ok()) return false;
+          outcome = *r;
+          const json status = Status(name);
+          return ConditionStatus(status.value("conditions", json::array()), "MetricsAvailable") ==
+                     "True" &&
+                 outcome.plan.has_value() &&
+                 status["observed"]["pathRates"].value("p", 0.0) >= min_rps;
+        },
+        40s));
+    return outcome;
+  }
+
+  json Status(const std::string& name) {
+    auto object = client_->Get(kube::ObjectPath(kInferencePipelines, ns_, name));
+    return object.ok() ? object->value("status", json::object()) : json::object();
+  }
+
+  api::ManagedFields Fields(const std::string& deployment) {
+    auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, deployment));
+    if (!d.ok()) return {};
+    return api::ReadManagedFields(*d, "MAX_BATCH_SIZE");
+  }
+
+  // Waits until the watch cache has every Deployment the plan in status names, as written.
+  void WaitForCache(const std::string& name) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          for (const auto& t : Status(name)["plan"]["tasks"]) {
+            auto cached = deployments_->Get(ns_ + "/" + t["deployment"].get<std::string>());
+            if (!cached || api::ReadManagedFields(*cached, "MAX_BATCH_SIZE") !=
+                               Fields(t["deployment"].get<std::string>())) {
+              return false;
+            }
+          }
+          return true;
+        },
+        10s));
+  }
+
+  void TearDown() override {
+    if (deployments_) deployments_->Stop();
+    if (pipelines_) pipelines_->Stop();
+  }
+
+  std::unique_ptr<kube::Client> client_;
+  std::string ns_;
+  std::unique_ptr<kube::Informer> pipelines_;
+  std::unique_ptr<kube::Informer> deployments_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::string prometheus_url_ = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS");
+  std::optional<model::MetricsSnapshot> last_;    // the last snapshot read
+  std::optional<model::MetricsSnapshot> frozen_;  // replay one snapshot to test idempotence
+};
+
+TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
+  testing::Load load(ns_, "shop", {{"p", 120}});
+  Create(PipelineObject("shop", "Apply"));
+  const Reconciler::Outcome first = ReconcileWithMetrics("shop", 100);
+  ASSERT_TRUE(first.plan.has_value());
+
+  const json status = Status("shop");
+  EXPECT_EQ(ConditionStatus(status["conditions"], "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(status["conditions"], "PlanApplied"), "True");
+  EXPECT_NEAR(status["observed"]["pathRates"]["p"].get<double>(), 120, 40);
+  for (const auto& t : status["plan"]["tasks"]) {
+    const api::ManagedFields f = Fields(t["deployment"]);
+    EXPECT_EQ(f.replicas, t["replicas"].get<int>()) << t.dump();
+    EXPECT_EQ(f.batch_size, t["batchSize"].get<int>()) << t.dump();
+  }
+  EXPECT_GT(status["totalReplicas"].get<int>(), 2);  // 120 rps needs more than one each
+  auto deployment =
+      client_->Get(kube::ObjectPath(kube::kDeployments, ns_, "shop-detect-small-cpu"));
+  ASSERT_TRUE(deployment.ok());
+  EXPECT_EQ((*deployment)["metadata"]["ownerReferences"][0]["kind"], "InferencePipeline");
+  EXPECT_EQ(
+      (*deployment)["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+      "500m");
+
+  auto events = client_->Get(kube::CollectionPath(kube::kEvents, ns_));
+  ASSERT_TRUE(events.ok());
+  EXPECT_NE(events->dump().find("PlanChanged"), std::string::npos);
+
+  // The same observation again: nothing is written.
+  WaitForCache("shop");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return pipelines_->Get(ns_ + "/shop")->value("status", json::object()) == Status("shop");
+      },
+      10s));
+  frozen_ = last_;
+  auto second = reconciler_->Reconcile(ns_ + "/shop");
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->deployment_writes, 0);
+  EXPECT_FALSE(second->status_written);
+  EXPECT_EQ(second->events, 0);
+}
+
+TEST_F(ReconcilerTest, FollowsALoadStepUpAndDown) {
+  testing::Load load(ns_, "steps", {{"p", 20}});
+  Create(PipelineObject("steps", "Apply"));
+  ReconcileWithMetrics("steps");
+  const int low = Status("steps")["totalReplicas"];
+
+  load.SetRate("p", 300);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        EXPECT_TRUE(reconciler_->Reconcile(ns_ + "/steps").ok());
+        return Status("steps")["totalReplicas"].get<int>() > low + 2;
+      },
+      30s));
+  const json high = Status("steps");
+  for (const auto& t : high["plan"]["tasks"]) {
+    EXPECT_EQ(Fields(t["deployment"]).replicas, t["replicas"].get<int>());
+  }
+
+  load.SetRate("p", 20);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        EXPECT_TRUE(reconciler_->Reconcile(ns_ + "/steps").ok());
+        return Status("steps")["totalReplicas"].get<int>() <= low + 1;
+      },
+      30s));
+}
+
+TEST_F(ReconcilerTest, RecommendModeWritesNoDeployment) {
+  testing::Load load(ns_, "dry", {{"p", 120}});
+  Create(PipelineObject("dry", "Recommend"));
+  const Reconciler::Outcome outcome = ReconcileWithMetrics("dry");
+  EXPECT_EQ(outcome.deployment_writes, 0);
+  const json status = Status("dry");
+  EXPECT_EQ(status["plan"]["tasks"].size(), 2u);
+  EXPECT_NE(status["conditions"].dump().find("RecommendMode"), std::string::npos);
+  auto list = client_->Get(kube::CollectionPath(kube::kDeployments, ns_));
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE((*list)["items"].empty());
+}
+
+TEST_F(ReconcilerTest, InvalidSpecIsReportedAndOthersAreServed) {
+  json invalid = PipelineObject("broken", "Apply");
+  invalid["spec"]["tasks"][0]["next"][0]["task"] = "clasify";  // the schema cannot see this
+  Create(invalid);
+  auto r = reconciler_->Reconcile(ns_ + "/broken");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->requeue_after_seconds.has_value());
+  const json status = Status("broken");
+  ASSERT_EQ(ConditionStatus(status["conditions"], "Ready"), "False");
+  EXPECT_NE(
+      status["conditions"].dump().find(R"(spec.tasks[0].next[0].task: unknown task \"clasify\")"),
+      std::string::npos)
+      << status.dump();
+  auto events = client_->Get(kube::CollectionPath(kube::kEvents, ns_));
+  EXPECT_NE(events->dump().find("InvalidSpec"), std::string::npos);
+
+  testing::Load load(ns_, "fine", {{"p", 50}});
+  Create(PipelineObject("fine", "Apply"));
+  ReconcileWithMetrics("fine");
+  EXPECT_EQ(ConditionStatus(Status("fine")["conditions"], "Ready"), "True");
+  auto list = client_->Get(kube::CollectionPath(kube::kDeployments, ns_));
+  for (const auto& d : (*list)["items"]) {
+    EXPECT_EQ(d["metadata"]["labels"]["pipescale.io/pipeline"], "fine");
+  }
+}
+
+TEST_F(ReconcilerTest, PrometheusDownHoldsTheReplicas) {
+  testing::Load load(ns_, "hold", {{"p", 200}});
+  Create(PipelineObject("hold", "Apply"));
+  ReconcileWithMetrics("hold");
+  const json before = Status("hold");
+  WaitForCache("hold");
+
+  prometheus_url_ = "http://127.0.0.1:9";  // nothing listens there
+  auto r = reconciler_->Reconcile(ns_ + "/hold");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->deployment_writes, 0);
+  const json after = Status("hold");
+  EXPECT_EQ(ConditionStatus(after["conditions"], "MetricsAvailable"), "False");
+  for (const auto& t : before["plan"]["tasks"]) {
+    EXPECT_EQ(Fields(t["deployment"]).replicas, t["replicas"].get<int>());
+  }
+}
+
+TEST_F(ReconcilerTest, HandEditsAreRestored) {
+  testing::Load load(ns_, "edit", {{"p", 120}});
+  Create(PipelineObject("edit", "Apply"));
+  ReconcileWithMetrics("edit");
+  const json task = Status("edit")["plan"]["tasks"][0];
+  const std::string name = task["deployment"];
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, name),
+                               {{"spec", {{"replicas", task["replicas"].get<int>() + 7}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto cached = deployments_->Get(ns_ + "/" + name);
+        return cached && (*cached)["spec"]["replicas"] == task["replicas"].get<int>() + 7;
+      },
+      10s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        EXPECT_TRUE(reconciler_->Reconcile(ns_ + "/edit").ok());
+        const json t = Status("edit")["plan"]["tasks"][0];
+        return Fields(name).replicas == t["replicas"].get<int>();
+      },
+      20s));
+}
+
+TEST_F(ReconcilerTest, ACreateThatConflictsRereadsAndPatches) {
+  testing::Load load(ns_, "race", {{"p", 120}});
+  Create(PipelineObject("race", "Apply"));
+  ReconcileWithMetrics("race");
+  const json task = Status("race")["plan"]["tasks"][0];
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, task["deployment"]),
+                               {{"spec", {{"replicas", 0}}}})
+                  .ok());
+  // A reconciler whose Deployment cache is empty (never started) believes nothing exists: its
+  // creates meet 409 AlreadyExists from the real server and must re-read and patch instead.
+  kube::Informer empty(*client_, {.type = kube::kDeployments, .namespace_name = ns_},
+                       [](const std::string&) {});
+  reconciler_ = MakeReconciler(empty);
+  auto r = reconciler_->Reconcile(ns_ + "/race");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(Fields(task["deployment"]).replicas, Status("race")["plan"]["tasks"][0]["replicas"]);
+}
+
+TEST_F(ReconcilerTest, DeletingThePipelineCollectsItsDeployments) {
+  testing::Load load(ns_, "gone", {{"p", 60}});
+  Create(PipelineObject("gone", "Apply"));
+  ReconcileWithMetrics("gone");
+  auto list = client_->Get(kube::CollectionPath(kube::kDeployments, ns_));
+  ASSERT_FALSE((*list)["items"].empty());
+  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kInferencePipelines, ns_, "gone")).ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto l = client_->Get(kube::CollectionPath(kube::kDeployments, ns_));
+        return l.ok() && (*l)["items"].empty();
+      },
+      40s));
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
