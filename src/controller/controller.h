@@ -1,0 +1,70 @@
+// Runs reconciles from a work queue on N workers with per-key exponential backoff after
+// errors, and reports controller-runtime's metric names (controller_runtime_reconcile_total,
+// controller_runtime_reconcile_time_seconds, workqueue_depth, ...).
+#pragma once
+
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "controller/work_queue.h"
+
+namespace pipescale::controller {
+
+// What to do after an error: retry after `delay`, or wait for the object to change.
+struct Retry {
+  std::optional<std::chrono::milliseconds> delay;
+};
+
+// The error policy, pure: a conflict is retried almost at once, an invalid object waits for
+// its next change, anything else backs off exponentially from 1 s to 5 min.
+Retry OnError(const Error& error, int failures);
+
+class Controller {
+ public:
+  // Returns when to reconcile the key again (nullopt: only when it changes).
+  using ReconcileFn =
+      std::function<Result<std::optional<std::chrono::milliseconds>>(const std::string& key)>;
+
+  Controller(std::string name, ReconcileFn reconcile, prometheus::Registry& registry,
+             int workers = 1);
+  ~Controller();
+
+  void Enqueue(const std::string& key) { queue_.Add(key); }
+  void Start();
+  void Stop();  // finishes in-flight reconciles, then returns
+
+  const WorkQueue& queue() const { return queue_; }
+
+ private:
+  void Work();
+
+  std::string name_;
+  ReconcileFn reconcile_;
+  int workers_;
+  WorkQueue queue_;
+  std::mutex mu_;
+  std::map<std::string, int> failures_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+
+  prometheus::Family<prometheus::Counter>* total_;
+  prometheus::Counter* success_;
+  prometheus::Counter* error_;
+  prometheus::Counter* requeue_after_;
+  prometheus::Counter* errors_;
+  prometheus::Histogram* time_;
+  prometheus::Gauge* depth_;
+  prometheus::Counter* retries_;
+};
+
+}  // namespace pipescale::controller

@@ -1,0 +1,94 @@
+#include "controller/work_queue.h"
+
+namespace pipescale::controller {
+
+void WorkQueue::Add(const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (shutting_down_) return;
+  delayed_.erase(key);
+  if (processing_.contains(key)) {
+    dirty_.insert(key);
+    return;
+  }
+  if (queued_.insert(key).second) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::AddAfter(const std::string& key, Clock::duration delay) {
+  if (delay <= Clock::duration::zero()) {
+    Add(key);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  if (shutting_down_ || queued_.contains(key)) return;
+  const auto at = Clock::now() + delay;
+  auto [it, inserted] = delayed_.emplace(key, at);
+  if (!inserted && at < it->second) it->second = at;
+  cv_.notify_all();  // a sleeping worker may need to wake earlier
+}
+
+void WorkQueue::PromoteDueLocked(Clock::time_point now) {
+  for (auto it = delayed_.begin(); it != delayed_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    const std::string key = it->first;
+    it = delayed_.erase(it);
+    if (processing_.contains(key)) {
+      dirty_.insert(key);
+    } else if (queued_.insert(key).second) {
+      queue_.push_back(key);
+    }
+  }
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    if (shutting_down_) return std::nullopt;
+    PromoteDueLocked(Clock::now());
+    if (!queue_.empty()) break;
+    if (delayed_.empty()) {
+      cv_.wait(lock);
+    } else {
+      auto next = Clock::time_point::max();
+      for (const auto& [key, at] : delayed_) next = std::min(next, at);
+      cv_.wait_until(lock, next);
+    }
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  queued_.erase(key);
+  processing_.insert(key);
+  return key;
+}
+
+void WorkQueue::Done(const std::string& key) {
+  std::lock_guard lock(mu_);
+  processing_.erase(key);
+  if (dirty_.erase(key) > 0 && !shutting_down_ && queued_.insert(key).second) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard lock(mu_);
+  shutting_down_ = true;
+  cv_.notify_all();
+}
+
+size_t WorkQueue::Depth() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::Waiting() const {
+  std::lock_guard lock(mu_);
+  return delayed_.size();
+}
+
+}  // namespace pipescale::controller

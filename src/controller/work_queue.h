@@ -1,0 +1,46 @@
+// A work queue of object keys in the shape of client-go's: a key is queued at most once, is
+// never handed to two workers at a time (added again while in flight, it is queued when done),
+// and may be added after a delay.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace pipescale::controller {
+
+class WorkQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void Add(const std::string& key);
+  // Earlier deadlines win: a key waiting for 5 minutes and added for 1 s comes in 1 s.
+  void AddAfter(const std::string& key, Clock::duration delay);
+  // Blocks until a key is ready or the queue shuts down (then nullopt).
+  std::optional<std::string> Get();
+  // The worker finished `key`; if it was added meanwhile, it is queued again.
+  void Done(const std::string& key);
+  void ShutDown();
+
+  size_t Depth() const;    // keys ready now
+  size_t Waiting() const;  // keys waiting for their delay
+
+ private:
+  void PromoteDueLocked(Clock::time_point now);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::set<std::string> queued_;  // in queue_
+  std::set<std::string> processing_;
+  std::set<std::string> dirty_;  // added while processing
+  std::map<std::string, Clock::time_point> delayed_;
+  bool shutting_down_ = false;
+};
+
+}  // namespace pipescale::controller

@@ -1,0 +1,111 @@
+#include "controller/work_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "controller/controller.h"
+
+namespace pipescale::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(WorkQueue, DedupesQueuedKeys) {
+  WorkQueue q;
+  q.Add("a");
+  q.Add("a");
+  q.Add("b");
+  EXPECT_EQ(q.Depth(), 2u);
+  EXPECT_EQ(q.Get(), "a");
+  EXPECT_EQ(q.Get(), "b");
+}
+
+TEST(WorkQueue, AKeyInFlightIsRequeuedOnlyWhenDone) {
+  WorkQueue q;
+  q.Add("a");
+  ASSERT_EQ(q.Get(), "a");
+  q.Add("a");                // changed while being reconciled
+  EXPECT_EQ(q.Depth(), 0u);  // not handed to a second worker
+  q.Done("a");
+  EXPECT_EQ(q.Depth(), 1u);
+  EXPECT_EQ(q.Get(), "a");
+}
+
+TEST(WorkQueue, DelayedKeysComeLaterAndEarlierDeadlinesWin) {
+  WorkQueue q;
+  q.AddAfter("slow", 10min);
+  q.AddAfter("slow", 30ms);  // the earlier deadline wins
+  EXPECT_EQ(q.Depth(), 0u);
+  EXPECT_EQ(q.Waiting(), 1u);
+  const auto start = WorkQueue::Clock::now();
+  EXPECT_EQ(q.Get(), "slow");
+  EXPECT_GE(WorkQueue::Clock::now() - start, 25ms);
+  q.Done("slow");
+  q.AddAfter("x", 10min);
+  q.Add("x");  // an explicit add does not wait
+  EXPECT_EQ(q.Get(), "x");
+}
+
+TEST(WorkQueue, ShutDownReleasesWaitingWorkers) {
+  WorkQueue q;
+  std::thread worker([&] { EXPECT_EQ(q.Get(), std::nullopt); });
+  std::this_thread::sleep_for(20ms);
+  q.ShutDown();
+  worker.join();
+}
+
+TEST(OnError, ConflictsRetrySoonInvalidWaitsTheRestBackOff) {
+  EXPECT_EQ(OnError({ErrorKind::kConflict, ""}, 1).delay, 100ms);
+  EXPECT_FALSE(OnError({ErrorKind::kInvalid, ""}, 1).delay.has_value());
+  EXPECT_EQ(OnError({ErrorKind::kTransient, ""}, 1).delay, 1000ms);
+  EXPECT_EQ(OnError({ErrorKind::kTransient, ""}, 4).delay, 8000ms);
+  EXPECT_EQ(OnError({ErrorKind::kExpired, ""}, 30).delay, 300000ms);  // capped at 5 minutes
+}
+
+TEST(Controller, RetriesConflictsAndRequeuesAfterSuccess) {
+  prometheus::Registry registry;
+  std::atomic<int> calls{0};
+  Controller c(
+      "test",
+      [&](const std::string&) -> Result<std::optional<std::chrono::milliseconds>> {
+        const int n = ++calls;
+        if (n <= 2) return Error{ErrorKind::kConflict, "409"};
+        if (n == 3) return std::optional<std::chrono::milliseconds>{20ms};  // requeue after
+        return std::optional<std::chrono::milliseconds>{};
+      },
+      registry, 2);
+  c.Start();
+  c.Enqueue("ns/p");
+  for (int i = 0; i < 200 && calls < 4; ++i) std::this_thread::sleep_for(10ms);
+  c.Stop();
+  EXPECT_EQ(calls, 4);
+  const std::string metrics = [&] {
+    std::string out;
+    for (const auto& f : registry.Collect()) out += f.name + " ";
+    return out;
+  }();
+  EXPECT_NE(metrics.find("controller_runtime_reconcile_total"), std::string::npos);
+  EXPECT_NE(metrics.find("workqueue_depth"), std::string::npos);
+}
+
+TEST(Controller, InvalidObjectsAreNotRetried) {
+  prometheus::Registry registry;
+  std::atomic<int> calls{0};
+  Controller c(
+      "test",
+      [&](const std::string&) -> Result<std::optional<std::chrono::milliseconds>> {
+        ++calls;
+        return Error{ErrorKind::kInvalid, "bad"};
+      },
+      registry);
+  c.Start();
+  c.Enqueue("ns/p");
+  std::this_thread::sleep_for(300ms);
+  c.Stop();
+  EXPECT_EQ(calls, 1);
+}
+
+}  // namespace
+}  // namespace pipescale::controller
