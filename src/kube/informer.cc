@@ -106,15 +106,16 @@ Status Informer::ListAndReplace() {
   std::map<std::string, nlohmann::json> fresh;
   for (auto& item : (*list)["items"]) fresh.emplace(ObjectKey(item), std::move(item));
 
-  std::vector<std::string> changed;
+  std::vector<std::pair<std::string, nlohmann::json>> changed;
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, object] : fresh) {
       auto it = cache_.find(key);
-      if (it == cache_.end() || it->second != object) changed.push_back(key);
+      if (it == cache_.end() || it->second != object) changed.emplace_back(key, object);
     }
     for (const auto& [key, object] : cache_) {
-      if (!fresh.contains(key)) changed.push_back(key);  // deleted while we were not watching
+      // Deleted while we were not watching.
+      if (!fresh.contains(key)) changed.emplace_back(key, object);
     }
     cache_ = std::move(fresh);
     resource_version_ = (*list)["metadata"].value("resourceVersion", "");
@@ -122,7 +123,7 @@ Status Informer::ListAndReplace() {
     ++relists_;
   }
   cv_.notify_all();
-  for (const auto& key : changed) handler_(key);
+  for (const auto& [key, object] : changed) handler_(key, object);
   return Done{};
 }
 
@@ -170,7 +171,7 @@ void Informer::Apply(const WatchEvent& event) {
     }
     resource_version_ = rv;
   }
-  handler_(key);
+  handler_(key, event.object);
 }
 
 }  // namespace pipescale::kube

@@ -35,9 +35,10 @@ class Informer {
     // kept its cache). Empty: list first.
     std::string resume_from;
   };
-  // Called from the informer's thread with the key of every object added, changed or deleted
-  // (after a relist: every key that differs from the cache). Must not block for long.
-  using Handler = std::function<void(const std::string& key)>;
+  // Called from the informer's thread for every object added, changed or deleted (after a
+  // relist: every key that differs from the cache), with the object as it now is or, when
+  // deleted, as it last was. Must not block for long.
+  using Handler = std::function<void(const std::string& key, const nlohmann::json& object)>;
 
   Informer(const Client& client, Options options, Handler handler);
   ~Informer();

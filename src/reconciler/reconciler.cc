@@ -166,6 +166,8 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
     Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
   }
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
+  outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);
+  outcome.decide_seconds = decide_ms / 1000;
   outcome.plan = std::move(decision.plan);
   return outcome;
 }

@@ -39,6 +39,8 @@ class Reconciler {
     bool status_written = false;
     int events = 0;
     std::optional<model::Plan> plan;
+    double cost_per_hour = 0;
+    double decide_seconds = 0;
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's

@@ -27,7 +27,7 @@ nlohmann::json ConfigMap(const std::string& name, const std::string& value) {
 class Recorder {
  public:
   Informer::Handler Handler() {
-    return [this](const std::string& key) {
+    return [this](const std::string& key, const nlohmann::json&) {
       std::lock_guard lock(mu_);
       keys_.insert(key);
     };

@@ -32,7 +32,7 @@ TEST(Informer, ResumesAfterTheApiserverRestarts) {
   Informer informer(
       client,
       {.type = kDeployments, .namespace_name = ns, .min_backoff = 100ms, .max_backoff = 1000ms},
-      [](const std::string&) {});
+      [](const std::string&, const nlohmann::json&) {});
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(10s));
 

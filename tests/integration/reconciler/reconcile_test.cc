@@ -71,13 +71,13 @@ class ReconcilerTest : public ::testing::Test {
     ns_ = LocalEnv::Get().FreshNamespace(*client_);
     pipelines_ = std::make_unique<kube::Informer>(
         *client_, kube::Informer::Options{.type = kInferencePipelines, .namespace_name = ns_},
-        [](const std::string&) {});
+        [](const std::string&, const nlohmann::json&) {});
     deployments_ = std::make_unique<kube::Informer>(
         *client_,
         kube::Informer::Options{.type = kube::kDeployments,
                                 .namespace_name = ns_,
                                 .label_selector = kDeploymentSelector},
-        [](const std::string&) {});
+        [](const std::string&, const nlohmann::json&) {});
     pipelines_->Start();
     deployments_->Start();
     ASSERT_TRUE(pipelines_->WaitForSync(10s));
@@ -330,7 +330,7 @@ TEST_F(ReconcilerTest, ACreateThatConflictsRereadsAndPatches) {
   // A reconciler whose Deployment cache is empty (never started) believes nothing exists: its
   // creates meet 409 AlreadyExists from the real server and must re-read and patch instead.
   kube::Informer empty(*client_, {.type = kube::kDeployments, .namespace_name = ns_},
-                       [](const std::string&) {});
+                       [](const std::string&, const nlohmann::json&) {});
   reconciler_ = MakeReconciler(empty);
   auto r = reconciler_->Reconcile(ns_ + "/race");
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -1,0 +1,250 @@
+// pipescale-operator: watches InferencePipelines and keeps their Deployments at the plan.
+#include <civetweb.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "common/log.h"
+#include "controller/controller.h"
+#include "flags.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "kube/leader_election.h"
+#include "metrics/source.h"
+#include "operator_metrics.h"
+#include "reconciler/reconciler.h"
+
+namespace pipescale::operator_main {
+namespace {
+
+using namespace std::chrono_literals;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// ":8081" listens on every address; civetweb and prometheus-cpp want "0.0.0.0:8081".
+std::string BindAddress(const std::string& address) {
+  return address.rfind(':', 0) == 0 ? "0.0.0.0" + address : address;
+}
+
+std::atomic<bool> g_ready{false};
+
+int Health(mg_connection* conn, void* ready_only) {
+  const bool ok = ready_only == nullptr || g_ready.load();
+  const char* body = ok ? "ok\n" : "not ready\n";
+  mg_printf(conn,
+            "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nConnection: "
+            "close\r\n\r\n%s",
+            ok ? "200 OK" : "503 Service Unavailable", std::strlen(body), body);
+  return ok ? 200 : 503;
+}
+
+// One set of informers and a controller, for the time we lead.
+class Operator {
+ public:
+  Operator(const kube::Client& client, const Flags& flags, prometheus::Registry& registry,
+           OperatorMetrics& metrics)
+      : client_(client), flags_(flags), metrics_(metrics) {
+    const std::vector<std::string> namespaces =
+        flags.namespaces.empty() ? std::vector<std::string>{""} : flags.namespaces;
+    controller_ = std::make_unique<controller::Controller>(
+        "inferencepipeline", [this](const std::string& key) { return Reconcile(key); }, registry,
+        flags.workers);
+    for (const std::string& ns : namespaces) {
+      pipelines_.push_back(std::make_unique<kube::Informer>(
+          client,
+          kube::Informer::Options{.type = reconciler::kInferencePipelines, .namespace_name = ns},
+          [this](const std::string& key, const nlohmann::json&) { controller_->Enqueue(key); }));
+      deployments_.push_back(std::make_unique<kube::Informer>(
+          client,
+          kube::Informer::Options{.type = kube::kDeployments,
+                                  .namespace_name = ns,
+                                  .label_selector = reconciler::kDeploymentSelector},
+          [this](const std::string&, const nlohmann::json& d) {
+            // A Deployment changed (a hand edit, say): reconcile its pipeline.
+            const auto& meta = d["metadata"];
+            controller_->Enqueue(meta.value("namespace", "") + "/" +
+                                 meta["labels"].value(reconciler::kDeploymentSelector, ""));
+          }));
+      reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
+          client, *pipelines_.back(), *deployments_.back(),
+          [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now));
+    }
+  }
+
+  bool Start() {
+    for (auto& i : pipelines_) i->Start();
+    for (auto& i : deployments_) i->Start();
+    for (auto& i : pipelines_) {
+      if (!i->WaitForSync(60s)) return false;
+    }
+    for (auto& i : deployments_) {
+      if (!i->WaitForSync(60s)) return false;
+    }
+    controller_->Start();
+    return true;
+  }
+
+  void Stop() {
+    controller_->Stop();
+    for (auto& i : pipelines_) i->Stop();
+    for (auto& i : deployments_) i->Stop();
+  }
+
+ private:
+  Result<model::MetricsSnapshot> ReadMetrics(const model::Pipeline& p) const {
+    const std::string url = p.spec.metrics.prometheus_url.empty() ? flags_.prometheus_url
+                                                                  : p.spec.metrics.prometheus_url;
+    return metrics::ReadSnapshot(metrics::PrometheusClient(url), p);
+  }
+
+  Result<std::optional<std::chrono::milliseconds>> Reconcile(const std::string& key) {
+    const std::string ns = key.substr(0, key.find('/'));
+    const std::string name = key.substr(key.find('/') + 1);
+    // With one informer for all namespaces there is one reconciler; else the namespace's own.
+    size_t index = 0;
+    for (size_t i = 0; i < flags_.namespaces.size(); ++i) {
+      if (flags_.namespaces[i] == ns) index = i;
+    }
+    auto outcome = reconcilers_[index]->Reconcile(key);
+    if (!outcome) {
+      Log("error", "reconcile failed",
+          {{"pipeline", key},
+           {"kind", ErrorKindName(outcome.error().kind)},
+           {"error", outcome.error().message}});
+      return outcome.error();
+    }
+    if (outcome->plan) {
+      metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
+    } else if (!pipelines_[index]->Get(key)) {
+      metrics_.Forget(ns, name);
+    }
+    if (outcome->deployment_writes > 0 || outcome->events > 0) {
+      Log("info", "reconciled",
+          {{"pipeline", key},
+           {"deploymentWrites", std::to_string(outcome->deployment_writes)},
+           {"replicas", outcome->plan ? std::to_string(outcome->plan->TotalReplicas()) : "-"}});
+    }
+    if (!outcome->requeue_after_seconds) return std::optional<std::chrono::milliseconds>{};
+    return std::optional<std::chrono::milliseconds>{
+        std::chrono::milliseconds(static_cast<long>(*outcome->requeue_after_seconds * 1000))};
+  }
+
+  const kube::Client& client_;
+  const Flags& flags_;
+  OperatorMetrics& metrics_;
+  std::unique_ptr<controller::Controller> controller_;
+  std::vector<std::unique_ptr<kube::Informer>> pipelines_;
+  std::vector<std::unique_ptr<kube::Informer>> deployments_;
+  std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
+};
+
+int Run(int argc, char** argv) {
+  auto flags = ParseFlags(argc, argv);
+  if (!flags) {
+    const bool help = flags.error().kind == ErrorKind::kNotFound;
+    std::fputs((flags.error().message + "\n").c_str(), help ? stdout : stderr);
+    return help ? 0 : 2;
+  }
+  SetLogFormat(flags->log_format == "json" ? LogFormat::kJson : LogFormat::kText);
+  auto config = kube::LoadClusterConfig(flags->kubeconfig);
+  if (!config) {
+    Log("error", "cannot load the cluster configuration", {{"error", config.error().message}});
+    return 1;
+  }
+  const kube::Client client(*config);
+
+  // Signals go to the main thread's sigwait; every other thread inherits this mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(BindAddress(flags->metrics_bind_address));
+  } catch (const std::exception& e) {  // civetweb throws when it cannot bind
+    Log("error", "cannot serve metrics",
+        {{"address", flags->metrics_bind_address}, {"error", e.what()}});
+    return 1;
+  }
+  exposer->RegisterCollectable(registry);
+  OperatorMetrics metrics(*registry);
+
+  const std::string health_address = BindAddress(flags->health_probe_bind_address);
+  const char* options[] = {"listening_ports", health_address.c_str(), "num_threads", "2", nullptr};
+  mg_callbacks callbacks{};
+  mg_context* health = mg_start(&callbacks, nullptr, options);
+  if (health == nullptr) {
+    Log("error", "cannot serve health probes", {{"address", flags->health_probe_bind_address}});
+    return 1;
+  }
+  mg_set_request_handler(health, "/healthz", Health, nullptr);
+  mg_set_request_handler(health, "/readyz", Health, &g_ready);
+
+  char host[256] = "pipescale";
+  gethostname(host, sizeof host);
+  kube::LeaderElector elector(client,
+                              {.namespace_name = flags->leader_election_namespace.empty()
+                                                     ? config->default_namespace
+                                                     : flags->leader_election_namespace,
+                               .name = flags->leader_election_id,
+                               .identity = std::string(host) + "_" + std::to_string(getpid())},
+                              Now);
+
+  std::atomic<bool> stop{false};
+  int exit_code = 0;
+  Operator op(client, *flags, *registry, metrics);
+  std::thread run([&] {
+    if (flags->leader_elect) {
+      Log("info", "waiting for leadership", {{"lease", flags->leader_election_id}});
+      if (!elector.Acquire(stop)) return;
+      Log("info", "leading", {{"lease", flags->leader_election_id}});
+    }
+    if (!op.Start()) {
+      Log("error", "informers did not sync");
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+      return;
+    }
+    g_ready = true;
+    Log("info", "started",
+        {{"namespaces", flags->namespaces.empty() ? "*" : flags->namespaces[0]}});
+    if (flags->leader_elect && !elector.Hold(stop)) {
+      Log("error", "lost leadership; exiting so another replica can take over");
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+    }
+  });
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  Log("info", "shutting down", {{"signal", strsignal(signal)}});
+  stop = true;
+  g_ready = false;
+  run.join();
+  op.Stop();
+  if (flags->leader_elect) elector.Release();
+  mg_stop(health);
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace pipescale::operator_main
+
+int main(int argc, char** argv) {
+  try {
+    return pipescale::operator_main::Run(argc, argv);
+  } catch (const std::exception& e) {  // last resort: log, do not crash silently
+    pipescale::Log("fatal", "unexpected exception", {{"error", e.what()}});
+    return 1;
+  }
+}

@@ -1,0 +1,57 @@
+#include "operator_metrics.h"
+
+namespace pipescale::operator_main {
+
+namespace {
+prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& r, const char* name,
+                                             const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+}  // namespace
+
+OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
+    : replicas_(Gauge(registry, "pipescale_desired_replicas", "Replicas the plan asks for")),
+      batch_(Gauge(registry, "pipescale_batch_size", "Batch size the plan sets")),
+      latency_(Gauge(registry, "pipescale_predicted_latency_ms",
+                     "Predicted end-to-end latency of each execution path")),
+      slo_(Gauge(registry, "pipescale_slo_ms", "Latency SLO of each execution path")),
+      cost_(Gauge(registry, "pipescale_cost_per_hour", "Cost of the plan per hour")),
+      solve_(Gauge(registry, "pipescale_solve_duration_seconds",
+                   "Time the last decision took, optimizer included")) {}
+
+void OperatorMetrics::Record(const std::string& ns, const std::string& name,
+                             const model::Plan& plan, double cost_per_hour, double decide_seconds) {
+  Forget(ns, name);
+  std::lock_guard lock(mu_);
+  auto& series = series_[ns + "/" + name];
+  auto add = [&](prometheus::Family<prometheus::Gauge>& family,
+                 std::map<std::string, std::string> labels, double value) {
+    labels["namespace"] = ns;
+    labels["pipeline"] = name;
+    auto& g = family.Add(labels);
+    g.Set(value);
+    series.emplace_back(&family, &g);
+  };
+  for (const auto& t : plan.tasks) {
+    const std::map<std::string, std::string> labels = {
+        {"task", t.task}, {"variant", t.variant}, {"hardware_class", t.hardware_class}};
+    add(replicas_, labels, t.replicas);
+    add(batch_, labels, t.batch_size);
+  }
+  for (const auto& p : plan.paths) {
+    add(latency_, {{"path", p.name}}, p.predicted_latency_ms);
+    add(slo_, {{"path", p.name}}, p.slo_ms);
+  }
+  add(cost_, {}, cost_per_hour);
+  add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
+}
+
+void OperatorMetrics::Forget(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = series_.find(ns + "/" + name);
+  if (it == series_.end()) return;
+  for (auto& [family, gauge] : it->second) family->Remove(gauge);
+  series_.erase(it);
+}
+
+}  // namespace pipescale::operator_main
