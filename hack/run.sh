@@ -1,30 +1,79 @@
 #!/usr/bin/env bash
-# The main job, for now: plan the FA2 paper's application offline with `pipescale plan` at a
-# few load levels and compare the optimizers. The operator loop on a local apiserver replaces
-# this once it lands. Arguments go to `pipescale plan` instead of the default run.
+# The main job: the operator driving a pipeline on a local cluster of real parts.
+#  - etcd + kube-apiserver + the garbage collector + Prometheus on 127.0.0.1 (hack/local-env.sh)
+#  - pipescale-operator, watching InferencePipelines
+#  - a kubelet stand-in running pipescale-model-server processes for the Deployments
+#  - the FA2 paper's application (deploy/examples/fa2-gpu.yaml), driven by pipescale-loadgen
+#    with the paper's fluctuating trace (8 -> 27 -> 8 requests/s)
+# It prints the plan as it changes; `kubectl get ipl -w` works against the same cluster (the
+# KUBECONFIG is printed). Everything stops when the trace ends or on Ctrl-C.
+#   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps
+#   hack/run.sh plan -f FILE --rate 27     # offline: `pipescale plan` instead
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/install-deps.sh"
 build=${PIPESCALE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target pipescale >/dev/null
-cli="$build/src/cli/pipescale"
-example="$root/deploy/examples/fa2-cpu.yaml"
+if [[ ${1:-} == plan || ${1:-} == validate ]]; then
+  cmake --build "$build" -j"$(nproc)" --target pipescale >/dev/null
+  exec "$build/src/cli/pipescale" "$@"
+fi
+"$root/hack/build-kube-apiserver.sh" >/dev/null
+cmake --build "$build" -j"$(nproc)" --target pipescale pipescale-operator pipescale-model-server \
+  pipescale-kubelet-standin pipescale-loadgen >/dev/null
 
-if (($#)); then exec "$cli" plan "$@"; fi
+dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
+example="$root/deploy/examples/fa2-gpu.yaml"
+trace=${TRACE:-8:60,27:90,8:90}
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  "$root/hack/local-env.sh" down "$dir" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT INT TERM
 
-"$cli" validate -f "$example"
+echo "starting etcd, kube-apiserver, the garbage collector and Prometheus in $dir ..."
+source "$("$root/hack/local-env.sh" up "$dir")"
+
+"$build/tests/emulator/pipescale-kubelet-standin" --kubeconfig "$KUBECONFIG" \
+  --model-server "$build/tests/emulator/pipescale-model-server" \
+  --targets-dir "$PIPESCALE_TARGETS_DIR" --work-dir "$dir/pods" 2>"$dir/standin.log" &
+pids+=($!)
+"$build/operator/pipescale-operator" --kubeconfig "$KUBECONFIG" --prometheus-url "$PIPESCALE_PROMETHEUS" \
+  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 2>"$dir/operator.log" &
+pids+=($!)
+
+kubectl apply -f "$example" >/dev/null
+echo "applied $(basename "$example"); the operator plans with FA2 from the measured path rates"
+echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl -w"
 echo
-"$cli" plan -f "$example" --rate 27
-echo
-echo "total replicas of each optimizer as the load changes (the paper's fluctuating trace):"
-printf '%6s' RPS; for o in fa2 exact ds2 inferline grandslam; do printf '%11s' "$o"; done; echo
-for rate in 8 27 8 15 27 60; do
-  printf '%6s' "$rate"
-  for o in fa2 exact ds2 inferline grandslam; do
-    n=$("$cli" plan -f "$example" --rate "$rate" --optimizer "$o" -o json |
-        sed -n 's/^  "objective": \([0-9.]*\),$/\1/p')
-    printf '%11s' "${n%.0}"
-  done
-  echo
+
+"$build/tests/emulator/pipescale-loadgen" -f "$example" --namespace default \
+  --targets-dir "$PIPESCALE_TARGETS_DIR" --trace "$trace" 2>"$dir/loadgen.log" &
+loadgen=$!
+pids+=($loadgen)
+
+last=""
+start=$SECONDS
+while kill -0 "$loadgen" 2>/dev/null; do
+  sleep 5
+  rate=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
+    --data-urlencode 'query=sum(rate(pipescale_requests_total{pipeline="fa2-app-gpu"}[30s]))' |
+    sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')
+  plan=$(kubectl get deploy -l pipescale.io/pipeline=fa2-app-gpu --no-headers \
+    -o custom-columns='T:.metadata.labels.pipescale\.io/task,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
+    awk '{printf "%s=%sx b%s  ", $1, $2, $3}')
+  total=$(kubectl get ipl fa2-app-gpu -o jsonpath='{.status.totalReplicas}')
+  ready=$(kubectl get ipl fa2-app-gpu -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
+  printf '%4ds  load %6.1f rps  %-11s total %3s replicas\n' $((SECONDS - start)) "${rate:-0}" "$ready" "${total:--}"
+  if [[ $plan != "$last" ]]; then
+    echo "      plan: $plan"
+    last=$plan
+  fi
 done
+echo
+kubectl get ipl
+echo
+echo "events:"
+kubectl get events --field-selector reason=PlanChanged -o custom-columns='TIME:.lastTimestamp,MESSAGE:.message' | tail -5

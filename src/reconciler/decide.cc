@@ -95,7 +95,7 @@ json PlanStatus(const model::Plan& plan, const std::vector<Placement>& placement
   return {{"tasks", tasks}, {"paths", paths}};
 }
 
-// "detect 3->4 (batch 8)" for every Deployment whose replicas or batch changed.
+// "detect 3->4 replicas, batch 8->8" for every Deployment whose replicas or batch changed.
 std::string PlanDiff(const json& before, const json& after) {
   std::map<std::string, std::pair<int, int>> old;
   if (before.is_object() && before.contains("tasks")) {
@@ -111,8 +111,9 @@ std::string PlanDiff(const json& before, const json& after) {
     auto it = old.find(name);
     if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
     diff += (diff.empty() ? "" : ", ") + t["task"].get<std::string>() + " " +
-            (it == old.end() ? "new" : std::to_string(it->second.first)) + "->" +
-            std::to_string(replicas) + " (batch " + std::to_string(batch) + ")";
+            (it == old.end() ? StrFormat("new: %d replicas, batch %d", replicas, batch)
+                             : StrFormat("%d->%d replicas, batch %d->%d", it->second.first,
+                                         replicas, it->second.second, batch));
   }
   return diff;
 }
@@ -301,8 +302,9 @@ Decision Decide(const Observed& o) {
 
   const json plan_status = PlanStatus(plan, placements, targets);
   const json previous = d.status.value("plan", json::object());
-  if (previous != plan_status) {
-    const std::string diff = PlanDiff(previous, plan_status);
+  // An event (and a new solver record) only when some Deployment's replicas or batch size
+  // change; predicted latencies move with every rate and are status, not news.
+  if (const std::string diff = PlanDiff(previous, plan_status); !diff.empty()) {
     d.events.push_back(StrFormat("fa2: %d replicas, $%.3f/h: ", total_replicas, cost) + diff);
     d.status["solver"] = {{"name", "fa2"},
                           {"status", model::SolveStatusName(plan.report.status)},

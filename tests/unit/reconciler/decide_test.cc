@@ -106,7 +106,7 @@ TEST(Decide, CreatesEveryDeploymentFromThePlan) {
   EXPECT_EQ(d.status["observedGeneration"], 3);
   EXPECT_EQ(d.status["totalReplicas"], d.plan->TotalReplicas());
   ASSERT_EQ(d.events.size(), 1u);
-  EXPECT_NE(d.events[0].find("detect new->"), std::string::npos) << d.events[0];
+  EXPECT_NE(d.events[0].find("detect new: "), std::string::npos) << d.events[0];
   EXPECT_EQ(d.requeue_after_seconds, 10);
 }
 
@@ -118,6 +118,27 @@ TEST(Decide, SecondDecisionWritesNothing) {
   EXPECT_TRUE(again.writes.empty());
   EXPECT_TRUE(again.events.empty());
   EXPECT_EQ(again.status, status);  // not even lastTransitionTime moves
+}
+
+TEST(Decide, EventsExactlyWhenReplicasOrBatchesChange) {
+  World w;
+  w.Step(Rate(200), 1000);
+  auto shape = [](const model::Plan& p) {
+    std::vector<std::pair<int, int>> out;
+    for (const auto& t : p.tasks) out.emplace_back(t.replicas, t.batch_size);
+    return out;
+  };
+  auto before = shape(*w.Step(Rate(200), 1001).plan);
+  int quiet = 0, loud = 0;
+  for (int rps = 201; rps <= 260; ++rps) {  // queue times move with every rate
+    const Decision d = w.Step(Rate(rps), 1001 + rps);
+    const auto now = shape(*d.plan);
+    EXPECT_EQ(d.events.size(), now == before ? 0u : 1u) << rps << " rps";
+    (now == before ? quiet : loud)++;
+    before = now;
+  }
+  EXPECT_GT(quiet, 0);
+  EXPECT_GT(loud, 0);
 }
 
 TEST(Decide, InvalidSpecIsReportedAndNothingWritten) {
