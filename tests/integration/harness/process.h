@@ -21,6 +21,7 @@ class Process {
   // Sends `signal` and waits up to `timeout`; the exit code, or nullopt if it did not exit.
   std::optional<int> Stop(int signal, std::chrono::milliseconds timeout);
   bool Running();
+  pid_t pid() const { return pid_; }
   std::string Log() const;
 
  private:

@@ -1,0 +1,142 @@
+// End to end on the local cluster, every part real: pipescale-operator plans with FA2 from
+// what Prometheus scrapes off the load generator, the kubelet stand-in runs model-server
+// processes for the Deployments, and the traffic really flows through them. After each load
+// step the Deployments (and the processes behind them) must match the plan within the metrics
+// lag plus two intervals.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api/deployment.h"
+#include "integration/harness/local_env.h"
+#include "integration/harness/process.h"
+#include "kube/client.h"
+#include "reconciler/reconciler.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::LocalEnv;
+using testing::Process;
+using namespace std::chrono_literals;
+
+template <typename Pred>
+bool Until(std::chrono::steady_clock::time_point deadline, Pred pred) {
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(500ms);
+  }
+  return pred();
+}
+
+constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: e2e, namespace: NAMESPACE}
+spec:
+  interval: 2s
+  hardwareClasses: [{name: cpu, costPerHour: 0.1}]
+  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
+    - name: classify
+      variants:
+        - name: tiny
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
+  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
+  behavior: {scaleDown: {stabilizationWindowSeconds: 0}}
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  return s.replace(s.find(from), from.size(), to);
+}
+
+TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
+  if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+  const LocalEnv& env = LocalEnv::Get();
+  const kube::Client client(env.Config());
+  const std::string ns = env.FreshNamespace(client);
+  const std::string dir = ::testing::TempDir() + "/e2e-" + ns;
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/pipeline.yaml";
+  std::ofstream(file) << Replace(Replace(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
+                                 env.Var("PIPESCALE_PROMETHEUS"));
+
+  Process standin({PIPESCALE_STANDIN, "--kubeconfig", env.Var("KUBECONFIG"), "--model-server",
+                   PIPESCALE_MODEL_SERVER, "--targets-dir", env.Var("PIPESCALE_TARGETS_DIR"),
+                   "--work-dir", dir + "/pods"},
+                  dir + "/standin.log");
+  Process op(
+      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
+       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
+      dir + "/operator.log");
+  ASSERT_EQ(std::system(("kubectl --kubeconfig " + env.Var("KUBECONFIG") + " apply -f " + file +
+                         " >/dev/null")
+                            .c_str()),
+            0);
+  // 15 rps for 30 s, 150 rps for 40 s, 15 rps for 40 s. At 150 rps detect needs two replicas
+  // even at its largest batch (8 per 110 ms), at 15 rps one.
+  const auto t0 = std::chrono::steady_clock::now();
+  Process load({PIPESCALE_LOADGEN, "-f", file, "--namespace", ns, "--targets-dir",
+                env.Var("PIPESCALE_TARGETS_DIR"), "--trace", "15:30,150:40,15:40"},
+               dir + "/loadgen.log");
+
+  auto status = [&] {
+    auto o = client.Get(kube::ObjectPath(reconciler::kInferencePipelines, ns, "e2e"));
+    return o.ok() ? o->value("status", json::object()) : json::object();
+  };
+  // Every Deployment matches the plan in status, the stand-in runs that many model servers
+  // (its Prometheus targets), and the measured rate is within `tolerance` of `rps`. A 5 s
+  // window holds only ~75 Poisson arrivals at 15 rps, so the low level gets a wide band (the
+  // plan is the same across it).
+  auto follows = [&](double rps, double tolerance) {
+    const json s = status();
+    if (!s.contains("plan")) return false;
+    if (std::abs(s["observed"]["pathRates"].value("p", -1.0) - rps) > tolerance * rps) {
+      return false;
+    }
+    for (const auto& t : s["plan"]["tasks"]) {
+      const std::string name = t["deployment"];
+      auto d = client.Get(kube::ObjectPath(kube::kDeployments, ns, name));
+      if (!d.ok()) return false;
+      const auto f = api::ReadManagedFields(*d, "MAX_BATCH_SIZE");
+      if (f.replicas != t["replicas"].get<int>() || f.batch_size != t["batchSize"].get<int>()) {
+        return false;
+      }
+      std::ifstream targets(env.Var("PIPESCALE_TARGETS_DIR") + "/pod-" + ns + "_" + name + ".json");
+      const json sd = json::parse(targets, nullptr, false);
+      if (!sd.is_array() || sd[0]["targets"].size() != t["replicas"].get<size_t>()) return false;
+      if ((*d)["status"].value("readyReplicas", -1) != t["replicas"].get<int>()) return false;
+    }
+    return true;
+  };
+
+  // Each step must show in the Deployments and processes by the step's time plus the metrics
+  // lag (a 5 s rate window, 1 s scrapes) plus two 2 s intervals, with 5 s to spare for starting
+  // model servers: 15 s after the step.
+  ASSERT_TRUE(Until(t0 + 30s, [&] { return follows(15, 0.5); })) << status().dump() << op.Log();
+  const int low = status()["totalReplicas"];
+  ASSERT_TRUE(Until(t0 + 30s + 15s, [&] { return follows(150, 0.2); })) << status().dump();
+  const int high = status()["totalReplicas"];
+  EXPECT_GT(high, low);
+  ASSERT_TRUE(Until(t0 + 70s + 15s, [&] { return follows(15, 0.5); })) << status().dump();
+  EXPECT_LT(status()["totalReplicas"].get<int>(), high);
+
+  EXPECT_TRUE(load.Stop(0, 60s).has_value());
+  EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();
+  EXPECT_EQ(standin.Stop(SIGTERM, 20s), 0) << standin.Log();
+}
+
+}  // namespace
+}  // namespace pipescale
