@@ -154,6 +154,14 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   auto deployments = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!deployments.ok()) Die(deployments.error().message);
   if (op.Stop(SIGTERM, 20s) != 0) Die("the operator did not stop cleanly:\n" + op.Log());
+  // Delete the pipelines; the garbage collector removes their Deployments, so the kubelet
+  // stand-in of the next measurement does not start a thousand model servers for them.
+  (void)client.Delete(kube::CollectionPath(reconciler::kInferencePipelines, ns));
+  for (int i = 0; i < 300; ++i) {
+    auto left = client.Get(kube::CollectionPath(kube::kDeployments, ns));
+    if (left.ok() && left->at("items").empty()) break;
+    std::this_thread::sleep_for(1s);
+  }
 
   std::printf("### %d pipelines in one operator\n\n", n);
   std::printf("| measure | value |\n|---|---:|\n");

@@ -1,5 +1,6 @@
 // pipescale-operator: watches InferencePipelines and keeps their Deployments at the plan.
 #include <civetweb.h>
+#include <malloc.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <unistd.h>
@@ -241,6 +242,9 @@ int Run(int argc, char** argv) {
 }  // namespace pipescale::operator_main
 
 int main(int argc, char** argv) {
+  // glibc gives every thread (workers, informers, HTTP servers) its own heap arena; two arenas
+  // keep the resident set near what is in use, at no measurable cost for a controller.
+  mallopt(M_ARENA_MAX, 2);
   try {
     return pipescale::operator_main::Run(argc, argv);
   } catch (const std::exception& e) {  // last resort: log, do not crash silently
