@@ -5,6 +5,21 @@
 #include "common/strings.h"
 
 namespace pipescale::api {
+namespace {
+
+nlohmann::ordered_json RoutingToJson(const model::Plan& plan) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& r : plan.routing) {
+    nlohmann::ordered_json to = nlohmann::ordered_json::array();
+    for (const auto& [variant, fraction] : r.to) {
+      to.push_back({{"variant", variant}, {"fraction", fraction}});
+    }
+    out.push_back({{"path", r.path}, {"task", r.task}, {"from", r.from_variant}, {"to", to}});
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string PlanToJson(const model::Plan& plan) {
   nlohmann::ordered_json out;
@@ -13,19 +28,41 @@ std::string PlanToJson(const model::Plan& plan) {
   out["objective"] = plan.report.objective;
   out["solveMs"] = plan.report.solve_ms;
   out["tasks"] = nlohmann::ordered_json::array();
+  const bool loki = plan.phase != model::Phase::kNone;
   for (const auto& t : plan.tasks) {
-    out["tasks"].push_back({{"task", t.task},
-                            {"variant", t.variant},
-                            {"hardwareClass", t.hardware_class},
-                            {"replicas", t.replicas},
-                            {"batchSize", t.batch_size},
-                            {"latencyMs", t.latency_ms},
-                            {"queueMs", t.queue_ms}});
+    nlohmann::ordered_json task = {
+        {"task", t.task},         {"variant", t.variant},      {"hardwareClass", t.hardware_class},
+        {"replicas", t.replicas}, {"batchSize", t.batch_size}, {"latencyMs", t.latency_ms},
+        {"queueMs", t.queue_ms}};
+    if (loki) {
+      task["loadRps"] = t.load_rps;
+      task["budgetMs"] = t.budget_ms;
+    }
+    out["tasks"].push_back(std::move(task));
   }
   out["paths"] = nlohmann::ordered_json::array();
   for (const auto& p : plan.paths) {
     out["paths"].push_back(
         {{"name", p.name}, {"sloMs", p.slo_ms}, {"predictedLatencyMs", p.predicted_latency_ms}});
+  }
+  if (loki) {
+    out["phase"] = model::PhaseName(plan.phase);
+    out["accuracy"] = plan.accuracy;
+    out["servedFraction"] = plan.served_fraction;
+    out["variantPaths"] = nlohmann::ordered_json::array();
+    for (const auto& v : plan.variant_paths) {
+      out["variantPaths"].push_back({{"path", v.path},
+                                     {"variants", v.variants},
+                                     {"share", v.share},
+                                     {"accuracy", v.accuracy},
+                                     {"latencyMs", v.latency_ms}});
+    }
+    out["routing"] = RoutingToJson(plan);
+    out["backups"] = nlohmann::ordered_json::array();
+    for (const auto& b : plan.backups) {
+      out["backups"].push_back(
+          {{"task", b.task}, {"variant", b.variant}, {"spareRps", b.spare_rps}});
+    }
   }
   out["notes"] = plan.report.notes;
   return out.dump(2) + "\n";
@@ -46,6 +83,16 @@ std::string PlanToTable(const model::Plan& plan) {
   for (const auto& p : plan.paths) {
     out += StrFormat("%-20s %10.1f %14.1f %6s\n", p.name.c_str(), p.slo_ms, p.predicted_latency_ms,
                      p.predicted_latency_ms <= p.slo_ms + 1e-9 ? "yes" : "NO");
+  }
+  if (plan.phase != model::Phase::kNone) {
+    out += StrFormat("\nphase %s, accuracy %.4f, serving %.1f%% of the demand\n",
+                     model::PhaseName(plan.phase), plan.accuracy, 100 * plan.served_fraction);
+    for (const auto& v : plan.variant_paths) {
+      std::string variants;
+      for (const auto& name : v.variants) variants += (variants.empty() ? "" : " > ") + name;
+      out += StrFormat("  %-16s %5.1f%%  accuracy %.3f  %6.1f ms  %s\n", v.path.c_str(),
+                       100 * v.share, v.accuracy, v.latency_ms, variants.c_str());
+    }
   }
   for (const auto& n : plan.report.notes) out += "note: " + n + "\n";
   return out;

@@ -8,7 +8,9 @@
 
 namespace pipescale::api {
 
-// {"status", "optimizer", "objective", "solveMs", "tasks": [...], "paths": [...], "notes"}.
+// {"status", "optimizer", "objective", "solveMs", "tasks": [...], "paths": [...], "notes"};
+// Loki's plans add "phase", "accuracy", "servedFraction", "variantPaths", "routing", "backups"
+// and per task "loadRps" and "budgetMs".
 std::string PlanToJson(const model::Plan& plan);
 
 std::string PlanToTable(const model::Plan& plan);

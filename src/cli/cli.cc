@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kUsage = R"(pipescale: plan and validate InferencePipelines offline
 
 usage:
-  pipescale plan -f FILE [--optimizer fa2|ds2|inferline|grandslam|exact]
+  pipescale plan -f FILE [--optimizer fa2|loki|ds2|inferline|grandslam|exact]
                  [--rate RPS] [--path-rate NAME=RPS ...] [-o table|json]
   pipescale validate -f FILE
   pipescale help
@@ -128,17 +128,26 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
 }
 
 int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
-  std::optional<optimizer::Algorithm> algorithm = optimizer::Algorithm::kFa2;
+  auto pipeline = Load(flags.file, err);
+  if (!pipeline) return kExitInvalidInput;
+  // Without --optimizer, the one the pipeline asks for.
+  std::optional<optimizer::Algorithm> algorithm;
   if (!flags.optimizer.empty()) {
     algorithm = optimizer::ParseAlgorithm(flags.optimizer);
     if (!algorithm) {
       err << "--optimizer: unknown optimizer \"" << flags.optimizer
-          << "\"; known: fa2, ds2, inferline, grandslam, exact\n";
+          << "\"; known: fa2, loki, ds2, inferline, grandslam, exact\n";
       return kExitInvalidInput;
     }
+  } else if (pipeline->spec.optimizer == model::OptimizerKind::kLoki) {
+    algorithm = optimizer::Algorithm::kLoki;
+  } else if (pipeline->spec.optimizer == model::OptimizerKind::kFa2) {
+    algorithm = optimizer::Algorithm::kFa2;
+  } else {
+    err << flags.file << ": spec.optimizer: not available in this version (fa2 and loki are); "
+        << "pass --optimizer to plan with one of those\n";
+    return kExitInvalidInput;
   }
-  auto pipeline = Load(flags.file, err);
-  if (!pipeline) return kExitInvalidInput;
   if (pipeline->spec.paths.empty()) {
     err << flags.file << ": spec.paths: " << optimizer::AlgorithmName(*algorithm)
         << " plans per execution path; the pipeline has none\n";

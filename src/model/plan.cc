@@ -16,6 +16,20 @@ const char* SolveStatusName(SolveStatus status) {
   return "Unknown";
 }
 
+const char* PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kNone:
+      return "";
+    case Phase::kHardwareScaling:
+      return "HardwareScaling";
+    case Phase::kAccuracyScaling:
+      return "AccuracyScaling";
+    case Phase::kOverloaded:
+      return "Overloaded";
+  }
+  return "";
+}
+
 int Plan::TotalReplicas() const {
   int total = 0;
   for (const TaskPlan& t : tasks) total += t.replicas;

@@ -24,6 +24,8 @@ struct TaskPlan {
   int batch_size = 1;
   double latency_ms = 0;  // execution time of one batch, d(b)
   double queue_ms = 0;    // worst-case wait to form a batch, (b - 1) / lambda
+  double load_rps = 0;    // requests per second the plan sends to these replicas
+  double budget_ms = 0;   // Loki: the task's latency budget for early dropping, 2 d(b)
 
   bool operator==(const TaskPlan&) const = default;
 };
@@ -46,10 +48,54 @@ struct SolveReport {
   bool operator==(const SolveReport&) const = default;
 };
 
+// Loki: one root-to-sink path through the variants (the augmented graph) and its demand share.
+struct VariantPath {
+  std::string path;                   // the execution path it refines
+  std::vector<std::string> variants;  // one per task of the path
+  double share = 0;                   // fraction of the path's demand sent this way
+  double accuracy = 0;                // product of the variants' normalised accuracies
+  double latency_ms = 0;              // sum of the batch times, at most half the SLO
+
+  bool operator==(const VariantPath&) const = default;
+};
+
+// Loki's MostAccurateFirst routing: where requests of `path` leaving `from_variant` of the
+// previous task (empty: from the client) go among the variants of `task`, as fractions.
+struct RoutingTable {
+  std::string path;
+  std::string task;
+  std::string from_variant;
+  std::vector<std::pair<std::string, double>> to;  // (variant, fraction), most accurate first
+
+  bool operator==(const RoutingTable&) const = default;
+};
+
+// Replicas with capacity left after routing, for opportunistic rerouting of late requests.
+struct BackupWorker {
+  std::string task;
+  std::string variant;
+  double spare_rps = 0;
+
+  bool operator==(const BackupWorker&) const = default;
+};
+
+// Loki's phases: more replicas of the most accurate variants, then less accurate variants
+// once the cluster is full, then (demand beyond even the fastest variants) serving part of it.
+enum class Phase { kNone, kHardwareScaling, kAccuracyScaling, kOverloaded };
+const char* PhaseName(Phase phase);
+
 struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<PathPlan> paths;
   SolveReport report;
+
+  // Accuracy-scaling optimizers (Loki) only.
+  Phase phase = Phase::kNone;
+  double accuracy = 0;         // demand-weighted mean end-to-end accuracy
+  double served_fraction = 1;  // of the demand; below 1 only when Overloaded
+  std::vector<VariantPath> variant_paths;
+  std::vector<RoutingTable> routing;
+  std::vector<BackupWorker> backups;
 
   int TotalReplicas() const;
 

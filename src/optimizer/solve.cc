@@ -3,13 +3,14 @@
 #include "optimizer/baselines.h"
 #include "optimizer/exact.h"
 #include "optimizer/fa2.h"
+#include "optimizer/loki.h"
 #include "optimizer/problem.h"
 
 namespace pipescale::optimizer {
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
   for (Algorithm a : {Algorithm::kFa2, Algorithm::kDs2, Algorithm::kInferline,
-                      Algorithm::kGrandslam, Algorithm::kExact}) {
+                      Algorithm::kGrandslam, Algorithm::kExact, Algorithm::kLoki}) {
     if (name == AlgorithmName(a)) return a;
   }
   return std::nullopt;
@@ -27,12 +28,15 @@ const char* AlgorithmName(Algorithm algorithm) {
       return "grandslam";
     case Algorithm::kExact:
       return "exact";
+    case Algorithm::kLoki:
+      return "loki";
   }
   return "unknown";
 }
 
 model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& workload,
                   Algorithm algorithm) {
+  if (algorithm == Algorithm::kLoki) return SolveLoki(pipeline, workload);
   const Problem problem = Compile(pipeline, workload);
   Solution solution;
   switch (algorithm) {
@@ -51,6 +55,8 @@ model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& worklo
     case Algorithm::kExact:
       solution = SolveExact(problem);
       break;
+    case Algorithm::kLoki:
+      break;  // solved above
   }
   return ToPlan(pipeline, problem, solution, AlgorithmName(algorithm));
 }

@@ -1,0 +1,572 @@
+#include "optimizer/loki.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "common/check.h"
+#include "common/strings.h"
+
+namespace pipescale::optimizer {
+namespace {
+
+// One way to run a variant: hardware class and batch size, with d(b) and the throughput of
+// one replica.
+struct Config {
+  int hardware_class = 0;
+  int batch = 1;
+  double ms = 0;
+  double rps = 0;
+};
+
+// A vertex of the augmented graph: one (task, variant).
+struct Vertex {
+  int task = 0;
+  int variant = 0;
+  double accuracy = 1;  // normalised to the task's most accurate variant
+  double factor = 1;    // requests emitted per request served
+  std::vector<Config> configs;
+  int max_replicas = 1;  // a bound for the MILP: every request of every path through here
+};
+
+// A root-to-sink path of the augmented graph: an execution path with one variant per task.
+struct VariantPath {
+  int path = 0;
+  std::vector<int> vertices;
+  std::vector<double> load;  // requests at each vertex per request entering the path
+  double accuracy = 1;
+  double max_ms = 0;  // the path's latency with every vertex at its slowest config
+};
+
+struct Instance {
+  std::vector<Vertex> vertices;
+  std::vector<VariantPath> paths;
+  std::vector<double> rates;  // per execution path
+  double total_rate = 0;
+  std::optional<int> cluster_size;
+};
+
+std::vector<int> Batches(int max_batch) {
+  std::vector<int> out;
+  for (int b = 1; b < max_batch; b *= 2) out.push_back(b);
+  out.push_back(max_batch);
+  return out;
+}
+
+double EdgeRatio(const model::Task& from, const std::string& to) {
+  for (const model::Edge& e : from.next) {
+    if (e.task == to) return e.ratio;
+  }
+  return 1;
+}
+
+Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
+               bool most_accurate_only) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  Instance in;
+  in.cluster_size = spec.budget.max_replicas;
+  for (const model::Path& path : spec.paths) {
+    auto it = workload.path_rates_rps.find(path.name);
+    in.rates.push_back(it == workload.path_rates_rps.end() ? 0.0 : std::max(0.0, it->second));
+    in.total_rate += in.rates.back();
+  }
+  // The loosest half-SLO over the paths through each task: slower configs can carry no traffic.
+  std::vector<double> half_slo(spec.tasks.size(), 0);
+  for (const model::Path& path : spec.paths) {
+    for (const std::string& t : path.tasks) {
+      const int i = pipeline.TaskIndex(t);
+      half_slo[i] = std::max(half_slo[i], path.slo_ms / 2);
+    }
+  }
+  std::map<std::pair<int, int>, int> vertex_of;
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    const model::Task& task = spec.tasks[i];
+    if (half_slo[i] == 0) continue;  // on no path
+    double best = 0;
+    for (const auto& v : task.variants) best = std::max(best, v.accuracy);
+    const model::Variant* most_accurate = &task.MostAccurateVariant();
+    for (size_t k = 0; k < task.variants.size(); ++k) {
+      const model::Variant& variant = task.variants[k];
+      if (most_accurate_only && &variant != most_accurate) continue;
+      Vertex v{.task = static_cast<int>(i),
+               .variant = static_cast<int>(k),
+               .accuracy = variant.accuracy / best,
+               .factor = variant.multiplicative_factor,
+               .configs = {}};
+      for (const model::Profile& profile : variant.profiles) {
+        const int hw = pipeline.HardwareClassIndex(profile.hardware_class);
+        for (int b : Batches(variant.max_batch)) {
+          const double ms = profile.latency.Ms(b);
+          if (ms > half_slo[i] && b > 1) break;
+          v.configs.push_back({hw, b, ms, 1000.0 * b / ms});
+        }
+      }
+      vertex_of[{static_cast<int>(i), static_cast<int>(k)}] = static_cast<int>(in.vertices.size());
+      in.vertices.push_back(std::move(v));
+    }
+  }
+  // Enumerate the variant paths of every execution path that carries load.
+  for (size_t p = 0; p < spec.paths.size(); ++p) {
+    if (in.rates[p] <= 0) continue;
+    const model::Path& path = spec.paths[p];
+    std::vector<VariantPath> partial{{.path = static_cast<int>(p)}};
+    for (size_t j = 0; j < path.tasks.size(); ++j) {
+      const int i = pipeline.TaskIndex(path.tasks[j]);
+      std::vector<VariantPath> next;
+      for (const VariantPath& prefix : partial) {
+        for (size_t k = 0; k < spec.tasks[i].variants.size(); ++k) {
+          auto it = vertex_of.find({i, static_cast<int>(k)});
+          if (it == vertex_of.end()) continue;
+          const Vertex& v = in.vertices[it->second];
+          VariantPath q = prefix;
+          double load = 1;
+          if (j > 0) {
+            const Vertex& before = in.vertices[q.vertices.back()];
+            load =
+                q.load.back() * before.factor * EdgeRatio(spec.tasks[before.task], path.tasks[j]);
+          }
+          q.vertices.push_back(it->second);
+          q.load.push_back(load);
+          q.accuracy *= v.accuracy;
+          double slowest = 0;
+          for (const Config& c : v.configs) slowest = std::max(slowest, c.ms);
+          q.max_ms += slowest;
+          next.push_back(std::move(q));
+        }
+      }
+      partial = std::move(next);
+    }
+    for (auto& q : partial) in.paths.push_back(std::move(q));
+  }
+  // Replica bounds: all the load any variant path could bring, at the slowest config.
+  std::vector<std::map<int, double>> worst(in.vertices.size());  // per execution path
+  for (const VariantPath& q : in.paths) {
+    for (size_t j = 0; j < q.vertices.size(); ++j) {
+      double& w = worst[q.vertices[j]][q.path];
+      w = std::max(w, q.load[j] * in.rates[q.path]);
+    }
+  }
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    double load = 0;
+    for (const auto& [path, w] : worst[v]) load += w;
+    double slowest_rps = kInfinity;
+    for (const Config& c : in.vertices[v].configs) slowest_rps = std::min(slowest_rps, c.rps);
+    int bound = std::isfinite(slowest_rps) ? static_cast<int>(std::ceil(load / slowest_rps)) : 1;
+    bound = std::max(bound, 1);
+    if (in.cluster_size) bound = std::min(bound, std::max(*in.cluster_size, 1));
+    in.vertices[v].max_replicas = bound;
+  }
+  return in;
+}
+
+enum class Step { kHardwareScaling, kAccuracyScaling, kOverloaded };
+
+struct Columns {
+  std::vector<std::vector<int>> z, n;  // per vertex, per config
+  std::vector<int> share, used;        // per variant path
+  std::vector<int> served;             // per execution path (step 3), else -1
+};
+
+Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step,
+                  const LokiOptions& options, Milp& milp) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  Columns col;
+  double max_cost = 0, max_ms = 0;
+  for (const auto& hw : spec.hardware_classes) max_cost = std::max(max_cost, hw.cost_per_hour);
+  for (const Vertex& v : in.vertices) {
+    for (const Config& c : v.configs) max_ms = std::max(max_ms, c.ms);
+  }
+  const bool maximize = step != Step::kHardwareScaling;
+  milp.set_sense(maximize ? Milp::Sense::kMaximize : Milp::Sense::kMinimize);
+  // Replicas cost 1 each in hardware scaling (cheaper classes first among equals); in the
+  // maximising steps a replica costs 1e-6 of accuracy, so spare ones are not handed out.
+  // Among equal plans, the config with the shorter batch time.
+  std::vector<MilpTerm> all_replicas;
+  std::map<int, std::vector<MilpTerm>> per_class;
+  std::vector<MilpTerm> cost;
+  std::map<int, std::vector<MilpTerm>> per_task;
+  for (const Vertex& v : in.vertices) {
+    std::vector<int> zs, ns;
+    std::vector<MilpTerm> one_config;
+    for (const Config& c : v.configs) {
+      const double price = spec.hardware_classes[c.hardware_class].cost_per_hour;
+      const double replica_weight =
+          maximize ? -1e-6 : 1 + (max_cost > 0 ? 1e-3 * price / max_cost : 0);
+      const double tie = 1e-4 * c.ms / max_ms * (maximize ? -1e-3 : 1);
+      const int z = milp.AddBinary(tie);
+      const int n = milp.AddVar(0, v.max_replicas, replica_weight, true);
+      milp.AddRow({{n, 1}, {z, -static_cast<double>(v.max_replicas)}}, -kInfinity, 0);
+      one_config.push_back({z, 1});
+      all_replicas.push_back({n, 1});
+      per_class[c.hardware_class].push_back({n, 1});
+      cost.push_back({n, price});
+      per_task[v.task].push_back({n, 1});
+      zs.push_back(z);
+      ns.push_back(n);
+    }
+    if (!one_config.empty()) milp.AddRow(one_config, -kInfinity, 1);
+    col.z.push_back(std::move(zs));
+    col.n.push_back(std::move(ns));
+  }
+  if (in.cluster_size) milp.AddRow(all_replicas, -kInfinity, *in.cluster_size);
+  for (size_t h = 0; h < spec.hardware_classes.size(); ++h) {
+    if (auto limit = spec.hardware_classes[h].max_replicas; limit && per_class.contains(h)) {
+      milp.AddRow(per_class[h], -kInfinity, *limit);
+    }
+  }
+  if (spec.budget.cost_per_hour) milp.AddRow(cost, -kInfinity, *spec.budget.cost_per_hour);
+  // Every task keeps a replica, so a path that gets load again finds its models warm; not
+  // when overloaded, where every replica goes to the demand that can be served.
+  if (step != Step::kOverloaded) {
+    for (auto& [task, terms] : per_task) milp.AddRow(terms, 1, kInfinity);
+  }
+
+  // Shares of each execution path's demand over its variant paths; every variant path that
+  // carries any share meets half its SLO (a request waits at most one batch per task).
+  std::vector<std::vector<MilpTerm>> shares_of(spec.paths.size());
+  std::vector<std::vector<MilpTerm>> load_on(in.vertices.size());
+  std::vector<MilpTerm> accuracy;
+  for (const VariantPath& q : in.paths) {
+    const double weight = in.rates[q.path] / in.total_rate;
+    const double acc_coef = step == Step::kHardwareScaling ? 0
+                            : step == Step::kOverloaded    ? 1e-4 * weight * q.accuracy
+                                                           : weight * q.accuracy;
+    const int c = milp.AddVar(0, 1, acc_coef, false);
+    const int used = milp.AddBinary();
+    milp.AddRow({{c, 1}, {used, -1}}, -kInfinity, 0);
+    std::vector<MilpTerm> latency{{used, q.max_ms}};
+    for (size_t j = 0; j < q.vertices.size(); ++j) {
+      const int v = q.vertices[j];
+      for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
+        latency.push_back({col.z[v][k], in.vertices[v].configs[k].ms});
+      }
+      load_on[v].push_back({c, in.rates[q.path] * q.load[j]});
+    }
+    const double half = spec.paths[q.path].slo_ms / 2;
+    milp.AddRow(latency, -kInfinity, half + q.max_ms);
+    // The big-M row alone has a weak LP relaxation. Valid cuts that make the search fast: if
+    // the path is used and vertex u runs config k, some vertex w on the path runs a config
+    // that fits beside it (with every other vertex at its fastest).
+    std::vector<double> fastest;
+    for (int v : q.vertices) {
+      double f = kInfinity;
+      for (const Config& cfg : in.vertices[v].configs) f = std::min(f, cfg.ms);
+      fastest.push_back(f);
+    }
+    const double all_fastest = std::accumulate(fastest.begin(), fastest.end(), 0.0);
+    for (size_t a = 0; a < q.vertices.size(); ++a) {
+      const Vertex& u = in.vertices[q.vertices[a]];
+      if (q.vertices.size() == 1) {  // a single task: its config alone must fit
+        std::vector<MilpTerm> fits{{used, 1}};
+        for (size_t k = 0; k < u.configs.size(); ++k) {
+          if (u.configs[k].ms <= half) fits.push_back({col.z[q.vertices[a]][k], -1});
+        }
+        milp.AddRow(fits, -kInfinity, 0);
+      }
+      for (size_t b = 0; b < q.vertices.size(); ++b) {
+        if (a == b) continue;
+        const Vertex& w = in.vertices[q.vertices[b]];
+        const double others = all_fastest - fastest[a] - fastest[b];
+        for (size_t k = 0; k < u.configs.size(); ++k) {
+          std::vector<MilpTerm> row{{col.z[q.vertices[a]][k], 1}, {used, 1}};
+          for (size_t l = 0; l < w.configs.size(); ++l) {
+            if (u.configs[k].ms + w.configs[l].ms + others <= half) {
+              row.push_back({col.z[q.vertices[b]][l], -1});
+            }
+          }
+          milp.AddRow(row, -kInfinity, 1);
+        }
+      }
+    }
+    shares_of[q.path].push_back({c, 1});
+    accuracy.push_back({c, q.accuracy});
+    col.share.push_back(c);
+    col.used.push_back(used);
+  }
+  for (size_t p = 0; p < spec.paths.size(); ++p) {
+    if (in.rates[p] <= 0) {
+      col.served.push_back(-1);
+      continue;
+    }
+    if (step == Step::kOverloaded) {
+      const int s = milp.AddVar(0, 1, in.rates[p] / in.total_rate, false);
+      auto terms = shares_of[p];
+      terms.push_back({s, -1});
+      milp.AddRow(terms, 0, 0);
+      col.served.push_back(s);
+    } else {
+      milp.AddRow(shares_of[p], 1, 1);
+      col.served.push_back(-1);
+    }
+    if (step == Step::kAccuracyScaling && options.accuracy_floor) {
+      std::vector<MilpTerm> terms;
+      for (size_t i = 0; i < in.paths.size(); ++i) {
+        if (in.paths[i].path == static_cast<int>(p)) {
+          terms.push_back({col.share[i], in.paths[i].accuracy});
+        }
+      }
+      milp.AddRow(terms, *options.accuracy_floor, kInfinity);
+    }
+  }
+  // Capacity: the load the shares bring to a variant fits its replicas' throughput.
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    if (load_on[v].empty()) continue;
+    auto terms = load_on[v];
+    for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
+      terms.push_back({col.n[v][k], -in.vertices[v].configs[k].rps});
+    }
+    milp.AddRow(terms, -kInfinity, 0);
+  }
+  return col;
+}
+
+model::SolveStatus StatusOf(MilpStatus status) {
+  return status == MilpStatus::kOptimal ? model::SolveStatus::kOptimal
+                                        : model::SolveStatus::kTimeLimit;
+}
+
+model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
+                    const MilpSolution& solution, model::Phase phase) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  model::Plan plan;
+  plan.phase = phase;
+  std::vector<double> load(in.vertices.size(), 0);
+  for (size_t i = 0; i < in.paths.size(); ++i) {
+    const VariantPath& q = in.paths[i];
+    const double share = solution.values[col.share[i]];
+    for (size_t j = 0; j < q.vertices.size(); ++j) {
+      load[q.vertices[j]] += share * in.rates[q.path] * q.load[j];
+    }
+  }
+  std::vector<const Config*> chosen(in.vertices.size(), nullptr);
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    const Vertex& vertex = in.vertices[v];
+    for (size_t k = 0; k < vertex.configs.size(); ++k) {
+      const int replicas = static_cast<int>(solution.values[col.n[v][k]]);
+      if (solution.values[col.z[v][k]] < 0.5 || replicas == 0) continue;
+      const Config& c = vertex.configs[k];
+      chosen[v] = &c;
+      const model::Task& task = spec.tasks[vertex.task];
+      plan.tasks.push_back({.task = task.name,
+                            .variant = task.variants[vertex.variant].name,
+                            .hardware_class = spec.hardware_classes[c.hardware_class].name,
+                            .replicas = replicas,
+                            .batch_size = c.batch,
+                            .latency_ms = c.ms,
+                            .queue_ms = c.ms,
+                            .load_rps = load[v],
+                            .budget_ms = 2 * c.ms});
+    }
+  }
+  // Variant paths with a share; the served demand and its accuracy.
+  std::vector<double> worst_ms(spec.paths.size(), 0);
+  double served = 0, accuracy = 0;
+  for (size_t i = 0; i < in.paths.size(); ++i) {
+    const VariantPath& q = in.paths[i];
+    const double share = solution.values[col.share[i]];
+    if (share < 1e-9) continue;
+    model::VariantPath out{.path = spec.paths[q.path].name,
+                           .variants = {},
+                           .share = share,
+                           .accuracy = q.accuracy,
+                           .latency_ms = 0};
+    for (int v : q.vertices) {
+      const Vertex& vertex = in.vertices[v];
+      out.variants.push_back(spec.tasks[vertex.task].variants[vertex.variant].name);
+      if (chosen[v] != nullptr) out.latency_ms += chosen[v]->ms;
+    }
+    worst_ms[q.path] = std::max(worst_ms[q.path], out.latency_ms);
+    served += share * in.rates[q.path];
+    accuracy += share * in.rates[q.path] * q.accuracy;
+    plan.variant_paths.push_back(std::move(out));
+  }
+  for (size_t p = 0; p < spec.paths.size(); ++p) {
+    // With the half-SLO rule a request's worst case is twice the batch times on its path.
+    plan.paths.push_back({spec.paths[p].name, spec.paths[p].slo_ms, 2 * worst_ms[p]});
+  }
+  plan.served_fraction = in.total_rate > 0 ? served / in.total_rate : 1;
+  plan.accuracy = served > 0 ? accuracy / served : 1;
+  plan.report.optimizer = "loki";
+  plan.report.status = StatusOf(solution.status);
+  return plan;
+}
+
+}  // namespace
+
+model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
+                      const LokiOptions& options) {
+  std::vector<std::string> notes;
+  auto attempt = [&](Step step, bool most_accurate_only) -> std::optional<model::Plan> {
+    const Instance in = Build(pipeline, workload, most_accurate_only);
+    Milp milp;
+    const Columns col = Formulate(pipeline, in, step, options, milp);
+    const MilpSolution solution = SolveMilp(milp, options.milp);
+    if (!solution.HasSolution()) {
+      notes.push_back(StrFormat("%s: %s",
+                                step == Step::kHardwareScaling   ? "hardware scaling"
+                                : step == Step::kAccuracyScaling ? "accuracy scaling"
+                                                                 : "overload",
+                                MilpStatusName(solution.status)));
+      return std::nullopt;
+    }
+    const model::Phase phase = step == Step::kHardwareScaling   ? model::Phase::kHardwareScaling
+                               : step == Step::kAccuracyScaling ? model::Phase::kAccuracyScaling
+                                                                : model::Phase::kOverloaded;
+    model::Plan plan = Extract(pipeline, in, col, solution, phase);
+    plan.report.objective = step == Step::kHardwareScaling   ? plan.TotalReplicas()
+                            : step == Step::kAccuracyScaling ? plan.accuracy
+                                                             : plan.served_fraction;
+    return plan;
+  };
+
+  std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, true);
+  if (!plan && !options.hardware_scaling_only) plan = attempt(Step::kAccuracyScaling, false);
+  if (!plan) {
+    plan = attempt(Step::kOverloaded, !options.hardware_scaling_only);
+    if (!plan) {  // only when the time limit passed before any solution: hold what runs
+      plan = model::Plan{};
+      plan->phase = model::Phase::kOverloaded;
+      plan->served_fraction = 0;
+      plan->report.optimizer = "loki";
+      plan->report.status = model::SolveStatus::kTimeLimit;
+    }
+    plan->report.status = model::SolveStatus::kInfeasible;
+    notes.push_back(
+        StrFormat("overloaded: serves %.1f%% of the demand", 100 * plan->served_fraction));
+  }
+  plan->report.notes = std::move(notes);
+  RouteMostAccurateFirst(pipeline, workload, *plan);
+  return *plan;
+}
+
+void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Workload& workload,
+                            model::Plan& plan) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  plan.routing.clear();
+  plan.backups.clear();
+  // Capacity left per (task, variant), and the variants of each task most accurate first.
+  std::map<std::pair<std::string, std::string>, double> left;
+  std::map<std::string, std::vector<const model::TaskPlan*>> offered;
+  for (const model::TaskPlan& t : plan.tasks) {
+    left[{t.task, t.variant}] += t.replicas * 1000.0 * t.batch_size / t.latency_ms;
+    offered[t.task].push_back(&t);
+  }
+  auto accuracy_of = [&](const std::string& task, const std::string& variant) {
+    const model::Task& tk = spec.tasks[pipeline.TaskIndex(task)];
+    double best = 0, mine = 0;
+    for (const auto& v : tk.variants) {
+      best = std::max(best, v.accuracy);
+      if (v.name == variant) mine = v.accuracy;
+    }
+    return mine / best;
+  };
+  for (auto& [task, list] : offered) {
+    std::stable_sort(list.begin(), list.end(), [&](const auto* a, const auto* b) {
+      return accuracy_of(task, a->variant) > accuracy_of(task, b->variant);
+    });
+  }
+
+  // A stream: requests of one execution path arriving at position `at` of it from one variant
+  // of the task before (empty: the client), with the accuracy of the variants they went through.
+  struct Stream {
+    int path;
+    size_t at;
+    std::string from;
+    double rps;
+    double accuracy;
+  };
+  // Tasks in topological order (api validated the DAG): a task's streams are all known before
+  // it is filled.
+  std::vector<int> order, indegree(spec.tasks.size(), 0);
+  for (const auto& t : spec.tasks) {
+    for (const auto& e : t.next) ++indegree[pipeline.TaskIndex(e.task)];
+  }
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    if (indegree[i] == 0) order.push_back(static_cast<int>(i));
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (const auto& e : spec.tasks[order[k]].next) {
+      const int j = pipeline.TaskIndex(e.task);
+      if (--indegree[j] == 0) order.push_back(j);
+    }
+  }
+  // When overloaded, only the share of each path the plan serves enters; the client's table
+  // then sums to that share and the rest is dropped at the door.
+  std::map<std::string, double> served;
+  for (const model::VariantPath& v : plan.variant_paths) served[v.path] += v.share;
+  std::map<int, std::vector<Stream>> pending;
+  std::vector<double> entering(spec.paths.size(), 0);
+  for (size_t p = 0; p < spec.paths.size(); ++p) {
+    auto it = workload.path_rates_rps.find(spec.paths[p].name);
+    if (it == workload.path_rates_rps.end() || it->second <= 0) continue;
+    const double share =
+        plan.phase == model::Phase::kOverloaded ? std::min(1.0, served[spec.paths[p].name]) : 1.0;
+    entering[p] = it->second;
+    if (share <= 0) continue;
+    pending[pipeline.TaskIndex(spec.paths[p].tasks[0])].push_back(
+        {static_cast<int>(p), 0, "", it->second * share, 1.0});
+  }
+  for (int i : order) {
+    const model::Task& task = spec.tasks[i];
+    auto& streams = pending[i];
+    std::stable_sort(streams.begin(), streams.end(),
+                     [](const Stream& a, const Stream& b) { return a.accuracy > b.accuracy; });
+    const auto& variants = offered[task.name];
+    // What each variant received, per (path, position), to pass on.
+    std::map<std::tuple<int, size_t, std::string>, std::pair<double, double>> received;
+    for (const Stream& s : streams) {
+      std::vector<double> routed(variants.size(), 0);
+      double rest = s.rps;
+      for (size_t k = 0; k < variants.size() && rest > 0; ++k) {
+        double& cap = left[{task.name, variants[k]->variant}];
+        const double take = std::min(cap, rest);
+        routed[k] += take;
+        cap -= take;
+        rest -= take;
+      }
+      if (rest > 1e-12) {  // over capacity: spread the rest in proportion to capacity
+        double total = 0;
+        for (const auto* v : variants)
+          total += v->replicas * 1000.0 * v->batch_size / v->latency_ms;
+        for (size_t k = 0; k < variants.size() && total > 0; ++k) {
+          routed[k] +=
+              rest *
+              (variants[k]->replicas * 1000.0 * variants[k]->batch_size / variants[k]->latency_ms) /
+              total;
+        }
+      }
+      model::RoutingTable table{spec.paths[s.path].name, task.name, s.from, {}};
+      // Fractions of what arrives: at the door, of the path's whole demand.
+      const double arriving = s.at == 0 ? entering[s.path] : s.rps;
+      for (size_t k = 0; k < variants.size(); ++k) {
+        if (routed[k] <= 0) continue;
+        table.to.emplace_back(variants[k]->variant, routed[k] / arriving);
+        auto& r = received[{s.path, s.at, variants[k]->variant}];
+        r.second = (r.first * r.second + routed[k] * s.accuracy) / (r.first + routed[k]);
+        r.first += routed[k];
+      }
+      plan.routing.push_back(std::move(table));
+    }
+    for (const auto& [key, value] : received) {
+      const auto& [path, at, variant] = key;
+      const model::Path& p = spec.paths[path];
+      if (at + 1 >= p.tasks.size()) continue;
+      double factor = 1;
+      for (const auto& v : task.variants) {
+        if (v.name == variant) factor = v.multiplicative_factor;
+      }
+      pending[pipeline.TaskIndex(p.tasks[at + 1])].push_back(
+          {path, at + 1, variant, value.first * factor * EdgeRatio(task, p.tasks[at + 1]),
+           value.second * accuracy_of(task.name, variant)});
+    }
+  }
+  for (int i : order) {
+    for (const auto* v : offered[spec.tasks[i].name]) {
+      const double spare = left[{v->task, v->variant}];
+      if (spare > 1e-9) plan.backups.push_back({v->task, v->variant, spare});
+    }
+  }
+}
+
+}  // namespace pipescale::optimizer

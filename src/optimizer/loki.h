@@ -1,0 +1,37 @@
+// Loki (HPDC'24): scale the most accurate variants out first (hardware scaling); once the
+// cluster is full, trade accuracy for throughput with less accurate variants (accuracy
+// scaling); both as MILPs solved by CBC. Then MostAccurateFirst routing tables from the plan.
+#pragma once
+
+#include <optional>
+
+#include "model/pipeline.h"
+#include "model/plan.h"
+#include "optimizer/milp.h"
+
+namespace pipescale::optimizer {
+
+struct LokiOptions {
+  MilpOptions milp{.time_limit_seconds = 1.0, .relative_gap = 1e-4, .cuts = false};
+  // Accuracy scaling keeps every path's expected accuracy at or above this (0..1).
+  std::optional<double> accuracy_floor;
+  // Stop after hardware scaling: what a system without variants would do (Overloaded beyond).
+  bool hardware_scaling_only = false;
+};
+
+// The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the
+// demand of each execution path is its rate in `workload`. Never fails: demand beyond what
+// the cluster can serve gives phase kOverloaded with the largest servable share.
+// Precondition: the pipeline passed api validation.
+model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
+                      const LokiOptions& options = {});
+
+// MostAccurateFirst (Loki, Algorithm 1) over the plan's replicas: tasks in topological order,
+// each stream of requests, most accurate incoming stream first, filling the next task's
+// variants most accurate first up to their capacity (replicas x batch / d(batch)); demand
+// beyond all capacity is spread in proportion to capacity. Fills plan.routing and
+// plan.backups (variants with capacity left, most accurate first).
+void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Workload& workload,
+                            model::Plan& plan);
+
+}  // namespace pipescale::optimizer

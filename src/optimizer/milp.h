@@ -1,0 +1,78 @@
+// A mixed-integer linear program as plain data, and its solution by COIN-OR CBC. Models are
+// built here without touching the solver; SolveMilp is the one place that calls CBC.
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace pipescale::optimizer {
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+struct MilpTerm {
+  int var = 0;
+  double coef = 0;
+};
+
+class Milp {
+ public:
+  enum class Sense { kMinimize, kMaximize };
+
+  // Returns the variable's index.
+  int AddVar(double lower, double upper, double objective, bool integer);
+  int AddBinary(double objective = 0) { return AddVar(0, 1, objective, true); }
+  // lower <= sum(terms) <= upper. A row bounded on both sides becomes two rows: CBC's C
+  // interface mishandles ranged rows.
+  void AddRow(std::vector<MilpTerm> terms, double lower, double upper);
+  void SetObjective(int var, double coef) { vars_[var].objective = coef; }
+  void SetBounds(int var, double lower, double upper);
+  void set_sense(Sense sense) { sense_ = sense; }
+
+  struct Var {
+    double lower = 0, upper = kInfinity, objective = 0;
+    bool integer = false;
+  };
+  struct Row {
+    std::vector<MilpTerm> terms;
+    double lower = -kInfinity, upper = kInfinity;
+  };
+  const std::vector<Var>& vars() const { return vars_; }
+  const std::vector<Row>& rows() const { return rows_; }
+  Sense sense() const { return sense_; }
+
+ private:
+  std::vector<Var> vars_;
+  std::vector<Row> rows_;
+  Sense sense_ = Sense::kMinimize;
+};
+
+struct MilpOptions {
+  // CBC's own clock overruns its limit by up to 2x, so it is given half of this.
+  double time_limit_seconds = 1.0;
+  double relative_gap = 1e-6;
+  // CBC's cut generators; off makes Loki's models 5-10x faster to prove optimal (measured on
+  // deploy/examples/loki-traffic.yaml: their LP bound is weak in ways cuts do not fix).
+  bool cuts = true;
+};
+
+enum class MilpStatus {
+  kOptimal,     // proven optimal within the gap
+  kFeasible,    // stopped by the time limit with a solution
+  kInfeasible,  // proven infeasible
+  kNoSolution,  // stopped by the time limit before finding any solution
+};
+
+const char* MilpStatusName(MilpStatus status);
+
+struct MilpSolution {
+  MilpStatus status = MilpStatus::kNoSolution;
+  double objective = 0;
+  std::vector<double> values;  // one per variable; empty without a solution
+
+  bool HasSolution() const { return !values.empty(); }
+};
+
+MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options = {});
+
+}  // namespace pipescale::optimizer

@@ -1,0 +1,424 @@
+#include "optimizer/loki.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+
+#include "api/pipeline_parse.h"
+#include "api/workload.h"
+#include "support/simplex.h"
+
+namespace pipescale::optimizer {
+namespace {
+
+// Two tasks in a chain, three variants each, one hardware class, batches 1, 2 and 4: small
+// enough to search exhaustively.
+struct Small {
+  model::Pipeline pipeline;
+  model::Workload workload;
+};
+
+Small Generate(std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  Small s;
+  model::PipelineSpec& spec = s.pipeline.spec;
+  spec.optimizer = model::OptimizerKind::kLoki;
+  spec.hardware_classes = {{.name = "gpu", .cost_per_hour = 1}};
+  spec.budget.max_replicas = 3 + static_cast<int>(rng() % 3);
+  for (int t = 0; t < 2; ++t) {
+    model::Task task{.name = "t" + std::to_string(t)};
+    if (t == 0) task.next = {{"t1", 1}};
+    for (int k = 0; k < 3; ++k) {
+      model::Variant v{.name = "v" + std::to_string(k)};
+      v.accuracy = 0.5 + 0.15 * k + 0.05 * u(rng);  // distinct, v2 the most accurate
+      v.multiplicative_factor = t == 0 ? 1 + u(rng) : 1;
+      v.max_batch = 4;
+      // Larger variants are slower.
+      model::LatencyProfile latency;
+      latency.quadratic = {0.3 * u(rng), (2 + 8 * u(rng)) * (1 + k), (2 + 15 * u(rng)) * (1 + k)};
+      v.profiles = {{"gpu", latency}};
+      task.variants.push_back(v);
+    }
+    spec.tasks.push_back(task);
+  }
+  spec.paths = {{.name = "p", .tasks = {"t0", "t1"}, .slo_ms = 60 + 200 * u(rng)}};
+  s.workload.path_rates_rps["p"] = 2 * std::pow(200, u(rng));  // 2..400, log-uniform
+  return s;
+}
+
+struct Option {
+  int batch = 0;  // 0: the variant does not run
+  int replicas = 0;
+  double ms = 0, rps = 0;
+};
+
+Option Config(const model::Variant& v, int batch, int replicas) {
+  const double ms = v.profiles[0].latency.Ms(batch);
+  return {batch, replicas, ms, 1000.0 * batch / ms};
+}
+
+// Hardware scaling by exhaustion: the most accurate variants, every batch pair meeting half
+// the SLO, the fewest replicas that carry the load. nullopt when none fits in S.
+std::optional<int> BruteHardware(const Small& s) {
+  const auto& spec = s.pipeline.spec;
+  const model::Variant& a = spec.tasks[0].variants[2];
+  const model::Variant& b = spec.tasks[1].variants[2];
+  const double rate = s.workload.path_rates_rps.at("p");
+  std::optional<int> best;
+  for (int ba : {1, 2, 4}) {
+    for (int bb : {1, 2, 4}) {
+      const Option x = Config(a, ba, 0), y = Config(b, bb, 0);
+      if (x.ms + y.ms > spec.paths[0].slo_ms / 2) continue;
+      const int n =
+          std::max(1, static_cast<int>(std::ceil(rate / x.rps - 1e-9))) +
+          std::max(1, static_cast<int>(std::ceil(rate * a.multiplicative_factor / y.rps - 1e-9)));
+      if (n <= *spec.budget.max_replicas && (!best || n < *best)) best = n;
+    }
+  }
+  return best;
+}
+
+// Accuracy scaling by exhaustion: every (batch, replicas) or nothing per variant within S, each
+// task running something; for each, the best split of the demand over variant pairs is an LP.
+std::optional<double> BruteAccuracy(const Small& s) {
+  const auto& spec = s.pipeline.spec;
+  const double rate = s.workload.path_rates_rps.at("p");
+  const double half = spec.paths[0].slo_ms / 2;
+  const int cluster = *spec.budget.max_replicas;
+  std::vector<const model::Variant*> vars;
+  for (const auto& t : spec.tasks) {
+    for (const auto& v : t.variants) vars.push_back(&v);
+  }
+  auto normalised = [&](int i) { return vars[i]->accuracy / vars[i / 3 * 3 + 2]->accuracy; };
+  std::optional<double> best;
+  std::vector<Option> chosen(6);
+  std::function<void(size_t, int)> search = [&](size_t i, int left) {
+    if (i == chosen.size()) {
+      bool first = false, second = false;
+      for (int k = 0; k < 3; ++k) first |= chosen[k].replicas > 0;
+      for (int k = 3; k < 6; ++k) second |= chosen[k].replicas > 0;
+      if (!first || !second) return;
+      // Columns: shares c(u, w); rows: capacity of each variant, then sum(c) <= 1. Maximise
+      // K sum(c) + sum(c A): with K large the LP serves all demand first when it can.
+      constexpr double kServe = 1e4;
+      std::vector<std::pair<int, int>> cols;
+      for (int x = 0; x < 3; ++x) {
+        for (int y = 3; y < 6; ++y) {
+          if (chosen[x].replicas > 0 && chosen[y].replicas > 0 &&
+              chosen[x].ms + chosen[y].ms <= half) {
+            cols.emplace_back(x, y);
+          }
+        }
+      }
+      if (cols.empty()) return;
+      std::vector<double> c;
+      std::vector<std::vector<double>> a(7, std::vector<double>(cols.size(), 0));
+      std::vector<double> b(7, 0);
+      for (size_t j = 0; j < cols.size(); ++j) {
+        const auto [x, y] = cols[j];
+        c.push_back(kServe + normalised(x) * normalised(y));
+        a[x][j] = rate;
+        a[y][j] = rate * vars[x]->multiplicative_factor;
+        a[6][j] = 1;
+      }
+      for (int v = 0; v < 6; ++v) b[v] = chosen[v].replicas * chosen[v].rps;
+      b[6] = 1;
+      const auto lp = testing::MaximizeLp(c, a, b);
+      double served = 0;
+      for (double x : lp.x) served += x;
+      if (served < 1 - 1e-7) return;
+      const double accuracy = lp.objective - kServe * served;
+      if (!best || accuracy > *best) best = accuracy;
+      return;
+    }
+    chosen[i] = {};
+    search(i + 1, left);
+    for (int batch : {1, 2, 4}) {
+      for (int n = 1; n <= left; ++n) {
+        chosen[i] = Config(*vars[i], batch, n);
+        search(i + 1, left - n);
+      }
+    }
+    chosen[i] = {};
+  };
+  search(0, cluster);
+  return best;
+}
+
+// What any Loki plan must satisfy, recomputed from the pipeline alone.
+std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Workload& workload,
+                               const model::Plan& plan) {
+  const auto& spec = pipeline.spec;
+  std::vector<std::string> problems;
+  std::map<std::pair<std::string, std::string>, const model::TaskPlan*> by_variant;
+  int total = 0;
+  for (const auto& t : plan.tasks) {
+    if (!by_variant.emplace(std::pair{t.task, t.variant}, &t).second) {
+      problems.push_back("two entries for " + t.task + "/" + t.variant);
+    }
+    total += t.replicas;
+  }
+  if (spec.budget.max_replicas && total > *spec.budget.max_replicas) {
+    problems.push_back("more replicas than the cluster has: " + std::to_string(total));
+  }
+  auto variant = [&](const std::string& task, const std::string& name) -> const model::Variant& {
+    for (const auto& v : spec.tasks[pipeline.TaskIndex(task)].variants) {
+      if (v.name == name) return v;
+    }
+    ADD_FAILURE() << "no variant " << name;
+    return spec.tasks[0].variants[0];
+  };
+  std::map<std::pair<std::string, std::string>, double> load;
+  std::map<std::string, double> shares;
+  for (const auto& vp : plan.variant_paths) {
+    const model::Path& path = spec.paths[std::distance(
+        spec.paths.begin(), std::find_if(spec.paths.begin(), spec.paths.end(),
+                                         [&](const auto& p) { return p.name == vp.path; }))];
+    shares[vp.path] += vp.share;
+    double ms = 0, per_request = 1;
+    for (size_t j = 0; j < path.tasks.size(); ++j) {
+      auto it = by_variant.find({path.tasks[j], vp.variants[j]});
+      if (it == by_variant.end()) {
+        problems.push_back(vp.path + " uses " + vp.variants[j] + " which has no replicas");
+        continue;
+      }
+      const model::Variant& v = variant(path.tasks[j], vp.variants[j]);
+      ms += v.FindProfile(it->second->hardware_class)->latency.Ms(it->second->batch_size);
+      load[{path.tasks[j], vp.variants[j]}] +=
+          vp.share * workload.path_rates_rps.at(vp.path) * per_request;
+      double ratio = 1;
+      if (j + 1 < path.tasks.size()) {
+        for (const auto& e : spec.tasks[pipeline.TaskIndex(path.tasks[j])].next) {
+          if (e.task == path.tasks[j + 1]) ratio = e.ratio;
+        }
+      }
+      per_request *= v.multiplicative_factor * ratio;
+    }
+    if (ms > path.slo_ms / 2 + 1e-6) {
+      problems.push_back(vp.path + " carries traffic at " + std::to_string(ms) +
+                         " ms, above half its SLO");
+    }
+  }
+  for (const auto& [key, rps] : load) {
+    const model::TaskPlan* t = by_variant.at(key);
+    const double ms =
+        variant(key.first, key.second).FindProfile(t->hardware_class)->latency.Ms(t->batch_size);
+    if (rps > t->replicas * 1000.0 * t->batch_size / ms + 1e-6) {
+      problems.push_back(key.first + "/" + key.second + " gets more load than it can serve");
+    }
+  }
+  for (const auto& path : spec.paths) {
+    if (workload.path_rates_rps.at(path.name) <= 0) continue;
+    const double expected = plan.phase == model::Phase::kOverloaded ? shares[path.name] : 1.0;
+    if (std::abs(shares[path.name] - expected) > 1e-6 || shares[path.name] > 1 + 1e-6) {
+      problems.push_back(path.name + " shares sum to " + std::to_string(shares[path.name]));
+    }
+  }
+  return problems;
+}
+
+// Replays the routing tables: the requests of each path from the client through the tasks,
+// as the data plane would split them. Per (task, variant), the load it receives.
+std::map<std::pair<std::string, std::string>, double> Replay(const model::Pipeline& pipeline,
+                                                             const model::Workload& workload,
+                                                             const model::Plan& plan) {
+  std::map<std::pair<std::string, std::string>, double> received;
+  for (const auto& path : pipeline.spec.paths) {
+    std::map<std::string, double> at{{"", workload.path_rates_rps.at(path.name)}};  // by variant
+    for (size_t j = 0; j < path.tasks.size(); ++j) {
+      std::map<std::string, double> next;
+      for (const auto& [from, rps] : at) {
+        if (rps <= 0) continue;
+        const model::RoutingTable* table = nullptr;
+        for (const auto& r : plan.routing) {
+          if (r.path == path.name && r.task == path.tasks[j] && r.from_variant == from) table = &r;
+        }
+        if (table == nullptr && j == 0 && plan.phase == model::Phase::kOverloaded) {
+          continue;  // the plan serves none of this path: all of it is dropped at the door
+        }
+        if (table == nullptr) {
+          ADD_FAILURE() << "no routing table for " << path.name << " at " << path.tasks[j]
+                        << " from '" << from << "'";
+          continue;
+        }
+        double fractions = 0;
+        for (const auto& [to, f] : table->to) {
+          next[to] += rps * f;
+          fractions += f;
+        }
+        // At the door an overloaded plan admits only the share it serves.
+        const bool door = j == 0 && plan.phase == model::Phase::kOverloaded;
+        if (!door) {
+          EXPECT_NEAR(fractions, 1, 1e-9)
+              << "what leaves " << from << " is what " << path.tasks[j] << " receives";
+        }
+      }
+      // Requests leaving each variant for the next task: its factor times the edge ratio.
+      at.clear();
+      const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(path.tasks[j])];
+      for (const auto& [variant, rps] : next) {
+        received[{task.name, variant}] += rps;
+        double factor = 1, ratio = 1;
+        for (const auto& v : task.variants) {
+          if (v.name == variant) factor = v.multiplicative_factor;
+        }
+        if (j + 1 < path.tasks.size()) {
+          for (const auto& e : task.next) {
+            if (e.task == path.tasks[j + 1]) ratio = e.ratio;
+          }
+        }
+        at[variant] = rps * factor * ratio;
+      }
+    }
+  }
+  return received;
+}
+
+TEST(Loki, EqualsExhaustiveSearchInBothSteps) {
+  std::mt19937 rng(20241);
+  LokiOptions options;
+  options.milp.time_limit_seconds = 20;
+  options.milp.relative_gap = 1e-7;
+  int hardware = 0, accuracy = 0, overloaded = 0;
+  for (int i = 0; i < 40; ++i) {
+    const Small s = Generate(rng);
+    const model::Plan plan = SolveLoki(s.pipeline, s.workload, options);
+    EXPECT_EQ(Check(s.pipeline, s.workload, plan), std::vector<std::string>{}) << "instance " << i;
+    if (auto replicas = BruteHardware(s)) {
+      ++hardware;
+      EXPECT_EQ(plan.phase, model::Phase::kHardwareScaling) << "instance " << i;
+      EXPECT_EQ(plan.TotalReplicas(), *replicas) << "instance " << i;
+      EXPECT_DOUBLE_EQ(plan.accuracy, 1.0);
+    } else if (auto best = BruteAccuracy(s)) {
+      ++accuracy;
+      EXPECT_EQ(plan.phase, model::Phase::kAccuracyScaling) << "instance " << i;
+      EXPECT_NEAR(plan.accuracy, *best, 1e-4) << "instance " << i;
+    } else {
+      ++overloaded;
+      EXPECT_EQ(plan.phase, model::Phase::kOverloaded) << "instance " << i;
+      EXPECT_LT(plan.served_fraction, 1);
+    }
+  }
+  // The generator reaches every phase, or the comparison proves less than it claims.
+  EXPECT_GE(hardware, 5);
+  EXPECT_GE(accuracy, 5);
+  EXPECT_GE(overloaded, 3);
+}
+
+TEST(Loki, PhasesFollowDemandMonotonically) {
+  std::mt19937 rng(7);
+  Small s = Generate(rng);
+  s.pipeline.spec.budget.max_replicas = 6;
+  s.pipeline.spec.paths[0].slo_ms = 400;
+  LokiOptions options;
+  options.milp.time_limit_seconds = 20;
+  options.milp.relative_gap = 1e-7;
+  int last_phase = 0, last_replicas = 0;
+  double last_accuracy = 1, last_served = 1;
+  std::vector<model::Phase> seen;
+  for (double rate = 5; rate < 5000; rate *= 1.25) {
+    s.workload.path_rates_rps["p"] = rate;
+    const model::Plan plan = SolveLoki(s.pipeline, s.workload, options);
+    const int phase = static_cast<int>(plan.phase);
+    ASSERT_GE(phase, last_phase) << "at " << rate << " rps";
+    if (seen.empty() || seen.back() != plan.phase) seen.push_back(plan.phase);
+    switch (plan.phase) {
+      case model::Phase::kHardwareScaling:
+        EXPECT_GE(plan.TotalReplicas(), last_replicas) << rate;
+        EXPECT_DOUBLE_EQ(plan.accuracy, 1.0);
+        break;
+      case model::Phase::kAccuracyScaling:
+        EXPECT_LE(plan.accuracy, last_accuracy + 1e-6) << rate;
+        EXPECT_LT(plan.accuracy, 1.0) << rate;
+        break;
+      case model::Phase::kOverloaded:
+        EXPECT_LE(plan.served_fraction, last_served + 1e-6) << rate;
+        EXPECT_EQ(plan.TotalReplicas(), 6) << rate << ": " << plan.report.notes.back();
+        break;
+      case model::Phase::kNone:
+        ADD_FAILURE() << "no phase";
+    }
+    last_phase = phase;
+    last_replicas = plan.TotalReplicas();
+    last_accuracy = plan.accuracy;
+    last_served = plan.served_fraction;
+    EXPECT_EQ(Check(s.pipeline, s.workload, plan), std::vector<std::string>{}) << rate;
+  }
+  EXPECT_EQ(seen,
+            (std::vector<model::Phase>{model::Phase::kHardwareScaling,
+                                       model::Phase::kAccuracyScaling, model::Phase::kOverloaded}));
+}
+
+model::Pipeline Example(const char* file) {
+  auto parsed =
+      api::ParsePipelineFile(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/" + file);
+  EXPECT_TRUE(parsed.pipeline.has_value());
+  return *parsed.pipeline;
+}
+
+// The traffic example at a hardware-scaling, an accuracy-scaling and an overloaded demand,
+// with the default one-second limit: whatever CBC returns in time must be a valid plan, and
+// its routing tables must deliver what the plan promises.
+TEST(Loki, TrafficExamplePlansAreValidAndRoutingConservesFlow) {
+  const model::Pipeline pipeline = Example("loki-traffic.yaml");
+  for (double rate : {100.0, 600.0, 8000.0}) {
+    const model::Workload workload = api::MakeWorkload(pipeline, rate, {}).value();
+    const model::Plan plan = SolveLoki(pipeline, workload);
+    EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << rate;
+    const auto received = Replay(pipeline, workload, plan);
+    for (const auto& t : plan.tasks) {
+      const double capacity = t.replicas * 1000.0 * t.batch_size / t.latency_ms;
+      if (plan.phase != model::Phase::kOverloaded) {
+        auto it = received.find({t.task, t.variant});
+        EXPECT_LE(it == received.end() ? 0 : it->second, capacity + 1e-6)
+            << rate << " rps: " << t.task << "/" << t.variant;
+      }
+    }
+    // Backups are exactly the variants with capacity the tables leave unused.
+    for (const auto& b : plan.backups) {
+      EXPECT_GT(b.spare_rps, 0);
+    }
+    if (rate == 100.0) {
+      EXPECT_EQ(plan.phase, model::Phase::kHardwareScaling);
+    }
+    if (rate == 8000.0) {
+      EXPECT_EQ(plan.phase, model::Phase::kOverloaded);
+    }
+  }
+}
+
+// MostAccurateFirst fills the most accurate variant to capacity before any other.
+TEST(Loki, RoutingFillsTheMostAccurateVariantFirst) {
+  const model::Pipeline pipeline = Example("loki-social.yaml");
+  model::Plan plan;
+  plan.tasks = {{.task = "classify",
+                 .variant = "resnet18",
+                 .hardware_class = "gpu",
+                 .replicas = 2,
+                 .batch_size = 1,
+                 .latency_ms = 10},
+                {.task = "classify",
+                 .variant = "resnet152",
+                 .hardware_class = "gpu",
+                 .replicas = 1,
+                 .batch_size = 1,
+                 .latency_ms = 10}};
+  const model::Workload workload{{{"classification", 150}, {"captioning", 0}}};
+  RouteMostAccurateFirst(pipeline, workload, plan);
+  ASSERT_EQ(plan.routing.size(), 1u);
+  const auto& to = plan.routing[0].to;
+  ASSERT_EQ(to.size(), 2u);
+  EXPECT_EQ(to[0].first, "resnet152");  // 100 rps of capacity, filled first
+  EXPECT_NEAR(to[0].second, 100.0 / 150, 1e-12);
+  EXPECT_EQ(to[1].first, "resnet18");
+  EXPECT_NEAR(to[1].second, 50.0 / 150, 1e-12);
+  ASSERT_EQ(plan.backups.size(), 1u);
+  EXPECT_EQ(plan.backups[0].variant, "resnet18");
+  EXPECT_NEAR(plan.backups[0].spare_rps, 150, 1e-9);
+}
+
+}  // namespace
+}  // namespace pipescale::optimizer
