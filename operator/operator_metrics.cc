@@ -17,7 +17,12 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       slo_(Gauge(registry, "pipescale_slo_ms", "Latency SLO of each execution path")),
       cost_(Gauge(registry, "pipescale_cost_per_hour", "Cost of the plan per hour")),
       solve_(Gauge(registry, "pipescale_solve_duration_seconds",
-                   "Time the last decision took, optimizer included")) {}
+                   "Time the last decision took, optimizer included")),
+      accuracy_(Gauge(registry, "pipescale_accuracy",
+                      "Demand-weighted end-to-end accuracy of the plan (accuracy-scaling "
+                      "optimizers)")),
+      served_(Gauge(registry, "pipescale_served_fraction",
+                    "Share of the demand the plan serves; below 1 only when overloaded")) {}
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
                              const model::Plan& plan, double cost_per_hour, double decide_seconds) {
@@ -44,6 +49,10 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   }
   add(cost_, {}, cost_per_hour);
   add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
+  if (plan.phase != model::Phase::kNone) {
+    add(accuracy_, {{"phase", model::PhaseName(plan.phase)}}, plan.accuracy);
+    add(served_, {}, plan.served_fraction);
+  }
 }
 
 void OperatorMetrics::Forget(const std::string& ns, const std::string& name) {

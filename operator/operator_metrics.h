@@ -29,6 +29,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& slo_;
   prometheus::Family<prometheus::Gauge>& cost_;
   prometheus::Family<prometheus::Gauge>& solve_;
+  prometheus::Family<prometheus::Gauge>& accuracy_;
+  prometheus::Family<prometheus::Gauge>& served_;
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
                                               prometheus::Gauge*>>>
       series_;  // per pipeline key, to remove stale series

@@ -1,6 +1,7 @@
 #include "api/deployment.h"
 
 #include <charconv>
+#include <cmath>
 
 namespace pipescale::api {
 namespace {
@@ -137,6 +138,54 @@ std::optional<json> ManagedPatch(const json& deployment, const std::string& batc
   }
   if (patch.empty()) return std::nullopt;
   return patch;
+}
+
+std::string RoutingConfigMapName(const model::Pipeline& pipeline) {
+  return pipeline.name + "-routing";
+}
+
+nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
+  using nlohmann::json;
+  auto round4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+  json tables = json::array();
+  for (const auto& r : plan.routing) {
+    json to = json::array();
+    for (const auto& [variant, fraction] : r.to) {
+      to.push_back({{"variant", variant}, {"fraction", round4(fraction)}});
+    }
+    tables.push_back({{"path", r.path}, {"task", r.task}, {"from", r.from_variant}, {"to", to}});
+  }
+  json backups = json::array();
+  for (const auto& b : plan.backups) {
+    backups.push_back({{"task", b.task}, {"variant", b.variant}});
+  }
+  json budgets = json::object();
+  for (const auto& t : plan.tasks) budgets[t.task + "/" + t.variant] = round4(t.budget_ms);
+  const json routing = {{"phase", model::PhaseName(plan.phase)},
+                        {"tables", tables},
+                        {"backups", backups},
+                        {"budgetsMs", budgets}};
+  return {{"routing.json", routing.dump()}};
+}
+
+nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,
+                                     const model::Plan& plan) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "ConfigMap"},
+      {"metadata",
+       {{"name", RoutingConfigMapName(pipeline)},
+        {"namespace", pipeline.namespace_name},
+        {"labels",
+         {{"pipescale.io/pipeline", pipeline.name}, {"app.kubernetes.io/managed-by", "pipescale"}}},
+        {"ownerReferences",
+         {{{"apiVersion", owner.api_version},
+           {"kind", owner.kind},
+           {"name", owner.name},
+           {"uid", owner.uid},
+           {"controller", true},
+           {"blockOwnerDeletion", true}}}}}},
+      {"data", RoutingConfigMapData(plan)}};
 }
 
 }  // namespace pipescale::api

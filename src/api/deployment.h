@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/pipeline.h"
+#include "model/plan.h"
 
 namespace pipescale::api {
 
@@ -33,6 +34,15 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
                                const model::Task& task, const model::Variant& variant,
                                const model::HardwareClass& hardware_class, int replicas,
                                int batch_size);
+
+// Loki's routing tables for the data plane: the ConfigMap <pipeline>-routing, owned by the
+// pipeline, with one key `routing.json`: {"phase", "accuracy", "tables": [{"path", "task",
+// "from", "to": [{"variant", "fraction"}]}], "backups": [...], "budgetsMs": {"task/variant"}}.
+// Fractions are rounded to 4 decimals so that noise in the rates does not rewrite it.
+std::string RoutingConfigMapName(const model::Pipeline& pipeline);
+nlohmann::json RoutingConfigMapData(const model::Plan& plan);
+nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,
+                                     const model::Plan& plan);
 
 // What the operator manages on an existing Deployment.
 struct ManagedFields {

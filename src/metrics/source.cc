@@ -12,6 +12,9 @@ const std::map<std::string, std::string>& DefaultQueries() {
        R"(1000 * histogram_quantile(0.99, sum by (le) (rate(pipescale_request_duration_seconds_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[1m]))))"},
       {"arrivalRate",
        R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s])))"},
+      // One series per (task, variant) that served requests in the window.
+      {"multiplicativeFactor",
+       R"(sum by (task, variant) (rate(pipescale_model_emitted_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task, variant) (rate(pipescale_model_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) > 0)"},
   };
   return kQueries;
 }
@@ -77,6 +80,20 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     snapshot.arrival_rate_rps = **arrival;
   } else if (pipeline.spec.paths.empty()) {
     snapshot.missing.emplace_back("arrivalRate");
+  }
+  if (pipeline.spec.optimizer == model::OptimizerKind::kLoki) {
+    const std::string name = "multiplicativeFactor";
+    auto factors = prometheus.Query(Render(QueryFor(pipeline, name), values));
+    if (!factors) {
+      Error e = factors.error();
+      e.message = "metrics." + name + ": " + e.message;
+      return e;
+    }
+    for (const Sample& s : *factors) {
+      auto task = s.labels.find("task"), variant = s.labels.find("variant");
+      if (task == s.labels.end() || variant == s.labels.end() || !std::isfinite(s.value)) continue;
+      snapshot.multiplicative_factors[task->second + "/" + variant->second] = s.value;
+    }
   }
   return snapshot;
 }

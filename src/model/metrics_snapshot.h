@@ -12,6 +12,9 @@ struct MetricsSnapshot {
   std::map<std::string, double> path_rates_rps;   // measured rate per execution path
   std::map<std::string, double> path_latency_ms;  // measured tail latency per path
   std::optional<double> arrival_rate_rps;         // total rate into the pipeline
+  // Measured requests emitted per request served, by "task/variant" (Loki). Optional: the
+  // spec's multiplicativeFactor stands in where a variant has no measurement.
+  std::map<std::string, double> multiplicative_factors;
   // Series that were absent or stale, e.g. `pathRate{path="car-qa"}`. A missing value is
   // never read as 0: the operator keeps its current plan instead.
   std::vector<std::string> missing;

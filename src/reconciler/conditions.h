@@ -18,6 +18,7 @@ inline constexpr const char* kHeld = "PlanHeld";
 inline constexpr const char* kOptimal = "Optimal";
 inline constexpr const char* kFeasible = "Feasible";
 inline constexpr const char* kInfeasible = "Infeasible";
+inline constexpr const char* kOverloaded = "Overloaded";
 inline constexpr const char* kOverBudget = "OverBudget";
 inline constexpr const char* kUnsupportedOptimizer = "UnsupportedOptimizer";
 }  // namespace reason

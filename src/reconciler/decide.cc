@@ -92,7 +92,28 @@ json PlanStatus(const model::Plan& plan, const std::vector<Placement>& placement
                      {"sloMs", p.slo_ms},
                      {"predictedLatencyMs", Round2(p.predicted_latency_ms)}});
   }
-  return {{"tasks", tasks}, {"paths", paths}};
+  json out = {{"tasks", tasks}, {"paths", paths}};
+  if (plan.phase == model::Phase::kNone) return out;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    tasks[i]["loadRps"] = Round2(plan.tasks[i].load_rps);
+    tasks[i]["budgetMs"] = Round2(plan.tasks[i].budget_ms);
+  }
+  out["tasks"] = tasks;
+  out["phase"] = model::PhaseName(plan.phase);
+  out["accuracy"] = std::round(plan.accuracy * 1e4) / 1e4;
+  out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
+  json variant_paths = json::array();
+  for (const auto& v : plan.variant_paths) {
+    variant_paths.push_back({{"path", v.path},
+                             {"variants", v.variants},
+                             {"share", std::round(v.share * 1e4) / 1e4},
+                             {"accuracy", std::round(v.accuracy * 1e4) / 1e4}});
+  }
+  out["variantPaths"] = variant_paths;
+  // The routing tables themselves are in the ConfigMap (api::RoutingConfigMapName).
+  out["routing"] =
+      json::parse(api::RoutingConfigMapData(plan)["routing.json"].get<std::string>())["tables"];
+  return out;
 }
 
 // "detect 3->4 replicas, batch 8->8" for every Deployment whose replicas or batch changed.
@@ -110,7 +131,10 @@ std::string PlanDiff(const json& before, const json& after) {
     const int batch = t["batchSize"];
     auto it = old.find(name);
     if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
-    diff += (diff.empty() ? "" : ", ") + t["task"].get<std::string>() + " " +
+    const std::string label =
+        t.contains("loadRps") ? t["task"].get<std::string>() + "/" + t["variant"].get<std::string>()
+                              : t["task"].get<std::string>();
+    diff += (diff.empty() ? "" : ", ") + label + " " +
             (it == old.end() ? StrFormat("new: %d replicas, batch %d", replicas, batch)
                              : StrFormat("%d->%d replicas, batch %d->%d", it->second.first,
                                          replicas, it->second.second, batch));
@@ -150,12 +174,17 @@ Decision Decide(const Observed& o) {
   d.history = o.history;
 
   const bool apply = pipeline.spec.mode == model::Mode::kApply;
-  if (pipeline.spec.optimizer != model::OptimizerKind::kFa2) {
+  const bool loki = pipeline.spec.optimizer == model::OptimizerKind::kLoki;
+  if (pipeline.spec.optimizer != model::OptimizerKind::kFa2 && !loki) {
     SetCondition(conditions, "Ready", false, reason::kUnsupportedOptimizer,
-                 "this operator version plans with fa2 only; the current Deployments are kept",
+                 "this operator version plans with fa2 and loki; the current Deployments are kept",
                  generation, o.now);
     return d;
   }
+  const optimizer::Algorithm algorithm =
+      loki ? optimizer::Algorithm::kLoki : optimizer::Algorithm::kFa2;
+  const char* algorithm_name = optimizer::AlgorithmName(algorithm);
+  d.demand = o.demand;
 
   // Without complete metrics there is nothing to plan from: hold what runs, never scale down.
   // Deployments that do not exist yet are created at the plan for no load (a scale-up).
@@ -177,7 +206,7 @@ Decision Decide(const Observed& o) {
                    o.now);
     }
     if (apply) {
-      const model::Plan idle = optimizer::Solve(pipeline, {}, optimizer::Algorithm::kFa2);
+      const model::Plan idle = optimizer::Solve(pipeline, {}, algorithm);
       for (const auto& t : idle.tasks) {
         const Placement p = Place(pipeline, t);
         if (o.deployments.contains(p.deployment)) continue;
@@ -188,8 +217,27 @@ Decision Decide(const Observed& o) {
   }
   SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
 
-  const model::Workload workload{o.metrics->path_rates_rps};
-  model::Plan plan = optimizer::Solve(pipeline, workload, optimizer::Algorithm::kFa2);
+  model::Workload workload{o.metrics->path_rates_rps};
+  if (loki) {
+    // Loki plans for an EWMA of the demand (its alpha, 1 / (1 + 1.6)), and with the measured
+    // multiplicative factors where the model servers report them.
+    constexpr double kAlpha = 1 / 2.6;
+    const bool advance =
+        o.demand.at == 0 || o.now - o.demand.at >= pipeline.spec.interval_seconds - 1e-6;
+    for (auto& [path, rate] : workload.path_rates_rps) {
+      auto it = o.demand.rps.find(path);
+      if (it == o.demand.rps.end()) continue;
+      rate = advance ? kAlpha * rate + (1 - kAlpha) * it->second : it->second;
+    }
+    d.demand = {advance ? o.now : o.demand.at, workload.path_rates_rps};
+    for (auto& task : pipeline.spec.tasks) {
+      for (auto& v : task.variants) {
+        auto it = o.metrics->multiplicative_factors.find(task.name + "/" + v.name);
+        if (it != o.metrics->multiplicative_factors.end()) v.multiplicative_factor = it->second;
+      }
+    }
+  }
+  model::Plan plan = optimizer::Solve(pipeline, workload, algorithm);
 
   // Stabilize each Deployment's replicas against the recent recommendations.
   std::vector<Placement> placements;
@@ -241,6 +289,12 @@ Decision Decide(const Observed& o) {
                            "replicas, $%.3f/h",
                            total_replicas, cost),
                  generation, o.now);
+  } else if (plan.phase == model::Phase::kOverloaded) {
+    SetCondition(conditions, "Feasible", false, reason::kOverloaded,
+                 StrFormat("the demand exceeds what the cluster serves within the SLOs even "
+                           "with the fastest variants; serving %.1f%% of it",
+                           100 * plan.served_fraction),
+                 generation, o.now);
   } else if (plan.report.status == model::SolveStatus::kInfeasible) {
     std::string notes;
     for (const auto& n : plan.report.notes) {
@@ -286,6 +340,17 @@ Decision Decide(const Observed& o) {
     }
   }
 
+  if (loki) {
+    const json data = api::RoutingConfigMapData(plan);
+    if (!o.routing_config_map) {
+      const api::Owner owner{.name = pipeline.name, .uid = o.object["metadata"].value("uid", "")};
+      d.routing = ConfigMapWrite{true, api::RoutingConfigMapName(pipeline),
+                                 api::BuildRoutingConfigMap(pipeline, owner, plan)};
+    } else if (o.routing_config_map->value("data", json::object()) != data) {
+      d.routing = ConfigMapWrite{false, api::RoutingConfigMapName(pipeline), {{"data", data}}};
+    }
+    if (!apply) d.routing.reset();
+  }
   if (apply) {
     d.writes = std::move(writes);
     SetCondition(conditions, "PlanApplied", true, reason::kApplied,
@@ -305,8 +370,9 @@ Decision Decide(const Observed& o) {
   // An event (and a new solver record) only when some Deployment's replicas or batch size
   // change; predicted latencies move with every rate and are status, not news.
   if (const std::string diff = PlanDiff(previous, plan_status); !diff.empty()) {
-    d.events.push_back(StrFormat("fa2: %d replicas, $%.3f/h: ", total_replicas, cost) + diff);
-    d.status["solver"] = {{"name", "fa2"},
+    d.events.push_back(
+        StrFormat("%s: %d replicas, $%.3f/h: ", algorithm_name, total_replicas, cost) + diff);
+    d.status["solver"] = {{"name", algorithm_name},
                           {"status", model::SolveStatusName(plan.report.status)},
                           {"objective", plan.report.objective},
                           {"durationMs", 0}};  // the reconciler times the decision
@@ -317,6 +383,11 @@ Decision Decide(const Observed& o) {
   json rates = json::object();
   for (const auto& [path, rate] : o.metrics->path_rates_rps) rates[path] = Round2(rate);
   d.status["observed"] = {{"pathRates", rates}};
+  if (loki) {
+    json demand = json::object();
+    for (const auto& [path, rate] : d.demand.rps) demand[path] = Round2(rate);
+    d.status["observed"]["demand"] = demand;
+  }
   if (o.metrics->arrival_rate_rps) {
     d.status["observed"]["arrivalRate"] = Round2(*o.metrics->arrival_rate_rps);
   }

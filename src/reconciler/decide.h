@@ -21,12 +21,31 @@ struct Recommendation {
   std::map<std::string, int> replicas;
 };
 
+// Loki's demand: an EWMA of each path's rate, advanced at most once per interval so that
+// extra reconciles (events, retries) neither weigh more nor rewrite the status.
+struct Demand {
+  double at = 0;  // unix seconds of the last update; 0: never
+  std::map<std::string, double> rps;
+
+  bool operator==(const Demand&) const = default;
+};
+
 struct Observed {
   nlohmann::json object;                              // the InferencePipeline as read
   std::map<std::string, nlohmann::json> deployments;  // the pipeline's Deployments by name
   Result<model::MetricsSnapshot> metrics = Error{ErrorKind::kTransient, "not read"};
   double now = 0;                       // unix seconds
   std::vector<Recommendation> history;  // earlier recommendations, oldest first
+  Demand demand;                        // Loki: the smoothed demand of the last decision
+  // Loki: the pipeline's routing ConfigMap as read; nullopt when it does not exist.
+  std::optional<nlohmann::json> routing_config_map;
+};
+
+// Loki's routing tables for the data plane, in the ConfigMap `<pipeline>-routing`.
+struct ConfigMapWrite {
+  bool create = false;
+  std::string name;
+  nlohmann::json body;  // the object (create) or a merge patch of its data
 };
 
 struct DeploymentWrite {
@@ -41,10 +60,12 @@ struct DeploymentWrite {
 };
 
 struct Decision {
-  std::vector<DeploymentWrite> writes;  // empty in Recommend mode and while holding
-  nlohmann::json status;                // the complete status to report
-  std::vector<std::string> events;      // PlanChanged messages
-  std::vector<Recommendation> history;  // to pass back next time
+  std::vector<DeploymentWrite> writes;    // empty in Recommend mode and while holding
+  nlohmann::json status;                  // the complete status to report
+  std::vector<std::string> events;        // PlanChanged messages
+  std::vector<Recommendation> history;    // to pass back next time
+  Demand demand;                          // to pass back next time
+  std::optional<ConfigMapWrite> routing;  // Apply mode, when the tables changed
   // When to look again; nullopt for an invalid spec, which waits for the next generation.
   std::optional<double> requeue_after_seconds;
   std::optional<model::Plan> plan;  // the plan decided on, when there is one

@@ -101,13 +101,29 @@ void Reconciler::Emit(const json& object, const std::string& type, const std::st
   if (client_.Create(kube::CollectionPath(kube::kEvents, ns), event).ok()) ++outcome.events;
 }
 
+Status Reconciler::Act(const std::string& ns, const ConfigMapWrite& write) const {
+  const std::string path = kube::ObjectPath(kube::kConfigMaps, ns, write.name);
+  if (write.create) {
+    auto created = client_.Create(kube::CollectionPath(kube::kConfigMaps, ns), write.body);
+    if (created.ok()) return Done{};
+    if (created.error().kind != ErrorKind::kConflict) return created.error();
+    // Someone created it since we looked: bring its data to ours.
+    auto patched = client_.MergePatch(path, {{"data", write.body["data"]}});
+    if (!patched) return patched.error();
+    return Done{};
+  }
+  auto patched = client_.MergePatch(path, write.body);
+  if (!patched) return patched.error();
+  return Done{};
+}
+
 Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   Outcome outcome;
   const auto object = pipelines_.Get(key);
   if (!object) {
     // Deleted: its Deployments go with it through their owner references.
     std::lock_guard lock(mu_);
-    history_.erase(key);
+    memory_.erase(key);
     return outcome;
   }
 
@@ -118,9 +134,19 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   observed.deployments = ObserveDeployments(*object);
   const api::ParsedPipeline parsed = api::ParsePipeline(object->dump());
   if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
+  if (parsed.pipeline && parsed.pipeline->spec.optimizer == model::OptimizerKind::kLoki) {
+    auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, parsed.pipeline->namespace_name,
+                                                api::RoutingConfigMapName(*parsed.pipeline)));
+    if (routing.ok()) {
+      observed.routing_config_map = *routing;
+    } else if (routing.error().kind != ErrorKind::kNotFound) {
+      return routing.error();
+    }
+  }
   {
     std::lock_guard lock(mu_);
-    observed.history = history_[key];
+    observed.history = memory_[key].history;
+    observed.demand = memory_[key].demand;
   }
 
   // Decide.
@@ -130,7 +156,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   {
     std::lock_guard lock(mu_);
-    history_[key] = decision.history;
+    memory_[key] = {decision.history, decision.demand};
   }
   if (decision.status.contains("solver") &&
       decision.status["solver"].value("durationMs", 0.0) == 0.0 && !decision.events.empty()) {
@@ -141,6 +167,10 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   const std::string ns = (*object)["metadata"]["namespace"];
   for (const DeploymentWrite& write : decision.writes) {
     if (Status s = Act(ns, write, outcome); !s) return s.error();
+  }
+  if (decision.routing) {
+    if (Status s = Act(ns, *decision.routing); !s) return s.error();
+    outcome.routing_written = true;
   }
 
   // Report.

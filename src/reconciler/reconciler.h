@@ -36,6 +36,7 @@ class Reconciler {
   struct Outcome {
     std::optional<double> requeue_after_seconds;
     int deployment_writes = 0;
+    bool routing_written = false;  // Loki's routing ConfigMap
     bool status_written = false;
     int events = 0;
     std::optional<model::Plan> plan;
@@ -50,6 +51,7 @@ class Reconciler {
  private:
   std::map<std::string, nlohmann::json> ObserveDeployments(const nlohmann::json& object) const;
   Status Act(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
+  Status Act(const std::string& ns, const ConfigMapWrite& write) const;
   void Emit(const nlohmann::json& object, const std::string& type, const std::string& reason,
             const std::string& message, double now, Outcome& outcome) const;
 
@@ -60,7 +62,12 @@ class Reconciler {
   Clock clock_;
 
   std::mutex mu_;
-  std::map<std::string, std::vector<Recommendation>> history_;  // per pipeline key
+  // What one decision passes to the next, per pipeline key.
+  struct Memory {
+    std::vector<Recommendation> history;
+    Demand demand;
+  };
+  std::map<std::string, Memory> memory_;
 };
 
 }  // namespace pipescale::reconciler

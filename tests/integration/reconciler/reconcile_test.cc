@@ -209,6 +209,63 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   EXPECT_EQ(second->events, 0);
 }
 
+TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
+  json object = PipelineObject("traffic", "Apply");
+  object["spec"]["optimizer"] = "loki";
+  // Loki's demand advances once per interval; a long one keeps this test's reconciles in one.
+  object["spec"]["interval"] = "60s";
+  object["spec"]["budget"] = {{"maxReplicas", 4}};
+  json fast = object["spec"]["tasks"][1]["variants"][0];
+  fast["name"] = "fast";
+  fast["accuracy"] = 0.6;
+  object["spec"]["tasks"][1]["variants"][0]["accuracy"] = 0.9;
+  fast["profiles"][0]["latencyMs"]["quadratic"] = {{"a", 0}, {"b", 1}, {"c", 2}};
+  object["spec"]["tasks"][1]["variants"].push_back(fast);
+  testing::Load load(ns_, "traffic", {{"p", 60}});
+  Create(object);
+  const Reconciler::Outcome first = ReconcileWithMetrics("traffic", 40);
+  ASSERT_TRUE(first.plan.has_value());
+  EXPECT_TRUE(first.routing_written || Status("traffic")["plan"].contains("phase"));
+
+  const json status = Status("traffic");
+  EXPECT_EQ(status["plan"]["phase"], "HardwareScaling") << status.dump();
+  for (const auto& t : status["plan"]["tasks"]) {
+    const api::ManagedFields f = Fields(t["deployment"]);
+    EXPECT_EQ(f.replicas, t["replicas"].get<int>()) << t.dump();
+    EXPECT_EQ(f.batch_size, t["batchSize"].get<int>()) << t.dump();
+  }
+  auto routing = client_->Get(kube::ObjectPath(kube::kConfigMaps, ns_, "traffic-routing"));
+  ASSERT_TRUE(routing.ok()) << routing.error().message;
+  EXPECT_EQ((*routing)["metadata"]["ownerReferences"][0]["kind"], "InferencePipeline");
+  const json tables = json::parse((*routing)["data"]["routing.json"].get<std::string>());
+  EXPECT_EQ(tables["phase"], "HardwareScaling");
+  EXPECT_FALSE(tables["tables"].empty());
+
+  // The same observation again writes nothing: Deployments, status, tables.
+  WaitForCache("traffic");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return pipelines_->Get(ns_ + "/traffic")->value("status", json::object()) ==
+               Status("traffic");
+      },
+      10s));
+  frozen_ = last_;
+  auto second = reconciler_->Reconcile(ns_ + "/traffic");
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(second->deployment_writes, 0);
+  EXPECT_FALSE(second->routing_written);
+  EXPECT_FALSE(second->status_written) << Status("traffic").dump();
+
+  // The tables go with the pipeline.
+  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kInferencePipelines, ns_, "traffic")).ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto left = client_->Get(kube::ObjectPath(kube::kConfigMaps, ns_, "traffic-routing"));
+        return !left.ok() && left.error().kind == ErrorKind::kNotFound;
+      },
+      60s));
+}
+
 TEST_F(ReconcilerTest, FollowsALoadStepUpAndDown) {
   testing::Load load(ns_, "steps", {{"p", 20}});
   Create(PipelineObject("steps", "Apply"));

@@ -47,10 +47,20 @@ struct World {
   json object = Pipeline();
   std::map<std::string, json> deployments;
   std::vector<Recommendation> history;
+  Demand demand;
+  std::optional<json> routing;  // the routing ConfigMap, once written
 
   Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
-    Observed o{object, deployments, std::move(metrics), now, history};
+    Observed o{object, deployments, std::move(metrics), now, history, demand, routing};
     Decision d = Decide(o);
+    if (d.routing) {
+      if (d.routing->create) {
+        routing = d.routing->body;
+      } else {
+        (*routing)["data"] = d.routing->body["data"];
+      }
+    }
+    demand = d.demand;
     for (const auto& w : d.writes) {
       switch (w.kind) {
         case DeploymentWrite::Kind::kCreate:
@@ -262,6 +272,91 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
   w.Step(Rate(200), 1010);
   EXPECT_EQ(w.Replicas("shop-classify-big-cpu"), 0);
   EXPECT_FALSE(w.deployments.contains("shop-ocr-x-cpu"));
+}
+
+// Loki on the same world: two variants of classify, a cluster of four replicas.
+json LokiPipeline() {
+  json p = Pipeline();
+  p["spec"]["optimizer"] = "loki";
+  p["spec"]["budget"] = {{"maxReplicas", 4}};
+  json fast = p["spec"]["tasks"][1]["variants"][0];
+  fast["name"] = "fast";
+  fast["accuracy"] = 0.6;
+  fast["profiles"][0]["latencyMs"]["quadratic"] = {{"a", 0}, {"b", 1}, {"c", 2}};
+  p["spec"]["tasks"][1]["variants"].push_back(fast);
+  return p;
+}
+
+TEST(Decide, LokiWritesItsVariantsAndRoutingTablesOnce) {
+  World w;
+  w.object = LokiPipeline();
+  const Decision first = w.Step(Rate(50), 1000);
+  ASSERT_TRUE(first.plan.has_value());
+  EXPECT_EQ(first.status["plan"]["phase"], "HardwareScaling");
+  ASSERT_TRUE(first.routing.has_value());
+  EXPECT_TRUE(first.routing->create);
+  EXPECT_EQ(first.routing->name, "shop-routing");
+  EXPECT_EQ(first.routing->body["metadata"]["ownerReferences"][0]["uid"], "u-1");
+  const json tables = json::parse(first.routing->body["data"]["routing.json"].get<std::string>());
+  ASSERT_FALSE(tables["tables"].empty());
+  EXPECT_EQ(tables["tables"][0]["task"], "detect");
+  EXPECT_EQ(tables["tables"][0]["from"], "");
+
+  // The same load again: nothing to write, not even the tables.
+  const Decision again = w.Step(Rate(50), 1010);
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_FALSE(again.routing.has_value());
+  EXPECT_TRUE(again.events.empty());
+
+  // Past what four replicas of the accurate variants carry: the fast variant takes a share.
+  Decision busy;
+  for (double t = 1020; t < 1200; t += 10) busy = w.Step(Rate(250), t);
+  EXPECT_EQ(busy.status["plan"]["phase"], "AccuracyScaling") << busy.status.dump();
+  EXPECT_LT(busy.status["plan"]["accuracy"].get<double>(), 1.0);
+  EXPECT_TRUE(w.deployments.contains("shop-classify-fast-cpu"));
+  EXPECT_NE(w.routing->dump().find("fast"), std::string::npos);
+}
+
+TEST(Decide, LokiPlansForTheSmoothedDemand) {
+  World w;
+  w.object = LokiPipeline();
+  w.Step(Rate(100), 1000);
+  EXPECT_DOUBLE_EQ(w.demand.rps.at("p"), 100);
+  // Within the interval (10 s) the demand stands: a reconcile an event triggers changes nothing.
+  w.Step(Rate(360), 1005);
+  EXPECT_DOUBLE_EQ(w.demand.rps.at("p"), 100);
+  const Decision d = w.Step(Rate(360), 1010);
+  EXPECT_NEAR(w.demand.rps.at("p"), 100 + (360 - 100) / 2.6, 1e-9);
+  EXPECT_NEAR(d.status["observed"]["demand"]["p"].get<double>(), 200, 0.01);
+}
+
+TEST(Decide, LokiUsesMeasuredMultiplicativeFactors) {
+  World w;
+  w.object = LokiPipeline();
+  model::MetricsSnapshot m = Rate(40);
+  const Decision spec_factor = w.Step(m, 1000);
+  World measured;
+  measured.object = LokiPipeline();
+  m.multiplicative_factors["detect/small"] = 3;  // three classifications per detection
+  const Decision d = measured.Step(m, 1000);
+  auto load = [](const Decision& x, const std::string& task) {
+    double rps = 0;
+    for (const auto& t : x.status["plan"]["tasks"]) {
+      if (t["task"] == task) rps += t["loadRps"].get<double>();
+    }
+    return rps;
+  };
+  EXPECT_NEAR(load(spec_factor, "classify"), 40, 0.01);
+  EXPECT_NEAR(load(d, "classify"), 120, 0.01);
+}
+
+TEST(Decide, OptimizersNotYetAvailableAreReported) {
+  World w;
+  w.object["spec"]["optimizer"] = "kairos";
+  const Decision d = w.Step(Rate(50), 1000);
+  EXPECT_TRUE(d.writes.empty());
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Ready"), "False");
+  EXPECT_NE(d.status.dump().find("UnsupportedOptimizer"), std::string::npos);
 }
 
 TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
