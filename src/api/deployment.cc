@@ -8,6 +8,16 @@ namespace {
 
 using nlohmann::json;
 
+// The pipeline as controller of what the operator creates: deleting it deletes them.
+json OwnerReference(const Owner& owner) {
+  return {{"apiVersion", owner.api_version},
+          {"kind", owner.kind},
+          {"name", owner.name},
+          {"uid", owner.uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
 // Sets env `name` on a container, replacing an existing entry.
 void SetEnv(json& container, const std::string& name, const std::string& value) {
   json& env = container["env"];
@@ -94,13 +104,7 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
            {{"name", DeploymentName(pipeline, task, variant, hardware_class.name)},
             {"namespace", pipeline.namespace_name},
             {"labels", labels},
-            {"ownerReferences",
-             {{{"apiVersion", owner.api_version},
-               {"kind", owner.kind},
-               {"name", owner.name},
-               {"uid", owner.uid},
-               {"controller", true},
-               {"blockOwnerDeletion", true}}}}}},
+            {"ownerReferences", json::array({OwnerReference(owner)})}}},
           {"spec",
            {{"replicas", replicas}, {"selector", {{"matchLabels", selector}}}, {"template", pod}}}};
 }
@@ -178,13 +182,7 @@ nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owne
         {"namespace", pipeline.namespace_name},
         {"labels",
          {{"pipescale.io/pipeline", pipeline.name}, {"app.kubernetes.io/managed-by", "pipescale"}}},
-        {"ownerReferences",
-         {{{"apiVersion", owner.api_version},
-           {"kind", owner.kind},
-           {"name", owner.name},
-           {"uid", owner.uid},
-           {"controller", true},
-           {"blockOwnerDeletion", true}}}}}},
+        {"ownerReferences", json::array({OwnerReference(owner)})}}},
       {"data", RoutingConfigMapData(plan)}};
 }
 

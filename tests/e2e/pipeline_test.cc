@@ -13,25 +13,19 @@
 #include "api/deployment.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
+#include "integration/harness/wait.h"
 #include "kube/client.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale {
 namespace {
 
+using testing::PollUntil;
+
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool Until(std::chrono::steady_clock::time_point deadline, Pred pred) {
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return pred();
-}
 
 constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
 kind: InferencePipeline
@@ -125,12 +119,18 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
   // Each step must show in the Deployments and processes by the step's time plus the metrics
   // lag (a 5 s rate window, 1 s scrapes) plus two 2 s intervals, with 5 s to spare for starting
   // model servers: 15 s after the step.
-  ASSERT_TRUE(Until(t0 + 30s, [&] { return follows(15, 0.5); })) << status().dump() << op.Log();
+  ASSERT_TRUE(PollUntil(
+      t0 + 30s, [&] { return follows(15, 0.5); }, 500ms))
+      << status().dump() << op.Log();
   const int low = status()["totalReplicas"];
-  ASSERT_TRUE(Until(t0 + 30s + 15s, [&] { return follows(150, 0.2); })) << status().dump();
+  ASSERT_TRUE(PollUntil(
+      t0 + 30s + 15s, [&] { return follows(150, 0.2); }, 500ms))
+      << status().dump();
   const int high = status()["totalReplicas"];
   EXPECT_GT(high, low);
-  ASSERT_TRUE(Until(t0 + 70s + 15s, [&] { return follows(15, 0.5); })) << status().dump();
+  ASSERT_TRUE(PollUntil(
+      t0 + 70s + 15s, [&] { return follows(15, 0.5); }, 500ms))
+      << status().dump();
   EXPECT_LT(status()["totalReplicas"].get<int>(), high);
 
   EXPECT_TRUE(load.Stop(0, 60s).has_value());

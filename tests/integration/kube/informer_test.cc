@@ -9,9 +9,12 @@
 #include <thread>
 
 #include "integration/harness/local_env.h"
+#include "integration/harness/wait.h"
 
 namespace pipescale::kube {
 namespace {
+
+using testing::Eventually;
 
 using testing::LocalEnv;
 using namespace std::chrono_literals;
@@ -41,16 +44,6 @@ class Recorder {
   std::mutex mu_;
   std::set<std::string> keys_;
 };
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 std::string Value(const Informer& informer, const std::string& key) {
   auto object = informer.Get(key);

@@ -7,23 +7,16 @@
 #include <thread>
 
 #include "integration/harness/local_env.h"
+#include "integration/harness/wait.h"
 #include "kube/informer.h"
 
 namespace pipescale::kube {
 namespace {
 
+using testing::Eventually;
+
 using testing::LocalEnv;
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 TEST(Informer, ResumesAfterTheApiserverRestarts) {
   PIPESCALE_REQUIRE_LOCAL_ENV();

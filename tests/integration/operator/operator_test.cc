@@ -10,6 +10,7 @@
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
+#include "integration/harness/wait.h"
 #include "kube/client.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
@@ -17,20 +18,12 @@
 namespace pipescale {
 namespace {
 
+using testing::Eventually;
+
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
 using namespace std::chrono_literals;
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(200ms);
-  }
-  return pred();
-}
 
 json Pipeline() {
   auto variant = [](const char* v, double c) {

@@ -8,12 +8,15 @@
 #include "api/deployment.h"
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
+#include "integration/harness/wait.h"
 #include "metrics/source.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale::reconciler {
 namespace {
+
+using testing::Eventually;
 
 using nlohmann::json;
 using testing::LocalEnv;
@@ -50,16 +53,6 @@ json PipelineObject(const std::string& name, const std::string& mode) {
         {"metrics",
          {{"prometheusURL", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")},
           {"pathRate", testing::kFastRateQuery}}}}}};
-}
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return pred();
 }
 
 // One namespace, informers on it, and a reconciler that reads the real Prometheus.

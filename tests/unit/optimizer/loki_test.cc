@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
@@ -302,6 +303,8 @@ TEST(Loki, EqualsExhaustiveSearchInBothSteps) {
       EXPECT_LT(plan.served_fraction, 1);
     }
   }
+  std::printf("instances: %d hardware scaling, %d accuracy scaling, %d overloaded\n", hardware,
+              accuracy, overloaded);
   // The generator reaches every phase, or the comparison proves less than it claims.
   EXPECT_GE(hardware, 5);
   EXPECT_GE(accuracy, 5);
