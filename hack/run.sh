@@ -13,6 +13,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/install-deps.sh"
 build=${PIPESCALE_BUILD_DIR:-$root/build}
+# Paths inside the checkout hash relative to it, so clones at other paths share ccache's cache.
+export CCACHE_BASEDIR=$root
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 if [[ ${1:-} == plan || ${1:-} == validate ]]; then
   cmake --build "$build" -j"$(nproc)" --target pipescale >/dev/null

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages the build needs and the cached kube-apiserver,
-# builds all targets (ccache keeps its cache outside the tree), then runs ctest (unit tests and
-# integration tests against real etcd, kube-apiserver and Prometheus on 127.0.0.1). Extra arguments go to ctest, e.g.
-# `hack/test.sh -L unit`.
+# builds all targets (ccache keeps its cache outside the tree), then runs ctest: unit tests,
+# integration and end-to-end tests against real etcd, kube-apiserver and Prometheus on
+# 127.0.0.1. Extra arguments go to ctest, e.g. `hack/test.sh -L unit`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/install-deps.sh"
@@ -10,6 +10,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # cached outside the tree (about 4 minutes the first time on a machine).
 "$root/hack/build-kube-apiserver.sh" >/dev/null
 build=${PIPESCALE_BUILD_DIR:-$root/build}
+# Paths inside the checkout hash relative to it, so clones at other paths share ccache's cache.
+export CCACHE_BASEDIR=$root
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs"

@@ -1,0 +1,241 @@
+#include "optimizer/mark.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "common/check.h"
+
+namespace pipescale::optimizer::mark {
+
+BatchTuning TuneBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                      double arrival_rps_per_instance, int limit) {
+  const double single = latency_ms(1);
+  BatchTuning out{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / single};
+  for (int b = 2; b <= limit; ++b) {
+    const double wait =
+        arrival_rps_per_instance > 0 ? 1000.0 * (b - 1) / arrival_rps_per_instance : rt_max_ms;
+    const double t = latency_ms(b);
+    if (wait + t > rt_max_ms || wait + t > b * single) break;
+    out = {b, wait, 1000.0 * b / t};
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<double> Flat(double value, int steps) {
+  return std::vector<double>(steps, std::max(0.0, value));
+}
+
+class PeakHoldForecaster : public Forecaster {
+ public:
+  explicit PeakHoldForecaster(double headroom) : headroom_(headroom) {}
+  std::string Name() const override { return "peak-hold"; }
+  std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
+    const double peak = history.empty() ? 0 : *std::max_element(history.begin(), history.end());
+    return Flat(peak * headroom_, steps);
+  }
+
+ private:
+  double headroom_;
+};
+
+class EwmaForecaster : public Forecaster {
+ public:
+  explicit EwmaForecaster(double alpha) : alpha_(alpha) {}
+  std::string Name() const override { return "ewma"; }
+  std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
+    if (history.empty()) return Flat(0, steps);
+    double s = history.front();
+    for (double x : history) s = alpha_ * x + (1 - alpha_) * s;
+    return Flat(s, steps);
+  }
+
+ private:
+  double alpha_;
+};
+
+class LinearTrendForecaster : public Forecaster {
+ public:
+  explicit LinearTrendForecaster(int window) : window_(window) {}
+  std::string Name() const override { return "linear-trend"; }
+  std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
+    const int n = std::min<int>(window_, static_cast<int>(history.size()));
+    if (n < 2) return Flat(history.empty() ? 0 : history.back(), steps);
+    const size_t first = history.size() - n;
+    double st = 0, sy = 0, stt = 0, sty = 0;
+    for (int t = 0; t < n; ++t) {
+      st += t;
+      sy += history[first + t];
+      stt += static_cast<double>(t) * t;
+      sty += t * history[first + t];
+    }
+    const double slope = (n * sty - st * sy) / (n * stt - st * st);
+    const double intercept = (sy - slope * st) / n;
+    std::vector<double> out;
+    for (int h = 0; h < steps; ++h) out.push_back(std::max(0.0, intercept + slope * (n + h)));
+    return out;
+  }
+
+ private:
+  int window_;
+};
+
+class HoltWintersForecaster : public Forecaster {
+ public:
+  HoltWintersForecaster(int period, double alpha, double beta, double gamma)
+      : period_(period), alpha_(alpha), beta_(beta), gamma_(gamma) {
+    PIPESCALE_CHECK(period >= 2);
+  }
+  std::string Name() const override { return "holt-winters"; }
+  std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
+    const int p = period_;
+    if (static_cast<int>(history.size()) < 2 * p)
+      return EwmaForecaster(alpha_).Forecast(history, steps);
+    // Initial level, trend and season from the first two seasons.
+    const double first = std::accumulate(history.begin(), history.begin() + p, 0.0) / p;
+    const double second = std::accumulate(history.begin() + p, history.begin() + 2 * p, 0.0) / p;
+    double level = first, trend = (second - first) / p;
+    std::vector<double> season(p);
+    for (int i = 0; i < p; ++i) season[i] = history[i] - first;
+    for (size_t t = p; t < history.size(); ++t) {
+      const double s = season[t % p];
+      const double previous = level;
+      level = alpha_ * (history[t] - s) + (1 - alpha_) * (level + trend);
+      trend = beta_ * (level - previous) + (1 - beta_) * trend;
+      season[t % p] = gamma_ * (history[t] - level) + (1 - gamma_) * s;
+    }
+    std::vector<double> out;
+    for (int h = 1; h <= steps; ++h) {
+      out.push_back(std::max(0.0, level + h * trend + season[(history.size() + h - 1) % p]));
+    }
+    return out;
+  }
+
+ private:
+  int period_;
+  double alpha_, beta_, gamma_;
+};
+
+}  // namespace
+
+std::unique_ptr<Forecaster> PeakHold(double headroom) {
+  return std::make_unique<PeakHoldForecaster>(headroom);
+}
+std::unique_ptr<Forecaster> Ewma(double alpha) { return std::make_unique<EwmaForecaster>(alpha); }
+std::unique_ptr<Forecaster> LinearTrend(int window) {
+  return std::make_unique<LinearTrendForecaster>(window);
+}
+std::unique_ptr<Forecaster> HoltWinters(int period, double alpha, double beta, double gamma) {
+  return std::make_unique<HoltWintersForecaster>(period, alpha, beta, gamma);
+}
+
+Backtest RunBacktest(const Forecaster& forecaster, const std::vector<double>& series, int warmup,
+                     int horizon) {
+  Backtest out{.forecaster = forecaster.Name()};
+  int scored = 0, under = 0, over_count = 0;
+  double ape = 0, over = 0;
+  for (size_t t = warmup; t + horizon <= series.size(); ++t) {
+    const std::vector<double> history(series.begin(), series.begin() + t);
+    const double predicted = forecaster.Forecast(history, horizon)[horizon - 1];
+    const double actual = series[t + horizon - 1];
+    if (actual <= 0) continue;
+    ++scored;
+    ape += std::abs(predicted - actual) / actual;
+    if (predicted < actual) {
+      ++under;
+    } else {
+      ++over_count;
+      over += (predicted - actual) / actual;
+    }
+  }
+  if (scored > 0) {
+    out.mape = ape / scored;
+    out.under_provisioned = static_cast<double>(under) / scored;
+  }
+  if (over_count > 0) out.over_provision = over / over_count;
+  return out;
+}
+
+std::vector<int> Provision(const std::vector<double>& forecast,
+                           const std::vector<InstanceClass>& classes,
+                           const std::vector<int>& running, int lead) {
+  PIPESCALE_CHECK(running.size() == classes.size());
+  const int steps = static_cast<int>(forecast.size());
+  std::vector<int> kept(classes.size(), 0), launched(classes.size(), 0);
+  if (lead >= steps) return kept;
+  while (true) {
+    double capacity = 0;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      capacity += (kept[i] + launched[i]) * classes[i].capacity_rps;
+    }
+    auto unmet = [&](int t) { return forecast[t] - capacity; };
+    if (unmet(lead) <= 1e-9) break;
+    int end = lead;
+    while (end + 1 < steps && unmet(end + 1) > 1e-9) ++end;
+    // The cheapest per request it would absorb over [lead, end]; running instances first, so
+    // that they win ties.
+    double best_cost = std::numeric_limits<double>::infinity();
+    int best = -1;
+    bool best_running = false;
+    for (bool from_running : {true, false}) {
+      for (size_t i = 0; i < classes.size(); ++i) {
+        if (from_running && kept[i] >= running[i]) continue;
+        double absorbed = 0;
+        for (int t = lead; t <= end; ++t) absorbed += std::min(classes[i].capacity_rps, unmet(t));
+        if (absorbed <= 0) continue;
+        const double overhead = from_running ? 0 : classes[i].launch_overhead;
+        const double cost = (overhead + (end - lead + 1) * classes[i].price_per_step) / absorbed;
+        if (cost < best_cost * (1 - 1e-12)) {
+          best_cost = cost;
+          best = static_cast<int>(i);
+          best_running = from_running;
+        }
+      }
+    }
+    if (best < 0) break;  // no class has capacity
+    (best_running ? kept : launched)[best] += 1;
+  }
+  std::vector<int> out(classes.size());
+  for (size_t i = 0; i < classes.size(); ++i) out[i] = kept[i] + launched[i];
+  return out;
+}
+
+std::vector<int> WithCooldown(const std::vector<std::vector<int>>& recent_plans, int cooldown) {
+  PIPESCALE_CHECK(!recent_plans.empty());
+  std::vector<int> out = recent_plans.back();
+  const size_t from =
+      recent_plans.size() > static_cast<size_t>(cooldown) ? recent_plans.size() - cooldown : 0;
+  for (size_t k = from; k < recent_plans.size(); ++k) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = std::max(out[i], recent_plans[k][i]);
+  }
+  return out;
+}
+
+void SloGuard::Observe(bool met) {
+  if (recent_.size() < static_cast<size_t>(window_)) {
+    recent_.push_back(met);
+    return;
+  }
+  recent_[next_] = met;
+  next_ = (next_ + 1) % window_;
+}
+
+double SloGuard::Attainment() const {
+  if (recent_.empty()) return 1;
+  return static_cast<double>(std::count(recent_.begin(), recent_.end(), true)) / recent_.size();
+}
+
+int SloGuard::Check() {
+  if (quiet_ > 0) {
+    --quiet_;
+    return 0;
+  }
+  if (recent_.size() < static_cast<size_t>(window_) || Attainment() >= slo_min_) return 0;
+  quiet_ = cooldown_;
+  return step_;
+}
+
+}  // namespace pipescale::optimizer::mark
