@@ -6,6 +6,7 @@
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "common/strings.h"
+#include "optimizer/problem.h"
 #include "optimizer/solve.h"
 #include "reconciler/conditions.h"
 
@@ -114,6 +115,51 @@ json PlanStatus(const model::Plan& plan, const std::vector<Placement>& placement
   out["routing"] =
       json::parse(api::RoutingConfigMapData(plan)["routing.json"].get<std::string>())["tables"];
   return out;
+}
+
+// FA2 changes a batch size only together with the replicas, or when the running batch no
+// longer meets the SLOs: every batch change restarts a Deployment's pods, and noise in the
+// measured rate would otherwise flip between plans of equal replicas at every interval. Only
+// the batches this operator applied (the status's plan) are kept; a hand edit is restored.
+void KeepRunningBatches(const model::Pipeline& pipeline, const model::Workload& workload,
+                        const Observed& o, model::Plan& plan) {
+  if (plan.report.status == model::SolveStatus::kInfeasible) return;
+  std::map<std::string, std::pair<int, int>> applied;  // deployment -> (replicas, batch)
+  const json status = o.object.value("status", json::object());
+  for (const auto& t : status.value("plan", json::object()).value("tasks", json::array())) {
+    applied[t.value("deployment", "")] = {t.value("replicas", -1), t.value("batchSize", -1)};
+  }
+  const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
+  optimizer::Assignment assignment(problem.dnns.size());
+  std::vector<const optimizer::Choice*> kept(plan.tasks.size(), nullptr);
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const model::TaskPlan& t = plan.tasks[i];
+    const Placement p = Place(pipeline, t);
+    auto it = o.deployments.find(p.deployment);
+    auto was = applied.find(p.deployment);
+    if (it == o.deployments.end() || was == applied.end()) return;
+    const api::ManagedFields f = api::ReadManagedFields(it->second, p.variant->batch_env);
+    if (f.replicas != t.replicas || f.batch_size != was->second.second ||
+        was->second.first != t.replicas) {
+      return;
+    }
+    const int dnn = pipeline.TaskIndex(t.task);
+    const int hw = pipeline.HardwareClassIndex(t.hardware_class);
+    for (const auto& c : problem.dnns[dnn].choices) {
+      if (c.hardware_class == hw && c.batch == *f.batch_size) kept[i] = &c;
+    }
+    if (kept[i] == nullptr || kept[i]->replicas > t.replicas) return;
+    assignment[dnn] = *kept[i];
+  }
+  if (!optimizer::MeetsSlos(problem, assignment)) return;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    plan.tasks[i].batch_size = kept[i]->batch;
+    plan.tasks[i].latency_ms = kept[i]->exec_ms;
+    plan.tasks[i].queue_ms = kept[i]->queue_ms;
+  }
+  for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
+    plan.paths[r].predicted_latency_ms = optimizer::RouteLatencyMs(problem, assignment, r);
+  }
 }
 
 // "detect 3->4 replicas, batch 8->8" for every Deployment whose replicas or batch changed.
@@ -238,6 +284,7 @@ Decision Decide(const Observed& o) {
     }
   }
   model::Plan plan = optimizer::Solve(pipeline, workload, algorithm);
+  if (!loki) KeepRunningBatches(pipeline, workload, o, plan);
 
   // Stabilize each Deployment's replicas against the recent recommendations.
   std::vector<Placement> placements;

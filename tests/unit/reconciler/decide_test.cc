@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "api/deployment.h"
+#include "api/pipeline_parse.h"
+#include "optimizer/problem.h"
+#include "optimizer/solve.h"
 #include "reconciler/conditions.h"
 
 namespace pipescale::reconciler {
@@ -272,6 +275,47 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
   w.Step(Rate(200), 1010);
   EXPECT_EQ(w.Replicas("shop-classify-big-cpu"), 0);
   EXPECT_FALSE(w.deployments.contains("shop-ocr-x-cpu"));
+}
+
+// Rate noise that changes FA2's batch sizes but not its replicas restarts no pods: the running
+// batches stay while they still carry the load within the SLOs.
+TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
+  World w;
+  w.Step(Rate(200), 1000);
+  api::ParsedPipeline parsed = api::ParsePipeline(w.object.dump());
+  ASSERT_TRUE(parsed.pipeline.has_value());
+  int held = 0, followed = 0;
+  for (double rps : {200.0, 195.0, 205.0, 190.0, 210.0, 185.0, 215.0, 180.0, 220.0, 240.0, 260.0}) {
+    const model::Workload load{{{"p", rps}}};
+    const model::Plan fresh = optimizer::Solve(*parsed.pipeline, load, optimizer::Algorithm::kFa2);
+    // Do the running batches still serve this rate with the same replicas within the SLO?
+    const optimizer::Problem problem = optimizer::Compile(*parsed.pipeline, load);
+    optimizer::Assignment running(2);
+    bool fits = true;
+    for (int i = 0; i < 2; ++i) {
+      const std::string& name = i == 0 ? kDetect : kClassify;
+      for (const auto& c : problem.dnns[i].choices) {
+        if (c.batch == w.Batch(name)) running[i] = c;
+      }
+      fits = fits && running[i].replicas <= w.Replicas(name) &&
+             fresh.tasks[i].replicas == w.Replicas(name);
+    }
+    fits = fits && optimizer::MeetsSlos(problem, running);
+    const int detect_batch = w.Batch(kDetect), classify_batch = w.Batch(kClassify);
+    const Decision d = w.Step(Rate(rps), 2000 + rps);
+    const bool fresh_differs =
+        fresh.tasks[0].batch_size != detect_batch || fresh.tasks[1].batch_size != classify_batch;
+    if (fits && fresh_differs) {
+      ++held;
+      EXPECT_TRUE(d.writes.empty()) << rps << " rps";
+    } else if (fresh_differs) {
+      ++followed;
+      EXPECT_EQ(w.Batch(kDetect), fresh.tasks[0].batch_size) << rps << " rps";
+      EXPECT_EQ(w.Batch(kClassify), fresh.tasks[1].batch_size) << rps << " rps";
+    }
+  }
+  EXPECT_GT(held, 0) << "no rate in the sweep left the running batches feasible";
+  EXPECT_GT(followed, 0) << "no rate in the sweep needed new batches";
 }
 
 // Loki on the same world: two variants of classify, a cluster of four replicas.
