@@ -392,6 +392,11 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
   return plan;
 }
 
+// Requests per second a plan entry's replicas serve at its batch size.
+double CapacityRps(const model::TaskPlan& t) {
+  return t.replicas * 1000.0 * t.batch_size / t.latency_ms;
+}
+
 }  // namespace
 
 model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
@@ -424,14 +429,15 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   if (!plan && !options.hardware_scaling_only) plan = attempt(Step::kAccuracyScaling, false);
   if (!plan) {
     plan = attempt(Step::kOverloaded, !options.hardware_scaling_only);
-    if (!plan) {  // only when the time limit passed before any solution: hold what runs
+    if (plan) {
+      plan->report.status = model::SolveStatus::kInfeasible;
+    } else {  // the time limit passed before any solution: no tasks, the caller holds what runs
       plan = model::Plan{};
       plan->phase = model::Phase::kOverloaded;
       plan->served_fraction = 0;
       plan->report.optimizer = "loki";
       plan->report.status = model::SolveStatus::kTimeLimit;
     }
-    plan->report.status = model::SolveStatus::kInfeasible;
     notes.push_back(
         StrFormat("overloaded: serves %.1f%% of the demand", 100 * plan->served_fraction));
   }
@@ -449,7 +455,7 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
   std::map<std::pair<std::string, std::string>, double> left;
   std::map<std::string, std::vector<const model::TaskPlan*>> offered;
   for (const model::TaskPlan& t : plan.tasks) {
-    left[{t.task, t.variant}] += t.replicas * 1000.0 * t.batch_size / t.latency_ms;
+    left[{t.task, t.variant}] += CapacityRps(t);
     offered[t.task].push_back(&t);
   }
   auto accuracy_of = [&](const std::string& task, const std::string& variant) {
@@ -527,13 +533,9 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
       }
       if (rest > 1e-12) {  // over capacity: spread the rest in proportion to capacity
         double total = 0;
-        for (const auto* v : variants)
-          total += v->replicas * 1000.0 * v->batch_size / v->latency_ms;
+        for (const auto* v : variants) total += CapacityRps(*v);
         for (size_t k = 0; k < variants.size() && total > 0; ++k) {
-          routed[k] +=
-              rest *
-              (variants[k]->replicas * 1000.0 * variants[k]->batch_size / variants[k]->latency_ms) /
-              total;
+          routed[k] += rest * CapacityRps(*variants[k]) / total;
         }
       }
       model::RoutingTable table{spec.paths[s.path].name, task.name, s.from, {}};

@@ -284,6 +284,14 @@ Decision Decide(const Observed& o) {
     }
   }
   model::Plan plan = optimizer::Solve(pipeline, workload, algorithm);
+  if (plan.tasks.empty()) {
+    // The solver's time budget passed before any plan: hold what runs rather than read an
+    // empty plan as "scale everything to zero".
+    SetCondition(conditions, "PlanApplied", false, reason::kHeld,
+                 "the optimizer found no plan within its time budget; holding the current one",
+                 generation, o.now);
+    return d;
+  }
   if (!loki) KeepRunningBatches(pipeline, workload, o, plan);
 
   // Stabilize each Deployment's replicas against the recent recommendations.
