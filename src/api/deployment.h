@@ -38,7 +38,10 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
 // Loki's routing tables for the data plane: the ConfigMap <pipeline>-routing, owned by the
 // pipeline, with one key `routing.json`: {"phase", "accuracy", "tables": [{"path", "task",
 // "from", "to": [{"variant", "fraction"}]}], "backups": [...], "budgetsMs": {"task/variant"}}.
-// Fractions are rounded to 4 decimals so that noise in the rates does not rewrite it.
+// Fractions are rounded to 4 decimals so that noise in the rates does not rewrite it. Kairos
+// and MArk plans write `pools.json` instead: {"optimizer", "pools": [{"task", "qosMs",
+// "members": [{"hardwareClass", "replicas", "maxQuery", "coefficient", "capacityRps"}],
+// "spillClass"}]}.
 std::string RoutingConfigMapName(const model::Pipeline& pipeline);
 nlohmann::json RoutingConfigMapData(const model::Plan& plan);
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,

@@ -225,7 +225,7 @@ void ParseHardwareClasses(Reader& r, const json& spec, model::PipelineSpec& out)
     }
     r.OnlyKnown(c, path,
                 {"name", "resources", "nodeSelector", "tolerations", "costPerHour",
-                 "startupSeconds", "maxReplicas"});
+                 "startupSeconds", "maxReplicas", "burst"});
     model::HardwareClass hw;
     if (auto name = Name(r, c, path)) {
       if (!seen.insert(*name).second)
@@ -247,6 +247,18 @@ void ParseHardwareClasses(Reader& r, const json& spec, model::PipelineSpec& out)
         r.Fail(Reader::At(path, "maxReplicas"), "must be >= 1, got " + std::to_string(*v));
       } else {
         hw.max_replicas = static_cast<int>(*v);
+      }
+    }
+    if (const json* burst = r.Object(c, "burst", path, false)) {
+      const std::string bpath = Reader::At(path, "burst");
+      r.OnlyKnown(*burst, bpath, {"minWarm"});
+      hw.burst_min_warm = 1;
+      if (auto v = r.Integer(*burst, "minWarm", bpath, false)) {
+        if (*v < 0) {
+          r.Fail(Reader::At(bpath, "minWarm"), "must be >= 0, got " + std::to_string(*v));
+        } else {
+          hw.burst_min_warm = static_cast<int>(*v);
+        }
       }
     }
     out.hardware_classes.push_back(std::move(hw));
@@ -650,6 +662,31 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
     if (auto h = r.Duration(*forecast, "horizon", "spec.forecast"))
       out.forecast.horizon_seconds = *h;
   }
+  if (const json* sizes = r.Array(spec, "querySizes", "spec", false)) {
+    std::set<int> seen;
+    for (size_t i = 0; i < sizes->size(); ++i) {
+      const std::string path = Reader::At("spec.querySizes", i);
+      const json& q = (*sizes)[i];
+      if (!q.is_object()) {
+        r.Fail(path, "must be an object {size, weight}");
+        continue;
+      }
+      r.OnlyKnown(q, path, {"size", "weight"});
+      model::QuerySize size;
+      if (auto n = r.Integer(q, "size", path, true)) {
+        if (*n < 1) {
+          r.Fail(Reader::At(path, "size"), "must be >= 1, got " + std::to_string(*n));
+          continue;
+        }
+        if (!seen.insert(static_cast<int>(*n)).second) {
+          r.Fail(Reader::At(path, "size"), "duplicate query size " + std::to_string(*n));
+        }
+        size.size = static_cast<int>(*n);
+      }
+      if (auto w = r.Positive(q, "weight", path, true)) size.weight = *w;
+      out.query_sizes.push_back(size);
+    }
+  }
   if (const json* behavior = r.Object(spec, "behavior", "spec", false)) {
     r.OnlyKnown(*behavior, "spec.behavior", {"scaleUp", "scaleDown"});
     for (auto [key, target] : {std::pair{"scaleDown", &out.behavior.scale_down_window_seconds},
@@ -659,6 +696,52 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
         r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
         if (auto w = r.Positive(*b, "stabilizationWindowSeconds", at, false, true)) *target = *w;
       }
+    }
+  }
+}
+
+const char* OptimizerName(model::OptimizerKind kind) {
+  switch (kind) {
+    case model::OptimizerKind::kFa2:
+      return "fa2";
+    case model::OptimizerKind::kLoki:
+      return "loki";
+    case model::OptimizerKind::kKairos:
+      return "kairos";
+    case model::OptimizerKind::kMark:
+      return "mark";
+  }
+  return "";
+}
+
+// Kairos and MArk size each task's pool over its most accurate variant's classes; a burst
+// class only takes spill, so every task needs a class besides its burst classes, and the
+// largest query must fit the batch the model server accepts.
+void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec) {
+  const bool pool = spec.optimizer == model::OptimizerKind::kKairos ||
+                    spec.optimizer == model::OptimizerKind::kMark;
+  int largest = 1;
+  for (const auto& q : spec.query_sizes) largest = std::max(largest, q.size);
+  for (size_t t = 0; t < spec.tasks.size() && pool; ++t) {
+    const model::Task& task = spec.tasks[t];
+    if (task.variants.empty()) continue;
+    const model::Variant& v = task.MostAccurateVariant();
+    bool main = false;
+    for (const auto& profile : v.profiles) {
+      for (const auto& hw : spec.hardware_classes) {
+        if (hw.name == profile.hardware_class && !hw.burst_min_warm) main = true;
+      }
+    }
+    const std::string at = Reader::At(Reader::At("spec.tasks", t), "variants");
+    if (!main) {
+      r.Fail(at, "variant " + Quote(v.name) + " of task " + Quote(task.name) +
+                     " has a profile only on burst classes; " + OptimizerName(spec.optimizer) +
+                     " needs one on a main class");
+    }
+    if (largest > v.max_batch) {
+      r.Fail("spec.querySizes", "query size " + std::to_string(largest) + " exceeds the batch " +
+                                    Quote(v.name) + " of task " + Quote(task.name) +
+                                    " accepts (batchSize.max " + std::to_string(v.max_batch) + ")");
     }
   }
 }
@@ -702,7 +785,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   if (spec != nullptr) {
     r.OnlyKnown(*spec, "spec",
                 {"optimizer", "mode", "interval", "hardwareClasses", "tasks", "paths", "slo",
-                 "budget", "metrics", "forecast", "behavior"});
+                 "budget", "metrics", "forecast", "behavior", "querySizes"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);
@@ -710,9 +793,12 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     ParsePaths(r, *spec, pipeline.spec);
     const auto paths = spec->find("paths");
     const bool no_paths = paths == spec->end() || (paths->is_array() && paths->empty());
-    if (pipeline.spec.optimizer == model::OptimizerKind::kFa2 && no_paths) {
-      r.Fail("spec.paths", "the fa2 optimizer needs at least one execution path with sloMs");
+    const model::OptimizerKind kind = pipeline.spec.optimizer;
+    if (kind != model::OptimizerKind::kLoki && no_paths) {
+      r.Fail("spec.paths", std::string("the ") + OptimizerName(kind) +
+                               " optimizer needs at least one execution path with sloMs");
     }
+    CheckPoolClasses(r, pipeline.spec);
   }
   if (result.errors.empty()) result.pipeline = std::move(pipeline);
   return result;

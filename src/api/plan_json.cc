@@ -21,6 +21,25 @@ nlohmann::ordered_json RoutingToJson(const model::Plan& plan) {
 
 }  // namespace
 
+nlohmann::ordered_json PoolsToJson(const model::Plan& plan) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& p : plan.pools) {
+    auto members = nlohmann::ordered_json::array();
+    for (const auto& m : p.members) {
+      members.push_back({{"hardwareClass", m.hardware_class},
+                         {"replicas", m.replicas},
+                         {"maxQuery", m.max_query},
+                         {"coefficient", m.coefficient},
+                         {"capacityRps", m.capacity_rps}});
+    }
+    nlohmann::ordered_json pool = {{"task", p.task}, {"qosMs", p.qos_ms}, {"members", members}};
+    if (!p.spill_class.empty()) pool["spillClass"] = p.spill_class;
+    if (p.upper_bound_qps > 0) pool["upperBoundQps"] = p.upper_bound_qps;
+    out.push_back(std::move(pool));
+  }
+  return out;
+}
+
 std::string PlanToJson(const model::Plan& plan) {
   nlohmann::ordered_json out;
   out["status"] = model::SolveStatusName(plan.report.status);
@@ -64,6 +83,15 @@ std::string PlanToJson(const model::Plan& plan) {
           {{"task", b.task}, {"variant", b.variant}, {"spareRps", b.spare_rps}});
     }
   }
+  if (!plan.pools.empty()) {
+    out["costPerHour"] = plan.cost_per_hour;
+    out["servedFraction"] = plan.served_fraction;
+    if (plan.report.optimizer == "kairos") out["upperBoundQps"] = plan.upper_bound_qps;
+    if (!plan.forecast_rps.empty()) {
+      out["forecast"] = {{"stepSeconds", plan.forecast_step_seconds}, {"rps", plan.forecast_rps}};
+    }
+    out["pools"] = PoolsToJson(plan);
+  }
   out["notes"] = plan.report.notes;
   return out.dump(2) + "\n";
 }
@@ -92,6 +120,21 @@ std::string PlanToTable(const model::Plan& plan) {
       for (const auto& name : v.variants) variants += (variants.empty() ? "" : " > ") + name;
       out += StrFormat("  %-16s %5.1f%%  accuracy %.3f  %6.1f ms  %s\n", v.path.c_str(),
                        100 * v.share, v.accuracy, v.latency_ms, variants.c_str());
+    }
+  }
+  if (!plan.pools.empty()) {
+    out += StrFormat("\ncost $%.3f/h", plan.cost_per_hour);
+    if (plan.report.optimizer == "kairos") {
+      out += StrFormat(", upper bound %.1f qps", plan.upper_bound_qps);
+    }
+    if (plan.served_fraction < 1) {
+      out += StrFormat(", covering %.1f%% of the demand", 100 * plan.served_fraction);
+    }
+    out += "\n";
+    if (!plan.forecast_rps.empty()) {
+      out += StrFormat("forecast (rps, every %.0f s from now):", plan.forecast_step_seconds);
+      for (double r : plan.forecast_rps) out += StrFormat(" %.1f", r);
+      out += "\n";
     }
   }
   for (const auto& n : plan.report.notes) out += "note: " + n + "\n";

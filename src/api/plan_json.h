@@ -2,6 +2,7 @@
 // human table.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "model/plan.h"
@@ -10,8 +11,13 @@ namespace pipescale::api {
 
 // {"status", "optimizer", "objective", "solveMs", "tasks": [...], "paths": [...], "notes"};
 // Loki's plans add "phase", "accuracy", "servedFraction", "variantPaths", "routing", "backups"
-// and per task "loadRps" and "budgetMs".
+// and per task "loadRps" and "budgetMs". Kairos and MArk add "costPerHour", "servedFraction",
+// "pools", Kairos "upperBoundQps" and MArk "forecast" {stepSeconds, rps}.
 std::string PlanToJson(const model::Plan& plan);
+
+// The pools for a dispatcher: per task its QoS, members (class, replicas, largest query,
+// Kairos coefficient, capacity) and the spill class.
+nlohmann::ordered_json PoolsToJson(const model::Plan& plan);
 
 std::string PlanToTable(const model::Plan& plan);
 

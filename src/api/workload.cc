@@ -1,5 +1,10 @@
 #include "api/workload.h"
 
+#include <cmath>
+#include <cstdlib>
+
+#include "common/strings.h"
+
 namespace pipescale::api {
 
 Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
@@ -30,6 +35,72 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
     workload.path_rates_rps[p.name] = total_rps && weight > 0 ? *total_rps * p.weight / weight : 0;
   }
   return workload;
+}
+
+Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds) {
+  std::vector<double> out;
+  std::optional<double> start;
+  double last_time = -INFINITY;
+  size_t line_no = 0;
+  size_t at = 0;
+  while (at < csv.size()) {
+    const size_t end = std::min(csv.find('\n', at), csv.size());
+    std::string line(csv.substr(at, end - at));
+    at = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const size_t comma = line.find(',');
+    char* rest = nullptr;
+    const std::string time_text = line.substr(0, comma);
+    const double time = std::strtod(time_text.c_str(), &rest);
+    const bool time_ok = comma != std::string::npos && rest != time_text.c_str() && *rest == 0;
+    if (!time_ok && out.empty() && !start) continue;  // a header line
+    const std::string rate_text = comma == std::string::npos ? "" : line.substr(comma + 1);
+    const double rate = std::strtod(rate_text.c_str(), &rest);
+    if (!time_ok || rest == rate_text.c_str() || *rest != 0 || !std::isfinite(time) ||
+        !std::isfinite(rate)) {
+      return Error{ErrorKind::kInvalid,
+                   StrFormat("line %zu: expected time,rate (seconds, requests per second), got "
+                             "\"%s\"",
+                             line_no, line.c_str())};
+    }
+    if (rate < 0) {
+      return Error{ErrorKind::kInvalid, StrFormat("line %zu: the rate must be >= 0", line_no)};
+    }
+    if (time < last_time) {
+      return Error{ErrorKind::kInvalid,
+                   StrFormat("line %zu: time %g is before the previous line's", line_no, time)};
+    }
+    last_time = time;
+    if (!start) start = time;
+    const size_t step = static_cast<size_t>((time - *start) / step_seconds);
+    if (step < out.size()) {
+      out[step] = std::max(out[step], rate);
+      continue;
+    }
+    while (out.size() < step) out.push_back(out.back());  // steps with no sample
+    out.push_back(rate);
+  }
+  if (out.empty()) return Error{ErrorKind::kInvalid, "no time,rate lines"};
+  return out;
+}
+
+std::map<std::string, double> PathShares(const model::Pipeline& pipeline,
+                                         const model::Workload& workload) {
+  double total = 0, weight = 0;
+  for (const auto& p : pipeline.spec.paths) {
+    auto it = workload.path_rates_rps.find(p.name);
+    total += it == workload.path_rates_rps.end() ? 0 : it->second;
+    weight += p.weight;
+  }
+  std::map<std::string, double> out;
+  for (const auto& p : pipeline.spec.paths) {
+    auto it = workload.path_rates_rps.find(p.name);
+    const double rate = it == workload.path_rates_rps.end() ? 0 : it->second;
+    out[p.name] = total > 0 ? rate / total : p.weight / weight;
+  }
+  return out;
 }
 
 }  // namespace pipescale::api

@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "model/pipeline.h"
@@ -16,5 +18,15 @@ namespace pipescale::api {
 Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
                                      std::optional<double> total_rps,
                                      const std::map<std::string, double>& per_path_rps);
+
+// A rate history (CSV lines `time,rate`: seconds and requests per second, an optional header,
+// '#' comments) as one value per planning step of `step_seconds`: the peak within each step,
+// as MArk forecasts peaks; a step with no sample repeats the one before. kInvalid names the
+// line for a malformed row, a negative rate or time going backwards.
+Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds);
+
+// Each path's share of a total rate in `workload` (by its weight when the total is 0).
+std::map<std::string, double> PathShares(const model::Pipeline& pipeline,
+                                         const model::Workload& workload);
 
 }  // namespace pipescale::api

@@ -1,13 +1,16 @@
 #include "cli/cli.h"
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
 #include "api/workload.h"
 #include "common/strings.h"
+#include "optimizer/pool.h"
 #include "optimizer/solve.h"
 
 namespace pipescale::cli {
@@ -16,13 +19,15 @@ namespace {
 constexpr const char* kUsage = R"(pipescale: plan and validate InferencePipelines offline
 
 usage:
-  pipescale plan -f FILE [--optimizer fa2|loki|ds2|inferline|grandslam|exact]
-                 [--rate RPS] [--path-rate NAME=RPS ...] [-o table|json]
+  pipescale plan -f FILE [--optimizer fa2|loki|kairos|mark|ds2|inferline|grandslam|exact]
+                 [--rate RPS] [--path-rate NAME=RPS ...] [--history FILE] [-o table|json]
   pipescale validate -f FILE
   pipescale help
 
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
-one path's rate and may be repeated. Exit codes: 0 done (an Infeasible plan is a result),
+one path's rate and may be repeated. --history (mark) is a CSV of time,rate (seconds, total
+requests per second) that MArk forecasts from with spec.forecast; without --rate its last value
+is the current rate. Exit codes: 0 done (an Infeasible plan is a result),
 2 invalid flags or pipeline (every problem is printed with its field), 1 anything else.
 )";
 
@@ -32,6 +37,7 @@ struct Flags {
   std::string output = "table";
   std::optional<double> rate;
   std::map<std::string, double> path_rates;
+  std::string history;
 };
 
 std::optional<double> ParseNumber(const std::string& s) {
@@ -60,7 +66,7 @@ std::string ParseFlags(std::span<const std::string> args, Flags& flags) {
     };
     std::optional<std::string> v;
     if (name == "-f" || name == "--file" || name == "--optimizer" || name == "-o" ||
-        name == "--output" || name == "--rate" || name == "--path-rate") {
+        name == "--output" || name == "--rate" || name == "--path-rate" || name == "--history") {
       v = take();
       if (!v) return name + " needs a value";
     } else {
@@ -76,6 +82,8 @@ std::string ParseFlags(std::span<const std::string> args, Flags& flags) {
     } else if (name == "--rate") {
       flags.rate = ParseNumber(*v);
       if (!flags.rate) return "--rate needs a number, got " + *v;
+    } else if (name == "--history") {
+      flags.history = *v;
     } else if (name == "--path-rate") {
       const auto eq = v->find('=');
       const auto rate = eq == std::string::npos ? std::nullopt : ParseNumber(v->substr(eq + 1));
@@ -136,30 +144,68 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
     algorithm = optimizer::ParseAlgorithm(flags.optimizer);
     if (!algorithm) {
       err << "--optimizer: unknown optimizer \"" << flags.optimizer
-          << "\"; known: fa2, loki, ds2, inferline, grandslam, exact\n";
+          << "\"; known: fa2, loki, kairos, mark, ds2, inferline, grandslam, exact\n";
       return kExitInvalidInput;
     }
-  } else if (pipeline->spec.optimizer == model::OptimizerKind::kLoki) {
-    algorithm = optimizer::Algorithm::kLoki;
-  } else if (pipeline->spec.optimizer == model::OptimizerKind::kFa2) {
-    algorithm = optimizer::Algorithm::kFa2;
   } else {
-    err << flags.file << ": spec.optimizer: not available in this version (fa2 and loki are); "
-        << "pass --optimizer to plan with one of those\n";
+    switch (pipeline->spec.optimizer) {
+      case model::OptimizerKind::kFa2:
+        algorithm = optimizer::Algorithm::kFa2;
+        break;
+      case model::OptimizerKind::kLoki:
+        algorithm = optimizer::Algorithm::kLoki;
+        break;
+      case model::OptimizerKind::kKairos:
+        algorithm = optimizer::Algorithm::kKairos;
+        break;
+      case model::OptimizerKind::kMark:
+        algorithm = optimizer::Algorithm::kMark;
+        break;
+    }
+  }
+  const bool mark = algorithm == optimizer::Algorithm::kMark;
+  if (!flags.history.empty() && !mark) {
+    err << "--history: only the mark optimizer forecasts from a rate history\n";
     return kExitInvalidInput;
+  }
+  std::vector<double> history;
+  if (!flags.history.empty()) {
+    std::ifstream in(flags.history, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    auto parsed =
+        in ? api::ParseRateHistory(text.str(), pipeline->spec.interval_seconds)
+           : Result<std::vector<double>>(Error{ErrorKind::kInvalid, "cannot read the file"});
+    if (!parsed) {
+      err << "--history " << flags.history << ": " << parsed.error().message << "\n";
+      return kExitInvalidInput;
+    }
+    history = std::move(*parsed);
   }
   if (pipeline->spec.paths.empty()) {
     err << flags.file << ": spec.paths: " << optimizer::AlgorithmName(*algorithm)
         << " plans per execution path; the pipeline has none\n";
     return kExitInvalidInput;
   }
-  auto workload = api::MakeWorkload(*pipeline, flags.rate, flags.path_rates);
+  std::optional<double> rate = flags.rate;
+  if (!rate && flags.path_rates.empty() && !history.empty()) rate = history.back();
+  auto workload = api::MakeWorkload(*pipeline, rate, flags.path_rates);
   if (!workload) {
     err << workload.error().message << "\n";
     return kExitInvalidInput;
   }
   const auto start = std::chrono::steady_clock::now();
-  model::Plan plan = optimizer::Solve(*pipeline, *workload, *algorithm);
+  model::Plan plan;
+  if (mark) {
+    // The history is of the total rate: each path's share of it is today's.
+    optimizer::MarkInput input;
+    for (const auto& [path, share] : api::PathShares(*pipeline, *workload)) {
+      for (double r : history) input.history[path].push_back(r * share);
+    }
+    plan = optimizer::SolveMark(*pipeline, *workload, input);
+  } else {
+    plan = optimizer::Solve(*pipeline, *workload, *algorithm);
+  }
   plan.report.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out << (flags.output == "json" ? api::PlanToJson(plan) : api::PlanToTable(plan));

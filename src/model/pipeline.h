@@ -26,6 +26,9 @@ struct HardwareClass {
   double cost_per_hour = 0;
   double startup_seconds = 0;  // launch overhead until a new replica serves (MArk)
   std::optional<int> max_replicas;
+  // A burst class (MArk's spot/burst pool) is kept warm at this many replicas per task and
+  // takes only the requests the main pool would serve late; the planners never size it.
+  std::optional<int> burst_min_warm;
 
   bool operator==(const HardwareClass&) const = default;
 };
@@ -119,6 +122,14 @@ struct Behavior {
   bool operator==(const Behavior&) const = default;
 };
 
+// Kairos: clients send queries of several sizes (a batch each); how often each size comes.
+struct QuerySize {
+  int size = 1;
+  double weight = 1;
+
+  bool operator==(const QuerySize&) const = default;
+};
+
 struct PipelineSpec {
   OptimizerKind optimizer = OptimizerKind::kFa2;
   Mode mode = Mode::kApply;
@@ -131,6 +142,7 @@ struct PipelineSpec {
   MetricsSpec metrics;
   Forecast forecast;
   Behavior behavior;
+  std::vector<QuerySize> query_sizes;  // empty: every query is one request
 
   bool operator==(const PipelineSpec&) const = default;
 };

@@ -84,6 +84,27 @@ struct BackupWorker {
 enum class Phase { kNone, kHardwareScaling, kAccuracyScaling, kOverloaded };
 const char* PhaseName(Phase phase);
 
+// Kairos and MArk: one task's replicas across hardware classes, for the dispatcher.
+struct PoolMember {
+  std::string hardware_class;
+  int replicas = 0;
+  int max_query = 1;        // the largest query (batch) it serves within the task's budget
+  double coefficient = 1;   // Kairos C_j: the fastest class's latency / its own, largest query
+  double capacity_rps = 0;  // one replica's rate within the budget
+
+  bool operator==(const PoolMember&) const = default;
+};
+
+struct Pool {
+  std::string task;
+  double qos_ms = 0;                // the task's share of its paths' SLOs
+  std::vector<PoolMember> members;  // Kairos: the base class first
+  std::string spill_class;          // MArk: the warm burst class for requests served late
+  double upper_bound_qps = 0;       // Kairos: Eq. 14-15 for the chosen counts
+
+  bool operator==(const Pool&) const = default;
+};
+
 struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<PathPlan> paths;
@@ -92,10 +113,16 @@ struct Plan {
   // Accuracy-scaling optimizers (Loki) only.
   Phase phase = Phase::kNone;
   double accuracy = 0;         // demand-weighted mean end-to-end accuracy
-  double served_fraction = 1;  // of the demand; below 1 only when Overloaded
+  double served_fraction = 1;  // of the demand: Loki when Overloaded, Kairos past its budget
   std::vector<VariantPath> variant_paths;
   std::vector<RoutingTable> routing;
   std::vector<BackupWorker> backups;
+  // Pool optimizers (Kairos, MArk) only.
+  std::vector<Pool> pools;
+  double cost_per_hour = 0;
+  double upper_bound_qps = 0;        // Kairos: the pipeline's bound, the least over its tasks
+  std::vector<double> forecast_rps;  // MArk: total rate per step ahead, [0] = now
+  double forecast_step_seconds = 0;
 
   int TotalReplicas() const;
 

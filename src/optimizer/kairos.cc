@@ -205,6 +205,15 @@ Bound UpperBound(const Profile& profile, const std::vector<int>& counts) {
     s = std::max(s, a.violating_batch);
   }
   if (!any) return {u * profile.base_qps, Regime::kHomogeneous};
+  if (f >= 1 - 1e-12) {
+    // An auxiliary class that serves every query size within QoS is no auxiliary: the pool
+    // is additive, each class at its own threshold (an upper bound for the others).
+    double qps = u * profile.base_qps;
+    for (size_t i = 0; i < profile.auxiliary.size(); ++i) {
+      qps += counts[i + 1] * profile.auxiliary[i].qps;
+    }
+    return {qps, Regime::kHomogeneous};
+  }
   double aux_qps = 0;  // sum of v_i Q_a^i, each at the most permissive threshold s'
   for (size_t i = 0; i < profile.auxiliary.size(); ++i) {
     if (counts[i + 1] == 0) continue;

@@ -172,8 +172,11 @@ std::vector<int> Provision(const std::vector<double>& forecast,
       capacity += (kept[i] + launched[i]) * classes[i].capacity_rps;
     }
     auto unmet = [&](int t) { return forecast[t] - capacity; };
-    if (unmet(lead) <= 1e-9) break;
-    int end = lead;
+    // The first step still short, and the run of short steps from it.
+    int first = lead;
+    while (first < steps && unmet(first) <= 1e-9) ++first;
+    if (first == steps) break;
+    int end = first;
     while (end + 1 < steps && unmet(end + 1) > 1e-9) ++end;
     // The cheapest per request it would absorb over [lead, end]; running instances first, so
     // that they win ties.
@@ -183,11 +186,12 @@ std::vector<int> Provision(const std::vector<double>& forecast,
     for (bool from_running : {true, false}) {
       for (size_t i = 0; i < classes.size(); ++i) {
         if (from_running && kept[i] >= running[i]) continue;
+        if (kept[i] + launched[i] >= classes[i].max_instances) continue;
         double absorbed = 0;
-        for (int t = lead; t <= end; ++t) absorbed += std::min(classes[i].capacity_rps, unmet(t));
+        for (int t = first; t <= end; ++t) absorbed += std::min(classes[i].capacity_rps, unmet(t));
         if (absorbed <= 0) continue;
         const double overhead = from_running ? 0 : classes[i].launch_overhead;
-        const double cost = (overhead + (end - lead + 1) * classes[i].price_per_step) / absorbed;
+        const double cost = (overhead + (end - first + 1) * classes[i].price_per_step) / absorbed;
         if (cost < best_cost * (1 - 1e-12)) {
           best_cost = cost;
           best = static_cast<int>(i);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,11 +64,13 @@ struct InstanceClass {
   double capacity_rps = 0;     // one instance's rate within the SLO, batching tuned
   double price_per_step = 0;   // $ per planning step
   double launch_overhead = 0;  // $ paid while a new instance boots (startup x price)
+  int max_instances = std::numeric_limits<int>::max();
 };
 
 // How many instances of each class to run so that every step from `lead` to the end of the
 // forecast is covered, choosing greedily the class with the lowest cost per request it would
-// absorb; running instances are candidates with no launch overhead and are kept on ties.
+// absorb; running instances are candidates with no launch overhead and are kept on ties. A
+// class at its max_instances is no candidate; when every class is, the forecast stays unmet.
 // `forecast[t]` is the peak rate at step t (t = 0 is now).
 std::vector<int> Provision(const std::vector<double>& forecast,
                            const std::vector<InstanceClass>& classes,

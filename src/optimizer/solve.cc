@@ -4,13 +4,15 @@
 #include "optimizer/exact.h"
 #include "optimizer/fa2.h"
 #include "optimizer/loki.h"
+#include "optimizer/pool.h"
 #include "optimizer/problem.h"
 
 namespace pipescale::optimizer {
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name) {
-  for (Algorithm a : {Algorithm::kFa2, Algorithm::kDs2, Algorithm::kInferline,
-                      Algorithm::kGrandslam, Algorithm::kExact, Algorithm::kLoki}) {
+  for (Algorithm a :
+       {Algorithm::kFa2, Algorithm::kDs2, Algorithm::kInferline, Algorithm::kGrandslam,
+        Algorithm::kExact, Algorithm::kLoki, Algorithm::kKairos, Algorithm::kMark}) {
     if (name == AlgorithmName(a)) return a;
   }
   return std::nullopt;
@@ -30,6 +32,10 @@ const char* AlgorithmName(Algorithm algorithm) {
       return "exact";
     case Algorithm::kLoki:
       return "loki";
+    case Algorithm::kKairos:
+      return "kairos";
+    case Algorithm::kMark:
+      return "mark";
   }
   return "unknown";
 }
@@ -37,6 +43,9 @@ const char* AlgorithmName(Algorithm algorithm) {
 model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& workload,
                   Algorithm algorithm) {
   if (algorithm == Algorithm::kLoki) return SolveLoki(pipeline, workload);
+  if (algorithm == Algorithm::kKairos) return SolveKairos(pipeline, workload);
+  // MArk without history or running replicas: the forecast is flat at the current rate.
+  if (algorithm == Algorithm::kMark) return SolveMark(pipeline, workload, {});
   const Problem problem = Compile(pipeline, workload);
   Solution solution;
   switch (algorithm) {
@@ -56,6 +65,8 @@ model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& worklo
       solution = SolveExact(problem);
       break;
     case Algorithm::kLoki:
+    case Algorithm::kKairos:
+    case Algorithm::kMark:
       break;  // solved above
   }
   return ToPlan(pipeline, problem, solution, AlgorithmName(algorithm));

@@ -10,7 +10,7 @@
 
 namespace pipescale::optimizer {
 
-enum class Algorithm { kFa2, kDs2, kInferline, kGrandslam, kExact, kLoki };
+enum class Algorithm { kFa2, kDs2, kInferline, kGrandslam, kExact, kLoki, kKairos, kMark };
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name);
 const char* AlgorithmName(Algorithm algorithm);

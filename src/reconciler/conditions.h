@@ -20,7 +20,7 @@ inline constexpr const char* kFeasible = "Feasible";
 inline constexpr const char* kInfeasible = "Infeasible";
 inline constexpr const char* kOverloaded = "Overloaded";
 inline constexpr const char* kOverBudget = "OverBudget";
-inline constexpr const char* kUnsupportedOptimizer = "UnsupportedOptimizer";
+inline constexpr const char* kScaleInFirst = "ScaleInFirst";
 }  // namespace reason
 
 // RFC 3339 UTC, as Kubernetes writes times.

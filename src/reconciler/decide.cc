@@ -6,6 +6,7 @@
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "common/strings.h"
+#include "optimizer/pool.h"
 #include "optimizer/problem.h"
 #include "optimizer/solve.h"
 #include "reconciler/conditions.h"
@@ -54,6 +55,62 @@ std::optional<int> CurrentReplicas(const Observed& o, const std::string& name,
   auto it = o.deployments.find(name);
   if (it == o.deployments.end()) return std::nullopt;
   return api::ReadManagedFields(it->second, batch_env).replicas;
+}
+
+// Replicas a Deployment runs or asks for, whichever is more: pods of a scale-in still run
+// until they are gone, and the budget counts them.
+int RunningReplicas(const Observed& o, const std::string& name) {
+  auto it = o.deployments.find(name);
+  if (it == o.deployments.end()) return 0;
+  const int asked = api::ReadManagedFields(it->second, "").replicas.value_or(0);
+  const int running = it->second.value("status", json::object()).value("replicas", 0);
+  return std::max(asked, running);
+}
+
+// MArk's inputs from what was observed: the rate series (one value per interval, bounded),
+// the replicas running per (task, class), and the paths whose measured tail latency missed
+// the SLO while the guard is not cooling down.
+model::Plan PlanMark(const model::Pipeline& pipeline, const model::Workload& workload,
+                     const Observed& o, bool advance, Demand& demand) {
+  constexpr size_t kMaxSeries = 2880;  // 8 hours at 10 s
+  demand.series = o.demand.series;
+  if (advance) {
+    for (const auto& [path, rate] : workload.path_rates_rps) {
+      std::vector<double>& s = demand.series[path];
+      s.push_back(rate);
+      if (s.size() > kMaxSeries) s.erase(s.begin(), s.end() - kMaxSeries);
+    }
+  }
+  optimizer::MarkInput input;
+  input.history = demand.series;
+  for (const model::Task& task : pipeline.spec.tasks) {
+    const model::Variant& v = task.MostAccurateVariant();
+    for (const model::Profile& profile : v.profiles) {
+      const std::string name = api::DeploymentName(pipeline, task, v, profile.hardware_class);
+      if (auto r = CurrentReplicas(o, name, v.batch_env)) {
+        input.running[task.name + "/" + profile.hardware_class] = *r;
+      }
+    }
+  }
+  demand.guard_quiet_until = o.demand.guard_quiet_until;
+  if (o.now >= demand.guard_quiet_until && o.metrics.ok()) {
+    for (const model::Path& path : pipeline.spec.paths) {
+      auto it = o.metrics->path_latency_ms.find(path.name);
+      if (it != o.metrics->path_latency_ms.end() && it->second > path.slo_ms) {
+        input.late_paths.insert(path.name);
+      }
+    }
+    if (!input.late_paths.empty()) {
+      // Judge again once the added replicas can serve: after the slowest startup, and never
+      // sooner than three intervals.
+      double startup = 0;
+      for (const auto& hw : pipeline.spec.hardware_classes) {
+        startup = std::max(startup, hw.startup_seconds);
+      }
+      demand.guard_quiet_until = o.now + std::max(3 * pipeline.spec.interval_seconds, startup);
+    }
+  }
+  return optimizer::SolveMark(pipeline, workload, input);
 }
 
 // HPA semantics: scale up no further than the lowest recommendation within the scale-up
@@ -220,15 +277,14 @@ Decision Decide(const Observed& o) {
   d.history = o.history;
 
   const bool apply = pipeline.spec.mode == model::Mode::kApply;
-  const bool loki = pipeline.spec.optimizer == model::OptimizerKind::kLoki;
-  if (pipeline.spec.optimizer != model::OptimizerKind::kFa2 && !loki) {
-    SetCondition(conditions, "Ready", false, reason::kUnsupportedOptimizer,
-                 "this operator version plans with fa2 and loki; the current Deployments are kept",
-                 generation, o.now);
-    return d;
-  }
-  const optimizer::Algorithm algorithm =
-      loki ? optimizer::Algorithm::kLoki : optimizer::Algorithm::kFa2;
+  const model::OptimizerKind kind = pipeline.spec.optimizer;
+  const bool loki = kind == model::OptimizerKind::kLoki;
+  const bool mark = kind == model::OptimizerKind::kMark;
+  const optimizer::Algorithm algorithm = loki   ? optimizer::Algorithm::kLoki
+                                         : mark ? optimizer::Algorithm::kMark
+                                         : kind == model::OptimizerKind::kKairos
+                                             ? optimizer::Algorithm::kKairos
+                                             : optimizer::Algorithm::kFa2;
   const char* algorithm_name = optimizer::AlgorithmName(algorithm);
   d.demand = o.demand;
 
@@ -264,18 +320,19 @@ Decision Decide(const Observed& o) {
   SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
 
   model::Workload workload{o.metrics->path_rates_rps};
+  const bool advance =
+      o.demand.at == 0 || o.now - o.demand.at >= pipeline.spec.interval_seconds - 1e-6;
+  if (advance) d.demand.at = o.now;
   if (loki) {
     // Loki plans for an EWMA of the demand (its alpha, 1 / (1 + 1.6)), and with the measured
     // multiplicative factors where the model servers report them.
     constexpr double kAlpha = 1 / 2.6;
-    const bool advance =
-        o.demand.at == 0 || o.now - o.demand.at >= pipeline.spec.interval_seconds - 1e-6;
     for (auto& [path, rate] : workload.path_rates_rps) {
       auto it = o.demand.rps.find(path);
       if (it == o.demand.rps.end()) continue;
       rate = advance ? kAlpha * rate + (1 - kAlpha) * it->second : it->second;
     }
-    d.demand = {advance ? o.now : o.demand.at, workload.path_rates_rps};
+    d.demand.rps = workload.path_rates_rps;
     for (auto& task : pipeline.spec.tasks) {
       for (auto& v : task.variants) {
         auto it = o.metrics->multiplicative_factors.find(task.name + "/" + v.name);
@@ -283,7 +340,8 @@ Decision Decide(const Observed& o) {
       }
     }
   }
-  model::Plan plan = optimizer::Solve(pipeline, workload, algorithm);
+  model::Plan plan = mark ? PlanMark(pipeline, workload, o, advance, d.demand)
+                          : optimizer::Solve(pipeline, workload, algorithm);
   if (plan.tasks.empty()) {
     // The solver's time budget passed before any plan: hold what runs rather than read an
     // empty plan as "scale everything to zero".
@@ -292,7 +350,7 @@ Decision Decide(const Observed& o) {
                  generation, o.now);
     return d;
   }
-  if (!loki) KeepRunningBatches(pipeline, workload, o, plan);
+  if (kind == model::OptimizerKind::kFa2) KeepRunningBatches(pipeline, workload, o, plan);
 
   // Stabilize each Deployment's replicas against the recent recommendations.
   std::vector<Placement> placements;
@@ -315,12 +373,12 @@ Decision Decide(const Observed& o) {
   }
 
   // Budget guard: never scale out past the budget; the SLO then gives way, and says so.
-  auto totals = [&] {
+  auto totals = [&](auto replicas_of) {
     int replicas = 0;
     double cost = 0;
     for (size_t i = 0; i < targets.size(); ++i) {
-      replicas += targets[i];
-      cost += targets[i] * placements[i].hardware_class->cost_per_hour;
+      replicas += replicas_of(i);
+      cost += replicas_of(i) * placements[i].hardware_class->cost_per_hour;
     }
     return std::pair{replicas, cost};
   };
@@ -329,14 +387,39 @@ Decision Decide(const Observed& o) {
     return (b.max_replicas && t.first > *b.max_replicas) ||
            (b.cost_per_hour && t.second > *b.cost_per_hour + 1e-9);
   };
-  bool over_budget = false;
-  if (over(totals())) {
-    over_budget = true;
+  auto hold_scale_outs = [&] {
+    int held = 0;
     for (size_t i = 0; i < targets.size(); ++i) {
-      if (current[i] && targets[i] > *current[i]) targets[i] = *current[i];
+      // A Deployment still to be created is not held: it would start with nothing.
+      if (current[i] && targets[i] > *current[i]) {
+        targets[i] = *current[i];
+        ++held;
+      }
     }
+    return held;
+  };
+  const bool over_budget = over(totals([&](size_t i) { return plan.tasks[i].replicas; }));
+  if (over_budget) hold_scale_outs();
+  // While replicas move between Deployments, the old ones run until they are gone: count each
+  // at the larger of what runs and what is asked (others of the pipeline at what runs), and
+  // let scale-outs wait for the scale-ins when both together would exceed the budget.
+  int waiting = 0;
+  if (!over_budget) {
+    auto [replicas, cost] = totals([&](size_t i) {
+      return std::max(targets[i], RunningReplicas(o, placements[i].deployment));
+    });
+    for (const auto& [name, deployment] : o.deployments) {
+      if (now.replicas.contains(name)) continue;
+      const int running = RunningReplicas(o, name);
+      const int hw = pipeline.HardwareClassIndex(deployment["metadata"]
+                                                     .value("labels", json::object())
+                                                     .value("pipescale.io/hardware-class", ""));
+      replicas += running;
+      if (hw >= 0) cost += running * pipeline.spec.hardware_classes[hw].cost_per_hour;
+    }
+    if (over({replicas, cost})) waiting = hold_scale_outs();
   }
-  const auto [total_replicas, cost] = totals();
+  const auto [total_replicas, cost] = totals([&](size_t i) { return targets[i]; });
 
   if (over_budget) {
     SetCondition(conditions, "Feasible", false, reason::kOverBudget,
@@ -353,7 +436,10 @@ Decision Decide(const Observed& o) {
   } else if (plan.report.status == model::SolveStatus::kInfeasible) {
     std::string notes;
     for (const auto& n : plan.report.notes) {
-      if (n.rfind("path ", 0) == 0) notes += (notes.empty() ? "" : "; ") + n;
+      const bool why = n.starts_with("path ") || n.starts_with("budget: ") ||
+                       n.find("no class") != std::string::npos ||
+                       n.find("maxReplicas") != std::string::npos;
+      if (why) notes += (notes.empty() ? "" : "; ") + n;
     }
     SetCondition(conditions, "Feasible", false, reason::kInfeasible,
                  "no plan meets every SLO; running the fastest plan: " + notes, generation, o.now);
@@ -395,7 +481,7 @@ Decision Decide(const Observed& o) {
     }
   }
 
-  if (loki) {
+  if (loki || !plan.pools.empty()) {
     const json data = api::RoutingConfigMapData(plan);
     if (!o.routing_config_map) {
       const api::Owner owner{.name = pipeline.name, .uid = o.object["metadata"].value("uid", "")};
@@ -406,7 +492,14 @@ Decision Decide(const Observed& o) {
     }
     if (!apply) d.routing.reset();
   }
-  if (apply) {
+  if (apply && waiting > 0) {
+    d.writes = std::move(writes);
+    SetCondition(conditions, "PlanApplied", false, reason::kScaleInFirst,
+                 StrFormat("%d scale-outs wait for the scale-ins to finish: running both would "
+                           "exceed the budget",
+                           waiting),
+                 generation, o.now);
+  } else if (apply) {
     d.writes = std::move(writes);
     SetCondition(conditions, "PlanApplied", true, reason::kApplied,
                  "the Deployments match the plan", generation, o.now);
@@ -433,6 +526,18 @@ Decision Decide(const Observed& o) {
                           {"durationMs", 0}};  // the reconciler times the decision
   }
   d.status["plan"] = plan_status;
+  if (!plan.pools.empty()) {
+    d.status["plan"]["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
+    if (algorithm == optimizer::Algorithm::kKairos) {
+      d.status["plan"]["upperBoundQps"] = Round2(plan.upper_bound_qps);
+    }
+    if (mark) {
+      json forecast = json::array();
+      for (double r : plan.forecast_rps) forecast.push_back(Round2(r));
+      d.status["plan"]["forecast"] = {{"stepSeconds", plan.forecast_step_seconds},
+                                      {"rps", forecast}};
+    }
+  }
   d.status["totalReplicas"] = total_replicas;
   d.status["costPerHour"] = Round2(cost);
   json rates = json::object();

@@ -21,11 +21,14 @@ struct Recommendation {
   std::map<std::string, int> replicas;
 };
 
-// Loki's demand: an EWMA of each path's rate, advanced at most once per interval so that
-// extra reconciles (events, retries) neither weigh more nor rewrite the status.
+// What the planners remember of the load, advanced at most once per interval so that extra
+// reconciles (events, retries) neither weigh more nor rewrite the status: Loki's EWMA of each
+// path's rate, MArk's per-step rate series to forecast from and its SLO guard's quiet time.
 struct Demand {
   double at = 0;  // unix seconds of the last update; 0: never
   std::map<std::string, double> rps;
+  std::map<std::string, std::vector<double>> series;  // MArk: oldest first, bounded
+  double guard_quiet_until = 0;                       // MArk: no guard action before this
 
   bool operator==(const Demand&) const = default;
 };
@@ -36,12 +39,13 @@ struct Observed {
   Result<model::MetricsSnapshot> metrics = Error{ErrorKind::kTransient, "not read"};
   double now = 0;                       // unix seconds
   std::vector<Recommendation> history;  // earlier recommendations, oldest first
-  Demand demand;                        // Loki: the smoothed demand of the last decision
-  // Loki: the pipeline's routing ConfigMap as read; nullopt when it does not exist.
+  Demand demand;                        // Loki, MArk: what the last decision remembered
+  // Loki, Kairos, MArk: the pipeline's routing ConfigMap as read; nullopt when it is absent.
   std::optional<nlohmann::json> routing_config_map;
 };
 
-// Loki's routing tables for the data plane, in the ConfigMap `<pipeline>-routing`.
+// Routing for the data plane (Loki's tables, Kairos's and MArk's pools), in the ConfigMap
+// `<pipeline>-routing`.
 struct ConfigMapWrite {
   bool create = false;
   std::string name;

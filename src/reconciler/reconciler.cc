@@ -134,7 +134,8 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   observed.deployments = ObserveDeployments(*object);
   const api::ParsedPipeline parsed = api::ParsePipeline(object->dump());
   if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
-  if (parsed.pipeline && parsed.pipeline->spec.optimizer == model::OptimizerKind::kLoki) {
+  // Every optimizer but FA2 writes routing for the data plane.
+  if (parsed.pipeline && parsed.pipeline->spec.optimizer != model::OptimizerKind::kFa2) {
     auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, parsed.pipeline->namespace_name,
                                                 api::RoutingConfigMapName(*parsed.pipeline)));
     if (routing.ok()) {

@@ -46,12 +46,17 @@ TEST(MarkProvision, RunningInstancesWinTiesAndCoverFirst) {
 }
 
 TEST(MarkProvision, PlansForTheLoadAtTheLeadTime) {
-  // Load doubles at step 5; with a 5-step lead the plan is for the doubled load already.
+  // Load doubles at step 5: every step of the forecast is covered, so the plan is for the
+  // doubled load at once.
   std::vector<double> load(30, 100);
   for (size_t t = 5; t < load.size(); ++t) load[t] = 200;
   const InstanceClass a = PerMinute("a", 100, 0.1);
-  EXPECT_EQ(Provision(load, {a}, {0}, 0), (std::vector<int>{1}));
-  EXPECT_EQ(Provision(load, {a}, {0}, 5), (std::vector<int>{2}));
+  EXPECT_EQ(Provision(load, {a}, {0}, 0), (std::vector<int>{2}));
+  // A peak now that is over before a launch (5 steps) could serve it is not provisioned for.
+  std::vector<double> passing(30, 100);
+  for (size_t t = 0; t < 5; ++t) passing[t] = 200;
+  EXPECT_EQ(Provision(passing, {a}, {0}, 0), (std::vector<int>{2}));
+  EXPECT_EQ(Provision(passing, {a}, {0}, 5), (std::vector<int>{1}));
 }
 
 TEST(MarkProvision, NoScaleInInsideTheCooldown) {

@@ -394,13 +394,123 @@ TEST(Decide, LokiUsesMeasuredMultiplicativeFactors) {
   EXPECT_NEAR(load(d, "classify"), 120, 0.01);
 }
 
-TEST(Decide, OptimizersNotYetAvailableAreReported) {
+// One task on a gpu (5 ms, 200 qps, $1/h) and a cpu (20 ms, 50 qps, $0.1/h, at most 10).
+json PoolPipeline(const std::string& optimizer) {
+  json p = Pipeline();
+  p["spec"]["optimizer"] = optimizer;
+  auto profile = [](const char* hw, double ms) {
+    return json{{"hardwareClass", hw},
+                {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 0}, {"c", ms}}}}}};
+  };
+  p["spec"]["hardwareClasses"] = {
+      {{"name", "gpu"}, {"costPerHour", 1.0}, {"maxReplicas", 4}, {"startupSeconds", 20}},
+      {{"name", "cpu"}, {"costPerHour", 0.1}, {"maxReplicas", 10}, {"startupSeconds", 20}}};
+  p["spec"]["tasks"] = {{{"name", "m"},
+                         {"variants",
+                          {{{"name", "v"},
+                            {"batchSize", {{"max", 1}}},
+                            {"profiles", {profile("gpu", 5), profile("cpu", 20)}}}}}}};
+  p["spec"]["paths"] = {{{"name", "p"}, {"tasks", {"m"}}, {"sloMs", 100}}};
+  return p;
+}
+
+TEST(Decide, KairosRunsOneDeploymentPerClassAndPublishesItsPools) {
   World w;
-  w.object["spec"]["optimizer"] = "kairos";
-  const Decision d = w.Step(Rate(50), 1000);
-  EXPECT_TRUE(d.writes.empty());
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Ready"), "False");
-  EXPECT_NE(d.status.dump().find("UnsupportedOptimizer"), std::string::npos);
+  w.object = PoolPipeline("kairos");
+  const Decision first = w.Step(Rate(300), 1000);
+  ASSERT_TRUE(first.plan.has_value());
+  // 300 rps / 0.85 = 353 qps: eight cpus ($0.8) beat a gpu and four cpus ($1.4).
+  EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 8);
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu"), 0);  // created, ready to scale
+  EXPECT_EQ(first.status["plan"]["upperBoundQps"], 400);
+  EXPECT_EQ(first.status["costPerHour"], 0.8);
+  EXPECT_EQ(ConditionStatus(first.status["conditions"], "Feasible"), "True");
+  ASSERT_TRUE(first.routing.has_value());
+  const json pools = json::parse(first.routing->body["data"]["pools.json"].get<std::string>());
+  EXPECT_EQ(pools["optimizer"], "kairos");
+  ASSERT_EQ(pools["pools"][0]["members"].size(), 2u);
+  EXPECT_EQ(pools["pools"][0]["members"][0]["hardwareClass"], "cpu");  // the base
+  EXPECT_EQ(pools["pools"][0]["members"][0]["replicas"], 8);
+
+  const json status = w.object["status"];
+  const Decision again = w.Step(Rate(300), 1010);
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_FALSE(again.routing.has_value());
+  EXPECT_EQ(again.status, status);
+}
+
+TEST(Decide, BudgetHoldsWhileReplicasMoveBetweenClasses) {
+  // F9: from 8 cpu + 1 gpu ($1.8) to 10 cpu ($1.0) under a $1.85 budget. Both at once would
+  // run 10 cpu + 1 gpu ($2.0): the gpu goes first, the cpus follow at the next decision.
+  World w;
+  w.object = PoolPipeline("kairos");
+  w.object["spec"]["budget"] = {{"costPerHour", 1.85}};
+  w.object["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 0;
+  const std::map<std::string, double> price = {{"shop-m-v-gpu", 1.0}, {"shop-m-v-cpu", 0.1}};
+  auto running_cost = [&](const std::map<std::string, json>& before) {
+    double cost = 0;  // each Deployment at the larger of before and after
+    for (const auto& [name, dep] : w.deployments) {
+      int n = dep["spec"]["replicas"];
+      if (before.contains(name)) n = std::max(n, before.at(name)["spec"]["replicas"].get<int>());
+      cost += n * price.at(name);
+    }
+    return cost;
+  };
+  w.Step(Rate(500), 1000);
+  EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 8);
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu"), 1);
+
+  auto before = w.deployments;
+  const Decision moving = w.Step(Rate(400), 1010);
+  EXPECT_LE(running_cost(before), 1.85 + 1e-9);
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu"), 0);
+  EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 8);
+  EXPECT_EQ(ConditionStatus(moving.status["conditions"], "PlanApplied"), "False");
+  EXPECT_NE(moving.status.dump().find("ScaleInFirst"), std::string::npos);
+
+  before = w.deployments;
+  const Decision done = w.Step(Rate(400), 1020);
+  EXPECT_LE(running_cost(before), 1.85 + 1e-9);
+  EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 10);
+  EXPECT_EQ(ConditionStatus(done.status["conditions"], "PlanApplied"), "True");
+}
+
+TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
+  World w;
+  w.object = PoolPipeline("mark");
+  w.object["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "60s"}};
+  w.Step(Rate(100), 1000);
+  w.Step(Rate(100), 1004);  // an event between intervals: not a new point
+  const Decision d = w.Step(Rate(120), 1010);
+  ASSERT_EQ(d.demand.series.at("p").size(), 2u);
+  EXPECT_EQ(d.demand.series.at("p")[1], 120);
+  // 60 s ahead in 10 s steps, now first; the trend of 100 -> 120 rises.
+  const json& forecast = d.status["plan"]["forecast"];
+  EXPECT_EQ(forecast["stepSeconds"], 10);
+  ASSERT_EQ(forecast["rps"].size(), 7u);
+  EXPECT_EQ(forecast["rps"][0], 120);
+  EXPECT_GT(forecast["rps"][6].get<double>(), 120);
+  ASSERT_TRUE(d.routing.has_value() || w.routing.has_value());
+}
+
+TEST(Decide, MarkGuardAddsReplicasOnceThenCoolsDown) {
+  // F12: a late path adds one replica at once, none more until the added ones could serve.
+  World w;
+  w.object = PoolPipeline("mark");
+  auto late = [](double ms) {
+    model::MetricsSnapshot m = Rate(300);
+    m.path_latency_ms["p"] = ms;
+    return m;
+  };
+  w.Step(late(50), 1000);
+  const int base = w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu");
+  const Decision added = w.Step(late(150), 1010);
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), base + 1);
+  EXPECT_DOUBLE_EQ(added.demand.guard_quiet_until, 1010 + 30);
+  w.Step(late(150), 1020);  // still late, but cooling down: the added replica stays
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), base + 1);
+  w.Step(late(150), 1040);  // the cool-down is over and it is still late
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), base + 2);
 }
 
 TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
