@@ -792,7 +792,8 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     CheckAcyclic(r, pipeline.spec);
     ParsePaths(r, *spec, pipeline.spec);
     const auto paths = spec->find("paths");
-    const bool no_paths = paths == spec->end() || (paths->is_array() && paths->empty());
+    const bool no_paths =
+        paths == spec->end() || paths->is_null() || (paths->is_array() && paths->empty());
     const model::OptimizerKind kind = pipeline.spec.optimizer;
     if (kind != model::OptimizerKind::kLoki && no_paths) {
       r.Fail("spec.paths", std::string("the ") + OptimizerName(kind) +

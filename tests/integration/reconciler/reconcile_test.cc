@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "api/deployment.h"
@@ -257,6 +258,74 @@ TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
         return !left.ok() && left.error().kind == ErrorKind::kNotFound;
       },
       60s));
+}
+
+// detect -> classify on a gpu and a cpu class: what Kairos and MArk split a task over.
+json PoolObject(const std::string& name, const std::string& optimizer) {
+  json object = PipelineObject(name, "Apply");
+  object["spec"]["optimizer"] = optimizer;
+  object["spec"]["interval"] = "60s";  // one planning step for the whole test
+  object["spec"]["hardwareClasses"] = {
+      {{"name", "gpu"}, {"costPerHour", 1.0}, {"maxReplicas", 3}, {"startupSeconds", 30}},
+      {{"name", "cpu"},
+       {"costPerHour", 0.1},
+       {"maxReplicas", 8},
+       {"resources", {{"requests", {{"cpu", "500m"}}}}}}};
+  for (json& task : object["spec"]["tasks"]) {
+    json& profiles = task["variants"][0]["profiles"];
+    json gpu = profiles[0];
+    gpu["hardwareClass"] = "gpu";
+    gpu["latencyMs"]["quadratic"] = {{"a", 0}, {"b", 1}, {"c", 4}};
+    profiles.push_back(gpu);
+  }
+  return object;
+}
+
+// Kairos and MArk against the real apiserver: a Deployment per (task, class) at the planned
+// replicas, the pools in the routing ConfigMap, and nothing written on a second pass.
+TEST_F(ReconcilerTest, KairosAndMarkRunPoolsAcrossClassesIdempotently) {
+  for (const std::string optimizer : {"kairos", "mark"}) {
+    SCOPED_TRACE(optimizer);
+    const std::string name = "pool-" + optimizer;
+    testing::Load load(ns_, name, {{"p", 80}});
+    Create(PoolObject(name, optimizer));
+    ReconcileWithMetrics(name, 60);
+    const json status = Status(name);
+    EXPECT_EQ(ConditionStatus(status["conditions"], "PlanApplied"), "True") << status.dump();
+    EXPECT_GT(status["costPerHour"].get<double>(), 0);
+    if (optimizer == "kairos") {
+      EXPECT_GE(0.85 * status["plan"]["upperBoundQps"].get<double>(),
+                status["observed"]["pathRates"]["p"].get<double>() - 1e-6);
+    } else {
+      EXPECT_FALSE(status["plan"]["forecast"]["rps"].empty());
+    }
+    std::set<std::string> classes;
+    for (const auto& t : status["plan"]["tasks"]) {
+      EXPECT_EQ(Fields(t["deployment"]).replicas, t["replicas"].get<int>()) << t.dump();
+      classes.insert(t["hardwareClass"].get<std::string>());
+    }
+    EXPECT_EQ(classes, (std::set<std::string>{"cpu", "gpu"}));
+    auto routing = client_->Get(kube::ObjectPath(kube::kConfigMaps, ns_, name + "-routing"));
+    ASSERT_TRUE(routing.ok()) << routing.error().message;
+    const json pools = json::parse((*routing)["data"]["pools.json"].get<std::string>());
+    EXPECT_EQ(pools["optimizer"], optimizer);
+    ASSERT_EQ(pools["pools"].size(), 2u);
+    for (const auto& pool : pools["pools"]) EXPECT_EQ(pool["members"].size(), 2u);
+
+    WaitForCache(name);
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return pipelines_->Get(ns_ + "/" + name)->value("status", json::object()) == Status(name);
+        },
+        10s));
+    frozen_ = last_;
+    auto second = reconciler_->Reconcile(ns_ + "/" + name);
+    ASSERT_TRUE(second.ok()) << second.error().message;
+    EXPECT_EQ(second->deployment_writes, 0);
+    EXPECT_FALSE(second->routing_written);
+    EXPECT_FALSE(second->status_written) << Status(name).dump();
+    frozen_.reset();
+  }
 }
 
 TEST_F(ReconcilerTest, FollowsALoadStepUpAndDown) {

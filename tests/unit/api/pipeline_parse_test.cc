@@ -240,5 +240,51 @@ TEST(ParsePipeline, ExamplesAreValid) {
   EXPECT_EQ(missing.errors[0].ToString(), "cannot read /nonexistent.yaml");
 }
 
+TEST(ParsePipeline, PoolOptimizersReadQuerySizesAndBurstClasses) {
+  std::string text = Replace(kValid, "optimizer: fa2", "optimizer: kairos");
+  text = Replace(text, "      maxReplicas: 20\n",
+                 "      maxReplicas: 20\n    - name: spot\n      burst: {minWarm: 2}\n");
+  text = Replace(text, "  forecast:",
+                 "  querySizes: [{size: 1, weight: 3}, {size: 8, weight: 1}]\n  forecast:");
+  const ParsedPipeline parsed = ParsePipeline(text);
+  ASSERT_TRUE(parsed.errors.empty()) << Dump(Errors(text));
+  const model::PipelineSpec& spec = parsed.pipeline->spec;
+  ASSERT_EQ(spec.query_sizes.size(), 2u);
+  EXPECT_EQ(spec.query_sizes[1].size, 8);
+  EXPECT_DOUBLE_EQ(spec.query_sizes[0].weight, 3);
+  EXPECT_FALSE(spec.hardware_classes[0].burst_min_warm.has_value());
+  EXPECT_EQ(spec.hardware_classes[1].burst_min_warm, 2);
+}
+
+TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
+  const std::string kairos = Replace(kValid, "optimizer: fa2", "optimizer: kairos");
+  auto errors = Errors(Replace(kairos, "  forecast:",
+                               "  querySizes: [{size: 0, weight: 1}, {size: 4}, {size: 4, "
+                               "weight: 1}, {size: 128, weight: 1}]\n  forecast:"));
+  EXPECT_TRUE(Has(errors, "spec.querySizes[0].size: must be >= 1, got 0")) << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.querySizes[1].weight: required")) << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.querySizes[2].size: duplicate query size 4")) << Dump(errors);
+  EXPECT_TRUE(Has(errors,
+                  "spec.querySizes: query size 128 exceeds the batch \"yolov5x\" of task "
+                  "\"detect\" accepts (batchSize.max 64)"))
+      << Dump(errors);
+  // Only burst classes for a task: nothing would serve it.
+  errors = Errors(Replace(kairos, "      maxReplicas: 20\n", "      burst: {minWarm: -1}\n"));
+  EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].burst.minWarm: must be >= 0, got -1"))
+      << Dump(errors);
+  errors = Errors(Replace(kairos, "      maxReplicas: 20\n", "      burst: {}\n"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.tasks[0].variants: variant \"yolov5x\" of task \"detect\" has a "
+                  "profile only on burst classes; kairos needs one on a main class"))
+      << Dump(errors);
+  // Kairos and MArk split path SLOs over tasks: they need paths.
+  errors = Errors(
+      Replace(Replace(kValid, "optimizer: fa2", "optimizer: mark"),
+              "    - {name: car-qa, tasks: [detect, classify], sloMs: 250, weight: 2}\n", ""));
+  EXPECT_TRUE(
+      Has(errors, "spec.paths: the mark optimizer needs at least one execution path with sloMs"))
+      << Dump(errors);
+}
+
 }  // namespace
 }  // namespace pipescale::api

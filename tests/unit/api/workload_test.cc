@@ -34,5 +34,20 @@ TEST(MakeWorkload, RejectsUnknownPathsAndMissingLoad) {
   EXPECT_FALSE(MakeWorkload(TwoPaths(), -1.0, {}).ok());
 }
 
+TEST(ParseRateHistory, PeakPerStepAndGapsRepeatTheStepBefore) {
+  const auto h = ParseRateHistory("time,rate\n# a comment\n0,10\n4,30\n9.9,20\n10,5\n35,7\n", 10);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(*h, (std::vector<double>{30, 5, 5, 7}));
+}
+
+TEST(ParseRateHistory, NamesTheLineOfABadRow) {
+  EXPECT_EQ(ParseRateHistory("0,1\n1,x\n", 10).error().message,
+            "line 2: expected time,rate (seconds, requests per second), got \"1,x\"");
+  EXPECT_EQ(ParseRateHistory("0,1\n1,-2\n", 10).error().message, "line 2: the rate must be >= 0");
+  EXPECT_EQ(ParseRateHistory("5,1\n1,2\n", 10).error().message,
+            "line 2: time 1 is before the previous line's");
+  EXPECT_FALSE(ParseRateHistory("time,rate\n", 10).ok());
+}
+
 }  // namespace
 }  // namespace pipescale::api

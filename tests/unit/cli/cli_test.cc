@@ -97,5 +97,51 @@ TEST(Cli, BinaryExitCodes) {
   EXPECT_EQ(WEXITSTATUS(status), kExitInvalidInput);
 }
 
+TEST(Cli, KairosReportsCostAndUpperBound) {
+  const std::string rm2 = std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/kairos-rm2.yaml";
+  const Output r = RunCli({"plan", "-f", rm2, "--rate", "40", "-o", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["optimizer"], "kairos");  // the spec's optimizer
+  double cost = 0;
+  for (const auto& t : j["tasks"]) {
+    cost += t["replicas"].get<int>() * (t["hardwareClass"] == "g4dn-xlarge"   ? 0.526
+                                        : t["hardwareClass"] == "c5n-2xlarge" ? 0.432
+                                        : t["hardwareClass"] == "r5n-large"   ? 0.149
+                                                                              : 0.1664);
+  }
+  EXPECT_NEAR(j["costPerHour"].get<double>(), cost, 1e-9);
+  EXPECT_GE(0.85 * j["upperBoundQps"].get<double>(), 40);
+  EXPECT_EQ(j["pools"][0]["members"][0]["hardwareClass"], "g4dn-xlarge");
+  EXPECT_FALSE(j.contains("forecast"));
+}
+
+TEST(Cli, MarkForecastsFromAHistoryFile) {
+  const std::string file = testing::TempDir() + "/history.csv";
+  {
+    std::ofstream out(file);
+    out << "time,rate\n";
+    for (int t = 0; t < 300; t += 5) out << t << "," << 100 + t / 5 << "\n";  // +0.2 rps/s
+  }
+  const Output r =
+      RunCli({"plan", "-f", kExample, "--optimizer", "mark", "--history", file, "-o", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["optimizer"], "mark");
+  ASSERT_TRUE(j.contains("forecast"));
+  const auto& rps = j["forecast"]["rps"];
+  EXPECT_DOUBLE_EQ(rps[0].get<double>(), 159);  // the last step's peak is the rate now
+  EXPECT_TRUE(j.contains("costPerHour"));
+  // --history belongs to mark; a malformed file names its line.
+  EXPECT_EQ(RunCli({"plan", "-f", kExample, "--history", file}).code, kExitInvalidInput);
+  {
+    std::ofstream out(file);
+    out << "0,1\n5,oops\n";
+  }
+  const Output bad = RunCli({"plan", "-f", kExample, "--optimizer", "mark", "--history", file});
+  EXPECT_EQ(bad.code, kExitInvalidInput);
+  EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace pipescale::cli
