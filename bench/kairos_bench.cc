@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "api/pipeline_parse.h"
 #include "optimizer/kairos.h"
+#include "optimizer/pool.h"
 
 namespace {
 
@@ -64,6 +66,19 @@ void BM_Matching(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(MinCostAssignment(cost));
 }
 BENCHMARK(BM_Matching)->Args({20, 20})->Args({20, 40})->Unit(benchmark::kMicrosecond);
+
+// The whole Kairos plan for deploy/examples/kairos-rm2.yaml (the same measured RM2 data):
+// profile derivation from 100 query sizes, enumeration and choice; at 40 rps (cheapest cover
+// within budget) and 1000 rps (past the budget: the similarity pick).
+void BM_SolveKairosRm2(benchmark::State& state) {
+  const auto parsed = pipescale::api::ParsePipelineFile(std::string(PIPESCALE_SOURCE_DIR) +
+                                                        "/deploy/examples/kairos-rm2.yaml");
+  const pipescale::model::Workload load{{{"rank", static_cast<double>(state.range(0))}}};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(pipescale::optimizer::SolveKairos(*parsed.pipeline, load));
+  }
+}
+BENCHMARK(BM_SolveKairosRm2)->Arg(40)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

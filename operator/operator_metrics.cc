@@ -1,5 +1,7 @@
 #include "operator_metrics.h"
 
+#include <algorithm>
+
 namespace pipescale::operator_main {
 
 namespace {
@@ -22,7 +24,11 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
                       "Demand-weighted end-to-end accuracy of the plan (accuracy-scaling "
                       "optimizers)")),
       served_(Gauge(registry, "pipescale_served_fraction",
-                    "Share of the demand the plan serves; below 1 only when overloaded")) {}
+                    "Share of the demand the plan serves; below 1 only when overloaded")),
+      bound_(Gauge(registry, "pipescale_upper_bound_qps",
+                   "Kairos: the throughput upper bound of the chosen configuration")),
+      forecast_(Gauge(registry, "pipescale_forecast_peak_rps",
+                      "MArk: the highest rate forecast over the horizon")) {}
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
                              const model::Plan& plan, double cost_per_hour, double decide_seconds) {
@@ -51,7 +57,13 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
   if (plan.phase != model::Phase::kNone) {
     add(accuracy_, {{"phase", model::PhaseName(plan.phase)}}, plan.accuracy);
+  }
+  if (plan.phase != model::Phase::kNone || !plan.pools.empty()) {
     add(served_, {}, plan.served_fraction);
+  }
+  if (plan.upper_bound_qps > 0) add(bound_, {}, plan.upper_bound_qps);
+  if (!plan.forecast_rps.empty()) {
+    add(forecast_, {}, *std::max_element(plan.forecast_rps.begin(), plan.forecast_rps.end()));
   }
 }
 

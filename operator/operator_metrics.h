@@ -31,6 +31,8 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& solve_;
   prometheus::Family<prometheus::Gauge>& accuracy_;
   prometheus::Family<prometheus::Gauge>& served_;
+  prometheus::Family<prometheus::Gauge>& bound_;
+  prometheus::Family<prometheus::Gauge>& forecast_;
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
                                               prometheus::Gauge*>>>
       series_;  // per pipeline key, to remove stale series

@@ -431,6 +431,9 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
     const std::vector<double> rest =
         forecaster ? forecaster->Forecast(series, steps - 1) : std::vector<double>(steps - 1, now);
     f.insert(f.end(), rest.begin(), rest.end());
+    // Never below the load already here: a smoothing forecaster sits at the mean of a noisy
+    // series and would plan under every peak (bench/README.md, MArk against target tracking).
+    for (double& x : f) x = std::max(x, now);
     for (int k = 0; k < steps; ++k) plan.forecast_rps[k] += f[k];
     ahead[path.name] = std::move(f);
   }

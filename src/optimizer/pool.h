@@ -47,8 +47,8 @@ struct MarkInput {
 };
 
 // MArk per task: the batch tuned per class within the task's budget, the forecast of its load
-// over the horizon (spec.forecast), the greedy provisioning for the steps from the longest
-// startup on, the SLO guard, and the warm burst classes at their minimum.
+// over the horizon (spec.forecast, floored at the current rate), the greedy provisioning for the
+// steps from the longest startup on, the SLO guard, and the warm burst classes at their minimum.
 model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& workload,
                       const MarkInput& input);
 
