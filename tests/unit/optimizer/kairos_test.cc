@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -252,6 +254,68 @@ TEST(KairosPlus, FindsTheExhaustiveBestEvaluatingFewConfigurations) {
     EXPECT_DOUBLE_EQ(r.best_qps, exhaustive) << model;
     EXPECT_LE(r.evaluations, static_cast<int>(0.05 * ranked.size())) << model;
   }
+}
+
+// RM2's measured latency by class (total_mean_drop_max_ms), the simulator's service times.
+std::vector<std::function<double(int)>> Rm2Latency() {
+  const auto summary = Summary();
+  std::vector<std::function<double(int)>> out;
+  for (const auto& type : kTypes) {
+    const std::map<int, double> table = summary.at({"rm2", type});
+    out.push_back([table](int batch) { return table.lower_bound(batch)->second; });
+  }
+  return out;
+}
+
+TEST(KairosSimulation, MatchingBeatsFcfsOnAMixedPoolAndTiesOnAHomogeneousOne) {
+  // F4: on RM2's (2, 0, 9, 0) the matcher keeps large queries off the CPUs; first come first
+  // served does not. A GPU-only pool has nothing to match.
+  const auto latency = Rm2Latency();
+  const BatchMix mix = Mix();
+  const double qos = kQosMs.at("rm2");
+  const std::vector<int> mixed = {2, 0, 9, 0};
+  const double kairos = AllowableQps(latency, mixed, mix, qos, Policy::kKairos, 400);
+  const double fcfs = AllowableQps(latency, mixed, mix, qos, Policy::kFcfs, 400);
+  std::printf("rm2 (2,0,9,0): kairos %.1f qps, fcfs %.1f qps (%.2fx)\n", kairos, fcfs,
+              kairos / fcfs);
+  EXPECT_GE(kairos, 1.3 * fcfs);
+  const std::vector<int> gpus = {4, 0, 0, 0};
+  const double kairos_h = AllowableQps(latency, gpus, mix, qos, Policy::kKairos, 400);
+  const double fcfs_h = AllowableQps(latency, gpus, mix, qos, Policy::kFcfs, 400);
+  std::printf("rm2 (4,0,0,0): kairos %.1f qps, fcfs %.1f qps\n", kairos_h, fcfs_h);
+  EXPECT_NEAR(kairos_h / fcfs_h, 1, 0.05);
+  // The bound bounds: no pool serves more than its upper bound.
+  const Profile profile = ShippedProfile("rm2");
+  EXPECT_LE(kairos, UpperBound(profile, mixed).qps * 1.02);
+  EXPECT_LE(kairos_h, UpperBound(profile, gpus).qps * 1.02);
+}
+
+TEST(KairosPlus, WithTheSimulatorAsEvaluatorFindsTheTopTwentysBest) {
+  // F8 on RM2 at $2.5/h (331 configurations): Kairos+ with simulated allowable QPS as its
+  // online evaluation finds at least the best of the top 20 by bound, evaluating at most 5%.
+  const auto latency = Rm2Latency();
+  const BatchMix mix = Mix();
+  const Profile profile = ShippedProfile("rm2");
+  const auto ranked = RankConfigurations(profile, Prices(), MaxCounts(), 2.5);
+  ASSERT_EQ(ranked.size(), 331u);
+  std::map<std::vector<int>, double> measured;
+  auto evaluate = [&](const Config& c) {
+    auto [it, fresh] = measured.emplace(c.counts, 0);
+    if (fresh) {
+      it->second = AllowableQps(latency, c.counts, mix, kQosMs.at("rm2"), Policy::kKairos,
+                                1.1 * c.bound.qps);
+    }
+    return it->second;
+  };
+  double top20 = 0;
+  for (size_t i = 0; i < 20; ++i) top20 = std::max(top20, evaluate(ranked[i]));
+  const SearchResult r = KairosPlus(ranked, evaluate);
+  ASSERT_TRUE(r.best.has_value());
+  std::printf("kairos+: best %.1f qps at (%d,%d,%d,%d) after %d evaluations; top-20 best %.1f\n",
+              r.best_qps, r.best->counts[0], r.best->counts[1], r.best->counts[2],
+              r.best->counts[3], r.evaluations, top20);
+  EXPECT_GE(r.best_qps, top20);
+  EXPECT_LE(r.evaluations, static_cast<int>(0.05 * ranked.size()));
 }
 
 }  // namespace
