@@ -2,6 +2,8 @@
 // hpdc23-kairos, Copyright (c) 2023 Baolin Li, MIT): the allowable throughput (p99 within QoS)
 // of the similarity pick under $2.5/h, with Kairos's matcher, against the best homogeneous pool
 // under the same budget served first come first served. Simulated; prints markdown.
+#include "sim/kairos_sim.h"
+
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -87,12 +89,14 @@ int main() {
       latency.push_back([table](int batch) { return table.lower_bound(batch)->second; });
     }
     const Pick pick = PickConfiguration(RankConfigurations(profile, prices, caps, budget));
-    const double kairos = AllowableQps(latency, pick.config.counts, mix, qos.at(model),
-                                       Policy::kKairos, 1.2 * pick.config.bound.qps);
+    const double kairos =
+        pipescale::sim::AllowableQps(latency, pick.config.counts, mix, qos.at(model),
+                                     pipescale::sim::Policy::kKairos, 1.2 * pick.config.bound.qps);
     std::vector<int> homog(kTypes.size(), 0);
     homog[0] = homogeneous;
-    const double fcfs = AllowableQps(latency, homog, mix, qos.at(model), Policy::kFcfs,
-                                     1.2 * homogeneous * profile.base_qps);
+    const double fcfs = pipescale::sim::AllowableQps(latency, homog, mix, qos.at(model),
+                                                     pipescale::sim::Policy::kFcfs,
+                                                     1.2 * homogeneous * profile.base_qps);
     const double scaled = fcfs * budget / (homogeneous * prices[0]);
     const auto& c = pick.config.counts;
     std::printf("| %s | (%d,%d,%d,%d) | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", model.c_str(), c[0],

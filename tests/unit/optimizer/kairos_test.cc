@@ -15,6 +15,8 @@
 #include <random>
 #include <sstream>
 
+#include "sim/kairos_sim.h"
+
 namespace pipescale::optimizer::kairos {
 namespace {
 
@@ -274,14 +276,14 @@ TEST(KairosSimulation, MatchingBeatsFcfsOnAMixedPoolAndTiesOnAHomogeneousOne) {
   const BatchMix mix = Mix();
   const double qos = kQosMs.at("rm2");
   const std::vector<int> mixed = {2, 0, 9, 0};
-  const double kairos = AllowableQps(latency, mixed, mix, qos, Policy::kKairos, 400);
-  const double fcfs = AllowableQps(latency, mixed, mix, qos, Policy::kFcfs, 400);
+  const double kairos = sim::AllowableQps(latency, mixed, mix, qos, sim::Policy::kKairos, 400);
+  const double fcfs = sim::AllowableQps(latency, mixed, mix, qos, sim::Policy::kFcfs, 400);
   std::printf("rm2 (2,0,9,0): kairos %.1f qps, fcfs %.1f qps (%.2fx)\n", kairos, fcfs,
               kairos / fcfs);
   EXPECT_GE(kairos, 1.3 * fcfs);
   const std::vector<int> gpus = {4, 0, 0, 0};
-  const double kairos_h = AllowableQps(latency, gpus, mix, qos, Policy::kKairos, 400);
-  const double fcfs_h = AllowableQps(latency, gpus, mix, qos, Policy::kFcfs, 400);
+  const double kairos_h = sim::AllowableQps(latency, gpus, mix, qos, sim::Policy::kKairos, 400);
+  const double fcfs_h = sim::AllowableQps(latency, gpus, mix, qos, sim::Policy::kFcfs, 400);
   std::printf("rm2 (4,0,0,0): kairos %.1f qps, fcfs %.1f qps\n", kairos_h, fcfs_h);
   EXPECT_NEAR(kairos_h / fcfs_h, 1, 0.05);
   // The bound bounds: no pool serves more than its upper bound.
@@ -302,8 +304,8 @@ TEST(KairosPlus, WithTheSimulatorAsEvaluatorFindsTheTopTwentysBest) {
   auto evaluate = [&](const Config& c) {
     auto [it, fresh] = measured.emplace(c.counts, 0);
     if (fresh) {
-      it->second = AllowableQps(latency, c.counts, mix, kQosMs.at("rm2"), Policy::kKairos,
-                                1.1 * c.bound.qps);
+      it->second = sim::AllowableQps(latency, c.counts, mix, kQosMs.at("rm2"), sim::Policy::kKairos,
+                                     1.1 * c.bound.qps);
     }
     return it->second;
   };
