@@ -218,6 +218,15 @@ std::vector<int> WithCooldown(const std::vector<std::vector<int>>& recent_plans,
   return out;
 }
 
+bool Spill(const std::vector<double>& busy_ms, const std::vector<double>& service_ms,
+           double waited_ms, double rt_max_ms) {
+  PIPESCALE_CHECK(busy_ms.size() == service_ms.size());
+  for (size_t i = 0; i < busy_ms.size(); ++i) {
+    if (waited_ms + busy_ms[i] + service_ms[i] <= rt_max_ms) return false;
+  }
+  return true;
+}
+
 void SloGuard::Observe(bool met) {
   if (recent_.size() < static_cast<size_t>(window_)) {
     recent_.push_back(met);

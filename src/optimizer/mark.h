@@ -80,6 +80,14 @@ std::vector<int> Provision(const std::vector<double>& forecast,
 // (oldest first, this one last) asked for.
 std::vector<int> WithCooldown(const std::vector<std::vector<int>>& recent_plans, int cooldown);
 
+// --- Spill to the burst pool (Sec. 4.5) ----------------------------------------------------
+
+// The bouncer: a request goes to the warm burst pool when it would finish past RT_max on every
+// main instance, each predicted as its remaining busy time plus the request's service time
+// there, after the time the request already waited.
+bool Spill(const std::vector<double>& busy_ms, const std::vector<double>& service_ms,
+           double waited_ms, double rt_max_ms);
+
 // --- Reactive SLO tracking (Sec. 4.4) -------------------------------------------------------
 
 // Watches the last `window` requests; when more than 1 - slo_min of them missed RT_max, asks

@@ -122,5 +122,13 @@ TEST(MarkForecast, BacktestsRankTheForecasters) {
   EXPECT_LT(trend.mape, ewma.mape);  // on a smooth curve the slope carries three steps ahead
 }
 
+TEST(MarkSpill, OnlyWhenEveryMainInstanceWouldBeLate) {
+  // RT_max 100 ms: a GPU busy for 60 ms more (30 ms service) and an idle CPU (80 ms service).
+  EXPECT_FALSE(Spill({60, 0}, {30, 80}, 0, 100));   // both fit
+  EXPECT_FALSE(Spill({60, 0}, {30, 80}, 15, 100));  // the CPU still does (95 ms)
+  EXPECT_TRUE(Spill({60, 0}, {30, 80}, 25, 100));   // neither: 115 and 105 ms
+  EXPECT_TRUE(Spill({}, {}, 0, 100));               // no main instance at all
+}
+
 }  // namespace
 }  // namespace pipescale::optimizer::mark
