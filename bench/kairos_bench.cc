@@ -3,40 +3,18 @@
 // its artifact (../shared/reference-data/hpdc23-kairos, Copyright (c) 2023 Baolin Li, MIT).
 #include <benchmark/benchmark.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "api/pipeline_parse.h"
 #include "optimizer/kairos.h"
 #include "optimizer/pool.h"
+#include "support/kairos_data.h"
 
 namespace {
 
 using namespace pipescale::optimizer::kairos;
 
-const std::string kData =
-    std::string(PIPESCALE_SOURCE_DIR) + "/../shared/reference-data/hpdc23-kairos/";
-
-Profile Rm2() {
-  std::ifstream in(kData + "allocator_profile.json");
-  const auto p = nlohmann::json::parse(in)["rm2"];
-  Profile out{.base_qps = p["g4dn.xlarge"]["qps"].get<double>(), .auxiliary = {}};
-  for (const char* type : {"c5n.2xlarge", "r5n.large", "t3.xlarge"}) {
-    const auto& a = p[type];
-    AuxiliaryProfile aux{.name = type,
-                         .violating_batch = a["vio_batch"].get<int>(),
-                         .small_ratio = a["small_ratio"].get<double>(),
-                         .time_ratio = a["time_ratio"].get<double>(),
-                         .qps = a["qps"].get<double>(),
-                         .qps_below = {}};
-    for (const auto& [s, qps] : a["all_batch"].items()) {
-      aux.qps_below[std::stoi(s)] = qps.get<double>();
-    }
-    out.auxiliary.push_back(aux);
-  }
-  return out;
-}
+Profile Rm2() { return pipescale::testing::kairos_data::ShippedProfile("rm2"); }
 
 // Enumerate, bound and rank every configuration within the budget; at 5 $/h there are about
 // 1000 (the paper's "1000 upper bounds").

@@ -16,70 +16,15 @@
 #include <sstream>
 
 #include "sim/kairos_sim.h"
+#include "support/kairos_data.h"
 
 namespace pipescale::optimizer::kairos {
 namespace {
 
-const std::string kData =
-    std::string(PIPESCALE_SOURCE_DIR) + "/../shared/reference-data/hpdc23-kairos/";
-const std::vector<std::string> kTypes = {"g4dn.xlarge", "c5n.2xlarge", "r5n.large", "t3.xlarge"};
-const std::map<std::string, double> kQosMs = {
-    {"ncf", 5}, {"rm2", 350}, {"wnd", 25}, {"mtwnd", 25}, {"dien", 35}};
+using namespace testing::kairos_data;
 
-std::vector<std::vector<std::string>> Csv(const std::string& file) {
-  std::ifstream in(kData + file);
-  EXPECT_TRUE(in.good()) << kData + file << " (the shared reference data sits beside the repo)";
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // the files have CRLF endings
-    std::vector<std::string> cells;
-    std::stringstream s(line);
-    for (std::string cell; std::getline(s, cell, ',');) cells.push_back(cell);
-    rows.push_back(std::move(cells));
-  }
-  return rows;
-}
-
-// total_mean_drop_max_ms by (model, instance) and batch.
-std::map<std::pair<std::string, std::string>, std::map<int, double>> Summary() {
-  std::map<std::pair<std::string, std::string>, std::map<int, double>> out;
-  for (const auto& r : Csv("latency_summary.csv"))
-    out[{r[0], r[1]}][std::stoi(r[2])] = std::stod(r[12]);
-  return out;
-}
-
-BatchMix Mix() {
-  BatchMix mix;
-  for (const auto& r : Csv("batch_size_pmf.csv"))
-    mix.emplace_back(std::stoi(r[0]), std::stod(r[1]));
-  return mix;
-}
-
-nlohmann::json Json(const std::string& file) {
-  std::ifstream in(kData + file);
-  return nlohmann::json::parse(in);
-}
-
-// The shipped profile of one model, as the upper bound's input.
-Profile ShippedProfile(const std::string& model) {
-  const auto p = Json("allocator_profile.json")[model];
-  Profile out{.base_qps = p[kTypes[0]]["qps"].get<double>(), .auxiliary = {}};
-  for (size_t i = 1; i < kTypes.size(); ++i) {
-    const auto& a = p[kTypes[i]];
-    AuxiliaryProfile aux{.name = kTypes[i],
-                         .violating_batch = a["vio_batch"].get<int>(),
-                         .small_ratio = a["small_ratio"].get<double>(),
-                         .time_ratio = a["time_ratio"].get<double>(),
-                         .qps = a["qps"].get<double>(),
-                         .qps_below = {}};
-    for (const auto& [s, qps] : a["all_batch"].items())
-      aux.qps_below[std::stoi(s)] = qps.get<double>();
-    out.auxiliary.push_back(aux);
-  }
-  return out;
-}
+// The suite reads the shared data with EXPECTs, so a clone without it fails loudly here.
+TEST(KairosData, SitsBesideTheRepo) { EXPECT_TRUE(Available()); }
 
 TEST(KairosLatency, LinearUntilEnoughSamplesThenTheTrimmedMean) {
   const auto summary = Summary();
@@ -178,18 +123,19 @@ TEST(KairosProfile, DerivedFromTheLatencyTablesMatchesTheShippedProfile) {
   const auto summary = Summary();
   const BatchMix mix = Mix();
   const auto shipped = Json("allocator_profile.json");
-  for (const auto& [model, qos] : kQosMs) {
+  for (const std::string model : {"ncf", "rm2", "wnd", "mtwnd", "dien"}) {
+    const double qos = QosMs(model);
     auto table = [&](const std::string& type) {
       const auto* t = &summary.at({model, type});
       return std::function<double(int)>([t](int b) { return t->at(b); });
     };
     std::vector<std::pair<std::string, std::function<double(int)>>> aux;
-    for (size_t i = 1; i < kTypes.size(); ++i) aux.emplace_back(kTypes[i], table(kTypes[i]));
-    const Profile p = DeriveProfile(table(kTypes[0]), aux, mix, qos);
-    const double qb = shipped[model][kTypes[0]]["qps"];
+    for (size_t i = 1; i < Types().size(); ++i) aux.emplace_back(Types()[i], table(Types()[i]));
+    const Profile p = DeriveProfile(table(Types()[0]), aux, mix, qos);
+    const double qb = shipped[model][Types()[0]]["qps"];
     EXPECT_NEAR(p.base_qps, qb, 0.02 * qb) << model;
     for (size_t i = 0; i < p.auxiliary.size(); ++i) {
-      const auto& want = shipped[model][kTypes[i + 1]];
+      const auto& want = shipped[model][Types()[i + 1]];
       const auto& got = p.auxiliary[i];
       const std::string at = model + " " + got.name;
       // s is exact but where a 5 ms QoS (ncf) or t3's noise puts a bucket either side; f and
@@ -203,9 +149,6 @@ TEST(KairosProfile, DerivedFromTheLatencyTablesMatchesTheShippedProfile) {
     }
   }
 }
-
-std::vector<double> Prices() { return Json("instance.json")["price"].get<std::vector<double>>(); }
-std::vector<int> MaxCounts() { return Json("instance.json")["max_num"].get<std::vector<int>>(); }
 
 TEST(KairosUpperBound, ReproducesEveryDerivedRow) {
   std::map<std::string, std::vector<std::vector<std::string>>> golden;
@@ -258,23 +201,12 @@ TEST(KairosPlus, FindsTheExhaustiveBestEvaluatingFewConfigurations) {
   }
 }
 
-// RM2's measured latency by class (total_mean_drop_max_ms), the simulator's service times.
-std::vector<std::function<double(int)>> Rm2Latency() {
-  const auto summary = Summary();
-  std::vector<std::function<double(int)>> out;
-  for (const auto& type : kTypes) {
-    const std::map<int, double> table = summary.at({"rm2", type});
-    out.push_back([table](int batch) { return table.lower_bound(batch)->second; });
-  }
-  return out;
-}
-
 TEST(KairosSimulation, MatchingBeatsFcfsOnAMixedPoolAndTiesOnAHomogeneousOne) {
   // F4: on RM2's (2, 0, 9, 0) the matcher keeps large queries off the CPUs; first come first
   // served does not. A GPU-only pool has nothing to match.
-  const auto latency = Rm2Latency();
+  const auto latency = Latency("rm2");
   const BatchMix mix = Mix();
-  const double qos = kQosMs.at("rm2");
+  const double qos = QosMs("rm2");
   const std::vector<int> mixed = {2, 0, 9, 0};
   const double kairos = sim::AllowableQps(latency, mixed, mix, qos, sim::Policy::kKairos, 400);
   const double fcfs = sim::AllowableQps(latency, mixed, mix, qos, sim::Policy::kFcfs, 400);
@@ -295,7 +227,7 @@ TEST(KairosSimulation, MatchingBeatsFcfsOnAMixedPoolAndTiesOnAHomogeneousOne) {
 TEST(KairosPlus, WithTheSimulatorAsEvaluatorFindsTheTopTwentysBest) {
   // F8 on RM2 at $2.5/h (331 configurations): Kairos+ with simulated allowable QPS as its
   // online evaluation finds at least the best of the top 20 by bound, evaluating at most 5%.
-  const auto latency = Rm2Latency();
+  const auto latency = Latency("rm2");
   const BatchMix mix = Mix();
   const Profile profile = ShippedProfile("rm2");
   const auto ranked = RankConfigurations(profile, Prices(), MaxCounts(), 2.5);
@@ -304,7 +236,7 @@ TEST(KairosPlus, WithTheSimulatorAsEvaluatorFindsTheTopTwentysBest) {
   auto evaluate = [&](const Config& c) {
     auto [it, fresh] = measured.emplace(c.counts, 0);
     if (fresh) {
-      it->second = sim::AllowableQps(latency, c.counts, mix, kQosMs.at("rm2"), sim::Policy::kKairos,
+      it->second = sim::AllowableQps(latency, c.counts, mix, QosMs("rm2"), sim::Policy::kKairos,
                                      1.1 * c.bound.qps);
     }
     return it->second;
