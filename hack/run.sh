@@ -8,6 +8,7 @@
 # It prints the plan as it changes; `kubectl get ipl -w` works against the same cluster (the
 # KUBECONFIG is printed). Everything stops when the trace ends or on Ctrl-C.
 #   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps
+#   EXAMPLE=deploy/examples/mark-classify.yaml hack/run.sh   # another pipeline, its optimizer
 #   hack/run.sh plan -f FILE --rate 27     # offline: `pipescale plan` instead
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,7 @@ cmake --build "$build" -j"$(nproc)" --target pipescale pipescale-operator pipesc
   pipescale-kubelet-standin pipescale-loadgen >/dev/null
 
 dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
-example="$root/deploy/examples/fa2-gpu.yaml"
+example=$(realpath "${EXAMPLE:-$root/deploy/examples/fa2-gpu.yaml}")
 trace=${TRACE:-8:60,27:90,8:90}
 pids=()
 cleanup() {
@@ -47,7 +48,9 @@ pids+=($!)
 pids+=($!)
 
 kubectl apply -f "$example" >/dev/null
-echo "applied $(basename "$example"); the operator plans with FA2 from the measured path rates"
+name=$(kubectl get -f "$example" -o jsonpath='{.metadata.name}')
+optimizer=$(kubectl get -f "$example" -o jsonpath='{.spec.optimizer}')
+echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} from the measured path rates"
 echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl -w"
 echo
 
@@ -61,13 +64,13 @@ start=$SECONDS
 while kill -0 "$loadgen" 2>/dev/null; do
   sleep 5
   rate=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
-    --data-urlencode 'query=sum(rate(pipescale_requests_total{pipeline="fa2-app-gpu"}[30s]))' |
+    --data-urlencode "query=sum(rate(pipescale_requests_total{pipeline=\"$name\"}[30s]))" |
     sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')
-  plan=$(kubectl get deploy -l pipescale.io/pipeline=fa2-app-gpu --no-headers \
-    -o custom-columns='T:.metadata.labels.pipescale\.io/task,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
-    awk '{printf "%s=%sx b%s  ", $1, $2, $3}')
-  total=$(kubectl get ipl fa2-app-gpu -o jsonpath='{.status.totalReplicas}')
-  ready=$(kubectl get ipl fa2-app-gpu -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
+  plan=$(kubectl get deploy -l pipescale.io/pipeline="$name" --no-headers \
+    -o custom-columns='T:.metadata.labels.pipescale\.io/task,C:.metadata.labels.pipescale\.io/hardware-class,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
+    awk '$3 > 0 {printf "%s@%s=%sx b%s  ", $1, $2, $3, $4}')
+  total=$(kubectl get ipl "$name" -o jsonpath='{.status.totalReplicas}')
+  ready=$(kubectl get ipl "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
   printf '%4ds  load %6.1f rps  %-11s total %3s replicas\n' $((SECONDS - start)) "${rate:-0}" "$ready" "${total:--}"
   if [[ $plan != "$last" ]]; then
     echo "      plan: $plan"

@@ -63,7 +63,7 @@ class LinearTrendForecaster : public Forecaster {
   std::string Name() const override { return "linear-trend"; }
   std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
     const int n = std::min<int>(window_, static_cast<int>(history.size()));
-    if (n < 2) return Flat(history.empty() ? 0 : history.back(), steps);
+    if (n < std::max(3, window_ / 3)) return Flat(history.empty() ? 0 : history.back(), steps);
     const size_t first = history.size() - n;
     double st = 0, sy = 0, stt = 0, sty = 0;
     for (int t = 0; t < n; ++t) {

@@ -39,7 +39,8 @@ class Forecaster {
 std::unique_ptr<Forecaster> PeakHold(double headroom = 1.2);
 // Exponentially weighted mean, flat ahead.
 std::unique_ptr<Forecaster> Ewma(double alpha = 0.3);
-// Least-squares line over the last `window` steps, extended.
+// Least-squares line over the last `window` steps, extended; flat at the last value until a
+// third of the window is in (two points make a slope, not a trend).
 std::unique_ptr<Forecaster> LinearTrend(int window = 30);
 // Additive Holt-Winters with a season of `period` steps.
 std::unique_ptr<Forecaster> HoltWinters(int period, double alpha = 0.3, double beta = 0.05,

@@ -576,8 +576,22 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
     const model::Task& task = spec.tasks[i];
     const model::Variant& v = task.MostAccurateVariant();
     model::Pool pool{.task = task.name, .qos_ms = budgets[i]};
+    // Capacity is planned at full load (N_batch), but a server that waits for its batch to
+    // fill must batch for the arrivals it will see: the planned load shared by capacity, and
+    // MArk's rule at that rate, never past N_batch.
+    const double planned =
+        *std::max_element(t.load.begin() + std::min(lead, steps - 1), t.load.end());
+    double capacity = 0;
+    for (size_t k = 0; k < t.counts.size(); ++k) {
+      capacity += t.counts[k] * t.instances[k].capacity_rps;
+    }
     for (size_t k = 0; k < t.classes.size(); ++k) {
-      const mark::BatchTuning& b = t.tunings[k];
+      mark::BatchTuning b = t.tunings[k];
+      if (t.counts[k] > 0 && capacity > 0) {
+        const Candidate c = t.classes[k];
+        b = mark::TuneBatch([c](int n) { return c.Ms(n); }, budgets[i],
+                            planned * t.instances[k].capacity_rps / capacity, b.max_batch);
+      }
       plan.tasks.push_back({.task = task.name,
                             .variant = v.name,
                             .hardware_class = t.instances[k].name,

@@ -227,6 +227,8 @@ std::string PlanDiff(const json& before, const json& after) {
       old[t.value("deployment", "")] = {t.value("replicas", 0), t.value("batchSize", 0)};
     }
   }
+  std::map<std::string, int> per_task;
+  for (const auto& t : after["tasks"]) ++per_task[t["task"].get<std::string>()];
   std::string diff;
   for (const auto& t : after["tasks"]) {
     const std::string name = t["deployment"];
@@ -234,9 +236,13 @@ std::string PlanDiff(const json& before, const json& after) {
     const int batch = t["batchSize"];
     auto it = old.find(name);
     if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
-    const std::string label =
-        t.contains("loadRps") ? t["task"].get<std::string>() + "/" + t["variant"].get<std::string>()
-                              : t["task"].get<std::string>();
+    // Loki's Deployments differ by variant, Kairos's and MArk's by hardware class.
+    std::string label = t["task"].get<std::string>();
+    if (t.contains("loadRps")) {
+      label += "/" + t["variant"].get<std::string>();
+    } else if (per_task[t["task"].get<std::string>()] > 1) {
+      label += "@" + t["hardwareClass"].get<std::string>();
+    }
     diff += (diff.empty() ? "" : ", ") + label + " " +
             (it == old.end() ? StrFormat("new: %d replicas, batch %d", replicas, batch)
                              : StrFormat("%d->%d replicas, batch %d->%d", it->second.first,

@@ -480,16 +480,20 @@ TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
   w.object = PoolPipeline("mark");
   w.object["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "60s"}};
   w.Step(Rate(100), 1000);
-  w.Step(Rate(100), 1004);  // an event between intervals: not a new point
-  const Decision d = w.Step(Rate(120), 1010);
+  w.Step(Rate(130), 1004);  // an event between intervals: not a new point
+  Decision d = w.Step(Rate(110), 1010);
   ASSERT_EQ(d.demand.series.at("p").size(), 2u);
-  EXPECT_EQ(d.demand.series.at("p")[1], 120);
-  // 60 s ahead in 10 s steps, now first; the trend of 100 -> 120 rises.
+  EXPECT_EQ(d.demand.series.at("p")[1], 110);
+  // Two points make no trend: flat at the rate now.
+  EXPECT_EQ(d.status["plan"]["forecast"]["rps"][6], 110);
+  for (int k = 2; k < 12; ++k) d = w.Step(Rate(100 + 10 * k), 1000 + 10 * k);
+  ASSERT_EQ(d.demand.series.at("p").size(), 12u);
+  // 60 s ahead in 10 s steps, now first; the trend of +10 rps a step goes on.
   const json& forecast = d.status["plan"]["forecast"];
   EXPECT_EQ(forecast["stepSeconds"], 10);
   ASSERT_EQ(forecast["rps"].size(), 7u);
-  EXPECT_EQ(forecast["rps"][0], 120);
-  EXPECT_GT(forecast["rps"][6].get<double>(), 120);
+  EXPECT_EQ(forecast["rps"][0], 210);
+  EXPECT_NEAR(forecast["rps"][6].get<double>(), 270, 1e-6);
   ASSERT_TRUE(d.routing.has_value() || w.routing.has_value());
 }
 
