@@ -405,6 +405,12 @@ TEST(Mark, BatchesWhereBatchingPays) {
   EXPECT_LE(t.latency_ms + t.queue_ms, 100 + 1e-9);
   EXPECT_GT(plan.pools[0].members[0].capacity_rps, 1000.0 / 12);
   EXPECT_GE(Capacity(plan), 300 - 1e-9);
+  // The capacity is for full load; at 300 rps on one replica the batch is the one that fills
+  // within the budget at 300 rps, and at 10 rps batching would wait too long: b = 1.
+  EXPECT_EQ(t.batch_size, 17);  // (b - 1) / 300 s + 2b + 10 ms <= 100 ms
+  const model::Plan low = SolveMark(p, {{{"p", 10}}}, {});
+  EXPECT_EQ(low.tasks[0].batch_size, 1);
+  EXPECT_EQ(low.tasks[0].replicas, 1);
 }
 
 }  // namespace
