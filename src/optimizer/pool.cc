@@ -586,11 +586,23 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
       capacity += t.counts[k] * t.instances[k].capacity_rps;
     }
     for (size_t k = 0; k < t.classes.size(); ++k) {
-      mark::BatchTuning b = t.tunings[k];
+      const Candidate c = t.classes[k];
+      // A class the plan does not use batches nothing: replicas the cool-down still holds
+      // get a share of the load too small to fill a batch in time.
+      mark::BatchTuning b{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / c.Ms(1)};
       if (t.counts[k] > 0 && capacity > 0) {
-        const Candidate c = t.classes[k];
-        b = mark::TuneBatch([c](int n) { return c.Ms(n); }, budgets[i],
-                            planned * t.instances[k].capacity_rps / capacity, b.max_batch);
+        const double arrivals = planned * t.instances[k].capacity_rps / capacity;
+        b = mark::TuneBatch([c](int n) { return c.Ms(n); }, budgets[i], arrivals,
+                            t.tunings[k].max_batch);
+        auto running = input.running_batch.find(Key(task.name, t.instances[k].name));
+        if (running != input.running_batch.end() && running->second != b.max_batch &&
+            running->second <= t.tunings[k].max_batch && arrivals > 0) {
+          const int n = running->second;
+          const double wait = 1000.0 * (n - 1) / arrivals;
+          if (wait + c.Ms(n) <= budgets[i] && wait + c.Ms(n) <= n * c.Ms(1)) {
+            b = {n, wait, 1000.0 * n / c.Ms(n)};
+          }
+        }
       }
       plan.tasks.push_back({.task = task.name,
                             .variant = v.name,

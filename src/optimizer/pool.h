@@ -41,6 +41,8 @@ struct MarkInput {
   std::map<std::string, std::vector<double>> history;
   // Replicas running now, by "task/hardware class": kept at no launch overhead.
   std::map<std::string, int> running;
+  // Their batch sizes: kept while they still meet the budget, as every change restarts pods.
+  std::map<std::string, int> running_batch;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.
   std::set<std::string> late_paths;
   int guard_step = 1;  // replicas the guard adds to the busiest task of a late path

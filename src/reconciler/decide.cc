@@ -87,9 +87,12 @@ model::Plan PlanMark(const model::Pipeline& pipeline, const model::Workload& wor
     const model::Variant& v = task.MostAccurateVariant();
     for (const model::Profile& profile : v.profiles) {
       const std::string name = api::DeploymentName(pipeline, task, v, profile.hardware_class);
-      if (auto r = CurrentReplicas(o, name, v.batch_env)) {
-        input.running[task.name + "/" + profile.hardware_class] = *r;
-      }
+      auto it = o.deployments.find(name);
+      if (it == o.deployments.end()) continue;
+      const api::ManagedFields f = api::ReadManagedFields(it->second, v.batch_env);
+      const std::string key = task.name + "/" + profile.hardware_class;
+      if (f.replicas) input.running[key] = *f.replicas;
+      if (f.batch_size) input.running_batch[key] = *f.batch_size;
     }
   }
   demand.guard_quiet_until = o.demand.guard_quiet_until;

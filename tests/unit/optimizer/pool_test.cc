@@ -411,6 +411,14 @@ TEST(Mark, BatchesWhereBatchingPays) {
   const model::Plan low = SolveMark(p, {{{"p", 10}}}, {});
   EXPECT_EQ(low.tasks[0].batch_size, 1);
   EXPECT_EQ(low.tasks[0].replicas, 1);
+  // A running batch that still meets the budget at the new rate stays (no pod restarts);
+  // one that would wait too long does not.
+  MarkInput running;
+  running.running["m/small"] = 1;
+  running.running_batch["m/small"] = 12;  // 11 / 290 s + 34 ms = 72 ms
+  EXPECT_EQ(SolveMark(p, {{{"p", 290}}}, running).tasks[0].batch_size, 12);
+  running.running_batch["m/small"] = 12;  // 11 / 100 s + 34 ms = 144 ms: too long
+  EXPECT_LT(SolveMark(p, {{{"p", 100}}}, running).tasks[0].batch_size, 12);
 }
 
 }  // namespace
