@@ -17,6 +17,7 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxErrorsInMessage = 5;
+constexpr double kMetricsRetrySeconds = 10;
 
 double Round2(double v) { return std::round(v * 100) / 100; }
 
@@ -301,6 +302,9 @@ Decision Decide(const Observed& o) {
   // Deployments that do not exist yet are created at the plan for no load (a scale-up).
   const bool metrics_ok = o.metrics.ok() && o.metrics->Complete();
   if (!metrics_ok) {
+    // Look again soon: a new pipeline's series appear within a scrape or two, and a long
+    // interval would leave it unplanned for all of it.
+    d.requeue_after_seconds = std::min(pipeline.spec.interval_seconds, kMetricsRetrySeconds);
     std::string why;
     if (!o.metrics.ok()) {
       why = o.metrics.error().message;

@@ -186,6 +186,10 @@ TEST(Decide, MissingMetricsHoldAndNeverScaleDown) {
   const Decision missing = w.Step(partial, 1020);
   EXPECT_TRUE(missing.writes.empty());
   EXPECT_NE(missing.status["conditions"].dump().find("SeriesMissing"), std::string::npos);
+  // Missing metrics are looked for again within 10 s, whatever the interval.
+  w.object["spec"]["interval"] = "60s";
+  EXPECT_EQ(w.Step(partial, 1030).requeue_after_seconds, 10);
+  EXPECT_EQ(w.Step(Rate(400), 1040).requeue_after_seconds, 60);
 }
 
 TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
