@@ -1,7 +1,7 @@
 // pipescale-loadgen: test and demo tooling. Sends requests along a pipeline's execution paths
-// (each hop to a model-server of the task's Deployment, round robin, found through the
-// Prometheus file-SD targets the kubelet stand-in writes), open loop with Poisson arrivals at
-// the rates of a trace, and exports what a gateway would: pipescale_requests_total and
+// (each hop to a model-server of the task, weighted round robin by its unbatched rate, found
+// through the Prometheus file-SD targets the kubelet stand-in writes), open loop with Poisson
+// arrivals at the rates of a trace, and exports what a gateway would: pipescale_requests_total and
 // pipescale_request_duration_seconds per path.
 //
 //   pipescale-loadgen -f PIPELINE.yaml --namespace NS --targets-dir DIR
@@ -42,13 +42,16 @@ struct Job {
 
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
+// Each task's model servers, weighted by what one of them serves unbatched (1000 / d(1) of
+// its variant on its hardware class): smooth weighted round robin, MArk's balancer. Equal
+// weights, plain round robin, where a task runs on one class.
 class Endpoints {
  public:
-  Endpoints(std::string dir, std::string ns, std::string pipeline)
-      : dir_(std::move(dir)), ns_(std::move(ns)), pipeline_(std::move(pipeline)) {}
+  Endpoints(std::string dir, std::string ns, const model::Pipeline& pipeline)
+      : dir_(std::move(dir)), ns_(std::move(ns)), pipeline_(pipeline) {}
 
   void Reload() {
-    std::map<std::string, std::vector<std::string>> fresh;
+    std::map<std::string, std::vector<Endpoint>> fresh;
     for (const auto& entry : fs::directory_iterator(dir_)) {
       if (entry.path().filename().string().rfind("pod-", 0) != 0) continue;
       std::ifstream in(entry.path());
@@ -56,11 +59,23 @@ class Endpoints {
       if (!j.is_array()) continue;
       for (const auto& group : j) {
         const auto& l = group["labels"];
-        if (l.value("namespace", "") != ns_ || l.value("pipeline", "") != pipeline_) continue;
-        for (const auto& t : group["targets"]) fresh[l.value("task", "")].push_back(t);
+        if (l.value("namespace", "") != ns_ || l.value("pipeline", "") != pipeline_.name) continue;
+        const double weight =
+            Weight(l.value("task", ""), l.value("variant", ""), l.value("hardware_class", ""));
+        for (const auto& t : group["targets"]) {
+          fresh[l.value("task", "")].push_back({t.get<std::string>(), weight, 0});
+        }
       }
     }
     std::lock_guard lock(mu_);
+    // Keep each endpoint's running credit across reloads, so the rotation does not restart.
+    for (auto& [task, list] : fresh) {
+      for (Endpoint& e : list) {
+        for (const Endpoint& old : endpoints_[task]) {
+          if (old.target == e.target) e.credit = old.credit;
+        }
+      }
+    }
     endpoints_ = std::move(fresh);
   }
 
@@ -68,14 +83,39 @@ class Endpoints {
     std::lock_guard lock(mu_);
     auto it = endpoints_.find(task);
     if (it == endpoints_.end() || it->second.empty()) return "";
-    return it->second[next_[task]++ % it->second.size()];
+    double total = 0;
+    Endpoint* best = nullptr;
+    for (Endpoint& e : it->second) {
+      e.credit += e.weight;
+      total += e.weight;
+      if (best == nullptr || e.credit > best->credit) best = &e;
+    }
+    best->credit -= total;
+    return best->target;
   }
 
  private:
-  std::string dir_, ns_, pipeline_;
+  struct Endpoint {
+    std::string target;
+    double weight = 1;
+    double credit = 0;
+  };
+
+  double Weight(const std::string& task, const std::string& variant,
+                const std::string& hardware_class) const {
+    const int t = pipeline_.TaskIndex(task);
+    if (t < 0) return 1;
+    for (const auto& v : pipeline_.spec.tasks[t].variants) {
+      if (v.name != variant) continue;
+      if (const auto* profile = v.FindProfile(hardware_class)) return 1000 / profile->latency.Ms(1);
+    }
+    return 1;
+  }
+
+  std::string dir_, ns_;
+  const model::Pipeline& pipeline_;
   std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> endpoints_;
-  std::map<std::string, size_t> next_;
+  std::map<std::string, std::vector<Endpoint>> endpoints_;
 };
 
 }  // namespace
@@ -136,7 +176,7 @@ int main(int argc, char** argv) {
       << R"([{"targets": ["127.0.0.1:)" << exposer.GetListeningPorts().front() << "\"]}]";
   fs::rename(target_file + ".tmp", target_file);
 
-  Endpoints endpoints(flags["--targets-dir"], ns, pipeline.name);
+  Endpoints endpoints(flags["--targets-dir"], ns, pipeline);
   endpoints.Reload();
   std::mutex mu;
   std::condition_variable cv;
