@@ -416,9 +416,8 @@ Decision Decide(const Observed& o) {
   // While replicas move between Deployments, the old ones run until they are gone: count each
   // at the larger of what runs and what is asked (others of the pipeline at what runs), and
   // let scale-outs wait for the scale-ins when both together would exceed the budget.
-  int waiting = 0;
-  if (!over_budget) {
-    auto [replicas, cost] = totals([&](size_t i) {
+  auto in_transit = [&] {
+    auto t = totals([&](size_t i) {
       return std::max(targets[i], RunningReplicas(o, placements[i].deployment));
     });
     for (const auto& [name, deployment] : o.deployments) {
@@ -427,10 +426,19 @@ Decision Decide(const Observed& o) {
       const int hw = pipeline.HardwareClassIndex(deployment["metadata"]
                                                      .value("labels", json::object())
                                                      .value("pipescale.io/hardware-class", ""));
-      replicas += running;
-      if (hw >= 0) cost += running * pipeline.spec.hardware_classes[hw].cost_per_hour;
+      t.first += running;
+      if (hw >= 0) t.second += running * pipeline.spec.hardware_classes[hw].cost_per_hour;
     }
-    if (over({replicas, cost})) waiting = hold_scale_outs();
+    return t;
+  };
+  int waiting = 0;
+  if (!over_budget && over(in_transit())) {
+    // The scale-ins the scale-outs wait for skip their stabilization window: waiting it out
+    // would hold the new plan back for the whole window.
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (current[i] && plan.tasks[i].replicas < *current[i]) targets[i] = plan.tasks[i].replicas;
+    }
+    waiting = hold_scale_outs();
   }
   const auto [total_replicas, cost] = totals([&](size_t i) { return targets[i]; });
 

@@ -448,8 +448,8 @@ TEST(Decide, BudgetHoldsWhileReplicasMoveBetweenClasses) {
   // run 10 cpu + 1 gpu ($2.0): the gpu goes first, the cpus follow at the next decision.
   World w;
   w.object = PoolPipeline("kairos");
+  // The default 300 s scale-down window: under budget pressure the scale-in does not wait it.
   w.object["spec"]["budget"] = {{"costPerHour", 1.85}};
-  w.object["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 0;
   const std::map<std::string, double> price = {{"shop-m-v-gpu", 1.0}, {"shop-m-v-cpu", 0.1}};
   auto running_cost = [&](const std::map<std::string, json>& before) {
     double cost = 0;  // each Deployment at the larger of before and after
