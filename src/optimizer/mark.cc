@@ -9,18 +9,39 @@
 
 namespace pipescale::optimizer::mark {
 
-BatchTuning TuneBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
-                      double arrival_rps_per_instance, int limit) {
-  const double single = latency_ms(1);
-  BatchTuning out{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / single};
+std::optional<BatchTuning> TryBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                                    double arrival_rps_per_instance, int b) {
+  const double wait =
+      arrival_rps_per_instance > 0 ? 1000.0 * (b - 1) / arrival_rps_per_instance : rt_max_ms;
+  const double t = latency_ms(b);
+  if (b > 1 && (wait + t > rt_max_ms || wait + t > b * latency_ms(1))) return std::nullopt;
+  return BatchTuning{.max_batch = b, .wait_ms = b > 1 ? wait : 0, .rate_rps = 1000.0 * b / t};
+}
+
+namespace {
+
+// Grows b from 1 while batch b at arrival_of(b) meets MArk's rules.
+BatchTuning Grow(const std::function<double(int)>& latency_ms, double rt_max_ms, int limit,
+                 const std::function<double(int)>& arrival_of) {
+  BatchTuning out{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / latency_ms(1)};
   for (int b = 2; b <= limit; ++b) {
-    const double wait =
-        arrival_rps_per_instance > 0 ? 1000.0 * (b - 1) / arrival_rps_per_instance : rt_max_ms;
-    const double t = latency_ms(b);
-    if (wait + t > rt_max_ms || wait + t > b * single) break;
-    out = {b, wait, 1000.0 * b / t};
+    const std::optional<BatchTuning> next = TryBatch(latency_ms, rt_max_ms, arrival_of(b), b);
+    if (!next) break;
+    out = *next;
   }
   return out;
+}
+
+}  // namespace
+
+BatchTuning TuneBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                      double arrival_rps_per_instance, int limit) {
+  return Grow(latency_ms, rt_max_ms, limit, [&](int) { return arrival_rps_per_instance; });
+}
+
+BatchTuning TuneBatchAtFullLoad(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                                int limit) {
+  return Grow(latency_ms, rt_max_ms, limit, [&](int b) { return 1000.0 * b / latency_ms(b); });
 }
 
 namespace {

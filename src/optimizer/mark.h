@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,11 +20,21 @@ struct BatchTuning {
   double rate_rps = 0;  // what one instance then serves
 };
 
-// Grows b from 1 while W(b) + T(b) <= RT_max and W(b) + T(b) <= b * T(1) (batching still beats
-// serving the b one by one), with W(b) = (b - 1) / arrival rate per instance: the time to
-// collect b requests. `latency_ms(b)` is T(b); `limit` caps b.
+// Batch b, if it meets both of MArk's rules: W(b) + T(b) <= RT_max and W(b) + T(b) <= b * T(1)
+// (batching still beats serving the b one by one), with W(b) = (b - 1) / arrival rate per
+// instance, the time to collect b requests (RT_max when nothing arrives). `latency_ms(b)` is
+// T(b).
+std::optional<BatchTuning> TryBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                                    double arrival_rps_per_instance, int b);
+
+// Grows b from 1 while TryBatch holds; `limit` caps b.
 BatchTuning TuneBatch(const std::function<double(int)>& latency_ms, double rt_max_ms,
                       double arrival_rps_per_instance, int limit);
+
+// The same at full load: each b at the arrival rate a busy instance sees, its own rate at b,
+// so W(b) = (b - 1) T(b) / b. What one instance can serve within RT_max.
+BatchTuning TuneBatchAtFullLoad(const std::function<double(int)>& latency_ms, double rt_max_ms,
+                                int limit);
 
 // --- Forecasting (Sec. 4.2) -----------------------------------------------------------------
 

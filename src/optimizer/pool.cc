@@ -382,19 +382,10 @@ std::unique_ptr<mark::Forecaster> ForecasterFor(const model::PipelineSpec& spec)
   return nullptr;
 }
 
-// MArk's batching for one class (Sec. 4.3): grow b while W(b) + T(b) stays within RT_max and
-// within b * T(1), at the arrival rate a busy instance sees, its own rate at b, so that
-// W(b) = (b - 1) / rate(b). (mark::TuneBatch takes the arrival rate as given instead.)
+// MArk's batching for one class at full load (Sec. 4.3): what one replica serves within the
+// task's budget.
 mark::BatchTuning Tune(const Candidate& c, double rt_max_ms, int max_batch) {
-  const double single = c.Ms(1);
-  mark::BatchTuning out{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / single};
-  for (int b = 2; b <= max_batch; ++b) {
-    const double t = c.Ms(b);
-    const double wait = (b - 1) * t / b;
-    if (wait + t > rt_max_ms || wait + t > b * single) break;
-    out = {b, wait, 1000.0 * b / t};
-  }
-  return out;
+  return mark::TuneBatchAtFullLoad([c](int n) { return c.Ms(n); }, rt_max_ms, max_batch);
 }
 
 }  // namespace
@@ -591,17 +582,13 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
       // get a share of the load too small to fill a batch in time.
       mark::BatchTuning b{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / c.Ms(1)};
       if (t.counts[k] > 0 && capacity > 0) {
+        const auto ms = [c](int n) { return c.Ms(n); };
         const double arrivals = planned * t.instances[k].capacity_rps / capacity;
-        b = mark::TuneBatch([c](int n) { return c.Ms(n); }, budgets[i], arrivals,
-                            t.tunings[k].max_batch);
+        b = mark::TuneBatch(ms, budgets[i], arrivals, t.tunings[k].max_batch);
         auto running = input.running_batch.find(Key(task.name, t.instances[k].name));
         if (running != input.running_batch.end() && running->second != b.max_batch &&
             running->second <= t.tunings[k].max_batch && arrivals > 0) {
-          const int n = running->second;
-          const double wait = 1000.0 * (n - 1) / arrivals;
-          if (wait + c.Ms(n) <= budgets[i] && wait + c.Ms(n) <= n * c.Ms(1)) {
-            b = {n, wait, 1000.0 * n / c.Ms(n)};
-          }
+          if (auto kept = mark::TryBatch(ms, budgets[i], arrivals, running->second)) b = *kept;
         }
       }
       plan.tasks.push_back({.task = task.name,
