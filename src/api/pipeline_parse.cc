@@ -13,6 +13,7 @@
 
 #include "api/document.h"
 #include "optimizer/fit.h"
+#include "optimizer/solve.h"
 
 namespace pipescale::api {
 namespace {
@@ -701,17 +702,7 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
 }
 
 const char* OptimizerName(model::OptimizerKind kind) {
-  switch (kind) {
-    case model::OptimizerKind::kFa2:
-      return "fa2";
-    case model::OptimizerKind::kLoki:
-      return "loki";
-    case model::OptimizerKind::kKairos:
-      return "kairos";
-    case model::OptimizerKind::kMark:
-      return "mark";
-  }
-  return "";
+  return optimizer::AlgorithmName(optimizer::AlgorithmFor(kind));
 }
 
 // Kairos and MArk size each task's pool over its most accurate variant's classes; a burst

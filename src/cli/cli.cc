@@ -148,20 +148,7 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
       return kExitInvalidInput;
     }
   } else {
-    switch (pipeline->spec.optimizer) {
-      case model::OptimizerKind::kFa2:
-        algorithm = optimizer::Algorithm::kFa2;
-        break;
-      case model::OptimizerKind::kLoki:
-        algorithm = optimizer::Algorithm::kLoki;
-        break;
-      case model::OptimizerKind::kKairos:
-        algorithm = optimizer::Algorithm::kKairos;
-        break;
-      case model::OptimizerKind::kMark:
-        algorithm = optimizer::Algorithm::kMark;
-        break;
-    }
+    algorithm = optimizer::AlgorithmFor(pipeline->spec.optimizer);
   }
   const bool mark = algorithm == optimizer::Algorithm::kMark;
   if (!flags.history.empty() && !mark) {

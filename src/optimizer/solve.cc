@@ -40,6 +40,20 @@ const char* AlgorithmName(Algorithm algorithm) {
   return "unknown";
 }
 
+Algorithm AlgorithmFor(model::OptimizerKind kind) {
+  switch (kind) {
+    case model::OptimizerKind::kFa2:
+      return Algorithm::kFa2;
+    case model::OptimizerKind::kLoki:
+      return Algorithm::kLoki;
+    case model::OptimizerKind::kKairos:
+      return Algorithm::kKairos;
+    case model::OptimizerKind::kMark:
+      return Algorithm::kMark;
+  }
+  return Algorithm::kFa2;
+}
+
 model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& workload,
                   Algorithm algorithm) {
   if (algorithm == Algorithm::kLoki) return SolveLoki(pipeline, workload);

@@ -14,6 +14,8 @@ enum class Algorithm { kFa2, kDs2, kInferline, kGrandslam, kExact, kLoki, kKairo
 
 std::optional<Algorithm> ParseAlgorithm(std::string_view name);
 const char* AlgorithmName(Algorithm algorithm);
+// The algorithm a pipeline's spec.optimizer names.
+Algorithm AlgorithmFor(model::OptimizerKind kind);
 
 // Precondition: the pipeline passed api validation and has at least one execution path.
 model::Plan Solve(const model::Pipeline& pipeline, const model::Workload& workload,

@@ -290,11 +290,7 @@ Decision Decide(const Observed& o) {
   const model::OptimizerKind kind = pipeline.spec.optimizer;
   const bool loki = kind == model::OptimizerKind::kLoki;
   const bool mark = kind == model::OptimizerKind::kMark;
-  const optimizer::Algorithm algorithm = loki   ? optimizer::Algorithm::kLoki
-                                         : mark ? optimizer::Algorithm::kMark
-                                         : kind == model::OptimizerKind::kKairos
-                                             ? optimizer::Algorithm::kKairos
-                                             : optimizer::Algorithm::kFa2;
+  const optimizer::Algorithm algorithm = optimizer::AlgorithmFor(kind);
   const char* algorithm_name = optimizer::AlgorithmName(algorithm);
   d.demand = o.demand;
 
