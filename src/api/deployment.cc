@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "api/plan_json.h"
+
 namespace pipescale::api {
 namespace {
 
@@ -153,22 +155,9 @@ nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
   auto round4 = [](double v) { return std::round(v * 1e4) / 1e4; };
   if (!plan.pools.empty()) {
     // Kairos and MArk: who serves which query sizes, for a dispatcher (kairos::Dispatch).
-    json pools = json::array();
-    for (const auto& p : plan.pools) {
-      json members = json::array();
-      for (const auto& m : p.members) {
-        members.push_back({{"hardwareClass", m.hardware_class},
-                           {"replicas", m.replicas},
-                           {"maxQuery", m.max_query},
-                           {"coefficient", round4(m.coefficient)},
-                           {"capacityRps", round4(m.capacity_rps)}});
-      }
-      pools.push_back({{"task", p.task},
-                       {"qosMs", round4(p.qos_ms)},
-                       {"members", members},
-                       {"spillClass", p.spill_class}});
-    }
-    return {{"pools.json", json{{"optimizer", plan.report.optimizer}, {"pools", pools}}.dump()}};
+    const nlohmann::ordered_json pools = {{"optimizer", plan.report.optimizer},
+                                          {"pools", PoolsToJson(plan, /*rounded=*/true)}};
+    return {{"pools.json", pools.dump()}};
   }
   json tables = json::array();
   for (const auto& r : plan.routing) {

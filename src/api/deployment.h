@@ -39,9 +39,8 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
 // pipeline, with one key `routing.json`: {"phase", "accuracy", "tables": [{"path", "task",
 // "from", "to": [{"variant", "fraction"}]}], "backups": [...], "budgetsMs": {"task/variant"}}.
 // Fractions are rounded to 4 decimals so that noise in the rates does not rewrite it. Kairos
-// and MArk plans write `pools.json` instead: {"optimizer", "pools": [{"task", "qosMs",
-// "members": [{"hardwareClass", "replicas", "maxQuery", "coefficient", "capacityRps"}],
-// "spillClass"}]}.
+// and MArk plans write `pools.json` instead: {"optimizer", "pools": PoolsToJson(plan)}
+// (api/plan_json.h).
 std::string RoutingConfigMapName(const model::Pipeline& pipeline);
 nlohmann::json RoutingConfigMapData(const model::Plan& plan);
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,

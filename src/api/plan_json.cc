@@ -1,5 +1,6 @@
 #include "api/plan_json.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
@@ -21,7 +22,8 @@ nlohmann::ordered_json RoutingToJson(const model::Plan& plan) {
 
 }  // namespace
 
-nlohmann::ordered_json PoolsToJson(const model::Plan& plan) {
+nlohmann::ordered_json PoolsToJson(const model::Plan& plan, bool rounded) {
+  auto number = [rounded](double v) { return rounded ? std::round(v * 1e4) / 1e4 : v; };
   auto out = nlohmann::ordered_json::array();
   for (const auto& p : plan.pools) {
     auto members = nlohmann::ordered_json::array();
@@ -29,12 +31,13 @@ nlohmann::ordered_json PoolsToJson(const model::Plan& plan) {
       members.push_back({{"hardwareClass", m.hardware_class},
                          {"replicas", m.replicas},
                          {"maxQuery", m.max_query},
-                         {"coefficient", m.coefficient},
-                         {"capacityRps", m.capacity_rps}});
+                         {"coefficient", number(m.coefficient)},
+                         {"capacityRps", number(m.capacity_rps)}});
     }
-    nlohmann::ordered_json pool = {{"task", p.task}, {"qosMs", p.qos_ms}, {"members", members}};
+    nlohmann::ordered_json pool = {
+        {"task", p.task}, {"qosMs", number(p.qos_ms)}, {"members", members}};
     if (!p.spill_class.empty()) pool["spillClass"] = p.spill_class;
-    if (p.upper_bound_qps > 0) pool["upperBoundQps"] = p.upper_bound_qps;
+    if (p.upper_bound_qps > 0) pool["upperBoundQps"] = number(p.upper_bound_qps);
     out.push_back(std::move(pool));
   }
   return out;

@@ -16,8 +16,9 @@ namespace pipescale::api {
 std::string PlanToJson(const model::Plan& plan);
 
 // The pools for a dispatcher: per task its QoS, members (class, replicas, largest query,
-// Kairos coefficient, capacity) and the spill class.
-nlohmann::ordered_json PoolsToJson(const model::Plan& plan);
+// Kairos coefficient, capacity), the spill class and Kairos's bound. `rounded`: numbers to 4
+// decimals, so that the ConfigMap is not rewritten for noise.
+nlohmann::ordered_json PoolsToJson(const model::Plan& plan, bool rounded = false);
 
 std::string PlanToTable(const model::Plan& plan);
 
