@@ -44,6 +44,8 @@ struct SolveReport {
   double objective = 0;            // total replicas for FA2 and its baselines
   double solve_ms = 0;             // filled by the caller: optimizers read no clock
   std::vector<std::string> notes;  // why a plan is infeasible, which paths, what was repaired
+  // Of the notes, those that say why the plan is Infeasible (for the Feasible condition).
+  std::vector<std::string> reasons;
 
   bool operator==(const SolveReport&) const = default;
 };

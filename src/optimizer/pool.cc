@@ -65,6 +65,13 @@ void FillPaths(const model::Pipeline& pipeline, model::Plan& plan) {
   }
 }
 
+// A reason the plan is Infeasible: noted, and said in the Feasible condition.
+void Shortfall(model::Plan& plan, std::string reason) {
+  plan.report.status = model::SolveStatus::kInfeasible;
+  plan.report.notes.push_back(reason);
+  plan.report.reasons.push_back(std::move(reason));
+}
+
 void FillCost(const model::Pipeline& pipeline, model::Plan& plan) {
   plan.cost_per_hour = 0;
   for (const model::TaskPlan& t : plan.tasks) {
@@ -194,12 +201,13 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       for (size_t k = 1; k < classes.size(); ++k) {
         if (classes[k].Ms(largest) < classes[base].Ms(largest)) base = static_cast<int>(k);
       }
-      plan.report.status = model::SolveStatus::kInfeasible;
-      plan.report.notes.push_back(StrFormat(
-          "task %s: no class serves query size %d within its %.1f ms budget; %s, the fastest, "
-          "takes %.1f ms",
-          spec.tasks[i].name.c_str(), largest, t.qos_ms,
-          spec.hardware_classes[classes[base].hw].name.c_str(), classes[base].Ms(largest)));
+      Shortfall(
+          plan,
+          StrFormat(
+              "task %s: no class serves query size %d within its %.1f ms budget; %s, the fastest, "
+              "takes %.1f ms",
+              spec.tasks[i].name.c_str(), largest, t.qos_ms,
+              spec.hardware_classes[classes[base].hw].name.c_str(), classes[base].Ms(largest)));
     }
     std::rotate(classes.begin(), classes.begin() + base, classes.begin() + base + 1);
     t.classes = classes;
@@ -293,8 +301,8 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       }
     }
     plan.served_fraction = std::clamp(served, 0.0, 1.0);
-    plan.report.status = model::SolveStatus::kInfeasible;
-    plan.report.notes.push_back(
+    Shortfall(
+        plan,
         std::isfinite(budget) || spec.budget.max_replicas
             ? StrFormat("budget: $%.3f/h and %s replicas cover %.1f%% of the demand", budget,
                         spec.budget.max_replicas ? std::to_string(*spec.budget.max_replicas).c_str()
@@ -479,8 +487,8 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
                              ClassCap(pipeline, fastest->hw, 1 << 20)});
       auto r = input.running.find(Key(task.name, hw.name));
       running.push_back(r == input.running.end() ? 0 : r->second);
-      plan.report.status = model::SolveStatus::kInfeasible;
-      plan.report.notes.push_back(
+      Shortfall(
+          plan,
           StrFormat("task %s: no class serves one request within its %.1f ms budget; %s takes "
                     "%.1f ms",
                     task.name.c_str(), budgets[i], hw.name.c_str(), fastest->Ms(1)));
@@ -517,8 +525,8 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
     }
     const double peak = *std::max_element(t.load.begin() + std::min(lead, steps - 1), t.load.end());
     if (capacity + 1e-9 < peak && total > 0) {
-      plan.report.status = model::SolveStatus::kInfeasible;
-      plan.report.notes.push_back(
+      Shortfall(
+          plan,
           StrFormat("task %s: every class at its maxReplicas serves %.1f of the forecast %.1f rps",
                     task.name.c_str(), capacity, peak));
     }

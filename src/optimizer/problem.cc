@@ -214,7 +214,11 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
                  .status = solution.status,
                  .objective = static_cast<double>(plan.TotalReplicas()),
                  .solve_ms = 0,
-                 .notes = solution.notes};
+                 .notes = solution.notes,
+                 // FA2 and its baselines note only the paths that miss their SLO when infeasible.
+                 .reasons = solution.status == model::SolveStatus::kInfeasible
+                                ? solution.notes
+                                : std::vector<std::string>{}};
   return plan;
 }
 

@@ -452,12 +452,7 @@ Decision Decide(const Observed& o) {
                  generation, o.now);
   } else if (plan.report.status == model::SolveStatus::kInfeasible) {
     std::string notes;
-    for (const auto& n : plan.report.notes) {
-      const bool why = n.starts_with("path ") || n.starts_with("budget: ") ||
-                       n.find("no class") != std::string::npos ||
-                       n.find("maxReplicas") != std::string::npos;
-      if (why) notes += (notes.empty() ? "" : "; ") + n;
-    }
+    for (const auto& n : plan.report.reasons) notes += (notes.empty() ? "" : "; ") + n;
     SetCondition(conditions, "Feasible", false, reason::kInfeasible,
                  "no plan meets every SLO; running the fastest plan: " + notes, generation, o.now);
   } else {

@@ -443,6 +443,18 @@ TEST(Decide, KairosRunsOneDeploymentPerClassAndPublishesItsPools) {
   EXPECT_EQ(again.status, status);
 }
 
+TEST(Decide, KairosSaysWhyTheBudgetFallsShort) {
+  World w;
+  w.object = PoolPipeline("kairos");
+  w.object["spec"]["budget"] = {{"costPerHour", 0.5}};
+  const Decision d = w.Step(Rate(300), 1000);
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Feasible"), "False");
+  const std::string conditions = d.status["conditions"].dump();
+  EXPECT_NE(conditions.find("budget: $0.500/h"), std::string::npos) << conditions;
+  // The informational notes (which rule chose the pool) stay out of the condition.
+  EXPECT_EQ(conditions.find("Kairos pick"), std::string::npos) << conditions;
+}
+
 TEST(Decide, BudgetHoldsWhileReplicasMoveBetweenClasses) {
   // F9: from 8 cpu + 1 gpu ($1.8) to 10 cpu ($1.0) under a $1.85 budget. Both at once would
   // run 10 cpu + 1 gpu ($2.0): the gpu goes first, the cpus follow at the next decision.
