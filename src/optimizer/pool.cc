@@ -398,6 +398,14 @@ mark::BatchTuning Tune(const Candidate& c, double rt_max_ms, int max_batch) {
 
 }  // namespace
 
+double SlowestStartupSeconds(const model::PipelineSpec& spec) {
+  double startup = 0;
+  for (const auto& hw : spec.hardware_classes) {
+    if (!hw.burst_min_warm) startup = std::max(startup, hw.startup_seconds);
+  }
+  return startup;
+}
+
 model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& workload,
                       const MarkInput& input) {
   const auto& spec = pipeline.spec;
@@ -407,12 +415,8 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
   const double step = spec.interval_seconds;
   plan.forecast_step_seconds = step;
 
-  // Provision for the load when a replica launched now is ready: the slowest startup.
-  double startup = 0;
-  for (const auto& hw : spec.hardware_classes) {
-    if (!hw.burst_min_warm) startup = std::max(startup, hw.startup_seconds);
-  }
-  const int lead = static_cast<int>(std::ceil(startup / step - 1e-9));
+  // Provision for the load when a replica launched now is ready.
+  const int lead = static_cast<int>(std::ceil(SlowestStartupSeconds(spec) / step - 1e-9));
   const int horizon = static_cast<int>(std::ceil(spec.forecast.horizon_seconds / step - 1e-9));
   const int steps = std::max(horizon, lead) + 1;
 

@@ -36,6 +36,10 @@ struct KairosOptions {
 model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& workload,
                         const KairosOptions& options = {});
 
+// How long a replica launched now takes to serve: the slowest startup of the main (not burst)
+// classes. MArk provisions for the load then, and its SLO guard waits as long to judge again.
+double SlowestStartupSeconds(const model::PipelineSpec& spec);
+
 struct MarkInput {
   // Per path, its rate at each past planning step, oldest first; may be empty.
   std::map<std::string, std::vector<double>> history;

@@ -105,13 +105,9 @@ model::Plan PlanMark(const model::Pipeline& pipeline, const model::Workload& wor
       }
     }
     if (!input.late_paths.empty()) {
-      // Judge again once the added replicas can serve: after the slowest startup, and never
-      // sooner than three intervals.
-      double startup = 0;
-      for (const auto& hw : pipeline.spec.hardware_classes) {
-        startup = std::max(startup, hw.startup_seconds);
-      }
-      demand.guard_quiet_until = o.now + std::max(3 * pipeline.spec.interval_seconds, startup);
+      // Judge again once the added replicas can serve, and never sooner than three intervals.
+      demand.guard_quiet_until = o.now + std::max(3 * pipeline.spec.interval_seconds,
+                                                  optimizer::SlowestStartupSeconds(pipeline.spec));
     }
   }
   return optimizer::SolveMark(pipeline, workload, input);
@@ -155,6 +151,15 @@ json PlanStatus(const model::Plan& plan, const std::vector<Placement>& placement
                      {"predictedLatencyMs", Round2(p.predicted_latency_ms)}});
   }
   json out = {{"tasks", tasks}, {"paths", paths}};
+  if (!plan.pools.empty()) {
+    out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
+    if (plan.upper_bound_qps > 0) out["upperBoundQps"] = Round2(plan.upper_bound_qps);
+    if (!plan.forecast_rps.empty()) {
+      json forecast = json::array();
+      for (double r : plan.forecast_rps) forecast.push_back(Round2(r));
+      out["forecast"] = {{"stepSeconds", plan.forecast_step_seconds}, {"rps", forecast}};
+    }
+  }
   if (plan.phase == model::Phase::kNone) return out;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     tasks[i]["loadRps"] = Round2(plan.tasks[i].load_rps);
@@ -538,18 +543,6 @@ Decision Decide(const Observed& o) {
                           {"durationMs", 0}};  // the reconciler times the decision
   }
   d.status["plan"] = plan_status;
-  if (!plan.pools.empty()) {
-    d.status["plan"]["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
-    if (algorithm == optimizer::Algorithm::kKairos) {
-      d.status["plan"]["upperBoundQps"] = Round2(plan.upper_bound_qps);
-    }
-    if (mark) {
-      json forecast = json::array();
-      for (double r : plan.forecast_rps) forecast.push_back(Round2(r));
-      d.status["plan"]["forecast"] = {{"stepSeconds", plan.forecast_step_seconds},
-                                      {"rps", forecast}};
-    }
-  }
   d.status["totalReplicas"] = total_replicas;
   d.status["costPerHour"] = Round2(cost);
   json rates = json::object();
