@@ -5,6 +5,9 @@
 #include <prometheus/histogram.h>
 
 #include <algorithm>
+#include <exception>
+
+#include "common/log.h"
 
 namespace pipescale::controller {
 
@@ -57,6 +60,11 @@ Controller::Controller(std::string name, ReconcileFn reconcile, prometheus::Regi
                   .Help("Total number of retries handled by workqueue")
                   .Register(registry)
                   .Add({{"name", name_}});
+  panics_ = &prometheus::BuildCounter()
+                 .Name("pipescale_reconcile_panics_total")
+                 .Help("Reconciles that ended in an exception (a bug), counted as errors")
+                 .Register(registry)
+                 .Add({{"controller", name_}});
 }
 
 Controller::~Controller() { Stop(); }
@@ -75,11 +83,31 @@ void Controller::Stop() {
   threads_.clear();
 }
 
+// An exception here is a bug, but it must not end the worker thread (std::terminate, and every
+// other object stops being reconciled with it): it becomes an error like any other, retried
+// with backoff, and stands out in the log and in its own counter.
+Controller::Outcome Controller::ReconcileGuarded(const std::string& key) {
+  try {
+    return reconcile_(key);
+  } catch (const std::exception& e) {
+    return Panicked(key, e.what());
+  } catch (...) {
+    return Panicked(key, "an exception not derived from std::exception");
+  }
+}
+
+Controller::Outcome Controller::Panicked(const std::string& key, const std::string& what) {
+  panics_->Increment();
+  Log("error", "reconcile threw; retrying with backoff",
+      {{"controller", name_}, {"key", key}, {"error", what}});
+  return Error{ErrorKind::kTransient, "reconcile threw: " + what};
+}
+
 void Controller::Work() {
   while (auto key = queue_.Get()) {
     depth_->Set(static_cast<double>(queue_.Depth()));
     const auto start = std::chrono::steady_clock::now();
-    auto result = reconcile_(*key);
+    auto result = ReconcileGuarded(*key);
     time_->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (result.ok()) {
       {

@@ -31,9 +31,11 @@ Retry OnError(const Error& error, int failures);
 
 class Controller {
  public:
-  // Returns when to reconcile the key again (nullopt: only when it changes).
-  using ReconcileFn =
-      std::function<Result<std::optional<std::chrono::milliseconds>>(const std::string& key)>;
+  // When to reconcile the key again (nullopt: only when it changes).
+  using Outcome = Result<std::optional<std::chrono::milliseconds>>;
+  // Expected failures are Errors. An exception is a bug: it is logged, counted in
+  // pipescale_reconcile_panics_total and retried with backoff, and the worker carries on.
+  using ReconcileFn = std::function<Outcome(const std::string& key)>;
 
   Controller(std::string name, ReconcileFn reconcile, prometheus::Registry& registry,
              int workers = 1);
@@ -47,6 +49,8 @@ class Controller {
 
  private:
   void Work();
+  Outcome ReconcileGuarded(const std::string& key);
+  Outcome Panicked(const std::string& key, const std::string& what);
 
   std::string name_;
   ReconcileFn reconcile_;
@@ -65,6 +69,7 @@ class Controller {
   prometheus::Histogram* time_;
   prometheus::Gauge* depth_;
   prometheus::Counter* retries_;
+  prometheus::Counter* panics_;
 };
 
 }  // namespace pipescale::controller

@@ -27,9 +27,13 @@ class PrometheusClient {
                             std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
   // An instant vector (or scalar, as one unlabeled sample). kInvalid for a query Prometheus
-  // rejects (HTTP 400, with its message); kTransient when it cannot be reached or times out.
+  // rejects (HTTP 400, with its message), a matrix or string result, or an answer of the wrong
+  // shape; kTransient when it cannot be reached, times out or answers with something that is
+  // not JSON (a proxy's page, a cut body). Never throws: whatever the server sends becomes a
+  // short, printable message. Sample values may be JSON strings or numbers.
   Result<std::vector<Sample>> Query(const std::string& promql,
                                     std::optional<double> at_unix_seconds = std::nullopt) const;
+  // A range query's matrix, with the same errors as Query.
   Result<std::vector<Series>> QueryRange(const std::string& promql, double start, double end,
                                          double step_seconds) const;
 
