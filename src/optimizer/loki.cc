@@ -7,6 +7,8 @@
 
 #include "common/check.h"
 #include "common/strings.h"
+#include "optimizer/graph.h"
+#include "optimizer/problem.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -61,16 +63,37 @@ double EdgeRatio(const model::Task& from, const std::string& to) {
   return 1;
 }
 
+// Which variants a step may run. An enum, not a bool: a bare `true` at a call site once put
+// the Overloaded step on the most accurate variants only, serving a fraction of what it could.
+enum class Variants { kMostAccurate, kAll };
+
+// The work budget: variant paths multiply with the tasks on a path (a 16-task chain with 3
+// variants each has 43 million), and each is a column of both MILPs.
+constexpr size_t kMaxVariantPaths = 4096;
+
+// How many variant paths the loaded execution paths have, or kMaxVariantPaths + 1 if more.
+size_t VariantPathCount(const model::Pipeline& pipeline, const model::Workload& workload) {
+  size_t total = 0;
+  for (const model::Path& path : pipeline.spec.paths) {
+    if (PathRateRps(workload, path.name) <= 0) continue;
+    size_t count = 1;
+    for (const std::string& t : path.tasks) {
+      count *= pipeline.spec.tasks[pipeline.TaskIndex(t)].variants.size();
+      if (count > kMaxVariantPaths) return kMaxVariantPaths + 1;
+    }
+    total += count;
+    if (total > kMaxVariantPaths) return kMaxVariantPaths + 1;
+  }
+  return total;
+}
+
 Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
-               bool most_accurate_only) {
+               Variants variants) {
   const model::PipelineSpec& spec = pipeline.spec;
   Instance in;
   in.cluster_size = spec.budget.max_replicas;
-  for (const model::Path& path : spec.paths) {
-    auto it = workload.path_rates_rps.find(path.name);
-    in.rates.push_back(it == workload.path_rates_rps.end() ? 0.0 : std::max(0.0, it->second));
-    in.total_rate += in.rates.back();
-  }
+  in.rates = PathRatesRps(pipeline, workload);
+  for (double rate : in.rates) in.total_rate += rate;
   // The loosest half-SLO over the paths through each task: slower configs can carry no traffic.
   std::vector<double> half_slo(spec.tasks.size(), 0);
   for (const model::Path& path : spec.paths) {
@@ -88,7 +111,7 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
     const model::Variant* most_accurate = &task.MostAccurateVariant();
     for (size_t k = 0; k < task.variants.size(); ++k) {
       const model::Variant& variant = task.variants[k];
-      if (most_accurate_only && &variant != most_accurate) continue;
+      if (variants == Variants::kMostAccurate && &variant != most_accurate) continue;
       Vertex v{.task = static_cast<int>(i),
                .variant = static_cast<int>(k),
                .accuracy = variant.accuracy / best,
@@ -152,8 +175,8 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
     for (const auto& [path, w] : worst[v]) load += w;
     double slowest_rps = kInfinity;
     for (const Config& c : in.vertices[v].configs) slowest_rps = std::min(slowest_rps, c.rps);
-    int bound = std::isfinite(slowest_rps) ? static_cast<int>(std::ceil(load / slowest_rps)) : 1;
-    bound = std::max(bound, 1);
+    const double needed = std::isfinite(slowest_rps) ? std::ceil(load / slowest_rps) : 1;
+    int bound = static_cast<int>(std::clamp(needed, 1.0, double{kMaxReplicas}));
     if (in.cluster_size) bound = std::min(bound, std::max(*in.cluster_size, 1));
     in.vertices[v].max_replicas = bound;
   }
@@ -180,7 +203,8 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
   const bool maximize = step != Step::kHardwareScaling;
   milp.set_sense(maximize ? Milp::Sense::kMaximize : Milp::Sense::kMinimize);
   // Replicas cost 1 each in hardware scaling (cheaper classes first among equals); in the
-  // maximising steps a replica costs 1e-6 of accuracy, so spare ones are not handed out.
+  // maximising steps a replica costs 1e-6 of accuracy (or of served share), so spare ones are
+  // not handed out.
   // Among equal plans, the config with the shorter batch time.
   std::vector<MilpTerm> all_replicas;
   std::map<int, std::vector<MilpTerm>> per_class;
@@ -229,9 +253,8 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
   std::vector<MilpTerm> accuracy;
   for (const VariantPath& q : in.paths) {
     const double weight = in.rates[q.path] / in.total_rate;
-    const double acc_coef = step == Step::kHardwareScaling ? 0
-                            : step == Step::kOverloaded    ? 1e-4 * weight * q.accuracy
-                                                           : weight * q.accuracy;
+    // Overloaded maximises the served share alone first; PreferAccuracy then re-weighs.
+    const double acc_coef = step == Step::kAccuracyScaling ? weight * q.accuracy : 0;
     const int c = milp.AddVar(0, 1, acc_coef, false);
     const int used = milp.AddBinary();
     milp.AddRow({{c, 1}, {used, -1}}, -kInfinity, 0);
@@ -321,6 +344,58 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
   return col;
 }
 
+// The share of the whole demand a solution serves, and the demand-weighted accuracy of what
+// it serves (both per request of the whole demand, as the objectives count them).
+struct Served {
+  double share = 0;
+  double accuracy = 0;
+};
+
+Served ServedBy(const Instance& in, const Columns& col, const MilpSolution& solution) {
+  Served out;
+  for (size_t i = 0; i < in.paths.size(); ++i) {
+    const VariantPath& q = in.paths[i];
+    const double share = in.rates[q.path] / in.total_rate * solution.values[col.share[i]];
+    out.share += share;
+    out.accuracy += share * q.accuracy;
+  }
+  return out;
+}
+
+// Turns the Overloaded step's model into its second solve: keep at least `floor` of the
+// demand and, among such plans, maximise the demand-weighted accuracy. Two solves, not one
+// weighted objective: an accuracy term small enough never to cost served demand sits inside
+// CBC's relative gap, and CBC then stops without looking at accuracy at all.
+void PreferAccuracy(const Instance& in, const Columns& col, double floor, Milp& milp) {
+  std::vector<MilpTerm> total;
+  for (size_t p = 0; p < col.served.size(); ++p) {
+    if (col.served[p] < 0) continue;
+    milp.SetObjective(col.served[p], 0);
+    total.push_back({col.served[p], in.rates[p] / in.total_rate});
+  }
+  milp.AddRow(std::move(total), floor, kInfinity);
+  for (size_t i = 0; i < in.paths.size(); ++i) {
+    const VariantPath& q = in.paths[i];
+    milp.SetObjective(col.share[i], in.rates[q.path] / in.total_rate * q.accuracy);
+  }
+}
+
+// The Overloaded step after its first solve: the most accurate plan that serves what the
+// first found, less the relative gap (the first share is only known to that precision) and
+// never less than 1e-5 of it: a floor at the very share found sits on CBC's tolerances, where
+// CLP aborted the process (coin-or/Clp#173) on generated instances. The first's plan when it
+// already runs the most accurate variants only, or when the second finds none in time.
+MilpSolution MostAccurateForShare(const Instance& in, const Columns& col,
+                                  const MilpOptions& options, MilpSolution first, Milp& milp) {
+  const Served served = ServedBy(in, col, first);
+  if (served.share <= 0 || served.accuracy >= served.share * (1 - 1e-9)) return first;
+  PreferAccuracy(in, col, served.share * (1 - std::max(options.relative_gap, 1e-5)), milp);
+  MilpSolution second = SolveMilp(milp, options);
+  if (!second.HasSolution()) return first;
+  if (first.status != MilpStatus::kOptimal) second.status = MilpStatus::kFeasible;
+  return second;
+}
+
 model::SolveStatus StatusOf(MilpStatus status) {
   return status == MilpStatus::kOptimal ? model::SolveStatus::kOptimal
                                         : model::SolveStatus::kTimeLimit;
@@ -343,7 +418,8 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
   for (size_t v = 0; v < in.vertices.size(); ++v) {
     const Vertex& vertex = in.vertices[v];
     for (size_t k = 0; k < vertex.configs.size(); ++k) {
-      const int replicas = static_cast<int>(solution.values[col.n[v][k]]);
+      // CBC's integers come back as doubles within its tolerance (2.9999996 is 3).
+      const int replicas = static_cast<int>(std::lround(solution.values[col.n[v][k]]));
       if (solution.values[col.z[v][k]] < 0.5 || replicas == 0) continue;
       const Config& c = vertex.configs[k];
       chosen[v] = &c;
@@ -402,11 +478,22 @@ double CapacityRps(const model::TaskPlan& t) {
 model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
                       const LokiOptions& options) {
   std::vector<std::string> notes;
-  auto attempt = [&](Step step, bool most_accurate_only) -> std::optional<model::Plan> {
-    const Instance in = Build(pipeline, workload, most_accurate_only);
+  std::vector<std::string> reasons;
+  // Past the work budget only the most accurate variants are planned: one variant path each.
+  const bool all_variants_fit = VariantPathCount(pipeline, workload) <= kMaxVariantPaths;
+  if (!all_variants_fit && !options.hardware_scaling_only) {
+    reasons.push_back(
+        StrFormat("the paths have more than %zu variant paths (the variants of "
+                  "each task multiplied along the path): planned with the most "
+                  "accurate variants only",
+                  kMaxVariantPaths));
+  }
+  const bool accuracy_scaling = !options.hardware_scaling_only && all_variants_fit;
+  auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
+    const Instance in = Build(pipeline, workload, variants);
     Milp milp;
     const Columns col = Formulate(pipeline, in, step, options, milp);
-    const MilpSolution solution = SolveMilp(milp, options.milp);
+    MilpSolution solution = SolveMilp(milp, options.milp);
     if (!solution.HasSolution()) {
       notes.push_back(StrFormat("%s: %s",
                                 step == Step::kHardwareScaling   ? "hardware scaling"
@@ -414,6 +501,9 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
                                                                  : "overload",
                                 MilpStatusName(solution.status)));
       return std::nullopt;
+    }
+    if (step == Step::kOverloaded) {
+      solution = MostAccurateForShare(in, col, options.milp, std::move(solution), milp);
     }
     const model::Phase phase = step == Step::kHardwareScaling   ? model::Phase::kHardwareScaling
                                : step == Step::kAccuracyScaling ? model::Phase::kAccuracyScaling
@@ -425,10 +515,13 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return plan;
   };
 
-  std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, true);
-  if (!plan && !options.hardware_scaling_only) plan = attempt(Step::kAccuracyScaling, false);
+  std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
+  if (!plan && accuracy_scaling) plan = attempt(Step::kAccuracyScaling, Variants::kAll);
   if (!plan) {
-    plan = attempt(Step::kOverloaded, !options.hardware_scaling_only);
+    // The largest servable share needs every variant (the fastest carry the most); only a
+    // system without variants (hardware_scaling_only) or past the budget stays on the most
+    // accurate ones.
+    plan = attempt(Step::kOverloaded, accuracy_scaling ? Variants::kAll : Variants::kMostAccurate);
     if (plan) {
       plan->report.status = model::SolveStatus::kInfeasible;
     } else {  // the time limit passed before any solution: no tasks, the caller holds what runs
@@ -440,8 +533,14 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     }
     notes.push_back(
         StrFormat("overloaded: serves %.1f%% of the demand", 100 * plan->served_fraction));
+    reasons.push_back(notes.back());
+  }
+  if (plan->report.status != model::SolveStatus::kInfeasible) reasons.clear();
+  for (const std::string& r : reasons) {
+    if (std::find(notes.begin(), notes.end(), r) == notes.end()) notes.push_back(r);
   }
   plan->report.notes = std::move(notes);
+  plan->report.reasons = std::move(reasons);
   RouteMostAccurateFirst(pipeline, workload, *plan);
   return *plan;
 }

@@ -21,7 +21,10 @@ struct LokiOptions {
 
 // The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the
 // demand of each execution path is its rate in `workload`. Never fails: demand beyond what
-// the cluster can serve gives phase kOverloaded with the largest servable share.
+// the cluster can serve gives phase kOverloaded with the largest share any variants can serve
+// (the most accurate ones only with hardware_scaling_only), then the most accurate plan for
+// that share: two MILPs, each with options.milp's time limit. So the served requests never
+// fall as demand grows, as far as CBC proves its plans optimal within the limit.
 // Precondition: the pipeline passed api validation.
 model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
                       const LokiOptions& options = {});

@@ -20,6 +20,46 @@ const char* ShapeName(Shape s) {
   return "?";
 }
 
+model::QuadraticLatency Scaled(const model::QuadraticLatency& q, double by) {
+  return {.a = q.a * by, .b = q.b * by, .c = q.c * by};
+}
+
+// d(b) = q on the base class and, with two classes, q / speedup on the fast one.
+std::vector<model::Profile> Profiles(const model::QuadraticLatency& q, int hardware_classes,
+                                     double speedup) {
+  std::vector<model::Profile> out{{.hardware_class = "base", .latency = {.quadratic = q}}};
+  if (hardware_classes > 1) {
+    const model::QuadraticLatency f{.a = q.a / speedup, .b = q.b / speedup, .c = q.c / speedup};
+    out.push_back({.hardware_class = "fast", .latency = {.quadratic = f}});
+  }
+  return out;
+}
+
+// Loki's trade: each further variant 20-65% faster and 3-20% less accurate than the one
+// before, so that less accurate variants are what carries more load. Every variant emits
+// 0.5-2 requests per request, so a variant choice also changes the load downstream. Draws
+// only here, so instances with one variant stay what they always were.
+void AddFasterVariants(const InstanceOptions& options, double speedup, std::mt19937_64& rng,
+                       model::Task& task) {
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<>(lo, hi)(rng);
+  };
+  model::Variant first = task.variants.front();
+  first.name = "v0";
+  first.multiplicative_factor = uniform(0.5, 2.0);
+  task.variants = {first};
+  model::QuadraticLatency q = first.profiles.front().latency.quadratic;
+  for (int k = 1; k < options.variants; ++k) {
+    const model::Variant& before = task.variants.back();
+    q = Scaled(q, uniform(0.35, 0.8));
+    task.variants.push_back({.name = "v" + std::to_string(k),
+                             .accuracy = before.accuracy * uniform(0.8, 0.97),
+                             .multiplicative_factor = uniform(0.5, 2.0),
+                             .max_batch = options.max_batch,
+                             .profiles = Profiles(q, options.hardware_classes, speedup)});
+  }
+}
+
 }  // namespace
 
 Instance Generate(std::uint64_t seed, const InstanceOptions& options) {
@@ -33,9 +73,13 @@ Instance Generate(std::uint64_t seed, const InstanceOptions& options) {
   Instance inst;
   inst.label = std::string(ShapeName(options.shape)) + "/n" + std::to_string(n) + "/b" +
                std::to_string(options.max_batch) + "/hw" +
-               std::to_string(options.hardware_classes) + "/seed" + std::to_string(seed);
+               std::to_string(options.hardware_classes) +
+               (options.variants > 1 ? "/v" + std::to_string(options.variants) : "") +
+               (options.max_replicas ? "/S" + std::to_string(*options.max_replicas) : "") +
+               "/seed" + std::to_string(seed);
   model::PipelineSpec& spec = inst.pipeline.spec;
   inst.pipeline.name = "generated";
+  spec.budget.max_replicas = options.max_replicas;
   spec.hardware_classes.push_back({.name = "base", .cost_per_hour = 1.0});
   if (options.hardware_classes > 1) {
     spec.hardware_classes.push_back({.name = "fast", .cost_per_hour = 2.5});
@@ -64,19 +108,17 @@ Instance Generate(std::uint64_t seed, const InstanceOptions& options) {
     model::Task task;
     task.name = "dnn" + std::to_string(i);
     for (int s : succ[i]) task.next.push_back({.task = "dnn" + std::to_string(s), .ratio = 1});
-    model::Variant v{.name = "v", .accuracy = 1, .max_batch = options.max_batch};
     d1[i] = uniform(5, 300);
     const double fixed = uniform(0.1, 0.85);  // share of a batch's time that does not grow with b
     const double curve = uniform(0, 0.01);
     const model::QuadraticLatency q{
         .a = d1[i] * curve, .b = d1[i] * (1 - fixed - curve), .c = d1[i] * fixed};
-    v.profiles.push_back({.hardware_class = "base", .latency = {.quadratic = q}});
-    if (options.hardware_classes > 1) {
-      const double speedup = uniform(1.3, 3.0);
-      const model::QuadraticLatency f{.a = q.a / speedup, .b = q.b / speedup, .c = q.c / speedup};
-      v.profiles.push_back({.hardware_class = "fast", .latency = {.quadratic = f}});
-    }
-    task.variants.push_back(std::move(v));
+    const double speedup = options.hardware_classes > 1 ? uniform(1.3, 3.0) : 1;
+    task.variants.push_back({.name = "v",
+                             .accuracy = 1,
+                             .max_batch = options.max_batch,
+                             .profiles = Profiles(q, options.hardware_classes, speedup)});
+    if (options.variants > 1) AddFasterVariants(options, speedup, rng, task);
     spec.tasks.push_back(std::move(task));
   }
 

@@ -1,8 +1,10 @@
 // Random FA2 instances for property tests and benchmarks: chains, trees and fork-join DAGs of
-// 2-8 DNNs with quadratic profiles, batch limits up to 32, SLOs from tight to loose.
+// 2-8 DNNs with quadratic profiles, batch limits up to 32, SLOs from tight to loose; with
+// options, Loki instances: several variants per task and a cluster size.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,10 @@ struct InstanceOptions {
   int dnns = 4;
   int max_batch = 16;
   int hardware_classes = 1;  // 2 adds a faster, dearer class
+  // Loki: variants per task. Beyond the first, each is faster and less accurate than the one
+  // before, and every variant emits a random number of requests per request (its factor).
+  int variants = 1;
+  std::optional<int> max_replicas;  // spec.budget.maxReplicas: Loki's cluster size
 };
 
 // Deterministic for a given seed and options.

@@ -11,9 +11,18 @@ struct LpResult {
   double objective = 0;
   std::vector<double> x;
   bool unbounded = false;
+  // MaximizeLexicographicLp only: the secondary objective at the returned x.
+  double secondary = 0;
 };
 
 LpResult MaximizeLp(const std::vector<double>& c, const std::vector<std::vector<double>>& a,
                     const std::vector<double>& b);
+
+// Maximises `primary`, then `secondary` over the primary's optimal face: exact lexicographic
+// optimisation, with no weight that trades a little of the first for much of the second.
+LpResult MaximizeLexicographicLp(const std::vector<double>& primary,
+                                 const std::vector<double>& secondary,
+                                 const std::vector<std::vector<double>>& a,
+                                 const std::vector<double>& b);
 
 }  // namespace pipescale::testing
