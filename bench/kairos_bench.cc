@@ -7,7 +7,7 @@
 
 #include "api/pipeline_parse.h"
 #include "optimizer/kairos.h"
-#include "optimizer/pool.h"
+#include "optimizer/kairos_pipeline.h"
 #include "support/kairos_data.h"
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include "api/pipeline_parse.h"
 #include "optimizer/mark.h"
-#include "optimizer/pool.h"
+#include "optimizer/mark_pipeline.h"
 
 namespace {
 
@@ -84,7 +84,7 @@ Result RunMark(const Pipeline& p, const std::vector<ClassInfo>& classes,
   int quiet_until = 0;
   for (int t = 0; t < static_cast<int>(trace.size()); ++t) {
     history["classify"].push_back(trace[t]);
-    pipescale::optimizer::MarkInput input;
+    pipescale::optimizer::PlannerInput input;
     input.history = history;
     for (size_t k = 0; k < classes.size(); ++k) {
       input.running["classify/" + classes[k].name] = fleet.Count(k);

@@ -1,5 +1,6 @@
 #include "api/deployment.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -130,6 +131,17 @@ ManagedFields ReadManagedFields(const json& deployment, const std::string& batch
   return fields;
 }
 
+int RunningReplicas(const json& deployment) {
+  const int asked = ReadManagedFields(deployment, "").replicas.value_or(0);
+  const auto status = deployment.find("status");
+  int running = 0;
+  if (status != deployment.end() && status->is_object()) {
+    const auto r = status->find("replicas");
+    if (r != status->end() && r->is_number_integer()) running = r->get<int>();
+  }
+  return std::max(asked, running);
+}
+
 std::optional<json> ManagedPatch(const json& deployment, const std::string& batch_env, int replicas,
                                  int batch_size) {
   const ManagedFields now = ReadManagedFields(deployment, batch_env);
@@ -159,14 +171,7 @@ nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
                                           {"pools", PoolsToJson(plan, /*rounded=*/true)}};
     return {{"pools.json", pools.dump()}};
   }
-  json tables = json::array();
-  for (const auto& r : plan.routing) {
-    json to = json::array();
-    for (const auto& [variant, fraction] : r.to) {
-      to.push_back({{"variant", variant}, {"fraction", round4(fraction)}});
-    }
-    tables.push_back({{"path", r.path}, {"task", r.task}, {"from", r.from_variant}, {"to", to}});
-  }
+  const json tables = RoutingToJson(plan, /*rounded=*/true);
   json backups = json::array();
   for (const auto& b : plan.backups) {
     backups.push_back({{"task", b.task}, {"variant", b.variant}});

@@ -54,6 +54,10 @@ struct ManagedFields {
 };
 ManagedFields ReadManagedFields(const nlohmann::json& deployment, const std::string& batch_env);
 
+// Replicas a Deployment runs or asks for, whichever is more: pods of a scale-in still run
+// until they are gone, and the budget counts them.
+int RunningReplicas(const nlohmann::json& deployment);
+
 // A strategic merge patch setting only what differs from `current`: spec.replicas and the
 // batch env of the first container (merged by name, so other env vars and containers stay).
 // nullopt when nothing differs.

@@ -10,8 +10,13 @@
 namespace pipescale::api {
 
 // Parses JSON when the text starts with '{' or '[', YAML otherwise. Plain YAML scalars take
-// the YAML 1.2 core schema types (null, bool, int, float); quoted ones stay strings.
-// kInvalid with the line and column on a syntax error.
+// the YAML 1.2 core schema types (null, bool, int, float); quoted ones stay strings. Integers
+// keep their full width (int64, else uint64, else a float, as JSON parsers do); floats beyond
+// the double range become infinities for the reader to reject.
+// kInvalid with the line and column on a syntax error, and for a document beyond the limits of
+// pipeline_parse.h: more than limits::kMaxDocumentBytes, nested deeper than limits::kMaxDepth,
+// or more than limits::kMaxValues values once YAML aliases are expanded. Nothing here recurses
+// deeper than limits::kMaxDepth, whatever the input.
 Result<nlohmann::json> ParseDocument(std::string_view text);
 
 }  // namespace pipescale::api

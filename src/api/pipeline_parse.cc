@@ -1,19 +1,22 @@
 #include "api/pipeline_parse.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "api/document.h"
+#include "common/strings.h"
 #include "optimizer/fit.h"
-#include "optimizer/solve.h"
+#include "optimizer/problem.h"
+#include "optimizer/registry.h"
 
 namespace pipescale::api {
 namespace {
@@ -21,9 +24,10 @@ namespace {
 using nlohmann::json;
 
 constexpr int kDefaultMaxBatch = 32;
-constexpr int kLargestMaxBatch = 4096;
+// A pipeline may not ask for more replicas of a class than a plan may hold.
+static_assert(limits::kMaxReplicas == optimizer::kMaxReplicas);
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+std::string Quote(std::string_view s) { return QuoteUserText(s); }
 
 std::string Join(const std::vector<std::string>& items, const char* sep) {
   std::string out;
@@ -37,17 +41,81 @@ std::string Num(double v) {
   return os.str();
 }
 
-// Typed access to a JSON object that records a FieldError for every problem it meets.
+// A number as the document wrote it: integers at their full width, never wrapped.
+std::string Num(const json& v) {
+  if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+  return Num(v.get<double>());
+}
+
+// Where a number must lie. Violations below 0 keep the words of a sign rule ("must be > 0"),
+// the rest name the bound they break; `words` replaces both, e.g. "in (0, 1]".
+struct Range {
+  double min = 0;
+  double max = 0;
+  bool above_min = false;  // min itself is excluded
+  const char* words = nullptr;
+};
+
+// Numbers below this magnitude are subnormal: they lose precision, and arithmetic on them is
+// orders of magnitude slower on common CPUs, so no field takes one.
+constexpr double kSmallestMagnitude = 1e-300;
+
+// A bound as the limits table writes it: 3600000, not 3.6e+06.
+std::string Bound(double v) { return StrFormat("%.10g", v); }
+
+std::string RangeProblem(double v, const Range& range) {
+  const bool low = range.above_min ? !(v > range.min) : !(v >= range.min);
+  if (range.words != nullptr && (low || v > range.max)) {
+    return std::string("must be ") + range.words;
+  }
+  if (low && range.min > 0 && v <= 0) return "must be > 0";
+  if (low && range.min == 0) return range.above_min ? "must be > 0" : "must be >= 0";
+  if (low) return "must be at least " + Bound(range.min);
+  if (v > range.max) return "must be at most " + Bound(range.max);
+  if (v != 0 && std::abs(v) < kSmallestMagnitude) {
+    return "must be 0 or at least " + Bound(kSmallestMagnitude) + " in magnitude";
+  }
+  return "";
+}
+
+constexpr Range kMsRange{.min = limits::kMinMs, .max = limits::kMaxMs};
+constexpr Range kCostRange{.min = 0, .max = limits::kMaxCostPerHour};
+constexpr Range kStartupRange{.min = 0, .max = limits::kMaxStartupSeconds};
+constexpr Range kRatioRange{.min = 0, .max = limits::kMaxRatio, .above_min = true};
+constexpr Range kWeightRange{.min = 0, .max = limits::kMaxWeight, .above_min = true};
+constexpr Range kCoefficientRange{.min = -limits::kMaxCoefficient, .max = limits::kMaxCoefficient};
+constexpr Range kAccuracyRange{.min = 0, .max = 1, .above_min = true, .words = "in (0, 1]"};
+constexpr Range kPercentileRange{.min = 0, .max = 100, .above_min = true, .words = "in (0, 100]"};
+constexpr Range kBudgetRange{.min = 0, .max = limits::kMaxBudgetPerHour, .above_min = true};
+constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
+
+// Typed access to a JSON object that records a FieldError for every problem it meets. Reports
+// stop at limits::kMaxErrors, so that a hostile document cannot make the report huge.
 class Reader {
  public:
   explicit Reader(std::vector<FieldError>& errors) : errors_(errors) {}
 
   void Fail(std::string path, std::string message) {
-    errors_.push_back({std::move(path), std::move(message)});
+    if (errors_.size() < limits::kMaxErrors) {
+      errors_.push_back({std::move(path), std::move(message)});
+    } else {
+      ++dropped_;
+    }
   }
 
-  static std::string At(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
+  // Says how many problems went unreported, as the last error.
+  void Finish() {
+    if (dropped_ > 0) errors_.push_back({"", std::to_string(dropped_) + " more problems"});
+  }
+
+  // A key of the document is user text: paths quote it escaped.
+  static std::string At(const std::string& path, std::string_view key) {
+    const std::string k = EscapeUserText(key, kQuotedChars);
+    return path.empty() ? k : path + "." + k;
+  }
+  static std::string At(const std::string& path, const char* key) {
+    return At(path, std::string_view(key));
   }
   static std::string At(const std::string& path, size_t index) {
     return path + "[" + std::to_string(index) + "]";
@@ -82,28 +150,41 @@ class Reader {
     return v;
   }
 
-  const json* Array(const json& object, const char* key, const std::string& path, bool required) {
+  // A list of at most `max_items`; a longer one is reported and not read at all.
+  const json* Array(const json& object, const char* key, const std::string& path, bool required,
+                    size_t max_items) {
     const json* v = Get(object, key, path, required);
     if (v != nullptr && !v->is_array()) {
       Fail(At(path, key), "must be a list");
+      return nullptr;
+    }
+    if (v != nullptr && v->size() > max_items) {
+      Fail(At(path, key), "has " + std::to_string(v->size()) + " items; at most " +
+                              std::to_string(max_items) + " are allowed");
       return nullptr;
     }
     return v;
   }
 
   std::optional<std::string> String(const json& object, const char* key, const std::string& path,
-                                    bool required) {
+                                    bool required, size_t max_bytes = limits::kMaxStringBytes) {
     const json* v = Get(object, key, path, required);
     if (v == nullptr) return std::nullopt;
     if (!v->is_string()) {
       Fail(At(path, key), "must be a string");
       return std::nullopt;
     }
-    return v->get<std::string>();
+    const std::string& s = v->get_ref<const std::string&>();
+    if (s.size() > max_bytes) {
+      Fail(At(path, key), Quote(s) + " is " + std::to_string(s.size()) + " bytes long; at most " +
+                              std::to_string(max_bytes) + " are allowed");
+      return std::nullopt;
+    }
+    return s;
   }
 
   std::optional<double> Number(const json& object, const char* key, const std::string& path,
-                               bool required) {
+                               bool required, const Range& range) {
     const json* v = Get(object, key, path, required);
     if (v == nullptr) return std::nullopt;
     if (!v->is_number()) {
@@ -115,58 +196,58 @@ class Reader {
       Fail(At(path, key), "must be finite");
       return std::nullopt;
     }
+    if (std::string problem = RangeProblem(d, range); !problem.empty()) {
+      Fail(At(path, key), problem + ", got " + Num(*v));
+      return std::nullopt;
+    }
     return d;
   }
 
+  // An integer in [min, max], read at its full width: 2^64 - 1 is too large, never -1.
   std::optional<std::int64_t> Integer(const json& object, const char* key, const std::string& path,
-                                      bool required) {
+                                      bool required, std::int64_t min, std::int64_t max) {
     const json* v = Get(object, key, path, required);
     if (v == nullptr) return std::nullopt;
     if (!v->is_number_integer()) {
-      Fail(At(path, key), "must be an integer");
+      Fail(At(path, key), "must be an integer" + (v->is_number() ? ", got " + Num(*v) : ""));
       return std::nullopt;
     }
-    return v->get<std::int64_t>();
-  }
-
-  // A number that must be > 0 (strictly) or >= 0.
-  std::optional<double> Positive(const json& object, const char* key, const std::string& path,
-                                 bool required, bool allow_zero = false) {
-    auto v = Number(object, key, path, required);
-    if (v && (*v < 0 || (*v == 0 && !allow_zero))) {
-      Fail(At(path, key),
-           "must be " + std::string(allow_zero ? ">= 0" : "> 0") + ", got " + Num(*v));
+    const bool huge =
+        v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+    const std::int64_t n = huge ? INT64_MAX : v->get<std::int64_t>();
+    if (n < min) {
+      Fail(At(path, key), "must be >= " + std::to_string(min) + ", got " + Num(*v));
       return std::nullopt;
     }
-    return v;
+    if (huge || n > max) {
+      Fail(At(path, key), "must be at most " + std::to_string(max) + ", got " + Num(*v));
+      return std::nullopt;
+    }
+    return n;
   }
 
-  // "10s", "5m", "1h", "250ms", or a number of seconds.
-  std::optional<double> Duration(const json& object, const char* key, const std::string& path) {
+  // "10s", "5m", "1h", "250ms", or a number of seconds; positive and at most `max_seconds`.
+  std::optional<double> Duration(const json& object, const char* key, const std::string& path,
+                                 double max_seconds) {
     const json* v = Get(object, key, path, false);
     if (v == nullptr) return std::nullopt;
+    std::optional<double> seconds;
     if (v->is_number()) {
-      if (v->get<double>() <= 0) {
-        Fail(At(path, key), "must be a positive duration");
-        return std::nullopt;
-      }
-      return v->get<double>();
+      seconds = v->get<double>();
+    } else if (v->is_string()) {
+      seconds = ParseDuration(v->get_ref<const std::string&>());
     }
-    static const std::regex kDuration(R"(([0-9]+(\.[0-9]+)?)(ms|s|m|h))");
-    std::smatch m;
-    const std::string s = v->is_string() ? v->get<std::string>() : "";
-    if (!std::regex_match(s, m, kDuration)) {
-      Fail(At(path, key), "must be a duration such as 500ms, 10s, 5m or 1h");
+    if (!seconds) {
+      Fail(At(path, key), "must be a duration such as 500ms, 10s, 5m or 1h" +
+                              (v->is_string() ? ", got " + Quote(v->get<std::string>()) : ""));
       return std::nullopt;
     }
-    const double n = std::stod(m[1].str());
-    const std::string unit = m[3].str();
-    const double seconds = unit == "ms"  ? n / 1000
-                           : unit == "s" ? n
-                           : unit == "m" ? n * 60
-                                         : n * 3600;
-    if (seconds <= 0) {
+    if (!(*seconds > 0)) {
       Fail(At(path, key), "must be a positive duration");
+      return std::nullopt;
+    }
+    if (!(*seconds <= max_seconds)) {
+      Fail(At(path, key), "must be at most " + Bound(max_seconds) + " s, got " + Num(*seconds));
       return std::nullopt;
     }
     return seconds;
@@ -178,25 +259,58 @@ class Reader {
     std::map<std::string, std::string> out;
     const json* v = Object(object, key, path, false);
     if (v == nullptr) return out;
+    const std::string at = At(path, key);
+    if (v->size() > limits::kMaxMapEntries) {
+      Fail(at, "has " + std::to_string(v->size()) + " entries; at most " +
+                   std::to_string(limits::kMaxMapEntries) + " are allowed");
+      return out;
+    }
     for (const auto& [k, value] : v->items()) {
-      if (value.is_string()) {
-        out[k] = value.get<std::string>();
-      } else if (value.is_number()) {
+      if (k.size() > limits::kMaxStringBytes) {
+        Fail(At(at, k), "the key is " + std::to_string(k.size()) + " bytes long; at most " +
+                            std::to_string(limits::kMaxStringBytes) + " are allowed");
+      } else if (value.is_string()) {
+        if (auto s = String(*v, k.c_str(), at, true)) out[k] = *s;
+      } else if (value.is_number() && std::isfinite(value.get<double>())) {
         out[k] = value.dump();
       } else {
-        Fail(At(At(path, key), k), "must be a string or a number");
+        Fail(At(at, k), "must be a string or a number");
       }
     }
     return out;
   }
 
  private:
+  // "<number><unit>" with unit ms, s, m or h; nullopt for anything else.
+  static std::optional<double> ParseDuration(std::string_view s) {
+    constexpr size_t kLongest = 32;  // longer is no duration anyone means
+    size_t digits = 0;
+    while (digits < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits])) ||
+                                 (s[digits] == '.' && digits > 0))) {
+      ++digits;
+    }
+    if (s.size() > kLongest || digits == 0 || s[digits - 1] == '.') return std::nullopt;
+    if (std::count(s.begin(), s.begin() + digits, '.') > 1) return std::nullopt;
+    const std::string_view unit = s.substr(digits);
+    const double scale = unit == "ms"  ? 0.001
+                         : unit == "s" ? 1
+                         : unit == "m" ? 60
+                         : unit == "h" ? 3600
+                                       : 0;
+    double n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + digits, n);
+    if (scale == 0 || ec != std::errc() || end != s.data() + digits) return std::nullopt;
+    return n * scale;
+  }
+
   std::vector<FieldError>& errors_;
+  size_t dropped_ = 0;
 };
 
-bool IsDnsLabel(const std::string& s) {
-  static const std::regex kLabel("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
-  return s.size() <= 63 && std::regex_match(s, kLabel);
+bool IsDnsLabel(std::string_view s) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
 // Names become parts of Deployment names, so they must be DNS labels.
@@ -212,8 +326,40 @@ std::optional<std::string> Name(Reader& r, const json& object, const std::string
   return name;
 }
 
+model::HardwareClass ParseHardwareClass(Reader& r, const json& c, const std::string& path) {
+  r.OnlyKnown(c, path,
+              {"name", "resources", "nodeSelector", "tolerations", "costPerHour", "startupSeconds",
+               "maxReplicas", "burst"});
+  model::HardwareClass hw;
+  if (auto name = Name(r, c, path)) hw.name = *name;
+  if (const json* res = r.Object(c, "resources", path, false)) {
+    const std::string rpath = Reader::At(path, "resources");
+    r.OnlyKnown(*res, rpath, {"requests", "limits"});
+    hw.requests = r.StringMap(*res, "requests", rpath);
+    hw.limits = r.StringMap(*res, "limits", rpath);
+  }
+  hw.node_selector = r.StringMap(c, "nodeSelector", path);
+  if (const json* t = r.Array(c, "tolerations", path, false, limits::kMaxMapEntries)) {
+    hw.tolerations_json = t->dump();
+  }
+  if (auto v = r.Number(c, "costPerHour", path, false, kCostRange)) hw.cost_per_hour = *v;
+  if (auto v = r.Number(c, "startupSeconds", path, false, kStartupRange)) hw.startup_seconds = *v;
+  if (auto v = r.Integer(c, "maxReplicas", path, false, 1, limits::kMaxReplicas)) {
+    hw.max_replicas = static_cast<int>(*v);
+  }
+  if (const json* burst = r.Object(c, "burst", path, false)) {
+    const std::string bpath = Reader::At(path, "burst");
+    r.OnlyKnown(*burst, bpath, {"minWarm"});
+    hw.burst_min_warm = 1;
+    if (auto v = r.Integer(*burst, "minWarm", bpath, false, 0, limits::kMaxReplicas)) {
+      hw.burst_min_warm = static_cast<int>(*v);
+    }
+  }
+  return hw;
+}
+
 void ParseHardwareClasses(Reader& r, const json& spec, model::PipelineSpec& out) {
-  const json* classes = r.Array(spec, "hardwareClasses", "spec", true);
+  const json* classes = r.Array(spec, "hardwareClasses", "spec", true, limits::kMaxHardwareClasses);
   if (classes == nullptr) return;
   if (classes->empty()) r.Fail("spec.hardwareClasses", "needs at least one hardware class");
   std::set<std::string> seen;
@@ -224,49 +370,129 @@ void ParseHardwareClasses(Reader& r, const json& spec, model::PipelineSpec& out)
       r.Fail(path, "must be an object");
       continue;
     }
-    r.OnlyKnown(c, path,
-                {"name", "resources", "nodeSelector", "tolerations", "costPerHour",
-                 "startupSeconds", "maxReplicas", "burst"});
-    model::HardwareClass hw;
-    if (auto name = Name(r, c, path)) {
-      if (!seen.insert(*name).second)
-        r.Fail(Reader::At(path, "name"), "duplicate hardware class " + Quote(*name));
-      hw.name = *name;
-    }
-    if (const json* res = r.Object(c, "resources", path, false)) {
-      const std::string rpath = Reader::At(path, "resources");
-      r.OnlyKnown(*res, rpath, {"requests", "limits"});
-      hw.requests = r.StringMap(*res, "requests", rpath);
-      hw.limits = r.StringMap(*res, "limits", rpath);
-    }
-    hw.node_selector = r.StringMap(c, "nodeSelector", path);
-    if (const json* t = r.Array(c, "tolerations", path, false)) hw.tolerations_json = t->dump();
-    if (auto v = r.Positive(c, "costPerHour", path, false, true)) hw.cost_per_hour = *v;
-    if (auto v = r.Positive(c, "startupSeconds", path, false, true)) hw.startup_seconds = *v;
-    if (auto v = r.Integer(c, "maxReplicas", path, false)) {
-      if (*v < 1) {
-        r.Fail(Reader::At(path, "maxReplicas"), "must be >= 1, got " + std::to_string(*v));
-      } else {
-        hw.max_replicas = static_cast<int>(*v);
-      }
-    }
-    if (const json* burst = r.Object(c, "burst", path, false)) {
-      const std::string bpath = Reader::At(path, "burst");
-      r.OnlyKnown(*burst, bpath, {"minWarm"});
-      hw.burst_min_warm = 1;
-      if (auto v = r.Integer(*burst, "minWarm", bpath, false)) {
-        if (*v < 0) {
-          r.Fail(Reader::At(bpath, "minWarm"), "must be >= 0, got " + std::to_string(*v));
-        } else {
-          hw.burst_min_warm = static_cast<int>(*v);
-        }
-      }
+    model::HardwareClass hw = ParseHardwareClass(r, c, path);
+    if (!hw.name.empty() && !seen.insert(hw.name).second) {
+      r.Fail(Reader::At(path, "name"), "duplicate hardware class " + Quote(hw.name));
     }
     out.hardware_classes.push_back(std::move(hw));
   }
 }
 
 // latencyMs: {quadratic: {a, b, c}} or {points: [[batch, ms], ...], model: quadratic|table}.
+std::optional<model::QuadraticLatency> ParseQuadratic(Reader& r, const json& lat,
+                                                      const std::string& path) {
+  const json* q = r.Object(lat, "quadratic", path, true);
+  if (q == nullptr) return std::nullopt;
+  const std::string qpath = Reader::At(path, "quadratic");
+  r.OnlyKnown(*q, qpath, {"a", "b", "c"});
+  auto a = r.Number(*q, "a", qpath, false, kCoefficientRange);
+  auto b = r.Number(*q, "b", qpath, false, kCoefficientRange);
+  auto c = r.Number(*q, "c", qpath, false, kCoefficientRange);
+  const auto given = [&](const char* key, const std::optional<double>& v) {
+    return v.has_value() || !q->contains(key) || (*q)[key].is_null();
+  };
+  if (!given("a", a) || !given("b", b) || !given("c", c)) return std::nullopt;
+  return model::QuadraticLatency{.a = a.value_or(0), .b = b.value_or(0), .c = c.value_or(0)};
+}
+
+// What is wrong with one [batch, ms] point, or "".
+std::string PointProblem(const json& p) {
+  if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
+    return "must be [batch, ms] with an integer batch";
+  }
+  const bool huge = p[0].is_number_unsigned() &&
+                    p[0].get<std::uint64_t>() > static_cast<std::uint64_t>(limits::kMaxBatch);
+  if (!huge && p[0].get<std::int64_t>() < 1) return "batch must be >= 1, got " + Num(p[0]);
+  if (huge || p[0].get<std::int64_t>() > limits::kMaxBatch) {
+    return "batch must be at most " + std::to_string(limits::kMaxBatch) + ", got " + Num(p[0]);
+  }
+  const double ms = p[1].get<double>();
+  if (!(ms > 0) || !std::isfinite(ms)) return "latency must be > 0 ms, got " + Num(p[1]);
+  if (const std::string problem = RangeProblem(ms, kMsRange); !problem.empty()) {
+    return "latency " + problem + " ms, got " + Num(p[1]);
+  }
+  return "";
+}
+
+// The points sorted by batch, or nullopt after reporting every bad one.
+std::optional<std::vector<model::LatencyPoint>> ParsePoints(Reader& r, const json& lat,
+                                                            const std::string& path) {
+  const json* pts = r.Array(lat, "points", path, true, limits::kMaxPoints);
+  if (pts == nullptr) return std::nullopt;
+  const std::string ppts = Reader::At(path, "points");
+  if (pts->empty()) {
+    r.Fail(ppts, "needs at least one [batch, ms] point");
+    return std::nullopt;
+  }
+  std::vector<model::LatencyPoint> points;
+  std::set<int> batches;
+  bool ok = true;
+  for (size_t i = 0; i < pts->size(); ++i) {
+    const json& p = (*pts)[i];
+    std::string problem = PointProblem(p);
+    if (problem.empty() && !batches.insert(p[0].get<int>()).second) {
+      problem = "batch " + Num(p[0]) + " appears twice";
+    }
+    if (!problem.empty()) {
+      r.Fail(Reader::At(ppts, i), problem);
+      ok = false;
+    } else {
+      points.push_back({p[0].get<int>(), p[1].get<double>()});
+    }
+  }
+  if (!ok) return std::nullopt;
+  std::sort(points.begin(), points.end(),
+            [](const auto& x, const auto& y) { return x.batch < y.batch; });
+  return points;
+}
+
+// Points become a table or a fitted quadratic (the default where three or more batch sizes
+// determine one).
+std::optional<model::LatencyProfile> FromPoints(Reader& r, const json& lat,
+                                                const std::string& path) {
+  auto points = ParsePoints(r, lat, path);
+  if (!points) return std::nullopt;
+  model::LatencyProfile out;
+  out.points = std::move(*points);
+  std::string kind = out.points.size() >= 3 ? "quadratic" : "table";
+  if (auto m = r.String(lat, "model", path, false)) kind = *m;
+  if (kind == "table") {
+    out.kind = model::LatencyProfile::Kind::kTable;
+  } else if (kind == "quadratic") {
+    auto fit = optimizer::FitQuadratic(out.points);
+    if (!fit) {
+      r.Fail(Reader::At(path, "points"), fit.error().message + "; add points or set model: table");
+      return std::nullopt;
+    }
+    out.kind = model::LatencyProfile::Kind::kQuadratic;
+    out.quadratic = fit->coefficients;
+    out.fitted = true;
+    out.fit = fit->quality;
+  } else {
+    r.Fail(Reader::At(path, "model"), "must be quadratic or table, got " + Quote(kind));
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Every batch size the optimizers may pick must have a latency they can count with: positive,
+// and within the same range as a measured point.
+bool CheckEveryBatch(Reader& r, const model::LatencyProfile& profile, const std::string& path,
+                     int max_batch) {
+  const int top = profile.MaxBatch(max_batch);
+  for (int b = 1; b <= top; ++b) {
+    const double ms = profile.Ms(b);
+    if (ms > 0 && RangeProblem(ms, kMsRange).empty()) continue;
+    const std::string at = "latency at batch size " + std::to_string(b) + " is " + Num(ms) + " ms";
+    const std::string rule =
+        ms > 0 ? "in [" + Bound(limits::kMinMs) + ", " + Bound(limits::kMaxMs) + "] ms" : "> 0";
+    r.Fail(path,
+           at + "; it must be " + rule + " for every batch size up to " + std::to_string(top));
+    return false;
+  }
+  return true;
+}
+
 std::optional<model::LatencyProfile> ParseLatency(Reader& r, const json& profile,
                                                   const std::string& ppath, int max_batch) {
   const json* lat = r.Object(profile, "latencyMs", ppath, true);
@@ -279,119 +505,36 @@ std::optional<model::LatencyProfile> ParseLatency(Reader& r, const json& profile
     r.Fail(path, "give exactly one of quadratic {a, b, c} or points [[batch, ms], ...]");
     return std::nullopt;
   }
-
-  model::LatencyProfile out;
+  std::optional<model::LatencyProfile> out;
   if (has_quadratic) {
-    const json* q = r.Object(*lat, "quadratic", path, true);
-    if (q == nullptr) return std::nullopt;
-    const std::string qpath = Reader::At(path, "quadratic");
-    r.OnlyKnown(*q, qpath, {"a", "b", "c"});
-    auto a = r.Number(*q, "a", qpath, false);
-    auto b = r.Number(*q, "b", qpath, false);
-    auto c = r.Number(*q, "c", qpath, false);
-    out.kind = model::LatencyProfile::Kind::kQuadratic;
-    out.quadratic = {.a = a.value_or(0), .b = b.value_or(0), .c = c.value_or(0)};
+    if (auto q = ParseQuadratic(r, *lat, path)) {
+      out.emplace();
+      out->kind = model::LatencyProfile::Kind::kQuadratic;
+      out->quadratic = *q;
+    }
   } else {
-    const json* pts = r.Array(*lat, "points", path, true);
-    if (pts == nullptr) return std::nullopt;
-    const std::string ppts = Reader::At(path, "points");
-    if (pts->empty()) {
-      r.Fail(ppts, "needs at least one [batch, ms] point");
-      return std::nullopt;
-    }
-    std::set<int> batches;
-    bool ok = true;
-    for (size_t i = 0; i < pts->size(); ++i) {
-      const json& p = (*pts)[i];
-      const std::string at = Reader::At(ppts, i);
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
-        r.Fail(at, "must be [batch, ms] with an integer batch");
-        ok = false;
-        continue;
-      }
-      const std::int64_t batch = p[0].get<std::int64_t>();
-      const double ms = p[1].get<double>();
-      if (batch < 1) {
-        r.Fail(at, "batch must be >= 1, got " + std::to_string(batch));
-        ok = false;
-      } else if (!(ms > 0) || !std::isfinite(ms)) {
-        r.Fail(at, "latency must be > 0 ms, got " + Num(ms));
-        ok = false;
-      } else if (!batches.insert(static_cast<int>(batch)).second) {
-        r.Fail(at, "batch " + std::to_string(batch) + " appears twice");
-        ok = false;
-      } else {
-        out.points.push_back({static_cast<int>(batch), ms});
-      }
-    }
-    if (!ok) return std::nullopt;
-    std::sort(out.points.begin(), out.points.end(),
-              [](const auto& x, const auto& y) { return x.batch < y.batch; });
-    // Default: a quadratic where three or more batch sizes determine one, else the table.
-    std::string kind = batches.size() >= 3 ? "quadratic" : "table";
-    if (auto m = r.String(*lat, "model", path, false)) kind = *m;
-    if (kind == "table") {
-      out.kind = model::LatencyProfile::Kind::kTable;
-    } else if (kind == "quadratic") {
-      auto fit = optimizer::FitQuadratic(out.points);
-      if (!fit) {
-        r.Fail(ppts, fit.error().message + "; add points or set model: table");
-        return std::nullopt;
-      }
-      out.kind = model::LatencyProfile::Kind::kQuadratic;
-      out.quadratic = fit->coefficients;
-      out.fitted = true;
-      out.fit = fit->quality;
-    } else {
-      r.Fail(Reader::At(path, "model"), "must be quadratic or table, got " + Quote(kind));
-      return std::nullopt;
-    }
+    out = FromPoints(r, *lat, path);
   }
-  // Every batch size the optimizers may pick must have a positive latency.
-  const int top = out.MaxBatch(max_batch);
-  for (int b = 1; b <= top; ++b) {
-    if (!(out.Ms(b) > 0)) {
-      r.Fail(path, "latency at batch size " + std::to_string(b) + " is " + Num(out.Ms(b)) +
-                       " ms; it must be > 0 for every batch size up to " + std::to_string(top));
-      return std::nullopt;
-    }
-  }
+  if (out && !CheckEveryBatch(r, *out, path, max_batch)) return std::nullopt;
   return out;
 }
 
-model::Variant ParseVariant(Reader& r, const json& v, const std::string& path,
-                            const std::set<std::string>& classes) {
-  model::Variant out;
-  r.OnlyKnown(v, path,
-              {"name", "accuracy", "multiplicativeFactor", "template", "deploymentName",
-               "batchSize", "profiles"});
-  if (auto name = Name(r, v, path)) out.name = *name;
-  if (auto a = r.Number(v, "accuracy", path, false)) {
-    if (*a <= 0 || *a > 1) {
-      r.Fail(Reader::At(path, "accuracy"), "must be in (0, 1], got " + Num(*a));
-    } else {
-      out.accuracy = *a;
-    }
-  }
-  if (auto m = r.Positive(v, "multiplicativeFactor", path, false)) out.multiplicative_factor = *m;
-  if (const json* t = r.Object(v, "template", path, false)) out.template_json = t->dump();
-  if (auto d = r.String(v, "deploymentName", path, false)) out.deployment_name = *d;
+void ParseBatchSize(Reader& r, const json& v, const std::string& path, model::Variant& out) {
   out.max_batch = kDefaultMaxBatch;
-  if (const json* bs = r.Object(v, "batchSize", path, false)) {
-    const std::string bpath = Reader::At(path, "batchSize");
-    r.OnlyKnown(*bs, bpath, {"env", "max"});
-    if (auto env = r.String(*bs, "env", bpath, false)) out.batch_env = *env;
-    if (auto max = r.Integer(*bs, "max", bpath, false)) {
-      if (*max < 1 || *max > kLargestMaxBatch) {
-        r.Fail(Reader::At(bpath, "max"), "must be in [1, " + std::to_string(kLargestMaxBatch) +
-                                             "], got " + std::to_string(*max));
-      } else {
-        out.max_batch = static_cast<int>(*max);
-      }
-    }
+  const json* bs = r.Object(v, "batchSize", path, false);
+  if (bs == nullptr) return;
+  const std::string bpath = Reader::At(path, "batchSize");
+  r.OnlyKnown(*bs, bpath, {"env", "max"});
+  if (auto env = r.String(*bs, "env", bpath, false)) out.batch_env = *env;
+  if (auto max = r.Integer(*bs, "max", bpath, false, 1, limits::kMaxBatch)) {
+    out.max_batch = static_cast<int>(*max);
   }
-  const json* profiles = r.Array(v, "profiles", path, true);
-  if (profiles == nullptr) return out;
+}
+
+void ParseProfiles(Reader& r, const json& v, const std::string& path,
+                   const std::set<std::string>& classes, model::Variant& out) {
+  const json* profiles = r.Array(v, "profiles", path, true, limits::kMaxProfiles);
+  if (profiles == nullptr) return;
   const std::string ppath = Reader::At(path, "profiles");
   if (profiles->empty()) {
     r.Fail(ppath, "no latency profile; add one per hardware class the variant may run on");
@@ -419,11 +562,77 @@ model::Variant ParseVariant(Reader& r, const json& v, const std::string& path,
       out.profiles.push_back(std::move(profile));
     }
   }
+}
+
+model::Variant ParseVariant(Reader& r, const json& v, const std::string& path,
+                            const std::set<std::string>& classes) {
+  model::Variant out;
+  r.OnlyKnown(v, path,
+              {"name", "accuracy", "multiplicativeFactor", "template", "deploymentName",
+               "batchSize", "profiles"});
+  if (auto name = Name(r, v, path)) out.name = *name;
+  if (auto a = r.Number(v, "accuracy", path, false, kAccuracyRange)) out.accuracy = *a;
+  if (auto m = r.Number(v, "multiplicativeFactor", path, false, kRatioRange)) {
+    out.multiplicative_factor = *m;
+  }
+  if (const json* t = r.Object(v, "template", path, false)) out.template_json = t->dump();
+  if (auto d = r.String(v, "deploymentName", path, false)) out.deployment_name = *d;
+  ParseBatchSize(r, v, path, out);
+  ParseProfiles(r, v, path, classes, out);
   return out;
 }
 
+void ParseEdges(Reader& r, const json& t, const std::string& path,
+                const std::set<std::string>& names, model::Task& task) {
+  const json* next = r.Array(t, "next", path, false, limits::kMaxEdges);
+  if (next == nullptr) return;
+  std::set<std::string> targets;
+  for (size_t j = 0; j < next->size(); ++j) {
+    const std::string at = Reader::At(Reader::At(path, "next"), j);
+    const json& e = (*next)[j];
+    if (!e.is_object()) {
+      r.Fail(at, "must be an object {task, ratio}");
+      continue;
+    }
+    r.OnlyKnown(e, at, {"task", "ratio"});
+    auto to = r.String(e, "task", at, true);
+    if (!to) continue;
+    if (!names.contains(*to)) {
+      r.Fail(Reader::At(at, "task"), "unknown task " + Quote(*to));
+    } else if (*to == task.name) {
+      r.Fail(Reader::At(at, "task"), "a task cannot feed itself");
+    } else if (!targets.insert(*to).second) {
+      r.Fail(Reader::At(at, "task"), "second edge to " + Quote(*to));
+    } else {
+      model::Edge edge{.task = *to};
+      if (auto ratio = r.Number(e, "ratio", at, false, kRatioRange)) edge.ratio = *ratio;
+      task.next.push_back(std::move(edge));
+    }
+  }
+}
+
+void ParseVariants(Reader& r, const json& t, const std::string& path,
+                   const std::set<std::string>& classes, model::Task& task) {
+  const json* variants = r.Array(t, "variants", path, true, limits::kMaxVariants);
+  if (variants == nullptr) return;
+  if (variants->empty()) r.Fail(Reader::At(path, "variants"), "needs at least one variant");
+  std::set<std::string> names;
+  for (size_t j = 0; j < variants->size(); ++j) {
+    const std::string at = Reader::At(Reader::At(path, "variants"), j);
+    if (!(*variants)[j].is_object()) {
+      r.Fail(at, "must be an object");
+      continue;
+    }
+    model::Variant v = ParseVariant(r, (*variants)[j], at, classes);
+    if (!v.name.empty() && !names.insert(v.name).second) {
+      r.Fail(Reader::At(at, "name"), "duplicate variant " + Quote(v.name));
+    }
+    task.variants.push_back(std::move(v));
+  }
+}
+
 void ParseTasks(Reader& r, const json& spec, model::PipelineSpec& out) {
-  const json* tasks = r.Array(spec, "tasks", "spec", true);
+  const json* tasks = r.Array(spec, "tasks", "spec", true, limits::kMaxTasks);
   if (tasks == nullptr) return;
   if (tasks->empty()) r.Fail("spec.tasks", "needs at least one task");
   std::set<std::string> classes;
@@ -446,53 +655,13 @@ void ParseTasks(Reader& r, const json& spec, model::PipelineSpec& out) {
     r.OnlyKnown(t, path, {"name", "next", "variants"});
     model::Task task;
     if (auto name = Name(r, t, path)) {
-      if (!seen.insert(*name).second)
+      if (!seen.insert(*name).second) {
         r.Fail(Reader::At(path, "name"), "duplicate task " + Quote(*name));
+      }
       task.name = *name;
     }
-    if (const json* next = r.Array(t, "next", path, false)) {
-      std::set<std::string> targets;
-      for (size_t j = 0; j < next->size(); ++j) {
-        const std::string at = Reader::At(Reader::At(path, "next"), j);
-        const json& e = (*next)[j];
-        if (!e.is_object()) {
-          r.Fail(at, "must be an object {task, ratio}");
-          continue;
-        }
-        r.OnlyKnown(e, at, {"task", "ratio"});
-        model::Edge edge;
-        if (auto to = r.String(e, "task", at, true)) {
-          if (!names.contains(*to)) {
-            r.Fail(Reader::At(at, "task"), "unknown task " + Quote(*to));
-          } else if (*to == task.name) {
-            r.Fail(Reader::At(at, "task"), "a task cannot feed itself");
-          } else if (!targets.insert(*to).second) {
-            r.Fail(Reader::At(at, "task"), "second edge to " + Quote(*to));
-          } else {
-            edge.task = *to;
-            if (auto ratio = r.Positive(e, "ratio", at, false)) edge.ratio = *ratio;
-            task.next.push_back(std::move(edge));
-          }
-        }
-      }
-    }
-    const json* variants = r.Array(t, "variants", path, true);
-    if (variants != nullptr) {
-      if (variants->empty()) r.Fail(Reader::At(path, "variants"), "needs at least one variant");
-      std::set<std::string> vnames;
-      for (size_t j = 0; j < variants->size(); ++j) {
-        const std::string at = Reader::At(Reader::At(path, "variants"), j);
-        if (!(*variants)[j].is_object()) {
-          r.Fail(at, "must be an object");
-          continue;
-        }
-        model::Variant v = ParseVariant(r, (*variants)[j], at, classes);
-        if (!v.name.empty() && !vnames.insert(v.name).second) {
-          r.Fail(Reader::At(at, "name"), "duplicate variant " + Quote(v.name));
-        }
-        task.variants.push_back(std::move(v));
-      }
-    }
+    ParseEdges(r, t, path, names, task);
+    ParseVariants(r, t, path, classes, task);
     out.tasks.push_back(std::move(task));
   }
 }
@@ -529,8 +698,42 @@ void CheckAcyclic(Reader& r, const model::PipelineSpec& spec) {
   }
 }
 
+// The path's tasks: known, each once, each following the one before along an edge.
+std::vector<std::string> ParsePathTasks(Reader& r, const json& p, const std::string& path,
+                                        const std::map<std::string, const model::Task*>& tasks) {
+  std::vector<std::string> out;
+  const json* list = r.Array(p, "tasks", path, true, limits::kMaxPathTasks);
+  if (list == nullptr) return out;
+  const std::string tpath = Reader::At(path, "tasks");
+  if (list->empty()) r.Fail(tpath, "needs at least one task");
+  std::set<std::string> visited;
+  for (size_t j = 0; j < list->size(); ++j) {
+    const std::string at = Reader::At(tpath, j);
+    if (!(*list)[j].is_string()) {
+      r.Fail(at, "must be a task name");
+      continue;
+    }
+    const std::string& name = (*list)[j].get_ref<const std::string&>();
+    if (!tasks.contains(name)) {
+      r.Fail(at, "unknown task " + Quote(name));
+    } else if (!visited.insert(name).second) {
+      r.Fail(at, "task " + Quote(name) + " appears twice on the path");
+    } else if (!out.empty() && tasks.contains(out.back())) {
+      const model::Task& prev = *tasks.at(out.back());
+      const bool edge = std::any_of(prev.next.begin(), prev.next.end(),
+                                    [&](const model::Edge& e) { return e.task == name; });
+      if (!edge) {
+        r.Fail(at, "task " + Quote(name) + " does not follow " + Quote(prev.name) + ": no edge " +
+                       prev.name + " -> " + name + " in spec.tasks");
+      }
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
 void ParsePaths(Reader& r, const json& spec, model::PipelineSpec& out) {
-  const json* paths = r.Array(spec, "paths", "spec", false);
+  const json* paths = r.Array(spec, "paths", "spec", false, limits::kMaxPaths);
   if (paths == nullptr) return;
   std::map<std::string, const model::Task*> tasks;
   for (const auto& t : out.tasks) tasks[t.name] = &t;
@@ -545,40 +748,14 @@ void ParsePaths(Reader& r, const json& spec, model::PipelineSpec& out) {
     r.OnlyKnown(p, path, {"name", "tasks", "sloMs", "weight"});
     model::Path out_path;
     if (auto name = Name(r, p, path)) {
-      if (!seen.insert(*name).second)
+      if (!seen.insert(*name).second) {
         r.Fail(Reader::At(path, "name"), "duplicate path " + Quote(*name));
+      }
       out_path.name = *name;
     }
-    if (auto slo = r.Positive(p, "sloMs", path, true)) out_path.slo_ms = *slo;
-    if (auto w = r.Positive(p, "weight", path, false)) out_path.weight = *w;
-    const json* list = r.Array(p, "tasks", path, true);
-    if (list != nullptr) {
-      const std::string tpath = Reader::At(path, "tasks");
-      if (list->empty()) r.Fail(tpath, "needs at least one task");
-      std::set<std::string> visited;
-      for (size_t j = 0; j < list->size(); ++j) {
-        const std::string at = Reader::At(tpath, j);
-        if (!(*list)[j].is_string()) {
-          r.Fail(at, "must be a task name");
-          continue;
-        }
-        const std::string name = (*list)[j].get<std::string>();
-        if (!tasks.contains(name)) {
-          r.Fail(at, "unknown task " + Quote(name));
-        } else if (!visited.insert(name).second) {
-          r.Fail(at, "task " + Quote(name) + " appears twice on the path");
-        } else if (j > 0 && tasks.contains(out_path.tasks.back())) {
-          const model::Task& prev = *tasks.at(out_path.tasks.back());
-          const bool edge = std::any_of(prev.next.begin(), prev.next.end(),
-                                        [&](const model::Edge& e) { return e.task == name; });
-          if (!edge) {
-            r.Fail(at, "task " + Quote(name) + " does not follow " + Quote(prev.name) +
-                           ": no edge " + prev.name + " -> " + name + " in spec.tasks");
-          }
-        }
-        out_path.tasks.push_back(name);
-      }
-    }
+    if (auto slo = r.Number(p, "sloMs", path, true, kMsRange)) out_path.slo_ms = *slo;
+    if (auto w = r.Number(p, "weight", path, false, kWeightRange)) out_path.weight = *w;
+    out_path.tasks = ParsePathTasks(r, p, path, tasks);
     out.paths.push_back(std::move(out_path));
   }
 }
@@ -598,119 +775,164 @@ std::optional<Enum> ParseEnum(Reader& r, const json& object, const char* key,
   return std::nullopt;
 }
 
-void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
+void ParseSlo(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* slo = r.Object(spec, "slo", "spec", false);
+  if (slo == nullptr) return;
+  r.OnlyKnown(*slo, "spec.slo", {"latencyMs", "percentile"});
+  if (auto l = r.Number(*slo, "latencyMs", "spec.slo", false, kMsRange)) out.slo.latency_ms = *l;
+  if (auto p = r.Number(*slo, "percentile", "spec.slo", false, kPercentileRange)) {
+    out.slo.percentile = *p;
+  }
+}
+
+void ParseBudget(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* budget = r.Object(spec, "budget", "spec", false);
+  if (budget == nullptr) return;
+  r.OnlyKnown(*budget, "spec.budget", {"maxReplicas", "costPerHour"});
+  if (auto m = r.Integer(*budget, "maxReplicas", "spec.budget", false, 1, limits::kMaxReplicas)) {
+    out.budget.max_replicas = static_cast<int>(*m);
+  }
+  if (auto c = r.Number(*budget, "costPerHour", "spec.budget", false, kBudgetRange)) {
+    out.budget.cost_per_hour = *c;
+  }
+}
+
+void ParseMetrics(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* metrics = r.Object(spec, "metrics", "spec", false);
+  if (metrics == nullptr) return;
+  if (metrics->size() > limits::kMaxMapEntries) {
+    r.Fail("spec.metrics", "has " + std::to_string(metrics->size()) + " entries; at most " +
+                               std::to_string(limits::kMaxMapEntries) + " are allowed");
+    return;
+  }
+  for (const auto& [key, value] : metrics->items()) {
+    auto s = r.String(*metrics, key.c_str(), "spec.metrics", true);
+    if (!s) continue;
+    if (key == "prometheusURL") {
+      out.metrics.prometheus_url = *s;
+    } else {
+      out.metrics.queries[key] = *s;
+    }
+  }
+}
+
+void ParseForecast(Reader& r, const json& spec, model::PipelineSpec& out) {
   using model::ForecastMethod;
+  const json* forecast = r.Object(spec, "forecast", "spec", false);
+  if (forecast == nullptr) return;
+  r.OnlyKnown(*forecast, "spec.forecast", {"method", "horizon"});
+  if (auto m = ParseEnum<ForecastMethod>(r, *forecast, "method", "spec.forecast",
+                                         {{"none", ForecastMethod::kNone},
+                                          {"ewma", ForecastMethod::kEwma},
+                                          {"holtWinters", ForecastMethod::kHoltWinters},
+                                          {"linear", ForecastMethod::kLinear}})) {
+    out.forecast.method = *m;
+  }
+  if (auto h = r.Duration(*forecast, "horizon", "spec.forecast", limits::kMaxHorizonSeconds)) {
+    out.forecast.horizon_seconds = *h;
+  }
+}
+
+void ParseQuerySizes(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* sizes = r.Array(spec, "querySizes", "spec", false, limits::kMaxQuerySizes);
+  if (sizes == nullptr) return;
+  std::set<int> seen;
+  for (size_t i = 0; i < sizes->size(); ++i) {
+    const std::string path = Reader::At("spec.querySizes", i);
+    const json& q = (*sizes)[i];
+    if (!q.is_object()) {
+      r.Fail(path, "must be an object {size, weight}");
+      continue;
+    }
+    r.OnlyKnown(q, path, {"size", "weight"});
+    model::QuerySize size;
+    auto n = r.Integer(q, "size", path, true, 1, limits::kMaxBatch);
+    if (!n && q.contains("size")) continue;
+    if (n) {
+      if (!seen.insert(static_cast<int>(*n)).second) {
+        r.Fail(Reader::At(path, "size"), "duplicate query size " + std::to_string(*n));
+      }
+      size.size = static_cast<int>(*n);
+    }
+    if (auto w = r.Number(q, "weight", path, true, kWeightRange)) size.weight = *w;
+    out.query_sizes.push_back(size);
+  }
+}
+
+void ParseBehavior(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* behavior = r.Object(spec, "behavior", "spec", false);
+  if (behavior == nullptr) return;
+  r.OnlyKnown(*behavior, "spec.behavior", {"scaleUp", "scaleDown"});
+  for (auto [key, target] : {std::pair{"scaleDown", &out.behavior.scale_down_window_seconds},
+                             std::pair{"scaleUp", &out.behavior.scale_up_window_seconds}}) {
+    if (const json* b = r.Object(*behavior, key, "spec.behavior", false)) {
+      const std::string at = Reader::At("spec.behavior", key);
+      r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
+      if (auto w = r.Number(*b, "stabilizationWindowSeconds", at, false, kWindowRange)) {
+        *target = *w;
+      }
+    }
+  }
+}
+
+void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   using model::Mode;
-  using model::OptimizerKind;
-  if (auto o = ParseEnum<OptimizerKind>(r, spec, "optimizer", "spec",
-                                        {{"fa2", OptimizerKind::kFa2},
-                                         {"loki", OptimizerKind::kLoki},
-                                         {"kairos", OptimizerKind::kKairos},
-                                         {"mark", OptimizerKind::kMark}})) {
-    out.optimizer = *o;
+  if (auto o = r.String(spec, "optimizer", "spec", false)) {
+    const optimizer::Descriptor* d = optimizer::FindOptimizer(*o);
+    if (d != nullptr && d->in_spec) {
+      out.optimizer = *o;
+    } else {
+      r.Fail("spec.optimizer",
+             "must be one of " + optimizer::OptimizerNames(true) + ", got " + Quote(*o));
+    }
   }
   if (auto m = ParseEnum<Mode>(r, spec, "mode", "spec",
                                {{"Apply", Mode::kApply}, {"Recommend", Mode::kRecommend}})) {
     out.mode = *m;
   }
-  if (auto i = r.Duration(spec, "interval", "spec")) out.interval_seconds = *i;
-
-  if (const json* slo = r.Object(spec, "slo", "spec", false)) {
-    r.OnlyKnown(*slo, "spec.slo", {"latencyMs", "percentile"});
-    if (auto l = r.Positive(*slo, "latencyMs", "spec.slo", false)) out.slo.latency_ms = *l;
-    if (auto p = r.Positive(*slo, "percentile", "spec.slo", false)) {
-      if (*p > 100) {
-        r.Fail("spec.slo.percentile", "must be in (0, 100], got " + Num(*p));
-      } else {
-        out.slo.percentile = *p;
-      }
+  if (auto i = r.Duration(spec, "interval", "spec", limits::kMaxIntervalSeconds)) {
+    if (*i < limits::kMinIntervalSeconds) {
+      r.Fail("spec.interval",
+             "must be at least " + Bound(limits::kMinIntervalSeconds) + " s, got " + Num(*i));
+    } else {
+      out.interval_seconds = *i;
     }
   }
-  if (const json* budget = r.Object(spec, "budget", "spec", false)) {
-    r.OnlyKnown(*budget, "spec.budget", {"maxReplicas", "costPerHour"});
-    if (auto m = r.Integer(*budget, "maxReplicas", "spec.budget", false)) {
-      if (*m < 1) {
-        r.Fail("spec.budget.maxReplicas", "must be >= 1, got " + std::to_string(*m));
-      } else {
-        out.budget.max_replicas = static_cast<int>(*m);
-      }
-    }
-    if (auto c = r.Positive(*budget, "costPerHour", "spec.budget", false)) {
-      out.budget.cost_per_hour = *c;
-    }
-  }
-  if (const json* metrics = r.Object(spec, "metrics", "spec", false)) {
-    for (const auto& [key, value] : metrics->items()) {
-      const std::string at = Reader::At("spec.metrics", key);
-      if (!value.is_string()) {
-        r.Fail(at, "must be a string");
-      } else if (key == "prometheusURL") {
-        out.metrics.prometheus_url = value.get<std::string>();
-      } else {
-        out.metrics.queries[key] = value.get<std::string>();
-      }
-    }
-  }
-  if (const json* forecast = r.Object(spec, "forecast", "spec", false)) {
-    r.OnlyKnown(*forecast, "spec.forecast", {"method", "horizon"});
-    if (auto m = ParseEnum<ForecastMethod>(r, *forecast, "method", "spec.forecast",
-                                           {{"none", ForecastMethod::kNone},
-                                            {"ewma", ForecastMethod::kEwma},
-                                            {"holtWinters", ForecastMethod::kHoltWinters},
-                                            {"linear", ForecastMethod::kLinear}})) {
-      out.forecast.method = *m;
-    }
-    if (auto h = r.Duration(*forecast, "horizon", "spec.forecast"))
-      out.forecast.horizon_seconds = *h;
-  }
-  if (const json* sizes = r.Array(spec, "querySizes", "spec", false)) {
-    std::set<int> seen;
-    for (size_t i = 0; i < sizes->size(); ++i) {
-      const std::string path = Reader::At("spec.querySizes", i);
-      const json& q = (*sizes)[i];
-      if (!q.is_object()) {
-        r.Fail(path, "must be an object {size, weight}");
-        continue;
-      }
-      r.OnlyKnown(q, path, {"size", "weight"});
-      model::QuerySize size;
-      if (auto n = r.Integer(q, "size", path, true)) {
-        if (*n < 1) {
-          r.Fail(Reader::At(path, "size"), "must be >= 1, got " + std::to_string(*n));
-          continue;
-        }
-        if (!seen.insert(static_cast<int>(*n)).second) {
-          r.Fail(Reader::At(path, "size"), "duplicate query size " + std::to_string(*n));
-        }
-        size.size = static_cast<int>(*n);
-      }
-      if (auto w = r.Positive(q, "weight", path, true)) size.weight = *w;
-      out.query_sizes.push_back(size);
-    }
-  }
-  if (const json* behavior = r.Object(spec, "behavior", "spec", false)) {
-    r.OnlyKnown(*behavior, "spec.behavior", {"scaleUp", "scaleDown"});
-    for (auto [key, target] : {std::pair{"scaleDown", &out.behavior.scale_down_window_seconds},
-                               std::pair{"scaleUp", &out.behavior.scale_up_window_seconds}}) {
-      if (const json* b = r.Object(*behavior, key, "spec.behavior", false)) {
-        const std::string at = Reader::At("spec.behavior", key);
-        r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
-        if (auto w = r.Positive(*b, "stabilizationWindowSeconds", at, false, true)) *target = *w;
-      }
-    }
-  }
+  ParseSlo(r, spec, out);
+  ParseBudget(r, spec, out);
+  ParseMetrics(r, spec, out);
+  ParseForecast(r, spec, out);
+  ParseQuerySizes(r, spec, out);
+  ParseBehavior(r, spec, out);
 }
 
-const char* OptimizerName(model::OptimizerKind kind) {
-  return optimizer::AlgorithmName(optimizer::AlgorithmFor(kind));
+// MArk plans one step per interval up to its forecast horizon and the slowest startup; both
+// must stay a bounded number of steps ahead, whatever the interval.
+void CheckPlanningSteps(Reader& r, const model::PipelineSpec& spec) {
+  const double step = spec.interval_seconds;
+  const auto steps = [&](double seconds) { return std::ceil(seconds / step - 1e-9); };
+  const auto problem = [&](double seconds) {
+    return "is " + Num(steps(seconds)) + " intervals of " + Num(step) + " s; at most " +
+           std::to_string(limits::kMaxPlanningSteps) +
+           " are planned ahead (lengthen spec.interval)";
+  };
+  if (steps(spec.forecast.horizon_seconds) > limits::kMaxPlanningSteps) {
+    r.Fail("spec.forecast.horizon", problem(spec.forecast.horizon_seconds));
+  }
+  for (size_t i = 0; i < spec.hardware_classes.size(); ++i) {
+    const double startup = spec.hardware_classes[i].startup_seconds;
+    if (steps(startup) > limits::kMaxPlanningSteps) {
+      r.Fail(Reader::At(Reader::At("spec.hardwareClasses", i), "startupSeconds"), problem(startup));
+    }
+  }
 }
 
 // Kairos and MArk size each task's pool over its most accurate variant's classes; a burst
 // class only takes spill, so every task needs a class besides its burst classes, and the
 // largest query must fit the batch the model server accepts.
-void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec) {
-  const bool pool = spec.optimizer == model::OptimizerKind::kKairos ||
-                    spec.optimizer == model::OptimizerKind::kMark;
+void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec,
+                      const optimizer::Descriptor& planner) {
+  const bool pool = planner.placement == optimizer::Placement::kPerClass;
   int largest = 1;
   for (const auto& q : spec.query_sizes) largest = std::max(largest, q.size);
   for (size_t t = 0; t < spec.tasks.size() && pool; ++t) {
@@ -726,7 +948,7 @@ void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec) {
     const std::string at = Reader::At(Reader::At("spec.tasks", t), "variants");
     if (!main) {
       r.Fail(at, "variant " + Quote(v.name) + " of task " + Quote(task.name) +
-                     " has a profile only on burst classes; " + OptimizerName(spec.optimizer) +
+                     " has a profile only on burst classes; " + std::string(planner.name) +
                      " needs one on a main class");
     }
     if (largest > v.max_batch) {
@@ -734,6 +956,24 @@ void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec) {
                                     Quote(v.name) + " of task " + Quote(task.name) +
                                     " accepts (batchSize.max " + std::to_string(v.max_batch) + ")");
     }
+  }
+}
+
+// Kubernetes' own names: a namespace is a DNS label too.
+void ParseMetadata(Reader& r, const json& meta, model::Pipeline& pipeline) {
+  for (auto [key, target] :
+       {std::pair{"name", &pipeline.name}, std::pair{"namespace", &pipeline.namespace_name}}) {
+    auto name = r.String(meta, key, "metadata", key == std::string_view("name"));
+    if (!name) continue;
+    if (!IsDnsLabel(*name)) {
+      r.Fail(Reader::At("metadata", key), Quote(*name) +
+                                              " is not a valid name: use lower-case letters, "
+                                              "digits and '-', at most 63 characters");
+    }
+    *target = *name;
+  }
+  if (auto g = r.Integer(meta, "generation", "metadata", false, 0, INT64_MAX)) {
+    pipeline.generation = *g;
   }
 }
 
@@ -760,18 +1000,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     r.Fail("kind", "must be InferencePipeline, got " + Quote(*k));
   }
   model::Pipeline pipeline;
-  if (const json* meta = r.Object(root, "metadata", "", true)) {
-    if (auto name = r.String(*meta, "name", "metadata", true)) {
-      if (!IsDnsLabel(*name)) {
-        r.Fail("metadata.name", Quote(*name) +
-                                    " is not a valid name: use lower-case letters, "
-                                    "digits and '-', at most 63 characters");
-      }
-      pipeline.name = *name;
-    }
-    if (auto ns = r.String(*meta, "namespace", "metadata", false)) pipeline.namespace_name = *ns;
-    if (auto g = r.Integer(*meta, "generation", "metadata", false)) pipeline.generation = *g;
-  }
+  if (const json* meta = r.Object(root, "metadata", "", true)) ParseMetadata(r, *meta, pipeline);
   const json* spec = r.Object(root, "spec", "", true);
   if (spec != nullptr) {
     r.OnlyKnown(*spec, "spec",
@@ -785,23 +1014,39 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     const auto paths = spec->find("paths");
     const bool no_paths =
         paths == spec->end() || paths->is_null() || (paths->is_array() && paths->empty());
-    const model::OptimizerKind kind = pipeline.spec.optimizer;
-    if (kind != model::OptimizerKind::kLoki && no_paths) {
-      r.Fail("spec.paths", std::string("the ") + OptimizerName(kind) +
+    // One rule for what an optimizer cannot plan, read from its descriptor.
+    if (optimizer::OptimizerOf(pipeline.spec).needs_paths && no_paths) {
+      r.Fail("spec.paths", "the " + pipeline.spec.optimizer +
                                " optimizer needs at least one execution path with sloMs");
     }
-    CheckPoolClasses(r, pipeline.spec);
+    CheckPoolClasses(r, pipeline.spec, optimizer::OptimizerOf(pipeline.spec));
+    CheckPlanningSteps(r, pipeline.spec);
   }
+  r.Finish();
   if (result.errors.empty()) result.pipeline = std::move(pipeline);
   return result;
 }
 
+std::vector<FieldError> CheckPlannableBy(const model::Pipeline& pipeline,
+                                         std::string_view optimizer) {
+  std::vector<FieldError> errors;
+  Reader r(errors);
+  if (const optimizer::Descriptor* d = optimizer::FindOptimizer(optimizer)) {
+    CheckPoolClasses(r, pipeline.spec, *d);
+  }
+  return errors;
+}
+
 ParsedPipeline ParsePipelineFile(const std::string& file) {
+  const std::string shown = EscapeUserText(file, kQuotedChars * 4);
   std::ifstream in(file, std::ios::binary);
-  if (!in) return {.pipeline = std::nullopt, .errors = {{"", "cannot read " + file}}};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return ParsePipeline(buffer.str());
+  if (!in) return {.pipeline = std::nullopt, .errors = {{"", "cannot read " + shown}}};
+  // No more than the parser reads: a device such as /dev/zero never ends.
+  std::string text(limits::kMaxDocumentBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return {.pipeline = std::nullopt, .errors = {{"", "cannot read " + shown}}};
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParsePipeline(text);
 }
 
 }  // namespace pipescale::api

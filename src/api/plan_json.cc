@@ -6,21 +6,18 @@
 #include "common/strings.h"
 
 namespace pipescale::api {
-namespace {
-
-nlohmann::ordered_json RoutingToJson(const model::Plan& plan) {
+nlohmann::ordered_json RoutingToJson(const model::Plan& plan, bool rounded) {
   auto out = nlohmann::ordered_json::array();
   for (const auto& r : plan.routing) {
     nlohmann::ordered_json to = nlohmann::ordered_json::array();
     for (const auto& [variant, fraction] : r.to) {
-      to.push_back({{"variant", variant}, {"fraction", fraction}});
+      to.push_back({{"variant", variant},
+                    {"fraction", rounded ? std::round(fraction * 1e4) / 1e4 : fraction}});
     }
     out.push_back({{"path", r.path}, {"task", r.task}, {"from", r.from_variant}, {"to", to}});
   }
   return out;
 }
-
-}  // namespace
 
 nlohmann::ordered_json PoolsToJson(const model::Plan& plan, bool rounded) {
   auto number = [rounded](double v) { return rounded ? std::round(v * 1e4) / 1e4 : v; };

@@ -20,6 +20,10 @@ std::string PlanToJson(const model::Plan& plan);
 // decimals, so that the ConfigMap is not rewritten for noise.
 nlohmann::ordered_json PoolsToJson(const model::Plan& plan, bool rounded = false);
 
+// Loki's MostAccurateFirst tables: [{"path", "task", "from", "to": [{"variant", "fraction"}]}].
+// `rounded`: fractions to 4 decimals, as PoolsToJson.
+nlohmann::ordered_json RoutingToJson(const model::Plan& plan, bool rounded = false);
+
 std::string PlanToTable(const model::Plan& plan);
 
 }  // namespace pipescale::api

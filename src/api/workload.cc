@@ -7,6 +7,17 @@
 
 namespace pipescale::api {
 
+std::string RateProblem(double rps) {
+  if (!std::isfinite(rps)) {
+    return StrFormat("must be a finite number of requests per second, got %g", rps);
+  }
+  if (rps < 0) return StrFormat("must be >= 0, got %g", rps);
+  if (rps > kMaxRateRps) {
+    return StrFormat("must be at most %.10g requests per second, got %g", kMaxRateRps, rps);
+  }
+  return "";
+}
+
 Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
                                      std::optional<double> total_rps,
                                      const std::map<std::string, double>& per_path_rps) {
@@ -14,14 +25,18 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
   for (const auto& [name, rate] : per_path_rps) {
     bool known = false;
     for (const auto& p : pipeline.spec.paths) known = known || p.name == name;
-    if (!known) return Error{ErrorKind::kInvalid, "--path-rate: unknown path \"" + name + "\""};
-    if (!(rate >= 0)) {
-      return Error{ErrorKind::kInvalid, "--path-rate " + name + ": rate must be >= 0"};
+    if (!known) {
+      return Error{ErrorKind::kInvalid, "--path-rate: unknown path " + QuoteUserText(name)};
+    }
+    if (std::string problem = RateProblem(rate); !problem.empty()) {
+      return Error{ErrorKind::kInvalid, "--path-rate " + QuoteUserText(name) + ": " + problem};
     }
     workload.path_rates_rps[name] = rate;
   }
-  if (total_rps && !(*total_rps >= 0)) {
-    return Error{ErrorKind::kInvalid, "--rate: must be >= 0"};
+  if (total_rps) {
+    if (std::string problem = RateProblem(*total_rps); !problem.empty()) {
+      return Error{ErrorKind::kInvalid, "--rate " + problem};
+    }
   }
   if (!total_rps && per_path_rps.empty()) {
     return Error{ErrorKind::kInvalid, "give a load: --rate RPS or --path-rate NAME=RPS"};
@@ -37,6 +52,41 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
   return workload;
 }
 
+namespace {
+
+struct Sample {
+  double time = 0;
+  double rate = 0;
+};
+
+// One `time,rate` line: the sample, nullopt for a line that is no sample (a header), or the
+// problem with it.
+Result<std::optional<Sample>> ParseSample(const std::string& line, size_t line_no, bool header_ok) {
+  const size_t comma = line.find(',');
+  char* rest = nullptr;
+  const std::string time_text = line.substr(0, comma);
+  const double time = std::strtod(time_text.c_str(), &rest);
+  const bool time_ok = comma != std::string::npos && rest != time_text.c_str() && *rest == 0;
+  if (!time_ok && header_ok) return std::optional<Sample>();
+  const std::string rate_text = comma == std::string::npos ? "" : line.substr(comma + 1);
+  const double rate = std::strtod(rate_text.c_str(), &rest);
+  if (!time_ok || rest == rate_text.c_str() || *rest != 0 || !std::isfinite(time) ||
+      !std::isfinite(rate)) {
+    return Error{ErrorKind::kInvalid,
+                 StrFormat("line %zu: expected time,rate (seconds, requests per second), got %s",
+                           line_no, QuoteUserText(line).c_str())};
+  }
+  if (rate < 0) {
+    return Error{ErrorKind::kInvalid, StrFormat("line %zu: the rate must be >= 0", line_no)};
+  }
+  if (std::string problem = RateProblem(rate); !problem.empty()) {
+    return Error{ErrorKind::kInvalid, StrFormat("line %zu: the rate %s", line_no, problem.c_str())};
+  }
+  return std::optional<Sample>(Sample{time, rate});
+}
+
+}  // namespace
+
 Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds) {
   std::vector<double> out;
   std::optional<double> start;
@@ -50,31 +100,24 @@ Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_s
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    const size_t comma = line.find(',');
-    char* rest = nullptr;
-    const std::string time_text = line.substr(0, comma);
-    const double time = std::strtod(time_text.c_str(), &rest);
-    const bool time_ok = comma != std::string::npos && rest != time_text.c_str() && *rest == 0;
-    if (!time_ok && out.empty() && !start) continue;  // a header line
-    const std::string rate_text = comma == std::string::npos ? "" : line.substr(comma + 1);
-    const double rate = std::strtod(rate_text.c_str(), &rest);
-    if (!time_ok || rest == rate_text.c_str() || *rest != 0 || !std::isfinite(time) ||
-        !std::isfinite(rate)) {
-      return Error{ErrorKind::kInvalid,
-                   StrFormat("line %zu: expected time,rate (seconds, requests per second), got "
-                             "\"%s\"",
-                             line_no, line.c_str())};
-    }
-    if (rate < 0) {
-      return Error{ErrorKind::kInvalid, StrFormat("line %zu: the rate must be >= 0", line_no)};
-    }
+    auto sample = ParseSample(line, line_no, !start);
+    if (!sample) return sample.error();
+    if (!*sample) continue;  // a header line
+    const auto [time, rate] = **sample;
     if (time < last_time) {
       return Error{ErrorKind::kInvalid,
                    StrFormat("line %zu: time %g is before the previous line's", line_no, time)};
     }
     last_time = time;
     if (!start) start = time;
-    const size_t step = static_cast<size_t>((time - *start) / step_seconds);
+    // Checked as a double first: a far-off time would overflow the step count.
+    const double steps = (time - *start) / step_seconds;
+    if (!(steps < static_cast<double>(kMaxHistorySteps))) {
+      return Error{ErrorKind::kInvalid,
+                   StrFormat("line %zu: the history spans more than %zu steps of %g s", line_no,
+                             kMaxHistorySteps, step_seconds)};
+    }
+    const size_t step = static_cast<size_t>(steps);
     if (step < out.size()) {
       out[step] = std::max(out[step], rate);
       continue;

@@ -1,6 +1,7 @@
 // Turning the rates a user gives (a total, or per path) into a model::Workload.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,9 +13,20 @@
 
 namespace pipescale::api {
 
+// The largest rate pipescale plans for, in requests per second: beyond any single pipeline's
+// traffic, and small enough that replicas, costs and queueing delays stay finite numbers.
+inline constexpr double kMaxRateRps = 1e9;
+// A rate history (--history) is read up to this size and this many planning steps.
+inline constexpr size_t kMaxHistoryBytes = 16 << 20;
+inline constexpr size_t kMaxHistorySteps = 100000;
+
+// "" when `rps` is a rate the optimizers take (finite, in [0, kMaxRateRps]); else what is
+// wrong with it, e.g. "must be a finite number of requests per second, got inf".
+std::string RateProblem(double rps);
+
 // Rates named in `per_path_rps` are taken as they are; `total_rps`, when given, is spread over
-// the other paths in proportion to their weight. kInvalid for an unknown path, a negative
-// rate, or no rate at all.
+// the other paths in proportion to their weight. kInvalid for an unknown path, a rate that
+// RateProblem refuses, or no rate at all.
 Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
                                      std::optional<double> total_rps,
                                      const std::map<std::string, double>& per_path_rps);
@@ -22,7 +34,8 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
 // A rate history (CSV lines `time,rate`: seconds and requests per second, an optional header,
 // '#' comments) as one value per planning step of `step_seconds`: the peak within each step,
 // as MArk forecasts peaks; a step with no sample repeats the one before. kInvalid names the
-// line for a malformed row, a negative rate or time going backwards.
+// line for a malformed row, a rate that RateProblem refuses, time going backwards or a history
+// longer than kMaxHistorySteps steps.
 Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds);
 
 // Each path's share of a total rate in `workload` (by its weight when the total is 0).

@@ -1,6 +1,8 @@
 #include "cli/cli.h"
 
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -10,8 +12,7 @@
 #include "api/plan_json.h"
 #include "api/workload.h"
 #include "common/strings.h"
-#include "optimizer/pool.h"
-#include "optimizer/solve.h"
+#include "optimizer/registry.h"
 
 namespace pipescale::cli {
 namespace {
@@ -19,17 +20,32 @@ namespace {
 constexpr const char* kUsage = R"(pipescale: plan and validate InferencePipelines offline
 
 usage:
-  pipescale plan -f FILE [--optimizer fa2|loki|kairos|mark|ds2|inferline|grandslam|exact]
+  pipescale plan -f FILE [--optimizer NAME]
                  [--rate RPS] [--path-rate NAME=RPS ...] [--history FILE] [-o table|json]
   pipescale validate -f FILE
   pipescale help
 
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
-one path's rate and may be repeated. --history (mark) is a CSV of time,rate (seconds, total
+one path's rate and may be repeated. --optimizer is one of the optimizers below (default: the
+pipeline's spec.optimizer). --history (mark) is a CSV of time,rate (seconds, total
 requests per second) that MArk forecasts from with spec.forecast; without --rate its last value
 is the current rate. Exit codes: 0 done (an Infeasible plan is a result),
 2 invalid flags or pipeline (every problem is printed with its field), 1 anything else.
 )";
+
+// The usage text, then one line per optimizer from the registry.
+std::string Usage() {
+  std::string out = kUsage;
+  out += "\noptimizers:\n";
+  for (const optimizer::Descriptor& d : optimizer::Optimizers()) {
+    out += StrFormat("  %-10s %s%s\n", std::string(d.name).c_str(), std::string(d.summary).c_str(),
+                     d.in_spec ? "" : " (CLI only)");
+  }
+  return out;
+}
+
+// How much of a file name messages show.
+constexpr size_t kLongestFileName = 512;
 
 struct Flags {
   std::string file;
@@ -40,14 +56,45 @@ struct Flags {
   std::string history;
 };
 
-std::optional<double> ParseNumber(const std::string& s) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {  // std::stod reports bad input by throwing
+// A rate in requests per second as api::RateProblem accepts it: a decimal number (no hex, no
+// inf or nan), finite, in [0, api::kMaxRateRps]. Returns what is wrong, or "".
+std::string ParseRate(std::string_view text, double& rate) {
+  const std::string_view digits = text.starts_with('+') ? text.substr(1) : text;
+  const char* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, rate);
+  if (digits.empty() || ptr != end || ec == std::errc::invalid_argument) {
+    return "needs a number of requests per second, got " + QuoteUserText(text);
   }
-  return std::nullopt;
+  if (ec == std::errc::result_out_of_range) rate = std::strtod(std::string(text).c_str(), nullptr);
+  return api::RateProblem(rate);
+}
+
+// Stores one flag's value. Returns an error message or "".
+std::string SetFlag(const std::string& name, const std::string& v, Flags& flags) {
+  if (name == "-f" || name == "--file") {
+    flags.file = v;
+  } else if (name == "--optimizer") {
+    flags.optimizer = v;
+  } else if (name == "-o" || name == "--output") {
+    if (v != "table" && v != "json") return "-o must be table or json, got " + QuoteUserText(v);
+    flags.output = v;
+  } else if (name == "--rate") {
+    double rate = 0;
+    if (std::string problem = ParseRate(v, rate); !problem.empty()) return "--rate " + problem;
+    flags.rate = rate;
+  } else if (name == "--history") {
+    flags.history = v;
+  } else if (name == "--path-rate") {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos) return "--path-rate needs NAME=RPS, got " + QuoteUserText(v);
+    double rate = 0;
+    if (std::string problem = ParseRate(std::string_view(v).substr(eq + 1), rate);
+        !problem.empty()) {
+      return "--path-rate " + QuoteUserText(v.substr(0, eq)) + ": " + problem;
+    }
+    flags.path_rates[v.substr(0, eq)] = rate;
+  }
+  return "";
 }
 
 // Accepts "--flag value" and "--flag=value". Returns an error message or "".
@@ -59,46 +106,37 @@ std::string ParseFlags(std::span<const std::string> args, Flags& flags) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    auto take = [&]() -> std::optional<std::string> {
-      if (value) return value;
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
-    std::optional<std::string> v;
-    if (name == "-f" || name == "--file" || name == "--optimizer" || name == "-o" ||
-        name == "--output" || name == "--rate" || name == "--path-rate" || name == "--history") {
-      v = take();
-      if (!v) return name + " needs a value";
-    } else {
-      return "unknown argument " + name;
+    if (name != "-f" && name != "--file" && name != "--optimizer" && name != "-o" &&
+        name != "--output" && name != "--rate" && name != "--path-rate" && name != "--history") {
+      return "unknown argument " + QuoteUserText(name);
     }
-    if (name == "-f" || name == "--file") {
-      flags.file = *v;
-    } else if (name == "--optimizer") {
-      flags.optimizer = *v;
-    } else if (name == "-o" || name == "--output") {
-      if (*v != "table" && *v != "json") return "-o must be table or json, got " + *v;
-      flags.output = *v;
-    } else if (name == "--rate") {
-      flags.rate = ParseNumber(*v);
-      if (!flags.rate) return "--rate needs a number, got " + *v;
-    } else if (name == "--history") {
-      flags.history = *v;
-    } else if (name == "--path-rate") {
-      const auto eq = v->find('=');
-      const auto rate = eq == std::string::npos ? std::nullopt : ParseNumber(v->substr(eq + 1));
-      if (!rate) return "--path-rate needs NAME=RPS, got " + *v;
-      flags.path_rates[v->substr(0, eq)] = *rate;
-    }
+    if (!value && i + 1 < args.size()) value = args[++i];
+    if (!value) return name + " needs a value";
+    if (std::string problem = SetFlag(name, *value, flags); !problem.empty()) return problem;
   }
   if (flags.file.empty()) return "-f FILE is required";
   return "";
 }
 
+// The file's bytes, or nullopt when it cannot be read or holds more than `max_bytes`: a
+// device such as /dev/zero never ends.
+std::optional<std::string> ReadAtMost(const std::string& file, size_t max_bytes) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad() || static_cast<size_t>(in.gcount()) > max_bytes) return std::nullopt;
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+// A file name as messages show it: escaped, as it is the user's text.
+std::string Shown(const std::string& file) { return EscapeUserText(file, kLongestFileName); }
+
 std::optional<model::Pipeline> Load(const std::string& file, std::ostream& err) {
   api::ParsedPipeline parsed = api::ParsePipelineFile(file);
   if (!parsed.pipeline) {
-    err << file << ": invalid InferencePipeline (" << parsed.errors.size() << " problem"
+    err << Shown(file) << ": invalid InferencePipeline (" << parsed.errors.size() << " problem"
         << (parsed.errors.size() == 1 ? "" : "s") << ")\n";
     for (const auto& e : parsed.errors) err << "  " << e.ToString() << "\n";
   }
@@ -112,7 +150,7 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
   auto count = [](size_t n, const char* one, const char* many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
   };
-  out << flags.file << ": valid InferencePipeline " << pipeline->name << " ("
+  out << Shown(flags.file) << ": valid InferencePipeline " << pipeline->name << " ("
       << count(spec.tasks.size(), "task", "tasks") << ", "
       << count(spec.paths.size(), "path", "paths") << ", "
       << count(spec.hardware_classes.size(), "hardware class", "hardware classes") << ")\n";
@@ -139,38 +177,41 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   auto pipeline = Load(flags.file, err);
   if (!pipeline) return kExitInvalidInput;
   // Without --optimizer, the one the pipeline asks for.
-  std::optional<optimizer::Algorithm> algorithm;
+  const optimizer::Descriptor* chosen = &optimizer::OptimizerOf(pipeline->spec);
   if (!flags.optimizer.empty()) {
-    algorithm = optimizer::ParseAlgorithm(flags.optimizer);
-    if (!algorithm) {
-      err << "--optimizer: unknown optimizer \"" << flags.optimizer
-          << "\"; known: fa2, loki, kairos, mark, ds2, inferline, grandslam, exact\n";
+    chosen = optimizer::FindOptimizer(flags.optimizer);
+    if (chosen == nullptr) {
+      err << "--optimizer: unknown optimizer " << QuoteUserText(flags.optimizer)
+          << "; known: " << optimizer::OptimizerNames(false) << "\n";
       return kExitInvalidInput;
     }
-  } else {
-    algorithm = optimizer::AlgorithmFor(pipeline->spec.optimizer);
   }
-  const bool mark = algorithm == optimizer::Algorithm::kMark;
-  if (!flags.history.empty() && !mark) {
-    err << "--history: only the mark optimizer forecasts from a rate history\n";
+  // The pipeline was validated for its own optimizer; another may need more of it.
+  if (const auto errors = api::CheckPlannableBy(*pipeline, chosen->name); !errors.empty()) {
+    err << Shown(flags.file) << ": " << chosen->name << " cannot plan this pipeline\n";
+    for (const auto& e : errors) err << "  " << e.ToString() << "\n";
+    return kExitInvalidInput;
+  }
+  if (!flags.history.empty() && !chosen->memory.rate_history) {
+    err << "--history: only an optimizer that forecasts (mark) reads a rate history\n";
     return kExitInvalidInput;
   }
   std::vector<double> history;
   if (!flags.history.empty()) {
-    std::ifstream in(flags.history, std::ios::binary);
-    std::ostringstream text;
-    if (in) text << in.rdbuf();
+    const std::optional<std::string> text = ReadAtMost(flags.history, api::kMaxHistoryBytes);
     auto parsed =
-        in ? api::ParseRateHistory(text.str(), pipeline->spec.interval_seconds)
-           : Result<std::vector<double>>(Error{ErrorKind::kInvalid, "cannot read the file"});
+        text ? api::ParseRateHistory(*text, pipeline->spec.interval_seconds)
+             : Result<std::vector<double>>(Error{
+                   ErrorKind::kInvalid, "cannot read the file, or it is larger than " +
+                                            std::to_string(api::kMaxHistoryBytes) + " bytes"});
     if (!parsed) {
-      err << "--history " << flags.history << ": " << parsed.error().message << "\n";
+      err << "--history " << Shown(flags.history) << ": " << parsed.error().message << "\n";
       return kExitInvalidInput;
     }
     history = std::move(*parsed);
   }
-  if (pipeline->spec.paths.empty()) {
-    err << flags.file << ": spec.paths: " << optimizer::AlgorithmName(*algorithm)
+  if (chosen->needs_paths && pipeline->spec.paths.empty()) {
+    err << Shown(flags.file) << ": spec.paths: " << chosen->name
         << " plans per execution path; the pipeline has none\n";
     return kExitInvalidInput;
   }
@@ -182,17 +223,12 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
     return kExitInvalidInput;
   }
   const auto start = std::chrono::steady_clock::now();
-  model::Plan plan;
-  if (mark) {
-    // The history is of the total rate: each path's share of it is today's.
-    optimizer::MarkInput input;
-    for (const auto& [path, share] : api::PathShares(*pipeline, *workload)) {
-      for (double r : history) input.history[path].push_back(r * share);
-    }
-    plan = optimizer::SolveMark(*pipeline, *workload, input);
-  } else {
-    plan = optimizer::Solve(*pipeline, *workload, *algorithm);
+  // The history is of the total rate: each path's share of it is today's.
+  optimizer::PlannerInput input;
+  for (const auto& [path, share] : api::PathShares(*pipeline, *workload)) {
+    for (double r : history) input.history[path].push_back(r * share);
   }
+  model::Plan plan = chosen->solve(*pipeline, *workload, input);
   plan.report.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out << (flags.output == "json" ? api::PlanToJson(plan) : api::PlanToTable(plan));
@@ -203,12 +239,12 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
 
 int Run(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? err : out) << kUsage;
+    (args.empty() ? err : out) << Usage();
     return args.empty() ? kExitInvalidInput : kExitOk;
   }
   const std::string& command = args[0];
   if (command != "plan" && command != "validate") {
-    err << "unknown command \"" << command << "\"\n\n" << kUsage;
+    err << "unknown command " << QuoteUserText(command) << "\n\n" << Usage();
     return kExitInvalidInput;
   }
   Flags flags;

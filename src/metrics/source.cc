@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "optimizer/registry.h"
+
 namespace pipescale::metrics {
 
 const std::map<std::string, std::string>& DefaultQueries() {
@@ -38,15 +40,16 @@ std::string QueryFor(const model::Pipeline& pipeline, const std::string& name) {
   return it != pipeline.spec.metrics.queries.end() ? it->second : DefaultQueries().at(name);
 }
 
+Error Named(const std::string& name, Error e) {
+  e.message = "metrics." + name + ": " + e.message;
+  return e;
+}
+
 // The single value of a query, or nullopt when the result is empty or not a number.
 Result<std::optional<double>> One(const PrometheusClient& prometheus, const std::string& name,
                                   const std::string& query) {
   auto samples = prometheus.Query(query);
-  if (!samples) {
-    Error e = samples.error();
-    e.message = "metrics." + name + ": " + e.message;
-    return e;
-  }
+  if (!samples) return Named(name, samples.error());
   if (samples->empty() || std::isnan(samples->front().value)) return std::optional<double>{};
   return std::optional<double>{samples->front().value};
 }
@@ -81,14 +84,10 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
   } else if (pipeline.spec.paths.empty()) {
     snapshot.missing.emplace_back("arrivalRate");
   }
-  if (pipeline.spec.optimizer == model::OptimizerKind::kLoki) {
+  if (optimizer::OptimizerOf(pipeline.spec).memory.measured_factors) {
     const std::string name = "multiplicativeFactor";
     auto factors = prometheus.Query(Render(QueryFor(pipeline, name), values));
-    if (!factors) {
-      Error e = factors.error();
-      e.message = "metrics." + name + ": " + e.message;
-      return e;
-    }
+    if (!factors) return Named(name, factors.error());
     for (const Sample& s : *factors) {
       auto task = s.labels.find("task"), variant = s.labels.find("variant");
       if (task == s.labels.end() || variant == s.labels.end() || !std::isfinite(s.value)) continue;
@@ -96,6 +95,30 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     }
   }
   return snapshot;
+}
+
+Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
+                                           const model::Pipeline& pipeline, int intervals,
+                                           double now) {
+  model::RateHistory history;
+  if (intervals <= 0) return history;
+  const double step = pipeline.spec.interval_seconds;
+  const double end = now - step;
+  std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
+                                               {"namespace", pipeline.namespace_name}};
+  for (const model::Path& path : pipeline.spec.paths) {
+    values["path"] = path.name;
+    auto series = prometheus.QueryRange(Render(QueryFor(pipeline, "pathRate"), values),
+                                        end - (intervals - 1) * step, end, step);
+    if (!series) return Named("pathRate", series.error());
+    if (series->empty()) continue;
+    std::vector<double>& rates = history[path.name];
+    for (const auto& [at, rate] : series->front().points) {
+      if (std::isfinite(rate) && rate >= 0) rates.push_back(rate);
+    }
+    if (rates.empty()) history.erase(path.name);
+  }
+  return history;
 }
 
 }  // namespace pipescale::metrics

@@ -25,4 +25,11 @@ std::string Render(const std::string& query, const std::map<std::string, std::st
 Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
                                             const model::Pipeline& pipeline);
 
+// Per path, its rate at each of the `intervals` steps of the pipeline's interval that end one
+// interval before `now` (the snapshot at `now` is the next), oldest first; steps without data
+// are left out, a path without any is absent. Errors as ReadSnapshot's.
+Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
+                                           const model::Pipeline& pipeline, int intervals,
+                                           double now);
+
 }  // namespace pipescale::metrics

@@ -23,4 +23,8 @@ struct MetricsSnapshot {
   bool operator==(const MetricsSnapshot&) const = default;
 };
 
+// Per path, its rate at past steps of the pipeline's interval, oldest first: what a restarted
+// operator rebuilds the planners' memory from.
+using RateHistory = std::map<std::string, std::vector<double>>;
+
 }  // namespace pipescale::model

@@ -4,6 +4,13 @@
 
 namespace pipescale::model {
 
+const Variant* Task::FindVariant(const std::string& variant_name) const {
+  for (const Variant& v : variants) {
+    if (v.name == variant_name) return &v;
+  }
+  return nullptr;
+}
+
 const Profile* Variant::FindProfile(const std::string& hardware_class) const {
   for (const Profile& p : profiles) {
     if (p.hardware_class == hardware_class) return &p;

@@ -12,7 +12,6 @@
 
 namespace pipescale::model {
 
-enum class OptimizerKind { kFa2, kLoki, kKairos, kMark };
 enum class Mode { kApply, kRecommend };
 enum class ForecastMethod { kNone, kEwma, kHoltWinters, kLinear };
 
@@ -72,6 +71,8 @@ struct Task {
 
   // The variant FA2 and the batching baselines scale: the most accurate, first listed on ties.
   const Variant& MostAccurateVariant() const;
+  // The variant named `variant_name`, or nullptr.
+  const Variant* FindVariant(const std::string& variant_name) const;
 
   bool operator==(const Task&) const = default;
 };
@@ -131,7 +132,7 @@ struct QuerySize {
 };
 
 struct PipelineSpec {
-  OptimizerKind optimizer = OptimizerKind::kFa2;
+  std::string optimizer = "fa2";  // a name of optimizer/registry.h; api checks it
   Mode mode = Mode::kApply;
   double interval_seconds = 10;
   std::vector<HardwareClass> hardware_classes;

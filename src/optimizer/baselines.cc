@@ -1,6 +1,7 @@
 #include "optimizer/baselines.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "common/strings.h"
@@ -43,15 +44,31 @@ Solution Judge(const Problem& problem, Assignment assignment) {
   return solution;
 }
 
+// Whether every route through DNN s meets its SLO; the other routes do not change with s.
+// `work` counts the DNNs summed, for InferLine's budget.
+bool RoutesOfFit(const Problem& problem, const Assignment& assignment, int s, std::int64_t& work) {
+  for (int r : problem.dnns[s].routes) {
+    work += static_cast<std::int64_t>(problem.routes[r].dnns.size());
+    if (RouteLatencyMs(problem, assignment, r) > problem.routes[r].slo_ms + 1e-9) return false;
+  }
+  return true;
+}
+
+// InferLine's greedy stops after this many route terms summed (about a second of work): far
+// beyond any pipeline of ordinary size, and the plan it has by then meets every SLO.
+constexpr std::int64_t kInferlineWork = 200'000'000;
+
 }  // namespace
 
 Solution SolveDs2(const Problem& problem) {
+  if (!problem.too_large.empty()) return RefuseTooLarge(problem);
   Assignment assignment;
   for (const auto& ladder : Ladders(problem)) assignment.push_back(ladder.front());
   return Judge(problem, std::move(assignment));
 }
 
 Solution SolveInferline(const Problem& problem) {
+  if (!problem.too_large.empty()) return RefuseTooLarge(problem);
   const auto ladders = Ladders(problem);
   std::vector<size_t> step(ladders.size(), 0);
   Assignment assignment;
@@ -61,7 +78,8 @@ Solution SolveInferline(const Problem& problem) {
   // Raise one DNN's batch size at a time, the one that saves the most replicas (then adds the
   // least latency), while every path still meets its SLO. Local: it never lowers a batch size
   // to make room for another DNN.
-  while (true) {
+  std::int64_t work = 0;
+  while (work < kInferlineWork) {
     int pick = -1;
     int best_saving = std::numeric_limits<int>::min();
     double best_added = 0;
@@ -70,7 +88,7 @@ Solution SolveInferline(const Problem& problem) {
       const Choice& next = ladders[s][step[s] + 1];
       const Choice saved = assignment[s];
       assignment[s] = next;
-      const bool ok = MeetsSlos(problem, assignment);
+      const bool ok = RoutesOfFit(problem, assignment, static_cast<int>(s), work);
       assignment[s] = saved;
       if (!ok) continue;
       const int saving = saved.replicas - next.replicas;
@@ -84,10 +102,15 @@ Solution SolveInferline(const Problem& problem) {
     if (pick < 0) break;
     assignment[pick] = ladders[pick][++step[pick]];
   }
-  return Judge(problem, std::move(assignment));
+  Solution solution = Judge(problem, std::move(assignment));
+  if (work >= kInferlineWork) {
+    solution.notes.push_back("inferline stopped at its search budget; the plan is the last step");
+  }
+  return solution;
 }
 
 Solution SolveGrandslam(const Problem& problem) {
+  if (!problem.too_large.empty()) return RefuseTooLarge(problem);
   const auto ladders = Ladders(problem);
   Assignment assignment;
   for (size_t s = 0; s < problem.dnns.size(); ++s) {

@@ -10,8 +10,8 @@ constexpr double kEps = 1e-9;
 
 class BranchAndBound {
  public:
-  BranchAndBound(const Problem& problem, std::int64_t max_nodes)
-      : problem_(problem), max_nodes_(max_nodes) {
+  BranchAndBound(const Problem& problem, const ExactOptions& options)
+      : problem_(problem), max_nodes_(options.max_nodes), max_work_(options.max_work) {
     const size_t n = problem.dnns.size();
     // DNNs on many routes first: they constrain the most, so pruning starts early.
     order_ = problem.topological_order;
@@ -44,12 +44,11 @@ class BranchAndBound {
       solution.assignment = Fastest(problem_);
       solution.status = model::SolveStatus::kInfeasible;
       solution.notes = ImpossibleRoutes(problem_);
-      if (nodes_ > max_nodes_) solution.status = model::SolveStatus::kTimeLimit;
+      if (OutOfBudget()) solution.status = model::SolveStatus::kTimeLimit;
       return solution;
     }
     solution.assignment = best_;
-    solution.status =
-        nodes_ > max_nodes_ ? model::SolveStatus::kTimeLimit : model::SolveStatus::kOptimal;
+    solution.status = OutOfBudget() ? model::SolveStatus::kTimeLimit : model::SolveStatus::kOptimal;
     return solution;
   }
 
@@ -73,9 +72,12 @@ class BranchAndBound {
     return static_cast<int>(it - front.begin()) - 1;
   }
 
+  bool OutOfBudget() const { return nodes_ > max_nodes_ || work_ > max_work_; }
+
   // Lower bound on the objective of DNNs order_[depth..].
-  Objective Bound(size_t depth) const {
+  Objective Bound(size_t depth) {
     Objective bound;
+    work_ += static_cast<std::int64_t>(order_.size() - depth);
     for (size_t i = depth; i < order_.size(); ++i) {
       const int s = order_[i];
       const int k = LastWithin(s, Allowance(s));
@@ -86,7 +88,8 @@ class BranchAndBound {
   }
 
   void Search(size_t depth, const Objective& cost) {
-    if (++nodes_ > max_nodes_) return;
+    ++nodes_;
+    if (OutOfBudget()) return;
     if (depth == order_.size()) {
       if (cost < best_cost_) {
         best_cost_ = cost;
@@ -116,13 +119,15 @@ class BranchAndBound {
         partial_[r] -= c.LatencyMs();
         remaining_fastest_[r] += fastest;
       }
-      if (nodes_ > max_nodes_) return;
+      if (OutOfBudget()) return;
     }
   }
 
   const Problem& problem_;
   std::int64_t max_nodes_;
+  std::int64_t max_work_;
   std::int64_t nodes_ = 0;
+  std::int64_t work_ = 0;
   std::vector<int> order_;
   std::vector<double> partial_;
   std::vector<double> remaining_fastest_;
@@ -135,7 +140,8 @@ class BranchAndBound {
 }  // namespace
 
 Solution SolveExact(const Problem& problem, const ExactOptions& options) {
-  return BranchAndBound(problem, options.max_nodes).Run();
+  if (!problem.too_large.empty()) return RefuseTooLarge(problem);
+  return BranchAndBound(problem, options).Run();
 }
 
 }  // namespace pipescale::optimizer

@@ -10,6 +10,9 @@ namespace pipescale::optimizer {
 
 struct ExactOptions {
   std::int64_t max_nodes = 50'000'000;  // search nodes before giving up with kTimeLimit
+  // DNNs bounded over all nodes (a node bounds every DNN below it) before giving up with
+  // kTimeLimit: under a second, whatever the size of the problem.
+  std::int64_t max_work = 30'000'000;
 };
 
 Solution SolveExact(const Problem& problem, const ExactOptions& options = {});

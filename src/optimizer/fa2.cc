@@ -2,17 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
 
 #include "common/check.h"
+#include "common/strings.h"
 
 namespace pipescale::optimizer {
 namespace {
 
 constexpr double kEps = 1e-9;
+
+// FA2's budgets, so that its time and memory stay bounded whatever the pipeline. The DP table
+// has at most kMaxDpCells (DNN, elapsed slot) states, and one run scans at most kMaxDpScan
+// front choices; where the SLOs and the fronts would need more, a slot stands for more than
+// 1 ms (rounded the same two ways, so plans stay verified). All DP runs of one solve share
+// kMaxDpWork front choices scanned, and the local search kMaxLocalWork candidate moves; past
+// either, the best plan so far is the answer, with status TimeLimit. The shipped examples use
+// a small fraction of each.
+constexpr double kMaxDpCells = 2e6;
+constexpr double kMaxDpScan = 2e7;
+constexpr std::int64_t kMaxDpWork = 300'000'000;
+constexpr std::int64_t kMaxLocalWork = 50'000'000;
 
 // A path segment after the transformation: a chain of the forest with its own SLA.
 struct Segment {
@@ -129,19 +143,38 @@ class SlotDp {
  public:
   SlotDp(const Problem& problem, const Forest& forest) : problem_(problem), forest_(forest) {
     const size_t n = problem.dnns.size();
+    double max_slo = 0;
+    for (const Route& r : problem.routes) max_slo = std::max(max_slo, r.slo_ms);
+    slot_ms_ = SlotMs(problem, max_slo);
+    horizon_ = slot_ms_ > 0 ? static_cast<int>(std::floor(max_slo / slot_ms_ + kEps)) : 0;
+    // Far beyond every SLA and the horizon (at most kMaxDpCells slots each), so that capping
+    // changes no comparison and sums of slots stay ints.
+    const auto slots = [](double x) { return static_cast<int>(std::min(x, 1e9)); };
     up_.resize(n);
     down_.resize(n);
     for (size_t s = 0; s < n; ++s) {
       for (const Choice& c : problem.dnns[s].front) {
-        up_[s].push_back(static_cast<int>(std::ceil(c.LatencyMs() - 1e-6)));
-        down_[s].push_back(static_cast<int>(std::floor(c.LatencyMs() + 1e-9)));
+        up_[s].push_back(slots(std::ceil(c.LatencyMs() / slot_ms_ - 1e-6)));
+        down_[s].push_back(slots(std::floor(c.LatencyMs() / slot_ms_ + 1e-9)));
       }
     }
-    double max_slo = 0;
-    for (const Route& r : problem.routes) max_slo = std::max(max_slo, r.slo_ms);
-    horizon_ = static_cast<int>(std::floor(max_slo + kEps));
-    memo_.assign(n * static_cast<size_t>(horizon_ + 1), -1);
+    if (slot_ms_ > 0) memo_.assign(n * static_cast<size_t>(horizon_ + 1), -1);
   }
+
+  // The slot width: 1 ms unless the table or its scans would outgrow their budgets; 0 when
+  // even two slots would (the DP is then skipped, see Solve).
+  static double SlotMs(const Problem& problem, double max_slo) {
+    double front = 0;
+    for (const Dnn& d : problem.dnns) front += static_cast<double>(d.front.size());
+    const double n = std::max<double>(1, static_cast<double>(problem.dnns.size()));
+    const double slots = std::floor(std::min(kMaxDpCells / n, kMaxDpScan / std::max(1.0, front)));
+    if (slots < 2) return 0;
+    if (std::floor(max_slo + kEps) + 1 <= slots) return 1;
+    return max_slo / (slots - 1);
+  }
+
+  double slot_ms() const { return slot_ms_; }
+  bool exhausted() const { return work_ > kMaxDpWork; }
 
   enum class Rounding { kUp, kDown };
 
@@ -155,8 +188,11 @@ class SlotDp {
   // their clock; `credit[s]` slots are added to its SLA to make up for it (see SolveFa2).
   std::optional<Result> Solve(const std::vector<Segment>& segments, Rounding rounding,
                               const std::vector<int>& credit) {
+    if (slot_ms_ == 0) work_ = kMaxDpWork + 1;  // too large for any table: the budget is out
+    if (exhausted()) return std::nullopt;
     slots_ = rounding == Rounding::kUp ? &up_ : &down_;
     Prepare(segments, credit);
+    work_ += static_cast<std::int64_t>(problem_.dnns.size() + segments.size());
     Objective total;
     for (size_t s = 0; s < problem_.dnns.size(); ++s) {
       if (forest_.parent[s] >= 0) continue;
@@ -164,7 +200,7 @@ class SlotDp {
       if (total.IsInfinite()) break;
     }
     std::optional<Result> result;
-    if (!total.IsInfinite()) {
+    if (!total.IsInfinite() && !exhausted()) {
       Result r{Assignment(problem_.dnns.size()), std::vector<int>(problem_.dnns.size(), 0)};
       for (size_t s = 0; s < problem_.dnns.size(); ++s) {
         if (forest_.parent[s] < 0) Backtrack(static_cast<int>(s), 0, r);
@@ -195,7 +231,7 @@ class SlotDp {
  private:
   enum class Clock { kInherit, kRestart, kNone };
   struct End {
-    double sla_ms;
+    double sla_slots;  // the segment's SLA in slots, with its clock credit
     bool starts_here;
   };
   struct State {
@@ -221,8 +257,9 @@ class SlotDp {
     for (const Segment& seg : segments) {
       const int start = seg.dnns.front();
       const bool merged = seg.dnns.size() > 1 && edge[start][seg.dnns[1]] == Clock::kInherit;
+      // In slots: x / 1 is x exactly, so 1 ms slots count as they always did.
       ends_[seg.dnns.back()].push_back(
-          {seg.sla_ms + (merged ? credit[start] : 0), seg.dnns.size() == 1});
+          {seg.sla_ms / slot_ms_ + (merged ? credit[start] : 0), seg.dnns.size() == 1});
     }
     for (size_t s = 0; s < n; ++s) {
       for (int c : forest_.children[s]) {
@@ -247,16 +284,18 @@ class SlotDp {
   Objective Opt(int s, int elapsed) {
     const size_t key = static_cast<size_t>(s) * (horizon_ + 1) + elapsed;
     if (memo_[key] >= 0) return states_[memo_[key]].best;
+    if (exhausted()) return Objective::Infinite();  // Solve discards this run
 
     const std::vector<Choice>& front = problem_.dnns[s].front;
     State state{Objective::Infinite(), -1};
     // Choices are in ascending latency, so the first that breaks a limit ends the scan:
     // every limit only gets harder with more latency.
     for (size_t k = 0; k < front.size(); ++k) {
+      ++work_;
       const int slot = (*slots_)[s][k];
       bool fits = true;
       for (const End& end : ends_[s]) {
-        if ((end.starts_here ? slot : elapsed + slot) > end.sla_ms + kEps) fits = false;
+        if ((end.starts_here ? slot : elapsed + slot) > end.sla_slots + kEps) fits = false;
       }
       if (!fits) break;
       Objective total = front[k].Cost();
@@ -299,7 +338,9 @@ class SlotDp {
   std::vector<std::vector<int>> up_;    // latency slots of each front choice, rounded up
   std::vector<std::vector<int>> down_;  // and rounded down
   const std::vector<std::vector<int>>* slots_ = &up_;
+  double slot_ms_ = 1;
   int horizon_ = 0;
+  std::int64_t work_ = 0;  // front choices scanned over all runs
   std::vector<std::vector<End>> ends_;
   std::vector<std::vector<std::pair<int, Clock>>> clocks_;
   std::vector<int> memo_;
@@ -346,25 +387,35 @@ std::vector<double> SplitCandidates(const Problem& problem, const Forest& forest
 class LocalSearch {
  public:
   LocalSearch(const Problem& problem, Assignment& assignment)
-      : problem_(problem), assignment_(assignment), latency_(problem.routes.size()) {}
+      : problem_(problem), assignment_(assignment), latency_(problem.routes.size()) {
+    const size_t n = problem.dnns.size();
+    share_.assign(n * n, false);
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = a + 1; b < n; ++b) {
+        share_[a * n + b] = ShareRoute(static_cast<int>(a), static_cast<int>(b));
+      }
+    }
+  }
 
   void Run() {
-    while (true) {
+    const size_t n = problem_.dnns.size();
+    while (!exhausted()) {
       Recompute();
       Move best;
-      for (size_t a = 0; a < problem_.dnns.size(); ++a) {
+      for (size_t a = 0; a < n && !exhausted(); ++a) {
         ConsiderSingle(static_cast<int>(a), best);
-        for (size_t b = a + 1; b < problem_.dnns.size(); ++b) {
-          if (ShareRoute(static_cast<int>(a), static_cast<int>(b))) {
-            ConsiderPair(static_cast<int>(a), static_cast<int>(b), best);
-          }
+        for (size_t b = a + 1; b < n && !exhausted(); ++b) {
+          if (share_[a * n + b]) ConsiderPair(static_cast<int>(a), static_cast<int>(b), best);
         }
       }
+      // A move found before the budget ran out is as valid as any: it keeps every SLO.
       if (best.a < 0) return;
       assignment_[best.a] = best.choice_a;
       if (best.b >= 0) assignment_[best.b] = best.choice_b;
     }
   }
+
+  bool exhausted() const { return work_ > kMaxLocalWork; }
 
  private:
   struct Move {
@@ -407,8 +458,9 @@ class LocalSearch {
     return true;
   }
 
-  void ConsiderSingle(int a, Move& best) const {
+  void ConsiderSingle(int a, Move& best) {
     const Choice& now = assignment_[a];
+    work_ += static_cast<std::int64_t>(problem_.dnns[a].front.size());
     for (const Choice& c : problem_.dnns[a].front) {
       const Objective gain = now.Cost() - c.Cost();
       if (!(best.gain < gain) || !(Objective{} < gain)) continue;
@@ -416,10 +468,12 @@ class LocalSearch {
     }
   }
 
-  void ConsiderPair(int a, int b, Move& best) const {
+  void ConsiderPair(int a, int b, Move& best) {
     const Choice& now_a = assignment_[a];
     const Choice& now_b = assignment_[b];
     const Objective now = now_a.Cost() + now_b.Cost();
+    work_ +=
+        static_cast<std::int64_t>(problem_.dnns[a].front.size() * problem_.dnns[b].front.size());
     for (const Choice& ca : problem_.dnns[a].front) {
       for (const Choice& cb : problem_.dnns[b].front) {
         const Objective gain = now - (ca.Cost() + cb.Cost());
@@ -434,6 +488,8 @@ class LocalSearch {
   const Problem& problem_;
   Assignment& assignment_;
   std::vector<double> latency_;
+  std::vector<bool> share_;  // [a * n + b], a < b: the DNNs share a route
+  std::int64_t work_ = 0;    // candidate moves weighed
 };
 
 // The DP on the transformed graph plus the two repairs that go beyond the paper. Every plan it
@@ -470,6 +526,8 @@ class Fa2Search {
 
   const std::optional<SlotDp::Result>& best() const { return best_; }
   int runs() const { return runs_; }
+  bool exhausted() const { return dp_.exhausted(); }
+  double slot_ms() const { return dp_.slot_ms(); }
 
  private:
   // A DP plan counts only once it meets every SLO of the original graph with exact latencies.
@@ -522,6 +580,7 @@ class Fa2Search {
         const std::vector<int> credit = best_ ? best_->elapsed : safe_credit_;
         for (double share : SplitCandidates(problem_, forest_, fractions_, static_cast<int>(r), j,
                                             best_ ? &best_->assignment : nullptr, kGrid)) {
+          if (dp_.exhausted()) return improved;
           std::vector<std::vector<double>> trial = fractions_;
           trial[r][j] = share;
           trial[r][j + 1] = fractions_[r][j] + fractions_[r][j + 1] - share;
@@ -544,9 +603,32 @@ class Fa2Search {
   int runs_ = 0;
 };
 
+// What the solve did beyond the plan: removed edges, a coarser DP, a budget that ran out.
+std::vector<std::string> SearchNotes(const Problem& problem, const Fa2Search& search,
+                                     const std::vector<std::pair<int, int>>& removed, bool cut) {
+  std::vector<std::string> notes;
+  for (const auto& [u, v] : removed) {
+    notes.push_back("graph transformation removed edge " + problem.dnns[u].task + " -> " +
+                    problem.dnns[v].task);
+  }
+  if (!search.best() && !search.exhausted()) {
+    notes.emplace_back(
+        "the transformed graph admitted no plan for any SLA split; started from the fastest plan");
+  }
+  if (search.slot_ms() > 1) {
+    notes.push_back(
+        StrFormat("the DP counted time in %.4g ms slots: 1 ms slots over these SLOs "
+                  "and choices would outgrow its table",
+                  search.slot_ms()));
+  }
+  if (cut) notes.emplace_back("fa2 stopped at its search budget; the plan is the best it found");
+  return notes;
+}
+
 }  // namespace
 
 Solution SolveFa2(const Problem& problem, const Fa2Options& options, Fa2Trace* trace) {
+  if (!problem.too_large.empty()) return RefuseTooLarge(problem);
   Solution solution;
   solution.notes = ImpossibleRoutes(problem);
   if (!solution.notes.empty()) {
@@ -568,23 +650,19 @@ Solution SolveFa2(const Problem& problem, const Fa2Options& options, Fa2Trace* t
   // transformed graph admits no plan.
   Assignment assignment = search.best() ? search.best()->assignment : Fastest(problem);
   PIPESCALE_CHECK(MeetsSlos(problem, assignment));
-  if (options.local_improvement) LocalSearch(problem, assignment).Run();
+  LocalSearch local(problem, assignment);
+  if (options.local_improvement) local.Run();
 
   solution.assignment = std::move(assignment);
-  solution.status = Total(solution.assignment) == LowerBound(problem)
-                        ? model::SolveStatus::kOptimal
-                        : model::SolveStatus::kFeasible;
-  for (const auto& [u, v] : removed) {
-    solution.notes.push_back("graph transformation removed edge " + problem.dnns[u].task + " -> " +
-                             problem.dnns[v].task);
-  }
-  if (!search.best()) {
-    solution.notes.emplace_back(
-        "the transformed graph admitted no plan for any SLA split; started from the fastest plan");
-  }
+  const bool cut = search.exhausted() || local.exhausted();
+  solution.status = Total(solution.assignment) == LowerBound(problem) ? model::SolveStatus::kOptimal
+                    : cut ? model::SolveStatus::kTimeLimit
+                          : model::SolveStatus::kFeasible;
+  solution.notes = SearchNotes(problem, search, removed, cut);
   if (trace != nullptr) {
     trace->removed_edges = std::move(removed);
     trace->dp_runs = search.runs();
+    trace->slot_ms = search.slot_ms();
   }
   return solution;
 }

@@ -21,6 +21,7 @@ struct Fa2Trace {
   std::vector<std::pair<int, int>> removed_edges;  // (from, to) DNN indices
   int dp_runs = 0;
   Objective paper_objective = Objective::Infinite();  // the DP alone with Eq. 4's split
+  double slot_ms = 1;  // the DP's time slot: 1 ms unless the problem outgrows its table
 };
 
 Solution SolveFa2(const Problem& problem, const Fa2Options& options = {},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -180,51 +181,107 @@ Backtest RunBacktest(const Forecaster& forecaster, const std::vector<double>& se
   return out;
 }
 
-std::vector<int> Provision(const std::vector<double>& forecast,
-                           const std::vector<InstanceClass>& classes,
-                           const std::vector<int>& running, int lead) {
-  PIPESCALE_CHECK(running.size() == classes.size());
-  const int steps = static_cast<int>(forecast.size());
-  std::vector<int> kept(classes.size(), 0), launched(classes.size(), 0);
-  if (lead >= steps) return kept;
-  while (true) {
+namespace {
+
+// Algorithm 1's greedy state: instances kept from those running and launched, per class.
+struct Fleet {
+  std::vector<int> kept;
+  std::vector<int> launched;
+
+  double Capacity(const std::vector<InstanceClass>& classes) const {
     double capacity = 0;
     for (size_t i = 0; i < classes.size(); ++i) {
       capacity += (kept[i] + launched[i]) * classes[i].capacity_rps;
     }
-    auto unmet = [&](int t) { return forecast[t] - capacity; };
-    // The first step still short, and the run of short steps from it.
-    int first = lead;
-    while (first < steps && unmet(first) <= 1e-9) ++first;
-    if (first == steps) break;
-    int end = first;
-    while (end + 1 < steps && unmet(end + 1) > 1e-9) ++end;
-    // The cheapest per request it would absorb over [lead, end]; running instances first, so
-    // that they win ties.
-    double best_cost = std::numeric_limits<double>::infinity();
-    int best = -1;
-    bool best_running = false;
-    for (bool from_running : {true, false}) {
-      for (size_t i = 0; i < classes.size(); ++i) {
-        if (from_running && kept[i] >= running[i]) continue;
-        if (kept[i] + launched[i] >= classes[i].max_instances) continue;
-        double absorbed = 0;
-        for (int t = first; t <= end; ++t) absorbed += std::min(classes[i].capacity_rps, unmet(t));
-        if (absorbed <= 0) continue;
-        const double overhead = from_running ? 0 : classes[i].launch_overhead;
-        const double cost = (overhead + (end - first + 1) * classes[i].price_per_step) / absorbed;
-        if (cost < best_cost * (1 - 1e-12)) {
-          best_cost = cost;
-          best = static_cast<int>(i);
-          best_running = from_running;
-        }
+    return capacity;
+  }
+};
+
+struct Pick {
+  int cls = -1;
+  bool running = false;
+};
+
+// The cheapest per request it would absorb over the short run [first, end]; running instances
+// first, so that they win ties.
+Pick Cheapest(const std::vector<double>& unmet, int first, int end,
+              const std::vector<InstanceClass>& classes, const std::vector<int>& running,
+              const Fleet& fleet) {
+  double best_cost = std::numeric_limits<double>::infinity();
+  Pick best;
+  for (bool from_running : {true, false}) {
+    for (size_t i = 0; i < classes.size(); ++i) {
+      if (from_running && fleet.kept[i] >= running[i]) continue;
+      if (fleet.kept[i] + fleet.launched[i] >= classes[i].max_instances) continue;
+      double absorbed = 0;
+      for (int t = first; t <= end; ++t) absorbed += std::min(classes[i].capacity_rps, unmet[t]);
+      if (absorbed <= 0) continue;
+      const double overhead = from_running ? 0 : classes[i].launch_overhead;
+      const double cost = (overhead + (end - first + 1) * classes[i].price_per_step) / absorbed;
+      if (cost < best_cost * (1 - 1e-12)) {
+        best_cost = cost;
+        best = {static_cast<int>(i), from_running};
       }
     }
-    if (best < 0) break;  // no class has capacity
-    (best_running ? kept : launched)[best] += 1;
+  }
+  return best;
+}
+
+// How many more times the greedy would take `pick` right after taking it now, counting only
+// picks it can prove: while every step of [first, end] stays short by more than any class's
+// capacity, every candidate absorbs exactly what it does now, so the same class wins again.
+// Three instances are left to the step-by-step loop as a margin for rounding.
+int Repeats(const std::vector<double>& unmet, int first, int end,
+            const std::vector<InstanceClass>& classes, const std::vector<int>& running,
+            const Fleet& fleet, Pick pick) {
+  double least = std::numeric_limits<double>::infinity();
+  for (int t = first; t <= end; ++t) least = std::min(least, unmet[t]);
+  double largest = 0;
+  for (const InstanceClass& c : classes) largest = std::max(largest, c.capacity_rps);
+  const InstanceClass& c = classes[pick.cls];
+  double repeats = std::floor((least - largest) / c.capacity_rps) - 3;
+  const int count = fleet.kept[pick.cls] + fleet.launched[pick.cls] + 1;  // after this pick
+  repeats = std::min(repeats, static_cast<double>(c.max_instances) - count - 1);
+  if (pick.running) {
+    repeats =
+        std::min(repeats, static_cast<double>(running[pick.cls]) - (fleet.kept[pick.cls] + 1) - 1);
+  }
+  return repeats >= 1 ? static_cast<int>(repeats) : 0;
+}
+
+}  // namespace
+
+std::vector<int> Provision(const std::vector<double>& forecast,
+                           const std::vector<InstanceClass>& classes,
+                           const std::vector<int>& running, int lead, bool* exhausted) {
+  PIPESCALE_CHECK(running.size() == classes.size());
+  const int steps = static_cast<int>(forecast.size());
+  Fleet fleet{std::vector<int>(classes.size(), 0), std::vector<int>(classes.size(), 0)};
+  if (exhausted != nullptr) *exhausted = false;
+  if (lead >= steps) return fleet.kept;
+  std::vector<double> unmet(forecast.size());
+  std::int64_t work = 0;
+  while (true) {
+    const double capacity = fleet.Capacity(classes);
+    for (int t = 0; t < steps; ++t) unmet[t] = forecast[t] - capacity;
+    // The first step still short, and the run of short steps from it.
+    int first = lead;
+    while (first < steps && unmet[first] <= 1e-9) ++first;
+    if (first == steps) break;
+    int end = first;
+    while (end + 1 < steps && unmet[end + 1] > 1e-9) ++end;
+    work += steps + 2 * static_cast<std::int64_t>(classes.size()) * (end - first + 1);
+    if (work > kMaxProvisionWork) {
+      if (exhausted != nullptr) *exhausted = true;
+      break;
+    }
+    const Pick pick = Cheapest(unmet, first, end, classes, running, fleet);
+    if (pick.cls < 0) break;  // no class has capacity
+    const int repeats = Repeats(unmet, first, end, classes, running, fleet, pick);
+    (pick.running ? fleet.kept : fleet.launched)[pick.cls] += 1 + repeats;
   }
   std::vector<int> out(classes.size());
-  for (size_t i = 0; i < classes.size(); ++i) out[i] = kept[i] + launched[i];
+  for (size_t i = 0; i < classes.size(); ++i) out[i] = fleet.kept[i] + fleet.launched[i];
   return out;
 }
 

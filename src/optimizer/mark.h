@@ -3,6 +3,7 @@
 // Pure: time is a step index, state is passed in and out.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -83,10 +84,14 @@ struct InstanceClass {
 // forecast is covered, choosing greedily the class with the lowest cost per request it would
 // absorb; running instances are candidates with no launch overhead and are kept on ties. A
 // class at its max_instances is no candidate; when every class is, the forecast stays unmet.
-// `forecast[t]` is the peak rate at step t (t = 0 is now).
+// `forecast[t]` is the peak rate at step t (t = 0 is now). Runs of picks that cannot change
+// the next choice are taken at once; the rest stop after kMaxProvisionWork (step, class) terms
+// (then `*exhausted` is set and the forecast may stay unmet), so a huge forecast over classes
+// of very different capacities cannot take the process's time.
+inline constexpr std::int64_t kMaxProvisionWork = 50'000'000;
 std::vector<int> Provision(const std::vector<double>& forecast,
                            const std::vector<InstanceClass>& classes,
-                           const std::vector<int>& running, int lead);
+                           const std::vector<int>& running, int lead, bool* exhausted = nullptr);
 
 // Scale-in only after a cool-down: per class, the most any of the last `cooldown` plans
 // (oldest first, this one last) asked for.

@@ -2,57 +2,144 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 
 #include "common/check.h"
 #include "common/strings.h"
+#include "optimizer/graph.h"
 
 namespace pipescale::optimizer {
 namespace {
 
 constexpr double kEps = 1e-9;
 
+// lambda / h(b) rounded up, at least one; kMaxReplicas + 1 for "more than the maximum", which
+// also keeps every sum of replicas and costs far from overflowing.
 int ReplicasFor(double rate_rps, double exec_ms, int batch) {
-  const double needed = rate_rps * exec_ms / (1000.0 * batch);  // lambda / h(b)
-  return std::max(1, static_cast<int>(std::ceil(needed - kEps)));
+  const double needed = std::ceil(rate_rps * exec_ms / (1000.0 * batch) - kEps);
+  if (!(needed <= kMaxReplicas)) return kMaxReplicas + 1;  // NaN too
+  return std::max(1, static_cast<int>(needed));
 }
 
+// The largest replica count of a class at `price` whose cost is at most `cost_micro`, costs
+// being lround(replicas * price * 1e6) as Compile computes them (monotone in replicas).
+int MostReplicasWithin(double price, std::int64_t cost_micro) {
+  if (price <= 0) return kMaxReplicas + 1;
+  const auto cost = [&](int replicas) { return std::lround(replicas * price * 1e6); };
+  const double guess = std::floor(static_cast<double>(cost_micro) / (price * 1e6));
+  int n = static_cast<int>(std::clamp(guess, 0.0, static_cast<double>(kMaxReplicas + 1)));
+  while (n <= kMaxReplicas && cost(n + 1) <= cost_micro) ++n;
+  while (n > 0 && cost(n) > cost_micro) --n;
+  return n;
+}
+
+// Per hardware class, the fewest replicas among the kept choices of batch <= b (a Fenwick tree
+// of prefix minima over batch sizes).
+class PrefixMinimum {
+ public:
+  explicit PrefixMinimum(int max_batch) : tree_(max_batch + 1, kMaxReplicas + 2) {}
+  void Insert(int batch, int replicas) {
+    for (int i = batch; i < static_cast<int>(tree_.size()); i += i & -i) {
+      tree_[i] = std::min(tree_[i], replicas);
+    }
+  }
+  int Query(int batch) const {
+    int least = kMaxReplicas + 2;
+    for (int i = batch; i > 0; i -= i & -i) least = std::min(least, tree_[i]);
+    return least;
+  }
+
+ private:
+  std::vector<int> tree_;
+};
+
 // Keeps the choices that no other choice beats on latency and all objective terms at once.
-std::vector<Choice> ParetoFront(std::vector<Choice> choices) {
+// An earlier choice f (faster, or as fast and cheaper) dominates c when f.replicas <= c.replicas,
+// f.cost <= c.cost and f.batch <= c.batch. Within one class cost grows with replicas, so per
+// class this asks for the fewest replicas among kept choices of batch <= c.batch: a query of a
+// prefix-minimum tree instead of a scan of the whole front.
+std::vector<Choice> ParetoFront(std::vector<Choice> choices, const std::vector<double>& prices) {
   std::sort(choices.begin(), choices.end(), [](const Choice& x, const Choice& y) {
     if (x.LatencyMs() != y.LatencyMs()) return x.LatencyMs() < y.LatencyMs();
     return x.Cost() < y.Cost();
   });
+  int max_batch = 1;
+  for (const Choice& c : choices) max_batch = std::max(max_batch, c.batch);
+  std::vector<PrefixMinimum> kept(prices.size(), PrefixMinimum(max_batch));
+  std::vector<bool> used(prices.size(), false);
   std::vector<Choice> front;
   for (const Choice& c : choices) {
-    const bool dominated = std::any_of(front.begin(), front.end(), [&](const Choice& f) {
-      return f.replicas <= c.replicas && f.cost_micro <= c.cost_micro && f.batch <= c.batch;
-    });
-    if (!dominated) front.push_back(c);
+    bool dominated = false;
+    for (size_t h = 0; h < prices.size() && !dominated; ++h) {
+      if (!used[h]) continue;
+      const int within = std::min(c.replicas, MostReplicasWithin(prices[h], c.cost_micro));
+      dominated = kept[h].Query(c.batch) <= within;
+    }
+    if (dominated) continue;
+    kept[c.hardware_class].Insert(c.batch, c.replicas);
+    used[c.hardware_class] = true;
+    front.push_back(c);
   }
   return front;
 }
 
-std::vector<int> TopologicalOrder(const std::vector<Dnn>& dnns) {
-  std::vector<int> indegree(dnns.size(), 0);
-  for (const Dnn& d : dnns) {
-    for (int s : d.successors) ++indegree[s];
-  }
-  std::queue<int> ready;
-  for (size_t i = 0; i < dnns.size(); ++i) {
-    if (indegree[i] == 0) ready.push(static_cast<int>(i));
-  }
-  std::vector<int> order;
-  while (!ready.empty()) {
-    const int u = ready.front();
-    ready.pop();
-    order.push_back(u);
-    for (int s : dnns[u].successors) {
-      if (--indegree[s] == 0) ready.push(s);
+// How many choices Compile would make: every batch size of every profile under load.
+size_t CountChoices(const model::Pipeline& pipeline, const std::vector<double>& rates) {
+  size_t count = 0;
+  for (size_t i = 0; i < pipeline.spec.tasks.size(); ++i) {
+    const model::Variant& variant = pipeline.spec.tasks[i].MostAccurateVariant();
+    for (const model::Profile& profile : variant.profiles) {
+      count += rates[i] > 0 ? static_cast<size_t>(profile.latency.MaxBatch(variant.max_batch)) : 1;
     }
   }
-  PIPESCALE_CHECK(order.size() == dnns.size());  // validation rejects cycles
-  return order;
+  return count;
+}
+
+// Every (class, batch) choice of task i's most accurate variant, its front and its intensity.
+// Without `batching` (a problem too large to search) only b = 1.
+void CompileDnn(const model::Pipeline& pipeline, size_t i, bool batching, Dnn& dnn) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  const model::Task& task = spec.tasks[i];
+  dnn.task = task.name;
+  const model::Variant& variant = task.MostAccurateVariant();
+  dnn.variant = static_cast<int>(&variant - task.variants.data());
+  for (const model::Edge& e : task.next) dnn.successors.push_back(pipeline.TaskIndex(e.task));
+
+  for (const model::Profile& profile : variant.profiles) {
+    const int hw = pipeline.HardwareClassIndex(profile.hardware_class);
+    PIPESCALE_CHECK(hw >= 0);
+    const double price = spec.hardware_classes[hw].cost_per_hour;
+    // Without traffic a batch never fills, so only b = 1 is meaningful.
+    const int max_batch =
+        dnn.rate_rps > 0 && batching ? profile.latency.MaxBatch(variant.max_batch) : 1;
+    for (int b = 1; b <= max_batch; ++b) {
+      Choice c;
+      c.hardware_class = hw;
+      c.batch = b;
+      c.exec_ms = profile.latency.Ms(b);
+      c.queue_ms = b == 1 ? 0.0 : std::min(1000.0 * (b - 1) / dnn.rate_rps, kMaxQueueMs);
+      c.replicas = ReplicasFor(dnn.rate_rps, c.exec_ms, b);
+      c.cost_micro = std::lround(c.replicas * price * 1e6);
+      dnn.choices.push_back(c);
+    }
+  }
+  PIPESCALE_CHECK(!dnn.choices.empty());
+  std::vector<double> prices;
+  for (const model::HardwareClass& hw : spec.hardware_classes) prices.push_back(hw.cost_per_hour);
+  dnn.front = ParetoFront(dnn.choices, prices);
+
+  // Intensity: mean processing time over b = 1..16 on the fastest class (IV.D).
+  double sum = 0;
+  int count = 0;
+  for (int b = 1; b <= 16; ++b) {
+    double best = -1;
+    for (const Choice& c : dnn.choices) {
+      if (c.batch == b && (best < 0 || c.exec_ms < best)) best = c.exec_ms;
+    }
+    if (best < 0) break;
+    sum += best;
+    ++count;
+  }
+  dnn.intensity_ms = sum / count;
 }
 
 }  // namespace
@@ -63,10 +150,10 @@ Problem Compile(const model::Pipeline& pipeline, const model::Workload& workload
   problem.dnns.resize(spec.tasks.size());
 
   for (const model::Path& path : spec.paths) {
-    Route route{.name = path.name, .dnns = {}, .slo_ms = path.slo_ms, .rate_rps = 0};
-    if (auto it = workload.path_rates_rps.find(path.name); it != workload.path_rates_rps.end()) {
-      route.rate_rps = it->second;
-    }
+    Route route{.name = path.name,
+                .dnns = {},
+                .slo_ms = path.slo_ms,
+                .rate_rps = PathRateRps(workload, path.name)};
     for (const std::string& task : path.tasks) {
       const int index = pipeline.TaskIndex(task);
       PIPESCALE_CHECK(index >= 0);
@@ -77,49 +164,19 @@ Problem Compile(const model::Pipeline& pipeline, const model::Workload& workload
     problem.routes.push_back(std::move(route));
   }
 
-  for (size_t i = 0; i < spec.tasks.size(); ++i) {
-    const model::Task& task = spec.tasks[i];
-    Dnn& dnn = problem.dnns[i];
-    dnn.task = task.name;
-    const model::Variant& variant = task.MostAccurateVariant();
-    dnn.variant = static_cast<int>(&variant - task.variants.data());
-    for (const model::Edge& e : task.next) dnn.successors.push_back(pipeline.TaskIndex(e.task));
-
-    for (const model::Profile& profile : variant.profiles) {
-      const int hw = pipeline.HardwareClassIndex(profile.hardware_class);
-      PIPESCALE_CHECK(hw >= 0);
-      const double price = spec.hardware_classes[hw].cost_per_hour;
-      // Without traffic a batch never fills, so only b = 1 is meaningful.
-      const int max_batch = dnn.rate_rps > 0 ? profile.latency.MaxBatch(variant.max_batch) : 1;
-      for (int b = 1; b <= max_batch; ++b) {
-        Choice c;
-        c.hardware_class = hw;
-        c.batch = b;
-        c.exec_ms = profile.latency.Ms(b);
-        c.queue_ms = b == 1 ? 0.0 : 1000.0 * (b - 1) / dnn.rate_rps;
-        c.replicas = ReplicasFor(dnn.rate_rps, c.exec_ms, b);
-        c.cost_micro = std::lround(c.replicas * price * 1e6);
-        dnn.choices.push_back(c);
-      }
-    }
-    PIPESCALE_CHECK(!dnn.choices.empty());
-    dnn.front = ParetoFront(dnn.choices);
-
-    // Intensity: mean processing time over b = 1..16 on the fastest class (IV.D).
-    double sum = 0;
-    int count = 0;
-    for (int b = 1; b <= 16; ++b) {
-      double best = -1;
-      for (const Choice& c : dnn.choices) {
-        if (c.batch == b && (best < 0 || c.exec_ms < best)) best = c.exec_ms;
-      }
-      if (best < 0) break;
-      sum += best;
-      ++count;
-    }
-    dnn.intensity_ms = sum / count;
+  std::vector<double> rates;
+  for (const Dnn& dnn : problem.dnns) rates.push_back(dnn.rate_rps);
+  const size_t choices = CountChoices(pipeline, rates);
+  if (choices > kMaxChoices) {
+    problem.too_large = StrFormat(
+        "too large: %zu (hardware class, batch size) choices, more than %zu; lower "
+        "batchSize.max or profile fewer hardware classes",
+        choices, kMaxChoices);
   }
-  problem.topological_order = TopologicalOrder(problem.dnns);
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    CompileDnn(pipeline, i, problem.too_large.empty(), problem.dnns[i]);
+  }
+  problem.topological_order = TopologicalOrder(pipeline);
   return problem;
 }
 
@@ -187,6 +244,26 @@ std::vector<std::string> ImpossibleRoutes(const Problem& problem) {
   return notes;
 }
 
+Solution RefuseTooLarge(const Problem& problem) {
+  return {.assignment = Fastest(problem),
+          .status = model::SolveStatus::kInfeasible,
+          .notes = {problem.too_large}};
+}
+
+std::vector<std::string> OverReplicaCap(const Problem& problem, const Assignment& assignment) {
+  std::vector<std::string> reasons;
+  for (size_t i = 0; i < problem.dnns.size(); ++i) {
+    const Choice& c = assignment[i];
+    if (c.replicas <= kMaxReplicas) continue;
+    reasons.push_back(StrFormat(
+        "task %s: %.4g rps need more than %d replicas (batch %d, %.4g ms); a plan asks for at "
+        "most %d of a task",
+        problem.dnns[i].task.c_str(), problem.dnns[i].rate_rps, kMaxReplicas, c.batch, c.exec_ms,
+        kMaxReplicas));
+  }
+  return reasons;
+}
+
 model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
                    const Solution& solution, const std::string& optimizer) {
   const Assignment& assignment = solution.assignment;
@@ -198,7 +275,7 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
         .task = dnn.task,
         .variant = pipeline.spec.tasks[i].variants[dnn.variant].name,
         .hardware_class = pipeline.spec.hardware_classes[c.hardware_class].name,
-        .replicas = c.replicas,
+        .replicas = std::min(c.replicas, kMaxReplicas),  // the best effort stops at the cap
         .batch_size = c.batch,
         .latency_ms = c.exec_ms,
         .queue_ms = c.queue_ms,
@@ -210,15 +287,22 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
          .slo_ms = problem.routes[r].slo_ms,
          .predicted_latency_ms = RouteLatencyMs(problem, assignment, static_cast<int>(r))});
   }
+  // FA2 and its baselines note only the paths that miss their SLO when infeasible, and the
+  // tasks that would need more replicas than any plan asks for.
+  std::vector<std::string> reasons = solution.status == model::SolveStatus::kInfeasible
+                                         ? solution.notes
+                                         : std::vector<std::string>{};
+  std::vector<std::string> notes = solution.notes;
+  for (std::string& reason : OverReplicaCap(problem, assignment)) {
+    notes.push_back(reason);
+    reasons.push_back(std::move(reason));
+  }
   plan.report = {.optimizer = optimizer,
-                 .status = solution.status,
+                 .status = reasons.empty() ? solution.status : model::SolveStatus::kInfeasible,
                  .objective = static_cast<double>(plan.TotalReplicas()),
                  .solve_ms = 0,
-                 .notes = solution.notes,
-                 // FA2 and its baselines note only the paths that miss their SLO when infeasible.
-                 .reasons = solution.status == model::SolveStatus::kInfeasible
-                                ? solution.notes
-                                : std::vector<std::string>{}};
+                 .notes = std::move(notes),
+                 .reasons = std::move(reasons)};
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -13,6 +14,19 @@
 #include "model/plan.h"
 
 namespace pipescale::optimizer {
+
+// The most replicas a plan asks for of one task (FA2 and its baselines run a task on one
+// class). A choice that would need more counts kMaxReplicas + 1, which every search avoids as
+// the most expensive; a plan that still takes one is Infeasible and names the task. Also the
+// largest maxReplicas a pipeline may set (api's limits).
+inline constexpr int kMaxReplicas = 10000;
+// The most (hardware class, batch size) choices a problem compiles to, all tasks together; a
+// larger one is refused as too large (the fronts, the DP and the local search all grow with
+// it). 64 tasks on 4 classes at batch 1024 fit.
+inline constexpr size_t kMaxChoices = 1 << 18;
+// Queueing delay is capped here: a batch that fills this slowly meets no SLO anyway, and a
+// rate near zero would otherwise make it infinite.
+inline constexpr double kMaxQueueMs = 1e12;
 
 // The objective of Eq. 3 compared lexicographically: fewest replicas, then the lowest cost
 // (when hardware classes differ in price), then the delta tie-break toward small batches.
@@ -81,6 +95,9 @@ struct Problem {
   std::vector<Dnn> dnns;  // index = task index in the pipeline
   std::vector<Route> routes;
   std::vector<int> topological_order;
+  // Why the problem is too large to search (more than kMaxChoices choices), or "". Then every
+  // DNN has only its b = 1 choices and the optimizers answer RefuseTooLarge.
+  std::string too_large;
 };
 
 using Assignment = std::vector<Choice>;  // one choice per DNN
@@ -112,6 +129,13 @@ Objective LowerBound(const Problem& problem);
 // Notes naming each route that misses its SLO even at the fastest choices.
 std::vector<std::string> ImpossibleRoutes(const Problem& problem);
 
+// The answer to a problem that is too large: Infeasible, saying why, at the fastest choices.
+Solution RefuseTooLarge(const Problem& problem);
+
+// Reasons naming each task whose choice needs more than kMaxReplicas replicas.
+std::vector<std::string> OverReplicaCap(const Problem& problem, const Assignment& assignment);
+
+// The plan of a solution. A task over kMaxReplicas gets kMaxReplicas and makes it Infeasible.
 model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
                    const Solution& solution, const std::string& optimizer);
 

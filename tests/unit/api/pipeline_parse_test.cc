@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "api/document.h"
 
 namespace pipescale::api {
 namespace {
@@ -286,5 +289,288 @@ TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
       << Dump(errors);
 }
 
+// --- Limits: every document is read within bounded stack, memory and time -----------------
+
+// The valid pipeline as JSON, to edit field by field.
+nlohmann::json ValidJson() {
+  auto doc = ParseDocument(kValid);
+  EXPECT_TRUE(doc.ok());
+  return *doc;
+}
+
+std::vector<std::string> JsonErrors(const nlohmann::json& doc) { return Errors(doc.dump()); }
+
+TEST(ParsePipelineLimits, DocumentSizeDepthAndAliases) {
+  const std::string big = std::string(kValid) + "#" + std::string(limits::kMaxDocumentBytes, 'x');
+  auto errors = Errors(big);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "the document is " + std::to_string(big.size()) + " bytes; at most 1048576 are read");
+
+  const std::string deep =
+      "apiVersion: pipescale.io/v1alpha1\nspec: {template: " + std::string(100, '[') +
+      std::string(100, ']') + "}\n";
+  EXPECT_EQ(Errors(deep), std::vector<std::string>{"the document nests deeper than 64 levels"});
+  // JSON is measured before nlohmann builds it, and a parser's own recursion never runs deep.
+  EXPECT_EQ(Errors(std::string(200000, '[') + std::string(200000, ']')),
+            std::vector<std::string>{"the document nests deeper than 64 levels"});
+  EXPECT_EQ(Errors(std::string(200000, '[')),
+            std::vector<std::string>{"the document nests deeper than 64 levels"});
+  std::string block;
+  for (int i = 0; i < 70; ++i) block += std::string(i, ' ') + "k:\n";
+  EXPECT_EQ(Errors(block), std::vector<std::string>{"the document nests deeper than 64 levels"});
+  // 64 levels are fine (the document is then simply no pipeline).
+  EXPECT_EQ(Errors(std::string(64, '[') + std::string(64, ']')),
+            std::vector<std::string>{"the document must be an InferencePipeline object"});
+
+  // Ten levels of ten aliases each would expand to 10^10 values.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p;
+    for (int k = 1; k < 10; ++k) bomb += ", " + p;
+    bomb += "]\n";
+  }
+  EXPECT_EQ(Errors(bomb), std::vector<std::string>{
+                              "the document holds more than 524288 values once YAML aliases are "
+                              "expanded"});
+  // An alias used as YAML intends, to share a block, is fine.
+  const std::string shared = Replace(
+      Replace(kValid, "template: {spec: {containers: [{name: model, image: example/yolo}]}}",
+              "template: &pod {spec: {containers: [{name: model, image: example/yolo}]}}"),
+      "          accuracy: 0.9\n", "          accuracy: 0.9\n          template: *pod\n");
+  const auto parsed = ParsePipeline(shared);
+  ASSERT_TRUE(parsed.pipeline) << Dump(Errors(shared));
+  EXPECT_EQ(parsed.pipeline->spec.tasks[1].variants[0].template_json,
+            parsed.pipeline->spec.tasks[0].variants[0].template_json);
+}
+
+TEST(ParsePipelineLimits, NumbersAreReadAtFullWidth) {
+  // 2^64 - 1 is too large, not -1; 2^31 and 2^32 are not narrowed to int.
+  auto errors = Errors(
+      Replace(kValid, "maxReplicas: 20\n  tasks", "maxReplicas: 18446744073709551615\n  tasks"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.hardwareClasses[0].maxReplicas: must be at most 10000, got "
+                  "18446744073709551615"))
+      << Dump(errors);
+  errors = Errors(Replace(kValid, "max: 64}", "max: 2147483648}"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.tasks[0].variants[0].batchSize.max: must be at most 4096, got "
+                  "2147483648"))
+      << Dump(errors);
+  errors = Errors(Replace(kValid, "budget: {maxReplicas: 20", "budget: {maxReplicas: 4294967296"));
+  EXPECT_TRUE(Has(errors, "spec.budget.maxReplicas: must be at most 10000, got 4294967296"))
+      << Dump(errors);
+  errors = Errors(
+      Replace(kValid, "maxReplicas: 20\n  tasks", "maxReplicas: -9223372036854775808\n  tasks"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.hardwareClasses[0].maxReplicas: must be >= 1, got "
+                  "-9223372036854775808"))
+      << Dump(errors);
+  // Beyond 64 bits: a float, which an integer field refuses with the value.
+  errors = Errors(Replace(kValid, "maxReplicas: 20\n  tasks",
+                          "maxReplicas: 999999999999999999999999\n  tasks"));
+  EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].maxReplicas: must be an integer, got 1e+24"))
+      << Dump(errors);
+  errors = Errors(Replace(kValid, "startupSeconds: 60", "startupSeconds: 1e12"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.hardwareClasses[0].startupSeconds: must be at most 86400, got "
+                  "1e+12"))
+      << Dump(errors);
+  // Subnormal and overflowing floats, from YAML and from JSON.
+  errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 1e-310"));
+  EXPECT_TRUE(Has(errors, "spec.paths[0].sloMs: must be at least 0.001, got 1e-310"))
+      << Dump(errors);
+  errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 1e400"));
+  EXPECT_TRUE(Has(errors, "spec.paths[0].sloMs: must be finite")) << Dump(errors);
+  errors = Errors(Replace(kValid, "{a: 0.02, b: 3.1, c: 8.0}", "{a: 1e-310, b: 3.1, c: 8.0}"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.tasks[0].variants[0].profiles[0].latencyMs.quadratic.a: must be 0 or at "
+                  "least 1e-300 in magnitude, got 1e-310"))
+      << Dump(errors);
+  nlohmann::json doc = ValidJson();
+  std::string text = doc.dump();
+  text.replace(text.find("250"), 3, "1e400");
+  errors = Errors(text);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("invalid JSON: "), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("number overflow"), std::string::npos) << errors[0];
+}
+
+TEST(ParsePipelineLimits, EveryNumberHasARange) {
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases = {
+      {{"costPerHour: 0.526", "costPerHour: 10001"},
+       "spec.hardwareClasses[0].costPerHour: must be at most 10000, got 10001"},
+      {{"ratio: 1.0", "ratio: 101"}, "spec.tasks[0].next[0].ratio: must be at most 100, got 101"},
+      {{"accuracy: 0.95", "accuracy: 0.95\n          multiplicativeFactor: 0"},
+       "spec.tasks[0].variants[0].multiplicativeFactor: must be > 0, got 0"},
+      {{"sloMs: 250", "sloMs: 3600001"},
+       "spec.paths[0].sloMs: must be at most 3600000, got 3600001"},
+      {{"weight: 2", "weight: 1e7"}, "spec.paths[0].weight: must be at most 1000000, got 1e+07"},
+      {{"percentile: 99", "percentile: 100.5"},
+       "spec.slo.percentile: must be in (0, 100], got 100.5"},
+      {{"latencyMs: 250, percentile", "latencyMs: 0.0001, percentile"},
+       "spec.slo.latencyMs: must be at least 0.001, got 0.0001"},
+      {{"costPerHour: 2.5", "costPerHour: 1e9"},
+       "spec.budget.costPerHour: must be at most 100000000, got 1e+09"},
+      {{"stabilizationWindowSeconds: 300", "stabilizationWindowSeconds: 3601"},
+       "spec.behavior.scaleDown.stabilizationWindowSeconds: must be at most 3600, got 3601"},
+      {{"interval: 15s", "interval: 500ms"}, "spec.interval: must be at least 1 s, got 0.5"},
+      {{"interval: 15s", "interval: 2h"}, "spec.interval: must be at most 3600 s, got 7200"},
+      {{"interval: 15s", "interval: 99999999999999999999999999999999999h"},
+       "spec.interval: must be a duration such as 500ms, 10s, 5m or 1h, got "
+       "\"99999999999999999999999999999999999h\""},
+      {{"horizon: 5m", "horizon: 25h"},
+       "spec.forecast.horizon: must be at most 86400 s, got 90000"},
+      {{"horizon: 5m", "horizon: 24h"},
+       "spec.forecast.horizon: is 5760 intervals of 15 s; at most 1440 are planned ahead "
+       "(lengthen spec.interval)"},
+      {{"startupSeconds: 60", "startupSeconds: 86400"},
+       "spec.hardwareClasses[0].startupSeconds: is 5760 intervals of 15 s; at most 1440 are "
+       "planned ahead (lengthen spec.interval)"},
+      {{"[8, 30.2]", "[8, 3600001]"},
+       "spec.tasks[1].variants[0].profiles[0].latencyMs.points[1]: latency must be at most "
+       "3600000 ms, got 3600001"},
+      {{"[16, 55.0]", "[4097, 55.0]"},
+       "spec.tasks[1].variants[0].profiles[0].latencyMs.points[2]: batch must be at most 4096, "
+       "got 4097"},
+      {{"{a: 0.02, b: 3.1, c: 8.0}", "{a: 1000, b: 0, c: 0}"},
+       "spec.tasks[0].variants[0].profiles[0].latencyMs: latency at batch size 61 is 3.721e+06 ms; "
+       "it must be in [0.001, 3600000] ms for every batch size up to 64"},
+      {{"{a: 0.02, b: 3.1, c: 8.0}", "{a: 0, b: 0, c: 1e-4}"},
+       "spec.tasks[0].variants[0].profiles[0].latencyMs: latency at batch size 1 is 0.0001 ms; "
+       "it must be in [0.001, 3600000] ms for every batch size up to 64"},
+      {{"{a: 0.02, b: 3.1, c: 8.0}", "{a: 0, b: 2e6, c: 0}"},
+       "spec.tasks[0].variants[0].profiles[0].latencyMs.quadratic.b: must be at most 1000000, "
+       "got 2e+06"},
+  };
+  for (const auto& [edit, wanted] : cases) {
+    const auto errors = Errors(Replace(kValid, edit.first, edit.second));
+    EXPECT_TRUE(Has(errors, wanted)) << edit.second << Dump(errors);
+  }
+  nlohmann::json doc = ValidJson();
+  doc["metadata"]["generation"] = -1;
+  doc["spec"]["hardwareClasses"][0]["burst"] = {{"minWarm", 10001}};
+  auto errors = JsonErrors(doc);
+  EXPECT_TRUE(Has(errors, "metadata.generation: must be >= 0, got -1")) << Dump(errors);
+  EXPECT_TRUE(
+      Has(errors, "spec.hardwareClasses[0].burst.minWarm: must be at most 10000, got 10001"))
+      << Dump(errors);
+}
+
+TEST(ParsePipelineLimits, EveryListAndStringHasAMaximum) {
+  const auto too_many = [](const std::string& path, size_t n, size_t max) {
+    return path + ": has " + std::to_string(n) + " items; at most " + std::to_string(max) +
+           " are allowed";
+  };
+  nlohmann::json doc = ValidJson();
+  nlohmann::json& spec = doc["spec"];
+  const nlohmann::json task = spec["tasks"][1];
+  for (int i = 0; i < 64; ++i) spec["tasks"].push_back(task);
+  auto errors = JsonErrors(doc);
+  EXPECT_TRUE(Has(errors, too_many("spec.tasks", 66, 64))) << Dump(errors);
+
+  doc = ValidJson();
+  for (int i = 0; i < 16; ++i)
+    doc["spec"]["hardwareClasses"].push_back(doc["spec"]["hardwareClasses"][0]);
+  for (int i = 0; i < 16; ++i)
+    doc["spec"]["tasks"][0]["variants"].push_back(doc["spec"]["tasks"][0]["variants"][0]);
+  for (int i = 0; i < 64; ++i) doc["spec"]["paths"].push_back(doc["spec"]["paths"][0]);
+  for (int i = 0; i < 64; ++i) doc["spec"]["paths"][0]["tasks"].push_back("detect");
+  nlohmann::json points = nlohmann::json::array();
+  for (int b = 1; b <= 4097; ++b) points.push_back({b % 4096 + 1, 1.0});
+  doc["spec"]["tasks"][1]["variants"][0]["profiles"][0]["latencyMs"]["points"] = points;
+  nlohmann::json sizes = nlohmann::json::array();
+  for (int q = 1; q <= 1025; ++q) sizes.push_back({{"size", q}, {"weight", 1}});
+  doc["spec"]["querySizes"] = sizes;
+  for (int i = 0; i < 65; ++i) doc["spec"]["metrics"]["q" + std::to_string(i)] = "up";
+  for (int i = 0; i < 65; ++i)
+    doc["spec"]["hardwareClasses"][0]["nodeSelector"]["k" + std::to_string(i)] = "v";
+  errors = JsonErrors(doc);
+  EXPECT_TRUE(Has(errors, too_many("spec.hardwareClasses", 17, 16))) << Dump(errors);
+  EXPECT_TRUE(Has(errors, too_many("spec.tasks[0].variants", 17, 16))) << Dump(errors);
+  EXPECT_TRUE(Has(errors, too_many("spec.paths", 65, 64))) << Dump(errors);
+  EXPECT_TRUE(
+      Has(errors, too_many("spec.tasks[1].variants[0].profiles[0].latencyMs.points", 4097, 4096)))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, too_many("spec.querySizes", 1025, 1024))) << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.metrics: has 67 entries; at most 64 are allowed")) << Dump(errors);
+
+  doc = ValidJson();
+  for (int i = 0; i < 64; ++i) doc["spec"]["paths"][0]["tasks"].push_back("detect");
+  doc["spec"]["tasks"][0]["variants"][0]["deploymentName"] = std::string(5000, 'd');
+  errors = JsonErrors(doc);
+  EXPECT_TRUE(Has(errors, "spec.tasks[0].variants[0].deploymentName: \"" + std::string(64, 'd') +
+                              "\"… is 5000 bytes long; at most 4096 are allowed"))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, too_many("spec.paths[0].tasks", 66, 64))) << Dump(errors);
+  doc = ValidJson();
+  for (int i = 0; i < 64; ++i)
+    doc["spec"]["hardwareClasses"][0]["nodeSelector"]["k" + std::to_string(i)] = "v";
+  errors = JsonErrors(doc);
+  EXPECT_TRUE(
+      Has(errors, "spec.hardwareClasses[0].nodeSelector: has 65 entries; at most 64 are allowed"))
+      << Dump(errors);
+}
+
+TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
+  nlohmann::json doc = ValidJson();
+  doc["spec"]["tasks"][0]["next"][0]["task"] =
+      "cl\x01"
+      "ass\x1b[31m";
+  doc["spec"]["hardwareClasses"][0]["name"] = std::string(200, 'g');
+  doc["spec"]["hardwareClasses"][0]["nodeSelector"]["k"] = std::string(100000, 'v');
+  doc["spec"]["paths"][0]["tasks"][0] =
+      "\xe2\x80\xae"
+      "evil";
+  doc["spec"]["sl\x7fo"] = 1;
+  auto errors = JsonErrors(doc);
+  EXPECT_TRUE(Has(errors, "spec.tasks[0].next[0].task: unknown task \"cl\\x01ass\\x1B[31m\""))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].name: \"" + std::string(64, 'g') +
+                              "\"… is not a valid name: use lower-case letters, digits and '-', "
+                              "at most 63 characters"))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.paths[0].tasks[0]: unknown task \"\\u{202E}evil\""))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].nodeSelector.k: \"" + std::string(64, 'v') +
+                              "\"… is 100000 bytes long; at most 4096 are allowed"))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors,
+                  "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, "
+                  "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
+                  "querySizes"))
+      << Dump(errors);
+  // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
+  errors = Errors(Replace(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));
+  ASSERT_EQ(errors.size(), 1u) << Dump(errors);
+  EXPECT_NE(errors[0].find("\"de\\xFFtect\" is not valid UTF-8"), std::string::npos) << errors[0];
+}
+
+TEST(ParsePipelineLimits, ReportsStopAtAHundred) {
+  nlohmann::json doc = ValidJson();
+  for (int i = 0; i < 500; ++i) doc["spec"]["unknown" + std::to_string(1000 + i)] = i;
+  const auto errors = JsonErrors(doc);
+  ASSERT_EQ(errors.size(), 101u);
+  EXPECT_EQ(errors.back(), "400 more problems");
+}
+
+TEST(ParsePipelineLimits, PathWhoseFirstTaskIsNoName) {
+  // Once read the previous task of an empty list.
+  const auto errors = Errors(Replace(kValid, "tasks: [detect, classify]", "tasks: [5, classify]"));
+  EXPECT_TRUE(Has(errors, "spec.paths[0].tasks[0]: must be a task name")) << Dump(errors);
+}
+
+TEST(ParsePipelineLimits, AnotherOptimizerMayNeedMore) {
+  std::string text = Replace(kValid, "      maxReplicas: 20\n", "      burst: {minWarm: 1}\n");
+  const ParsedPipeline parsed = ParsePipeline(text);  // fa2 has no burst classes to mind
+  ASSERT_TRUE(parsed.pipeline) << Dump(Errors(text));
+  EXPECT_TRUE(CheckPlannableBy(*parsed.pipeline, "fa2").empty());
+  const auto errors = CheckPlannableBy(*parsed.pipeline, "mark");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].ToString(),
+            "spec.tasks[0].variants: variant \"yolov5x\" of task \"detect\" has a profile only on "
+            "burst classes; mark needs one on a main class");
+}
 }  // namespace
 }  // namespace pipescale::api

@@ -143,5 +143,93 @@ TEST(Cli, MarkForecastsFromAHistoryFile) {
   EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
 }
 
+// --- Hostile input: the CLI refuses it with a clear message, never a crash or a wild plan ---
+
+TEST(Cli, RatesMustBeFiniteAndInRange) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"inf", "--rate must be a finite number of requests per second, got inf"},
+      {"nan", "--rate must be a finite number of requests per second, got nan"},
+      {"-1", "--rate must be >= 0, got -1"},
+      {"1e10", "--rate must be at most 1000000000 requests per second, got 1e+10"},
+      {"1e400", "--rate must be a finite number of requests per second, got inf"},
+      {"0x10", "--rate needs a number of requests per second, got \"0x10\""},
+      {"", "--rate needs a number of requests per second, got \"\""},
+      {"5\x01", "--rate needs a number of requests per second, got \"5\\x01\""},
+  };
+  for (const auto& [rate, message] : cases) {
+    const Output r = RunCli({"plan", "-f", kExample, "--rate", rate});
+    EXPECT_EQ(r.code, kExitInvalidInput) << rate;
+    EXPECT_EQ(r.err, "pipescale plan: " + message + "\n") << rate;
+  }
+  const Output path = RunCli({"plan", "-f", kExample, "--path-rate", "car-qa=inf"});
+  EXPECT_EQ(path.code, kExitInvalidInput);
+  EXPECT_EQ(path.err,
+            "pipescale plan: --path-rate \"car-qa\": must be a finite number of "
+            "requests per second, got inf\n");
+  // The largest rate is planned, and a plan that would need more replicas than any plan asks
+  // for is Infeasible, saying which task, instead of wrapping to a handful.
+  const Output huge = RunCli({"plan", "-f", kExample, "--rate", "1e9", "-o", "json"});
+  ASSERT_EQ(huge.code, kExitOk) << huge.err;
+  const auto j = nlohmann::json::parse(huge.out);
+  EXPECT_EQ(j["status"], "Infeasible");
+  for (const auto& t : j["tasks"]) EXPECT_LE(t["replicas"].get<int>(), 10000);
+  bool named = false;
+  for (const auto& note : j["notes"]) {
+    named =
+        named || note.get<std::string>().find("need more than 10000 replicas") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << j["notes"];
+}
+
+TEST(Cli, EndlessOrHugeFilesAreRefused) {
+  const Output zero = RunCli({"validate", "-f", "/dev/zero"});
+  EXPECT_EQ(zero.code, kExitInvalidInput);
+  EXPECT_NE(zero.err.find("the document is 1048577 bytes; at most 1048576 are read"),
+            std::string::npos)
+      << zero.err;
+  const std::string file = testing::TempDir() + "/far-history.csv";
+  std::ofstream(file) << "0,1\n1e15,2\n";
+  const Output far = RunCli({"plan", "-f", kExample, "--optimizer", "mark", "--history", file});
+  EXPECT_EQ(far.code, kExitInvalidInput);
+  EXPECT_NE(far.err.find("line 2: the history spans more than 100000 steps of 10 s"),
+            std::string::npos)
+      << far.err;
+  std::ofstream(file) << "0,1\n5,1e12\n";
+  const Output fast = RunCli({"plan", "-f", kExample, "--optimizer", "mark", "--history", file});
+  EXPECT_EQ(fast.code, kExitInvalidInput);
+  EXPECT_NE(fast.err.find("line 2: the rate must be at most 1000000000 requests per second"),
+            std::string::npos)
+      << fast.err;
+}
+
+TEST(Cli, MessagesQuoteWhatTheUserTyped) {
+  const Output arg = RunCli({"plan", "--b\x1b[2Jad", "-f", kExample});
+  EXPECT_EQ(arg.err, "pipescale plan: unknown argument \"--b\\x1B[2Jad\"\n");
+  const Output opt = RunCli({"plan", "-f", kExample, "--rate", "1", "--optimizer", "x\xff"});
+  EXPECT_NE(opt.err.find("--optimizer: unknown optimizer \"x\\xFF\"; known: "), std::string::npos)
+      << opt.err;
+  const Output cmd = RunCli({std::string(200, 'c')});
+  EXPECT_EQ(cmd.err.substr(0, 86), "unknown command \"" + std::string(64, 'c') + "\"…\n");
+}
+
+TEST(Cli, AnotherOptimizerChecksWhatItNeeds) {
+  // fa2 is happy with burst classes only; mark would have no class to size.
+  std::ifstream in(kExample);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string burst = text.str();
+  const std::string max = "maxReplicas: ";
+  burst.replace(burst.find(max), burst.find('\n', burst.find(max)) - burst.find(max),
+                "burst: {minWarm: 1}");
+  const std::string file = ::testing::TempDir() + "/burst-only.yaml";
+  std::ofstream(file) << burst;
+  ASSERT_EQ(RunCli({"plan", "-f", file, "--rate", "5"}).code, kExitOk);
+  const Output r = RunCli({"plan", "-f", file, "--rate", "5", "--optimizer", "mark"});
+  EXPECT_EQ(r.code, kExitInvalidInput);
+  EXPECT_NE(r.err.find("mark cannot plan this pipeline"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has a profile only on burst classes; mark needs one on a main class"),
+            std::string::npos)
+      << r.err;
+}
 }  // namespace
 }  // namespace pipescale::cli

@@ -7,7 +7,7 @@
 #include "api/pipeline_parse.h"
 #include "api/workload.h"
 #include "optimizer/exact.h"
-#include "optimizer/solve.h"
+#include "optimizer/registry.h"
 #include "support/plan_checker.h"
 
 namespace pipescale::optimizer {
@@ -30,7 +30,7 @@ model::Pipeline SingleDnn(double slo_ms) {
 TEST(Fa2, QueueTermAndSmallestBatchTieBreak) {
   // l(b) = 20 + 5b + 10(b - 1) ms <= 100 allows b <= 6; one replica suffices from b = 4
   // (h(4) = 4 / 40 ms = 100 rps), so the delta tie-break picks b = 4, not 5 or 6.
-  const model::Plan plan = Solve(SingleDnn(100), {{{"only", 100}}}, Algorithm::kFa2);
+  const model::Plan plan = Solve(SingleDnn(100), {{{"only", 100}}}, "fa2");
   ASSERT_EQ(plan.tasks.size(), 1u);
   EXPECT_EQ(plan.tasks[0].batch_size, 4);
   EXPECT_EQ(plan.tasks[0].replicas, 1);
@@ -41,13 +41,13 @@ TEST(Fa2, QueueTermAndSmallestBatchTieBreak) {
 
 TEST(Fa2, TightSloForcesSmallBatchesAndMoreReplicas) {
   // SLO 40 ms: l(b) = 10 + 15b <= 40 allows b <= 2; n(2) = ceil(100 * 30 / 2000) = 2.
-  const model::Plan plan = Solve(SingleDnn(40), {{{"only", 100}}}, Algorithm::kFa2);
+  const model::Plan plan = Solve(SingleDnn(40), {{{"only", 100}}}, "fa2");
   EXPECT_EQ(plan.tasks[0].batch_size, 2);
   EXPECT_EQ(plan.tasks[0].replicas, 2);
 }
 
 TEST(Fa2, SloBelowFastestLatencyIsInfeasibleAndNamesThePath) {
-  const model::Plan plan = Solve(SingleDnn(20), {{{"only", 100}}}, Algorithm::kFa2);
+  const model::Plan plan = Solve(SingleDnn(20), {{{"only", 100}}}, "fa2");
   EXPECT_EQ(plan.report.status, SolveStatus::kInfeasible);
   ASSERT_EQ(plan.report.notes.size(), 1u);
   EXPECT_EQ(plan.report.notes[0], "path only: SLO 20.0 ms is below the fastest possible 25.0 ms");
@@ -55,7 +55,7 @@ TEST(Fa2, SloBelowFastestLatencyIsInfeasibleAndNamesThePath) {
 }
 
 TEST(Fa2, NoTrafficKeepsOneReplicaAtBatchOne) {
-  const model::Plan plan = Solve(SingleDnn(100), {{{"only", 0}}}, Algorithm::kFa2);
+  const model::Plan plan = Solve(SingleDnn(100), {{{"only", 0}}}, "fa2");
   EXPECT_EQ(plan.tasks[0].replicas, 1);
   EXPECT_EQ(plan.tasks[0].batch_size, 1);
 }
@@ -93,8 +93,8 @@ TEST(Fa2, MatchesExactOnThePaperAppAcrossRates) {
     for (double rate = 6; rate <= 60; rate += 6) {
       SCOPED_TRACE(std::string(file) + " at " + std::to_string(rate) + " rps");
       const auto workload = api::MakeWorkload(app, rate, {});
-      const model::Plan fa2 = Solve(app, *workload, Algorithm::kFa2);
-      const model::Plan exact = Solve(app, *workload, Algorithm::kExact);
+      const model::Plan fa2 = Solve(app, *workload, "fa2");
+      const model::Plan exact = Solve(app, *workload, "exact");
       EXPECT_TRUE(testing::CheckPlan(app, *workload, fa2).empty());
       EXPECT_EQ(fa2.TotalReplicas(), exact.TotalReplicas());
     }

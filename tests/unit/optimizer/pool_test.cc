@@ -14,8 +14,11 @@
 #include <sstream>
 
 #include "api/pipeline_parse.h"
+#include "optimizer/graph.h"
 #include "optimizer/kairos.h"
+#include "optimizer/kairos_pipeline.h"
 #include "optimizer/mark.h"
+#include "optimizer/mark_pipeline.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -63,7 +66,7 @@ TEST(TaskBudgets, PathSloSplitsByLatencyOnTheFastestClass) {
   const std::vector<double> budgets = TaskBudgetsMs(p, 1);
   EXPECT_DOUBLE_EQ(budgets[0], 30);   // min(200 * 10 / 40, 30)
   EXPECT_DOUBLE_EQ(budgets[1], 150);  // 200 * 30 / 40
-  const std::vector<double> rates = TaskRates(p, {{{"both", 5}, {"x-only", 7}}});
+  const std::vector<double> rates = TaskRatesRps(p, {{{"both", 5}, {"x-only", 7}}});
   EXPECT_DOUBLE_EQ(rates[0], 12);
   EXPECT_DOUBLE_EQ(rates[1], 5);
 }
@@ -282,7 +285,7 @@ TEST(Kairos, SingleRequestQueriesPoolAdditively) {
 model::Pipeline MarkPipeline() {
   model::Pipeline p;
   p.name = "m";
-  p.spec.optimizer = model::OptimizerKind::kMark;
+  p.spec.optimizer = "mark";
   p.spec.interval_seconds = 10;
   p.spec.hardware_classes = {Class("small", 0.1, 50, 60), Class("big", 0.3, 50, 60)};
   p.spec.tasks = {MakeTask("m", {{"small", Linear(0, 20)}, {"big", Linear(0, 5)}}, 1)};
@@ -301,7 +304,7 @@ double Capacity(const model::Plan& plan) {
 TEST(Mark, ProvisionsForTheForecastAtTheStartupLead) {
   model::Pipeline p = MarkPipeline();
   p.spec.forecast = {model::ForecastMethod::kLinear, 120};
-  MarkInput rising;
+  PlannerInput rising;
   for (int k = 0; k < 30; ++k) rising.history["p"].push_back(100 + 10 * k);  // +1 rps/s
   const double now = rising.history["p"].back();
   const model::Plan plan = SolveMark(p, {{{"p", now}}}, rising);
@@ -337,7 +340,7 @@ TEST(Mark, RunningReplicasWinTies) {
   model::Pipeline p = MarkPipeline();
   p.spec.hardware_classes[1] = Class("big", 0.1, 50, 60);
   p.spec.tasks = {MakeTask("m", {{"small", Linear(0, 5)}, {"big", Linear(0, 5)}}, 1)};
-  MarkInput input;
+  PlannerInput input;
   input.running["m/big"] = 3;
   const model::Plan plan = SolveMark(p, {{{"p", 500}}}, input);
   EXPECT_EQ(ReplicasOf(plan, "m", "big"), 3);
@@ -352,7 +355,7 @@ TEST(Mark, SloGuardAddsItsStepToTheBusiestTaskOfALatePath) {
   model::Pipeline p = MarkPipeline();
   p.spec.tasks.push_back(MakeTask("n", {{"small", Linear(0, 2)}}, 1));
   p.spec.paths[0].tasks = {"m", "n"};
-  MarkInput input;
+  PlannerInput input;
   const model::Plan quiet = SolveMark(p, {{{"p", 390}}}, input);
   input.late_paths = {"p"};
   input.guard_step = 2;
@@ -413,7 +416,7 @@ TEST(Mark, BatchesWhereBatchingPays) {
   EXPECT_EQ(low.tasks[0].replicas, 1);
   // A running batch that still meets the budget at the new rate stays (no pod restarts);
   // one that would wait too long does not.
-  MarkInput running;
+  PlannerInput running;
   running.running["m/small"] = 1;
   running.running_batch["m/small"] = 12;  // 11 / 290 s + 34 ms = 72 ms
   EXPECT_EQ(SolveMark(p, {{{"p", 290}}}, running).tasks[0].batch_size, 12);

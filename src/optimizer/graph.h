@@ -1,0 +1,32 @@
+// What every optimizer reads off a pipeline and a workload, computed one way: the rate of each
+// path and task (negative and non-finite rates count as 0), the tasks in topological order,
+// a path's SLO split over its tasks, and a variant's accuracy relative to its task's best.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/pipeline.h"
+
+namespace pipescale::optimizer {
+
+// The rate entering `path`, in requests per second: 0 when absent, negative or not finite.
+double PathRateRps(const model::Workload& workload, const std::string& path);
+
+// PathRateRps for each of spec.paths, by path index.
+std::vector<double> PathRatesRps(const model::Pipeline& pipeline, const model::Workload& workload);
+
+// Requests per second each task sees, by task index: the rates of the paths through it.
+std::vector<double> TaskRatesRps(const model::Pipeline& pipeline, const model::Workload& workload);
+
+// Task indices such that every edge points forward. Precondition: api validated the DAG.
+std::vector<int> TopologicalOrder(const model::Pipeline& pipeline);
+
+// `slo_ms` split in proportion to `weights` (one per task of a path); equal shares when the
+// weights sum to 0.
+std::vector<double> SplitSlo(double slo_ms, const std::vector<double>& weights);
+
+// The variant's accuracy over the best of its task's variants, in (0, 1].
+double NormalisedAccuracy(const model::Task& task, const model::Variant& variant);
+
+}  // namespace pipescale::optimizer

@@ -1,0 +1,286 @@
+#include "optimizer/mark_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "common/strings.h"
+#include "optimizer/graph.h"
+#include "optimizer/mark.h"
+#include "optimizer/pool.h"
+#include "optimizer/problem.h"
+
+namespace pipescale::optimizer {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::unique_ptr<mark::Forecaster> ForecasterFor(const model::PipelineSpec& spec) {
+  switch (spec.forecast.method) {
+    case model::ForecastMethod::kNone:
+      return nullptr;
+    case model::ForecastMethod::kEwma:
+      return mark::Ewma();
+    case model::ForecastMethod::kLinear:
+      return mark::LinearTrend();
+    case model::ForecastMethod::kHoltWinters: {
+      // A daily season; with less than two days of history it falls back to the trend.
+      const int period = std::max(2, static_cast<int>(std::lround(86400 / spec.interval_seconds)));
+      return mark::HoltWinters(period);
+    }
+  }
+  return nullptr;
+}
+
+// MArk's batching for one class at full load (Sec. 4.3): what one replica serves within the
+// task's budget.
+mark::BatchTuning Tune(const Candidate& c, double rt_max_ms, int max_batch) {
+  return mark::TuneBatchAtFullLoad([c](int n) { return c.Ms(n); }, rt_max_ms, max_batch);
+}
+
+}  // namespace
+
+model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& workload,
+                      const PlannerInput& input) {
+  const auto& spec = pipeline.spec;
+  model::Plan plan;
+  plan.report.optimizer = "mark";
+  plan.report.status = model::SolveStatus::kFeasible;  // greedy: no optimality claim
+  const double step = spec.interval_seconds;
+  plan.forecast_step_seconds = step;
+
+  // Provision for the load when a replica launched now is ready.
+  const int lead = static_cast<int>(std::ceil(SlowestStartupSeconds(spec) / step - 1e-9));
+  const int horizon = static_cast<int>(std::ceil(spec.forecast.horizon_seconds / step - 1e-9));
+  const int steps = std::max(horizon, lead) + 1;
+
+  // Per path: now, then the forecast.
+  const std::unique_ptr<mark::Forecaster> forecaster = ForecasterFor(spec);
+  std::map<std::string, std::vector<double>> ahead;
+  plan.forecast_rps.assign(steps, 0);
+  for (const model::Path& path : spec.paths) {
+    const double now = PathRateRps(workload, path.name);
+    std::vector<double> series;
+    if (auto h = input.history.find(path.name); h != input.history.end()) series = h->second;
+    if (series.empty()) series = {now};
+    std::vector<double> f = {now};
+    const std::vector<double> rest =
+        forecaster ? forecaster->Forecast(series, steps - 1) : std::vector<double>(steps - 1, now);
+    f.insert(f.end(), rest.begin(), rest.end());
+    // Never below the load already here: a smoothing forecaster sits at the mean of a noisy
+    // series and would plan under every peak (bench/README.md, MArk against target tracking).
+    for (double& x : f) x = std::max(x, now);
+    for (int k = 0; k < steps; ++k) plan.forecast_rps[k] += f[k];
+    ahead[path.name] = std::move(f);
+  }
+
+  const std::vector<double> budgets = TaskBudgetsMs(pipeline, 1);
+  struct MarkTask {
+    std::vector<Candidate> classes;
+    std::vector<mark::InstanceClass> instances;
+    std::vector<mark::BatchTuning> tunings;
+    std::vector<int> counts;
+    std::vector<double> load;
+    std::vector<int> running;
+  };
+  std::vector<MarkTask> tasks(spec.tasks.size());
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    if (budgets[i] == 0) continue;
+    const model::Task& task = spec.tasks[i];
+    const model::Variant& v = task.MostAccurateVariant();
+    MarkTask& t = tasks[i];
+    t.load.assign(steps, 0);
+    for (const model::Path& path : spec.paths) {
+      if (std::find(path.tasks.begin(), path.tasks.end(), task.name) == path.tasks.end()) continue;
+      for (int k = 0; k < steps; ++k) t.load[k] += ahead[path.name][k];
+    }
+    std::vector<int>& running = t.running;
+    for (const Candidate& c : Classes(pipeline, v, false)) {
+      const model::HardwareClass& hw = spec.hardware_classes[c.hw];
+      if (c.Ms(1) > budgets[i]) continue;  // cannot meet RT_max even unbatched
+      const mark::BatchTuning tuning = Tune(c, budgets[i], v.max_batch);
+      t.classes.push_back(c);
+      t.tunings.push_back(tuning);
+      t.instances.push_back({.name = hw.name,
+                             .capacity_rps = tuning.rate_rps,
+                             .price_per_step = hw.cost_per_hour * step / 3600,
+                             .launch_overhead = hw.cost_per_hour * hw.startup_seconds / 3600,
+                             .max_instances = ClassCap(pipeline, c.hw, kMaxReplicas)});
+      auto r = input.running.find(PoolKey(task.name, hw.name));
+      running.push_back(r == input.running.end() ? 0 : r->second);
+    }
+    if (t.classes.empty()) {
+      // Nothing meets the budget: the fastest class unbatched, reported.
+      const std::vector<Candidate> all = Classes(pipeline, v, false);
+      if (all.empty()) {
+        Shortfall(plan, StrFormat("task %s: its variant runs on burst classes only, which take "
+                                  "spill and are never provisioned",
+                                  QuoteUserText(task.name).c_str()));
+        continue;
+      }
+      const Candidate* fastest = &all[0];
+      for (const Candidate& c : all) {
+        if (c.Ms(1) < fastest->Ms(1)) fastest = &c;
+      }
+      const model::HardwareClass& hw = spec.hardware_classes[fastest->hw];
+      t.classes.push_back(*fastest);
+      t.tunings.push_back({1, 0, 1000 / fastest->Ms(1)});
+      t.instances.push_back({hw.name, 1000 / fastest->Ms(1), hw.cost_per_hour * step / 3600,
+                             hw.cost_per_hour * hw.startup_seconds / 3600,
+                             ClassCap(pipeline, fastest->hw, kMaxReplicas)});
+      auto r = input.running.find(PoolKey(task.name, hw.name));
+      running.push_back(r == input.running.end() ? 0 : r->second);
+      Shortfall(
+          plan,
+          StrFormat("task %s: no class serves one request within its %.1f ms budget; %s takes "
+                    "%.1f ms",
+                    task.name.c_str(), budgets[i], hw.name.c_str(), fastest->Ms(1)));
+    }
+    bool exhausted = false;
+    t.counts = mark::Provision(t.load, t.instances, running, lead, &exhausted);
+    if (exhausted) {
+      Shortfall(plan, StrFormat("task %s: provisioning passed its work budget; the forecast may "
+                                "stay unmet",
+                                QuoteUserText(task.name).c_str()));
+    }
+    // The cheapest per request, running first: the class a minimum or the guard adds.
+    auto cheapest = [&]() {
+      int best = -1;
+      for (size_t k = 0; k < t.instances.size(); ++k) {
+        if (t.counts[k] >= t.instances[k].max_instances) continue;
+        const double per_request = t.instances[k].price_per_step / t.instances[k].capacity_rps;
+        if (best < 0 ||
+            per_request <
+                t.instances[best].price_per_step / t.instances[best].capacity_rps - 1e-15) {
+          best = static_cast<int>(k);
+        }
+      }
+      return best;
+    };
+    int total = 0;
+    double capacity = 0;
+    for (size_t k = 0; k < t.counts.size(); ++k) {
+      total += t.counts[k];
+      capacity += t.counts[k] * t.instances[k].capacity_rps;
+    }
+    if (total == 0) {
+      // Never scale a task to zero: a request would have nowhere to go.
+      int keep = -1;
+      for (size_t k = 0; k < running.size(); ++k) {
+        if (running[k] > 0) keep = static_cast<int>(k);
+      }
+      if (keep < 0) keep = cheapest();
+      if (keep >= 0) t.counts[keep] = 1;
+    }
+    const double peak = *std::max_element(t.load.begin() + std::min(lead, steps - 1), t.load.end());
+    if (capacity + 1e-9 < peak && total > 0) {
+      Shortfall(
+          plan,
+          StrFormat("task %s: every class at its maxReplicas serves %.1f of the forecast %.1f rps",
+                    task.name.c_str(), capacity, peak));
+    }
+  }
+
+  // The SLO guard: a late path gets replicas on its busiest task, whatever the forecast said.
+  for (const model::Path& path : spec.paths) {
+    if (!input.late_paths.contains(path.name)) continue;
+    int busiest = -1;
+    double most = -1;
+    for (const std::string& name : path.tasks) {
+      const int i = pipeline.TaskIndex(name);
+      const MarkTask& t = tasks[i];
+      double capacity = 0;
+      for (size_t k = 0; k < t.counts.size(); ++k) {
+        capacity += t.counts[k] * t.instances[k].capacity_rps;
+      }
+      const double utilization = capacity > 0 ? t.load[0] / capacity : kInf;
+      if (utilization > most) {
+        most = utilization;
+        busiest = i;
+      }
+    }
+    if (busiest < 0) continue;
+    MarkTask& t = tasks[busiest];
+    int best = -1;
+    for (size_t k = 0; k < t.instances.size(); ++k) {
+      if (t.counts[k] + input.guard_step > t.instances[k].max_instances) continue;
+      if (best < 0 || t.instances[k].price_per_step / t.instances[k].capacity_rps <
+                          t.instances[best].price_per_step / t.instances[best].capacity_rps) {
+        best = static_cast<int>(k);
+      }
+    }
+    if (best < 0) continue;
+    // On top of what runs, whatever the forecast says: the forecast was wrong.
+    for (size_t k = 0; k < t.counts.size(); ++k) t.counts[k] = std::max(t.counts[k], t.running[k]);
+    t.counts[best] += input.guard_step;
+    plan.report.notes.push_back(StrFormat(
+        "SLO guard: path %s is late; +%d %s for task %s", path.name.c_str(), input.guard_step,
+        t.instances[best].name.c_str(), spec.tasks[busiest].name.c_str()));
+  }
+
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    MarkTask& t = tasks[i];
+    if (t.classes.empty()) continue;
+    const model::Task& task = spec.tasks[i];
+    const model::Variant& v = task.MostAccurateVariant();
+    model::Pool pool{.task = task.name, .qos_ms = budgets[i]};
+    // Capacity is planned at full load (N_batch), but a server that waits for its batch to
+    // fill must batch for the arrivals it will see: the planned load shared by capacity, and
+    // MArk's rule at that rate, never past N_batch.
+    const double planned =
+        *std::max_element(t.load.begin() + std::min(lead, steps - 1), t.load.end());
+    double capacity = 0;
+    for (size_t k = 0; k < t.counts.size(); ++k) {
+      capacity += t.counts[k] * t.instances[k].capacity_rps;
+    }
+    for (size_t k = 0; k < t.classes.size(); ++k) {
+      const Candidate c = t.classes[k];
+      // A class the plan does not use batches nothing: replicas the cool-down still holds
+      // get a share of the load too small to fill a batch in time.
+      mark::BatchTuning b{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / c.Ms(1)};
+      if (t.counts[k] > 0 && capacity > 0) {
+        const auto ms = [c](int n) { return c.Ms(n); };
+        const double arrivals = planned * t.instances[k].capacity_rps / capacity;
+        b = mark::TuneBatch(ms, budgets[i], arrivals, t.tunings[k].max_batch);
+        auto running = input.running_batch.find(PoolKey(task.name, t.instances[k].name));
+        if (running != input.running_batch.end() && running->second != b.max_batch &&
+            running->second <= t.tunings[k].max_batch && arrivals > 0) {
+          if (auto kept = mark::TryBatch(ms, budgets[i], arrivals, running->second)) b = *kept;
+        }
+      }
+      plan.tasks.push_back({.task = task.name,
+                            .variant = v.name,
+                            .hardware_class = t.instances[k].name,
+                            .replicas = t.counts[k],
+                            .batch_size = b.max_batch,
+                            .latency_ms = t.classes[k].Ms(b.max_batch),
+                            .queue_ms = b.wait_ms,
+                            .load_rps = 0});
+      pool.members.push_back({.hardware_class = t.instances[k].name,
+                              .replicas = t.counts[k],
+                              .max_query = b.max_batch,
+                              .coefficient = 1,
+                              .capacity_rps = t.instances[k].capacity_rps});
+    }
+    // Warm burst classes take what the main pool would serve late.
+    for (const Candidate& c : Classes(pipeline, v, true)) {
+      const model::HardwareClass& hw = spec.hardware_classes[c.hw];
+      const mark::BatchTuning b =
+          c.Ms(1) <= budgets[i] ? Tune(c, budgets[i], v.max_batch) : mark::BatchTuning{};
+      plan.tasks.push_back({.task = task.name,
+                            .variant = v.name,
+                            .hardware_class = hw.name,
+                            .replicas = *hw.burst_min_warm,
+                            .batch_size = b.max_batch,
+                            .latency_ms = c.Ms(b.max_batch),
+                            .queue_ms = b.wait_ms});
+      if (pool.spill_class.empty()) pool.spill_class = hw.name;
+    }
+    plan.pools.push_back(std::move(pool));
+  }
+  FillPathsAndCost(pipeline, plan);
+  return plan;
+}
+
+}  // namespace pipescale::optimizer
