@@ -75,7 +75,10 @@ class Operator {
           }));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(),
-          [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now));
+          [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now,
+          [this](const model::Pipeline& p, int intervals, double now) {
+            return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now);
+          }));
     }
   }
 
@@ -99,10 +102,14 @@ class Operator {
   }
 
  private:
+  metrics::PrometheusClient PrometheusFor(const model::Pipeline& p) const {
+    return metrics::PrometheusClient(p.spec.metrics.prometheus_url.empty()
+                                         ? flags_.prometheus_url
+                                         : p.spec.metrics.prometheus_url);
+  }
+
   Result<model::MetricsSnapshot> ReadMetrics(const model::Pipeline& p) const {
-    const std::string url = p.spec.metrics.prometheus_url.empty() ? flags_.prometheus_url
-                                                                  : p.spec.metrics.prometheus_url;
-    return metrics::ReadSnapshot(metrics::PrometheusClient(url), p);
+    return metrics::ReadSnapshot(PrometheusFor(p), p);
   }
 
   Result<std::optional<std::chrono::milliseconds>> Reconcile(const std::string& key) {
@@ -121,6 +128,7 @@ class Operator {
            {"error", outcome.error().message}});
       return outcome.error();
     }
+    metrics_.CountReverts(ns, name, outcome->reverted_fields);
     if (outcome->plan) {
       metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
     } else if (!pipelines_[index]->Get(key)) {

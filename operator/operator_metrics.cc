@@ -28,7 +28,11 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       bound_(Gauge(registry, "pipescale_upper_bound_qps",
                    "Kairos: the throughput upper bound of the chosen configuration")),
       forecast_(Gauge(registry, "pipescale_forecast_peak_rps",
-                      "MArk: the highest rate forecast over the horizon")) {}
+                      "MArk: the highest rate forecast over the horizon")),
+      reverted_(prometheus::BuildCounter()
+                    .Name("pipescale_reverted_changes_total")
+                    .Help("Managed Deployment fields changed outside the operator and set back")
+                    .Register(registry)) {}
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
                              const model::Plan& plan, double cost_per_hour, double decide_seconds) {
@@ -64,6 +68,14 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   if (plan.upper_bound_qps > 0) add(bound_, {}, plan.upper_bound_qps);
   if (!plan.forecast_rps.empty()) {
     add(forecast_, {}, *std::max_element(plan.forecast_rps.begin(), plan.forecast_rps.end()));
+  }
+}
+
+void OperatorMetrics::CountReverts(const std::string& ns, const std::string& name,
+                                   const std::vector<std::string>& fields) {
+  std::lock_guard lock(mu_);
+  for (const std::string& field : fields) {
+    reverted_.Add({{"namespace", ns}, {"pipeline", name}, {"field", field}}).Increment();
   }
 }
 

@@ -1,12 +1,14 @@
 // The operator's own pipescale_* gauges: what each pipeline's plan asks for.
 #pragma once
 
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "model/plan.h"
 
@@ -20,6 +22,9 @@ class OperatorMetrics {
   void Record(const std::string& ns, const std::string& name, const model::Plan& plan,
               double cost_per_hour, double decide_seconds);
   void Forget(const std::string& ns, const std::string& name);
+  // Counts managed fields that were changed outside the operator and set back.
+  void CountReverts(const std::string& ns, const std::string& name,
+                    const std::vector<std::string>& fields);
 
  private:
   std::mutex mu_;
@@ -33,6 +38,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& served_;
   prometheus::Family<prometheus::Gauge>& bound_;
   prometheus::Family<prometheus::Gauge>& forecast_;
+  prometheus::Family<prometheus::Counter>& reverted_;
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
                                               prometheus::Gauge*>>>
       series_;  // per pipeline key, to remove stale series

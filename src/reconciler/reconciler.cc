@@ -5,6 +5,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "optimizer/registry.h"
 #include "reconciler/conditions.h"
 
 namespace pipescale::reconciler {
@@ -12,12 +13,38 @@ namespace pipescale::reconciler {
 using nlohmann::json;
 
 Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-                       const kube::Informer& deployments, MetricsReader metrics, Clock clock)
+                       const kube::Informer& deployments, MetricsReader metrics, Clock clock,
+                       HistoryReader history)
     : client_(client),
       pipelines_(pipelines),
       deployments_(deployments),
       metrics_(std::move(metrics)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      history_(std::move(history)) {}
+
+// What the last decision for `key` remembered; on first sight (a new leader, a restart) what the
+// status and Prometheus give back. Until the rates could be read, every reconcile asks again.
+Memory Reconciler::Remembered(const std::string& key, const json& object,
+                              const api::ParsedPipeline& parsed, double now) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  }
+  if (!parsed.pipeline) return {};
+  const optimizer::Descriptor& optimizer = optimizer::OptimizerOf(parsed.pipeline->spec);
+  const int intervals = RebuildIntervals(optimizer);
+  std::optional<model::RateHistory> rates;
+  if (intervals > 0 && history_) {
+    if (auto read = history_(*parsed.pipeline, intervals, now)) rates = std::move(*read);
+  }
+  Memory memory =
+      Recall(object.value("status", json::object()), rates ? &*rates : nullptr, optimizer);
+  if (rates || intervals == 0 || !history_) {
+    std::lock_guard lock(mu_);
+    memory_[key] = memory;
+  }
+  return memory;
+}
 
 std::map<std::string, json> Reconciler::ObserveDeployments(const json& object) const {
   const std::string name = object["metadata"]["name"];
@@ -132,10 +159,13 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   observed.object = *object;
   observed.now = clock_();
   observed.deployments = ObserveDeployments(*object);
-  const api::ParsedPipeline parsed = api::ParsePipeline(object->dump());
+  json spec_only = *object;  // the status may be large and is not the user's to validate
+  spec_only.erase("status");
+  const api::ParsedPipeline parsed = api::ParsePipeline(spec_only.dump());
   if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
-  // Every optimizer but FA2 writes routing for the data plane.
-  if (parsed.pipeline && parsed.pipeline->spec.optimizer != model::OptimizerKind::kFa2) {
+  // The routing ConfigMap, for an optimizer that hands the data plane anything.
+  if (parsed.pipeline &&
+      optimizer::OptimizerOf(parsed.pipeline->spec).data_plane != optimizer::DataPlane::kNone) {
     auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, parsed.pipeline->namespace_name,
                                                 api::RoutingConfigMapName(*parsed.pipeline)));
     if (routing.ok()) {
@@ -144,20 +174,17 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
       return routing.error();
     }
   }
-  {
-    std::lock_guard lock(mu_);
-    observed.history = memory_[key].history;
-    observed.demand = memory_[key].demand;
-  }
+  observed.memory = Remembered(key, *object, parsed, observed.now);
 
   // Decide.
   const auto start = std::chrono::steady_clock::now();
-  Decision decision = Decide(observed);
+  Decision decision = Decide(observed, parsed);
   const double decide_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   {
     std::lock_guard lock(mu_);
-    memory_[key] = {decision.history, decision.demand};
+    // Kept only once recalled in full (Remembered); until then each reconcile recalls again.
+    if (memory_.contains(key)) memory_[key] = decision.memory;
   }
   if (decision.status.contains("solver") &&
       decision.status["solver"].value("durationMs", 0.0) == 0.0 && !decision.events.empty()) {
@@ -195,6 +222,10 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   }
   for (const std::string& message : decision.events) {
     Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
+  }
+  for (const Revert& revert : decision.reverts) {
+    Emit(*object, "Warning", reason::kChangeReverted, revert.Message(), observed.now, outcome);
+    outcome.reverted_fields.push_back(revert.field);
   }
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
   outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);

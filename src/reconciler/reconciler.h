@@ -27,16 +27,23 @@ inline constexpr const char* kDeploymentSelector = "pipescale.io/pipeline";
 class Reconciler {
  public:
   using MetricsReader = std::function<Result<model::MetricsSnapshot>(const model::Pipeline&)>;
+  // Per path, its rate over the last `intervals` intervals before `now`.
+  using HistoryReader =
+      std::function<Result<model::RateHistory>(const model::Pipeline&, int intervals, double now)>;
   using Clock = std::function<double()>;  // unix seconds
 
   // The informers must outlive the reconciler; `deployments` watches kDeploymentSelector.
+  // Without `history` a new leader starts its planners' rates from nothing.
   Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-             const kube::Informer& deployments, MetricsReader metrics, Clock clock);
+             const kube::Informer& deployments, MetricsReader metrics, Clock clock,
+             HistoryReader history = nullptr);
 
   struct Outcome {
     std::optional<double> requeue_after_seconds;
     int deployment_writes = 0;
-    bool routing_written = false;  // Loki's routing ConfigMap
+    bool routing_written = false;  // the routing ConfigMap
+    // Managed fields changed outside the operator and put back, e.g. "spec.replicas".
+    std::vector<std::string> reverted_fields;
     bool status_written = false;
     int events = 0;
     std::optional<model::Plan> plan;
@@ -52,6 +59,8 @@ class Reconciler {
   std::map<std::string, nlohmann::json> ObserveDeployments(const nlohmann::json& object) const;
   Status Act(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
   Status Act(const std::string& ns, const ConfigMapWrite& write) const;
+  Memory Remembered(const std::string& key, const nlohmann::json& object,
+                    const api::ParsedPipeline& parsed, double now);
   void Emit(const nlohmann::json& object, const std::string& type, const std::string& reason,
             const std::string& message, double now, Outcome& outcome) const;
 
@@ -60,13 +69,10 @@ class Reconciler {
   const kube::Informer& deployments_;
   MetricsReader metrics_;
   Clock clock_;
+  HistoryReader history_;
 
   std::mutex mu_;
-  // What one decision passes to the next, per pipeline key.
-  struct Memory {
-    std::vector<Recommendation> history;
-    Demand demand;
-  };
+  // What one decision passes to the next, per pipeline key; recalled on first sight.
   std::map<std::string, Memory> memory_;
 };
 

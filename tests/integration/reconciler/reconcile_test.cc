@@ -88,7 +88,11 @@ class ReconcilerTest : public ::testing::Test {
           if (snapshot.ok()) last_ = *snapshot;
           return snapshot;
         },
-        Now);
+        Now,
+        [this](const model::Pipeline& p, int intervals, double now) {
+          return metrics::ReadRateHistory(metrics::PrometheusClient(prometheus_url_, 2s), p,
+                                          intervals, now);
+        });
   }
 
   void Create(const json& object) {

@@ -5,7 +5,7 @@
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "optimizer/problem.h"
-#include "optimizer/solve.h"
+#include "optimizer/registry.h"
 #include "reconciler/conditions.h"
 
 namespace pipescale::reconciler {
@@ -49,12 +49,11 @@ model::MetricsSnapshot Rate(double rps) { return {.path_rates_rps = {{"p", rps}}
 struct World {
   json object = Pipeline();
   std::map<std::string, json> deployments;
-  std::vector<Recommendation> history;
-  Demand demand;
+  Memory memory;
   std::optional<json> routing;  // the routing ConfigMap, once written
 
   Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
-    Observed o{object, deployments, std::move(metrics), now, history, demand, routing};
+    Observed o{object, deployments, std::move(metrics), now, memory, routing};
     Decision d = Decide(o);
     if (d.routing) {
       if (d.routing->create) {
@@ -63,7 +62,7 @@ struct World {
         (*routing)["data"] = d.routing->body["data"];
       }
     }
-    demand = d.demand;
+    memory = d.memory;
     for (const auto& w : d.writes) {
       switch (w.kind) {
         case DeploymentWrite::Kind::kCreate:
@@ -88,8 +87,13 @@ struct World {
       }
     }
     object["status"] = d.status;
-    history = d.history;
     return d;
+  }
+
+  // A new leader: nothing in memory but what the status and the rates in Prometheus give back.
+  void FailOver(const model::RateHistory* rates = nullptr) {
+    const auto parsed = api::ParsePipeline(object.dump());
+    memory = Recall(object["status"], rates, optimizer::OptimizerOf(parsed.pipeline->spec));
   }
 
   int Replicas(const std::string& name) const { return deployments.at(name)["spec"]["replicas"]; }
@@ -179,7 +183,9 @@ TEST(Decide, MissingMetricsHoldAndNeverScaleDown) {
   EXPECT_TRUE(down.writes.empty());
   EXPECT_EQ(w.Replicas(kDetect), before);
   EXPECT_EQ(ConditionStatus(down.status["conditions"], "MetricsAvailable"), "False");
-  EXPECT_EQ(ConditionStatus(down.status["conditions"], "Ready"), "False");
+  // Missing metrics are not an invalid spec: Ready stays True, and what runs is reported.
+  EXPECT_EQ(ConditionStatus(down.status["conditions"], "Ready"), "True");
+  EXPECT_EQ(down.status["totalReplicas"], before + w.Replicas(kClassify));
 
   model::MetricsSnapshot partial;
   partial.missing = {"pathRate{path=\"p\"}"};
@@ -198,6 +204,48 @@ TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
   ASSERT_EQ(d.writes.size(), 2u);
   EXPECT_EQ(w.Replicas(kDetect), 1);
   EXPECT_EQ(w.Batch(kDetect), 1);
+  // A fresh pipeline with no traffic yet: ready, and its status says what runs and costs.
+  const json& conditions = d.status["conditions"];
+  EXPECT_EQ(ConditionStatus(conditions, "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(conditions, "MetricsAvailable"), "False");
+  EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "False");
+  EXPECT_EQ(d.status["totalReplicas"], 2);
+  EXPECT_DOUBLE_EQ(d.status["costPerHour"].get<double>(), 0.2);
+}
+
+// A series that exists and reads 0 is load 0, not missing data: the pipeline is planned for no
+// load (after the scale-down window) and Ready says so.
+TEST(Decide, ZeroTrafficIsALoadNotMissingData) {
+  World w;
+  w.Step(Rate(400), 1000);
+  w.Step(Rate(0), 1060);
+  const Decision idle = w.Step(Rate(0), 1400);  // the 300 s window since 400 rps has passed
+  const json& conditions = idle.status["conditions"];
+  EXPECT_EQ(ConditionStatus(conditions, "MetricsAvailable"), "True");
+  EXPECT_EQ(ConditionStatus(conditions, "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "True");
+  EXPECT_EQ(w.Replicas(kDetect), 1);
+  EXPECT_EQ(w.Replicas(kClassify), 1);
+}
+
+// While metrics are missing, a task that runs any Deployment gets no other: an idle plan that
+// picks another variant or class (a tie) must not add Deployments at every reconcile.
+TEST(Decide, HoldingNeverAddsDeploymentsToATaskThatRuns) {
+  World w;
+  w.Step(Error{ErrorKind::kTransient, "down"}, 1000);
+  json moved = w.deployments.at(kDetect);
+  w.deployments.erase(kDetect);
+  moved["metadata"]["name"] = "shop-detect-small-gpu";
+  // The same task, under a name the idle plan would not choose.
+  w.object["spec"]["hardwareClasses"].push_back({{"name", "gpu"}, {"costPerHour", 1.0}});
+  json profile = w.object["spec"]["tasks"][0]["variants"][0]["profiles"][0];
+  profile["hardwareClass"] = "gpu";
+  w.object["spec"]["tasks"][0]["variants"][0]["profiles"].push_back(profile);
+  w.deployments["shop-detect-small-gpu"] = moved;
+  for (double now : {1010.0, 1020.0, 1030.0}) {
+    EXPECT_TRUE(w.Step(Error{ErrorKind::kTransient, "down"}, now).writes.empty());
+  }
+  EXPECT_EQ(w.deployments.size(), 2u);
 }
 
 TEST(Decide, ScaleDownWaitsForItsWindowScaleUpDoesNot) {
@@ -211,6 +259,37 @@ TEST(Decide, ScaleDownWaitsForItsWindowScaleUpDoesNot) {
   EXPECT_LT(low, high);
   w.Step(Rate(400), 1410);  // up: at once
   EXPECT_EQ(w.Replicas(kDetect), high);
+}
+
+// The window survives a failover: the new leader reads the recommendations from the status. A
+// leader that started from nothing would scale down at once (checked, so the test can fail).
+TEST(Decide, ANewLeaderHonoursTheScaleDownWindow) {
+  World w;
+  w.Step(Rate(400), 1000);
+  const int high = w.Replicas(kDetect);
+  w.Step(Rate(20), 1060);
+  World forgetful = w;
+  forgetful.memory = {};
+  forgetful.Step(Rate(20), 1100);
+  ASSERT_LT(forgetful.Replicas(kDetect), high);
+
+  w.FailOver();
+  w.Step(Rate(20), 1100);
+  EXPECT_EQ(w.Replicas(kDetect), high);
+  w.Step(Rate(20), 1330);  // 400 rps was recommended until 1060: 270 s ago
+  EXPECT_EQ(w.Replicas(kDetect), high);
+  w.Step(Rate(20), 1370);
+  EXPECT_LT(w.Replicas(kDetect), high);
+}
+
+// Steady reconciles write the status once: the kept recommendations change only with the plan.
+TEST(Decide, TheKeptMemoryChangesOnlyWithTheRecommendation) {
+  World w;
+  const Decision first = w.Step(Rate(100), 1000);
+  const Decision again = w.Step(Rate(100), 1030);
+  EXPECT_EQ(again.status, first.status);
+  ASSERT_EQ(again.status["memory"]["recommendations"].size(), 1u);
+  EXPECT_EQ(again.status["memory"]["recommendations"][0]["since"], 1000);
 }
 
 TEST(Decide, RecommendModeWritesNothing) {
@@ -245,6 +324,18 @@ TEST(Decide, HandEditsAreRestoredFieldByField) {
   ASSERT_EQ(d.writes.size(), 1u);
   EXPECT_EQ(d.writes[0].kind, DeploymentWrite::Kind::kPatch);
   EXPECT_EQ(d.writes[0].body, (json{{"spec", {{"replicas", planned}}}}));  // replicas only
+  // The revert is reported, naming the field; the next decision has nothing to revert.
+  ASSERT_EQ(d.reverts.size(), 1u);
+  EXPECT_EQ(d.reverts[0], (Revert{kDetect, "spec.replicas", planned + 5, planned}));
+  EXPECT_TRUE(w.Step(Rate(200), 1020).reverts.empty());
+}
+
+TEST(Decide, PlanChangesAreNotReverts) {
+  World w;
+  w.Step(Rate(200), 1000);
+  const Decision up = w.Step(Rate(400), 1010);
+  EXPECT_FALSE(up.writes.empty());
+  EXPECT_TRUE(up.reverts.empty());
 }
 
 TEST(Decide, BatchOnlyChangeLeavesReplicasAlone) {
@@ -291,7 +382,7 @@ TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
   int held = 0, followed = 0;
   for (double rps : {200.0, 195.0, 205.0, 190.0, 210.0, 185.0, 215.0, 180.0, 220.0, 240.0, 260.0}) {
     const model::Workload load{{{"p", rps}}};
-    const model::Plan fresh = optimizer::Solve(*parsed.pipeline, load, optimizer::Algorithm::kFa2);
+    const model::Plan fresh = optimizer::Solve(*parsed.pipeline, load, "fa2");
     // Do the running batches still serve this rate with the same replicas within the SLO?
     const optimizer::Problem problem = optimizer::Compile(*parsed.pipeline, load);
     optimizer::Assignment running(2);
@@ -369,12 +460,12 @@ TEST(Decide, LokiPlansForTheSmoothedDemand) {
   World w;
   w.object = LokiPipeline();
   w.Step(Rate(100), 1000);
-  EXPECT_DOUBLE_EQ(w.demand.rps.at("p"), 100);
+  EXPECT_DOUBLE_EQ(w.memory.demand.rps.at("p"), 100);
   // Within the interval (10 s) the demand stands: a reconcile an event triggers changes nothing.
   w.Step(Rate(360), 1005);
-  EXPECT_DOUBLE_EQ(w.demand.rps.at("p"), 100);
+  EXPECT_DOUBLE_EQ(w.memory.demand.rps.at("p"), 100);
   const Decision d = w.Step(Rate(360), 1010);
-  EXPECT_NEAR(w.demand.rps.at("p"), 100 + (360 - 100) / 2.6, 1e-9);
+  EXPECT_NEAR(w.memory.demand.rps.at("p"), 100 + (360 - 100) / 2.6, 1e-9);
   EXPECT_NEAR(d.status["observed"]["demand"]["p"].get<double>(), 200, 0.01);
 }
 
@@ -498,12 +589,12 @@ TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
   w.Step(Rate(100), 1000);
   w.Step(Rate(130), 1004);  // an event between intervals: not a new point
   Decision d = w.Step(Rate(110), 1010);
-  ASSERT_EQ(d.demand.series.at("p").size(), 2u);
-  EXPECT_EQ(d.demand.series.at("p")[1], 110);
+  ASSERT_EQ(d.memory.demand.series.at("p").size(), 2u);
+  EXPECT_EQ(d.memory.demand.series.at("p")[1], 110);
   // Two points make no trend: flat at the rate now.
   EXPECT_EQ(d.status["plan"]["forecast"]["rps"][6], 110);
   for (int k = 2; k < 12; ++k) d = w.Step(Rate(100 + 10 * k), 1000 + 10 * k);
-  ASSERT_EQ(d.demand.series.at("p").size(), 12u);
+  ASSERT_EQ(d.memory.demand.series.at("p").size(), 12u);
   // 60 s ahead in 10 s steps, now first; the trend of +10 rps a step goes on.
   const json& forecast = d.status["plan"]["forecast"];
   EXPECT_EQ(forecast["stepSeconds"], 10);
@@ -511,6 +602,42 @@ TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
   EXPECT_EQ(forecast["rps"][0], 210);
   EXPECT_NEAR(forecast["rps"][6].get<double>(), 270, 1e-6);
   ASSERT_TRUE(d.routing.has_value() || w.routing.has_value());
+}
+
+// A new MArk leader forecasts from the rates Prometheus kept, not from nothing: the same trend as
+// the leader that saw them one interval at a time.
+TEST(Decide, ANewMarkLeaderForecastsFromTheRebuiltHistory) {
+  World w;
+  w.object = PoolPipeline("mark");
+  w.object["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "60s"}};
+  model::RateHistory rates;
+  for (int k = 0; k < 12; ++k) {
+    rates["p"].push_back(100 + 10 * k);
+    w.Step(Rate(100 + 10 * k), 1000 + 10 * k);
+  }
+  const Decision kept = w.Step(Rate(220), 1120);
+  World fresh = w;
+  fresh.FailOver(&rates);
+  const Decision rebuilt = fresh.Step(Rate(220), 1120);
+  EXPECT_EQ(rebuilt.memory.demand.series, kept.memory.demand.series);
+  EXPECT_EQ(rebuilt.status["plan"]["forecast"], kept.status["plan"]["forecast"]);
+  EXPECT_NEAR(rebuilt.status["plan"]["forecast"]["rps"][6].get<double>(), 280, 1e-6);
+}
+
+// The SLO guard's quiet time is in the status: a new leader does not act again before it ends.
+TEST(Decide, ANewMarkLeaderKeepsTheGuardsQuietTime) {
+  World w;
+  w.object = PoolPipeline("mark");
+  model::MetricsSnapshot late = Rate(300);
+  late.path_latency_ms["p"] = 150;
+  w.Step(Rate(300), 1000);
+  const Decision added = w.Step(late, 1010);
+  EXPECT_EQ(added.status["memory"]["guardQuietUntil"], 1040);
+  const int after = w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu");
+  w.FailOver();
+  EXPECT_DOUBLE_EQ(w.memory.demand.guard_quiet_until, 1040);
+  w.Step(late, 1020);
+  EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), after);
 }
 
 TEST(Decide, MarkGuardAddsReplicasOnceThenCoolsDown) {
@@ -526,7 +653,7 @@ TEST(Decide, MarkGuardAddsReplicasOnceThenCoolsDown) {
   const int base = w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu");
   const Decision added = w.Step(late(150), 1010);
   EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), base + 1);
-  EXPECT_DOUBLE_EQ(added.demand.guard_quiet_until, 1010 + 30);
+  EXPECT_DOUBLE_EQ(added.memory.demand.guard_quiet_until, 1010 + 30);
   w.Step(late(150), 1020);  // still late, but cooling down: the added replica stays
   EXPECT_EQ(w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu"), base + 1);
   w.Step(late(150), 1040);  // the cool-down is over and it is still late

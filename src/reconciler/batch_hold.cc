@@ -1,0 +1,59 @@
+#include "reconciler/batch_hold.h"
+
+#include <vector>
+
+#include "api/deployment.h"
+#include "optimizer/problem.h"
+#include "reconciler/fields.h"
+
+namespace pipescale::reconciler {
+
+using nlohmann::json;
+
+void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
+                        const json& applied_plan, const std::map<std::string, json>& deployments,
+                        model::Plan& plan) {
+  if (plan.report.status == model::SolveStatus::kInfeasible) return;
+  std::map<std::string, std::pair<int, int>> applied;  // deployment -> (replicas, batch)
+  const auto tasks = applied_plan.is_object() ? applied_plan.find("tasks") : applied_plan.end();
+  if (tasks == applied_plan.end() || !tasks->is_array()) return;
+  for (const json& t : *tasks) {
+    applied[StringField(t, "deployment")] = {IntField(t, "replicas", -1),
+                                             IntField(t, "batchSize", -1)};
+  }
+  const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
+  optimizer::Assignment assignment(problem.dnns.size());
+  std::vector<const optimizer::Choice*> kept(plan.tasks.size(), nullptr);
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const model::TaskPlan& t = plan.tasks[i];
+    const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
+    const model::Variant& variant = *task.FindVariant(t.variant);
+    const std::string name = api::DeploymentName(pipeline, task, variant, t.hardware_class);
+    auto it = deployments.find(name);
+    auto was = applied.find(name);
+    if (it == deployments.end() || was == applied.end()) return;
+    const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
+    if (f.replicas != t.replicas || f.batch_size != was->second.second ||
+        was->second.first != t.replicas) {
+      return;
+    }
+    const int dnn = pipeline.TaskIndex(t.task);
+    const int hw = pipeline.HardwareClassIndex(t.hardware_class);
+    for (const auto& c : problem.dnns[dnn].choices) {
+      if (c.hardware_class == hw && c.batch == *f.batch_size) kept[i] = &c;
+    }
+    if (kept[i] == nullptr || kept[i]->replicas > t.replicas) return;
+    assignment[dnn] = *kept[i];
+  }
+  if (!optimizer::MeetsSlos(problem, assignment)) return;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    plan.tasks[i].batch_size = kept[i]->batch;
+    plan.tasks[i].latency_ms = kept[i]->exec_ms;
+    plan.tasks[i].queue_ms = kept[i]->queue_ms;
+  }
+  for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
+    plan.paths[r].predicted_latency_ms = optimizer::RouteLatencyMs(problem, assignment, r);
+  }
+}
+
+}  // namespace pipescale::reconciler

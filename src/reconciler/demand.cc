@@ -1,0 +1,91 @@
+#include "reconciler/demand.h"
+
+#include <algorithm>
+
+#include "api/deployment.h"
+#include "optimizer/pool.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+// Loki plans for an EWMA of each path's rate; the first measurement starts it.
+void SmoothRates(bool advance, const Demand& before, DemandStep& step) {
+  for (auto& [path, rate] : step.workload.path_rates_rps) {
+    auto it = before.rps.find(path);
+    if (it == before.rps.end()) continue;
+    rate = advance ? kEwmaAlpha * rate + (1 - kEwmaAlpha) * it->second : it->second;
+  }
+  step.demand.rps = step.workload.path_rates_rps;
+}
+
+// MArk forecasts from one rate per path per interval, at most kMaxSeries of them.
+void ExtendSeries(bool advance, const model::MetricsSnapshot& metrics, DemandStep& step) {
+  if (advance) {
+    for (const auto& [path, rate] : metrics.path_rates_rps) {
+      std::vector<double>& s = step.demand.series[path];
+      s.push_back(rate);
+      if (s.size() > kMaxSeries) s.erase(s.begin(), s.end() - kMaxSeries);
+    }
+  }
+  step.input.history = step.demand.series;
+}
+
+// Replicas and batch sizes running per (task, class) of each task's most accurate variant.
+void ReadRunning(const model::Pipeline& pipeline,
+                 const std::map<std::string, nlohmann::json>& deployments, DemandStep& step) {
+  for (const model::Task& task : pipeline.spec.tasks) {
+    const model::Variant& v = task.MostAccurateVariant();
+    for (const model::Profile& profile : v.profiles) {
+      auto it = deployments.find(api::DeploymentName(pipeline, task, v, profile.hardware_class));
+      if (it == deployments.end()) continue;
+      const api::ManagedFields f = api::ReadManagedFields(it->second, v.batch_env);
+      const std::string key = optimizer::PoolKey(task.name, profile.hardware_class);
+      if (f.replicas) step.input.running[key] = *f.replicas;
+      if (f.batch_size) step.input.running_batch[key] = *f.batch_size;
+    }
+  }
+}
+
+// The paths whose measured tail latency missed the SLO, unless the guard is cooling down; once
+// it acts it judges again when the added replicas can serve, never sooner than 3 intervals.
+void GuardLatePaths(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
+                    double now, DemandStep& step) {
+  if (now < step.demand.guard_quiet_until) return;
+  for (const model::Path& path : pipeline.spec.paths) {
+    auto it = metrics.path_latency_ms.find(path.name);
+    if (it != metrics.path_latency_ms.end() && it->second > path.slo_ms) {
+      step.input.late_paths.insert(path.name);
+    }
+  }
+  if (step.input.late_paths.empty()) return;
+  step.demand.guard_quiet_until = now + std::max(3 * pipeline.spec.interval_seconds,
+                                                 optimizer::SlowestStartupSeconds(pipeline.spec));
+}
+
+}  // namespace
+
+DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
+                      const Demand& before, const model::MetricsSnapshot& metrics,
+                      const std::map<std::string, nlohmann::json>& deployments, double now) {
+  DemandStep step{.workload = {metrics.path_rates_rps}, .input = {}, .demand = before};
+  const bool advance = before.at == 0 || now - before.at >= pipeline.spec.interval_seconds - 1e-6;
+  if (advance) step.demand.at = now;
+  if (optimizer.memory.demand_ewma) SmoothRates(advance, before, step);
+  if (optimizer.memory.rate_history) ExtendSeries(advance, metrics, step);
+  if (optimizer.memory.rate_history || optimizer.memory.slo_guard) {
+    ReadRunning(pipeline, deployments, step);
+  }
+  if (optimizer.memory.slo_guard) GuardLatePaths(pipeline, metrics, now, step);
+  return step;
+}
+
+void UseMeasuredFactors(model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
+  for (auto& task : pipeline.spec.tasks) {
+    for (auto& v : task.variants) {
+      auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
+      if (it != metrics.multiplicative_factors.end()) v.multiplicative_factor = it->second;
+    }
+  }
+}
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,45 @@
+// What the planners remember of the load between decisions, advanced at most once per interval
+// so that extra reconciles (events, retries) neither weigh more nor rewrite the status: Loki's
+// EWMA of each path's rate, MArk's per-interval rate series and its SLO guard's quiet time.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/metrics_snapshot.h"
+#include "model/pipeline.h"
+#include "optimizer/registry.h"
+
+namespace pipescale::reconciler {
+
+inline constexpr size_t kMaxSeries = 2880;     // MArk's series per path: 8 hours at 10 s
+inline constexpr double kEwmaAlpha = 1 / 2.6;  // Loki's, 1 / (1 + 1.6)
+
+struct Demand {
+  double at = 0;                                      // unix seconds of the last update; 0: never
+  std::map<std::string, double> rps;                  // Loki: the EWMA per path
+  std::map<std::string, std::vector<double>> series;  // MArk: oldest first, bounded
+  double guard_quiet_until = 0;                       // MArk: no guard action before this
+
+  bool operator==(const Demand&) const = default;
+};
+
+// One decision's load: the workload to plan for, the planner's inputs and the memory to keep.
+struct DemandStep {
+  model::Workload workload;
+  optimizer::PlannerInput input;
+  Demand demand;
+};
+
+// Advances `before` by the measured rates at `now` (once per interval), as the optimizer's
+// memory asks, and reads what runs from the pipeline's Deployments (by name).
+DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
+                      const Demand& before, const model::MetricsSnapshot& metrics,
+                      const std::map<std::string, nlohmann::json>& deployments, double now);
+
+// The spec's multiplicative factors replaced by the measured ones, where there are any.
+void UseMeasuredFactors(model::Pipeline& pipeline, const model::MetricsSnapshot& metrics);
+
+}  // namespace pipescale::reconciler

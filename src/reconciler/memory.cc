@@ -1,0 +1,65 @@
+#include "reconciler/memory.h"
+
+#include <cmath>
+
+namespace pipescale::reconciler {
+namespace {
+
+// (1 - kEwmaAlpha)^10 < 0.01: older rates no longer move Loki's EWMA.
+constexpr int kEwmaIntervals = 10;
+
+double GuardQuietUntil(const nlohmann::json& memory) {
+  auto it = memory.find("guardQuietUntil");
+  if (it == memory.end() || !it->is_number()) return 0;
+  const double at = it->get<double>();
+  return std::isfinite(at) ? at : 0;
+}
+
+// The demand as if the planner had seen `rates` one interval at a time. `at` stays 0, so the
+// first decision adds the current rate as the next interval's.
+Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& optimizer) {
+  Demand demand;
+  for (const auto& [path, series] : rates) {
+    if (series.empty()) continue;
+    if (optimizer.memory.rate_history) {
+      const size_t first = series.size() > kMaxSeries ? series.size() - kMaxSeries : 0;
+      demand.series[path].assign(series.begin() + static_cast<long>(first), series.end());
+    }
+    if (optimizer.memory.demand_ewma) {
+      double ewma = series.front();
+      for (double rate : series) ewma = kEwmaAlpha * rate + (1 - kEwmaAlpha) * ewma;
+      demand.rps[path] = ewma;
+    }
+  }
+  return demand;
+}
+
+}  // namespace
+
+int RebuildIntervals(const optimizer::Descriptor& optimizer) {
+  if (optimizer.memory.rate_history) return static_cast<int>(kMaxSeries);
+  if (optimizer.memory.demand_ewma) return kEwmaIntervals;
+  return 0;
+}
+
+nlohmann::json MemoryToStatus(const Memory& memory, const optimizer::Descriptor& optimizer) {
+  nlohmann::json out = {{"recommendations", RecommendationsToJson(memory.history)}};
+  if (optimizer.memory.slo_guard && memory.demand.guard_quiet_until > 0) {
+    out["guardQuietUntil"] = memory.demand.guard_quiet_until;
+  }
+  return out;
+}
+
+Memory Recall(const nlohmann::json& status, const model::RateHistory* rates,
+              const optimizer::Descriptor& optimizer) {
+  Memory out;
+  if (rates != nullptr) out.demand = Rebuild(*rates, optimizer);
+  if (!status.is_object()) return out;
+  auto memory = status.find("memory");
+  if (memory == status.end() || !memory->is_object()) return out;
+  out.history = RecommendationsFromJson(memory->value("recommendations", nlohmann::json()));
+  if (optimizer.memory.slo_guard) out.demand.guard_quiet_until = GuardQuietUntil(*memory);
+  return out;
+}
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,35 @@
+// What one decision hands to the next, and how a new leader (or a restarted operator) gets it
+// back: the stabilization steps and the SLO guard's quiet time from the status, where every
+// decision keeps them; the rates the planners smooth or forecast from, from Prometheus.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "model/metrics_snapshot.h"
+#include "optimizer/registry.h"
+#include "reconciler/demand.h"
+#include "reconciler/stabilize.h"
+
+namespace pipescale::reconciler {
+
+struct Memory {
+  std::vector<Recommendation> history;  // stabilization steps, oldest first
+  Demand demand;
+
+  bool operator==(const Memory&) const = default;
+};
+
+// How many past intervals of path rates rebuild the optimizer's memory: MArk's whole series,
+// enough of Loki's EWMA for the oldest rate to weigh under 1%; 0 when it keeps none.
+int RebuildIntervals(const optimizer::Descriptor& optimizer);
+
+// status.memory: what a new leader cannot rebuild from Prometheus, bounded in size.
+nlohmann::json MemoryToStatus(const Memory& memory, const optimizer::Descriptor& optimizer);
+
+// The memory a new leader starts from: `status` as the last leader left it, and the path rates
+// over RebuildIntervals (absent when there is nothing to rebuild or Prometheus could not say).
+Memory Recall(const nlohmann::json& status, const model::RateHistory* rates,
+              const optimizer::Descriptor& optimizer);
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,143 @@
+#include "reconciler/status.h"
+
+#include <cmath>
+
+#include "api/deployment.h"
+#include "api/plan_json.h"
+#include "common/strings.h"
+#include "reconciler/conditions.h"
+#include "reconciler/fields.h"
+
+namespace pipescale::reconciler {
+
+using nlohmann::json;
+
+namespace {
+
+double Round2(double v) { return std::round(v * 100) / 100; }
+
+}  // namespace
+
+json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& planned) {
+  json tasks = json::array();
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const auto& t = plan.tasks[i];
+    tasks.push_back({{"task", t.task},
+                     {"variant", t.variant},
+                     {"hardwareClass", t.hardware_class},
+                     {"deployment", planned[i].name},
+                     {"replicas", planned[i].target},
+                     {"batchSize", t.batch_size},
+                     {"latencyMs", Round2(t.latency_ms)},
+                     {"queueMs", Round2(t.queue_ms)}});
+  }
+  json paths = json::array();
+  for (const auto& p : plan.paths) {
+    paths.push_back({{"name", p.name},
+                     {"sloMs", p.slo_ms},
+                     {"predictedLatencyMs", Round2(p.predicted_latency_ms)}});
+  }
+  json out = {{"tasks", tasks}, {"paths", paths}};
+  if (!plan.pools.empty()) {
+    out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
+    if (plan.upper_bound_qps > 0) out["upperBoundQps"] = Round2(plan.upper_bound_qps);
+    if (!plan.forecast_rps.empty()) {
+      json forecast = json::array();
+      for (double r : plan.forecast_rps) forecast.push_back(Round2(r));
+      out["forecast"] = {{"stepSeconds", plan.forecast_step_seconds}, {"rps", forecast}};
+    }
+  }
+  if (plan.phase == model::Phase::kNone) return out;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    tasks[i]["loadRps"] = Round2(plan.tasks[i].load_rps);
+    tasks[i]["budgetMs"] = Round2(plan.tasks[i].budget_ms);
+  }
+  out["tasks"] = tasks;
+  out["phase"] = model::PhaseName(plan.phase);
+  out["accuracy"] = std::round(plan.accuracy * 1e4) / 1e4;
+  out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
+  json variant_paths = json::array();
+  for (const auto& v : plan.variant_paths) {
+    variant_paths.push_back({{"path", v.path},
+                             {"variants", v.variants},
+                             {"share", std::round(v.share * 1e4) / 1e4},
+                             {"accuracy", std::round(v.accuracy * 1e4) / 1e4}});
+  }
+  out["variantPaths"] = variant_paths;
+  out["routing"] = api::RoutingToJson(plan, /*rounded=*/true);
+  return out;
+}
+
+std::string PlanDiff(const json& before, const json& after, optimizer::Placement placement) {
+  std::map<std::string, std::pair<int, int>> old;
+  // The previous status is read back from the cluster: anything may be in it.
+  if (before.is_object() && before.contains("tasks") && before["tasks"].is_array()) {
+    for (const auto& t : before["tasks"]) {
+      old[StringField(t, "deployment")] = {IntField(t, "replicas", 0), IntField(t, "batchSize", 0)};
+    }
+  }
+  std::map<std::string, int> per_task;
+  for (const auto& t : after["tasks"]) ++per_task[t["task"].get<std::string>()];
+  std::string diff;
+  for (const auto& t : after["tasks"]) {
+    const std::string name = t["deployment"];
+    const int replicas = t["replicas"];
+    const int batch = t["batchSize"];
+    auto it = old.find(name);
+    if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
+    std::string label = t["task"].get<std::string>();
+    if (placement == optimizer::Placement::kPerVariant) {
+      label += "/" + t["variant"].get<std::string>();
+    } else if (per_task[t["task"].get<std::string>()] > 1) {
+      label += "@" + t["hardwareClass"].get<std::string>();
+    }
+    diff += (diff.empty() ? "" : ", ") + label + " " +
+            (it == old.end() ? StrFormat("new: %d replicas, batch %d", replicas, batch)
+                             : StrFormat("%d->%d replicas, batch %d->%d", it->second.first,
+                                         replicas, it->second.second, batch));
+  }
+  return diff;
+}
+
+void SetFeasible(json& conditions, const model::Plan& plan, const GuardOutcome& guard,
+                 const Spend& spend, long generation, double now) {
+  if (guard.over_budget) {
+    SetCondition(conditions, "Feasible", false, reason::kOverBudget,
+                 StrFormat("the plan needs more than the budget allows; scale-out held at %d "
+                           "replicas, $%.3f/h",
+                           spend.replicas, spend.cost_per_hour),
+                 generation, now);
+  } else if (plan.phase == model::Phase::kOverloaded) {
+    SetCondition(conditions, "Feasible", false, reason::kOverloaded,
+                 StrFormat("the demand exceeds what the cluster serves within the SLOs even "
+                           "with the fastest variants; serving %.1f%% of it",
+                           100 * plan.served_fraction),
+                 generation, now);
+  } else if (plan.report.status == model::SolveStatus::kInfeasible) {
+    std::string notes;
+    for (const auto& n : plan.report.reasons) notes += (notes.empty() ? "" : "; ") + n;
+    SetCondition(conditions, "Feasible", false, reason::kInfeasible,
+                 "no plan meets every SLO; running the fastest plan: " + notes, generation, now);
+  } else {
+    SetCondition(
+        conditions, "Feasible", true,
+        plan.report.status == model::SolveStatus::kOptimal ? reason::kOptimal : reason::kFeasible,
+        "", generation, now);
+  }
+}
+
+Spend RunningSpend(const model::Pipeline& pipeline,
+                   const std::map<std::string, json>& deployments) {
+  Spend out;
+  for (const auto& [name, deployment] : deployments) {
+    const int running = api::RunningReplicas(deployment);
+    const json& meta = deployment["metadata"];
+    const int hw = pipeline.HardwareClassIndex(
+        StringField(meta.value("labels", json::object()), "pipescale.io/hardware-class"));
+    out.replicas += running;
+    if (hw >= 0) out.cost_per_hour += running * pipeline.spec.hardware_classes[hw].cost_per_hour;
+  }
+  return out;
+}
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,36 @@
+// What a decision reports in the InferencePipeline's status: the plan as applied (replicas
+// after stabilization and the budget), the Feasible condition, the change since the last
+// report for the PlanChanged event, and what runs while there is no plan to report.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/plan.h"
+#include "optimizer/registry.h"
+#include "reconciler/budget_guard.h"
+#include "reconciler/planned.h"
+
+namespace pipescale::reconciler {
+
+// status.plan: per task its Deployment and the replicas set, per path the prediction, and the
+// optimizer's own fields.
+nlohmann::json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& planned);
+
+// "detect 3->4 replicas, batch 8->8" for every Deployment whose replicas or batch changed
+// between two status.plan values; "" when none did. Deployments are told apart the way the
+// optimizer places them (by variant or by hardware class).
+std::string PlanDiff(const nlohmann::json& before, const nlohmann::json& after,
+                     optimizer::Placement placement);
+
+// The Feasible condition: over budget, overloaded, infeasible (with the plan's reasons) or met.
+void SetFeasible(nlohmann::json& conditions, const model::Plan& plan, const GuardOutcome& guard,
+                 const Spend& spend, long generation, double now);
+
+// The replicas and cost of what the pipeline's Deployments run, by hardware-class label.
+Spend RunningSpend(const model::Pipeline& pipeline,
+                   const std::map<std::string, nlohmann::json>& deployments);
+
+}  // namespace pipescale::reconciler

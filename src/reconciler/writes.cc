@@ -1,0 +1,113 @@
+#include "reconciler/writes.h"
+
+#include <algorithm>
+
+#include "api/deployment.h"
+#include "common/strings.h"
+#include "reconciler/fields.h"
+
+namespace pipescale::reconciler {
+
+using nlohmann::json;
+
+std::vector<DeploymentWrite> PlanWrites(const model::Pipeline& pipeline, const std::string& uid,
+                                        const Deployments& deployments,
+                                        const std::vector<PlannedDeployment>& planned) {
+  std::vector<DeploymentWrite> writes;
+  for (const PlannedDeployment& p : planned) {
+    auto it = deployments.find(p.name);
+    if (it == deployments.end()) {
+      const api::Owner owner{.name = pipeline.name, .uid = uid};
+      writes.push_back({.kind = DeploymentWrite::Kind::kCreate,
+                        .name = p.name,
+                        .body = api::BuildDeployment(pipeline, owner, *p.task, *p.variant,
+                                                     *p.hardware_class, p.target, p.batch_size),
+                        .batch_env = p.variant->batch_env,
+                        .replicas = p.target,
+                        .batch_size = p.batch_size});
+    } else if (auto patch =
+                   api::ManagedPatch(it->second, p.variant->batch_env, p.target, p.batch_size)) {
+      writes.push_back({DeploymentWrite::Kind::kPatch, p.name, *patch});
+    }
+  }
+  return writes;
+}
+
+namespace {
+
+// Whether the spec still lists the (task, variant, class) a Deployment's labels name.
+bool Listed(const model::Pipeline& pipeline, const json& labels) {
+  const int ti = pipeline.TaskIndex(labels.value("pipescale.io/task", ""));
+  if (ti < 0) return false;
+  const auto& variants = pipeline.spec.tasks[ti].variants;
+  return std::any_of(variants.begin(), variants.end(), [&](const model::Variant& v) {
+    return v.name == labels.value("pipescale.io/variant", "") &&
+           v.FindProfile(labels.value("pipescale.io/hardware-class", ""));
+  });
+}
+
+}  // namespace
+
+std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
+                                            const Deployments& deployments,
+                                            const std::set<std::string>& planned_names) {
+  std::vector<DeploymentWrite> writes;
+  for (const auto& [name, deployment] : deployments) {
+    if (planned_names.contains(name)) continue;
+    const json labels = deployment["metadata"].value("labels", json::object());
+    if (!Listed(pipeline, labels) && labels.value("pipescale.io/pipeline", "") == pipeline.name) {
+      writes.push_back({DeploymentWrite::Kind::kDelete, name, {}});
+    } else if (api::ReadManagedFields(deployment, "").replicas.value_or(0) != 0) {
+      writes.push_back({DeploymentWrite::Kind::kScaleToZero, name, {{"spec", {{"replicas", 0}}}}});
+    }
+  }
+  return writes;
+}
+
+std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, const std::string& uid,
+                                           const std::optional<json>& current,
+                                           const model::Plan& plan) {
+  const std::string name = api::RoutingConfigMapName(pipeline);
+  if (!current) {
+    const api::Owner owner{.name = pipeline.name, .uid = uid};
+    return ConfigMapWrite{true, name, api::BuildRoutingConfigMap(pipeline, owner, plan)};
+  }
+  const json data = api::RoutingConfigMapData(plan);
+  if (current->value("data", json::object()) == data) return std::nullopt;
+  return ConfigMapWrite{false, name, {{"data", data}}};
+}
+
+std::string Revert::Message() const {
+  return StrFormat("%s: %s was changed to %d outside the operator; set back to %d",
+                   deployment.c_str(), field.c_str(), found, restored);
+}
+
+std::vector<Revert> FindReverts(const json& applied, const Deployments& deployments,
+                                const std::vector<PlannedDeployment>& planned) {
+  std::map<std::string, const json*> record;  // deployment -> what the operator set
+  if (applied.is_object()) {
+    const auto tasks = applied.find("tasks");
+    if (tasks != applied.end() && tasks->is_array()) {
+      for (const json& t : *tasks) record[StringField(t, "deployment")] = &t;
+    }
+  }
+  std::vector<Revert> out;
+  for (const PlannedDeployment& p : planned) {
+    auto dep = deployments.find(p.name);
+    auto rec = record.find(p.name);
+    if (dep == deployments.end() || rec == record.end()) continue;
+    const api::ManagedFields now = api::ReadManagedFields(dep->second, p.variant->batch_env);
+    const int set_replicas = IntField(*rec->second, "replicas", -1);
+    const int set_batch = IntField(*rec->second, "batchSize", -1);
+    if (now.replicas && *now.replicas != set_replicas && *now.replicas != p.target) {
+      out.push_back({p.name, "spec.replicas", *now.replicas, p.target});
+    }
+    if (now.batch_size && *now.batch_size != set_batch && *now.batch_size != p.batch_size) {
+      out.push_back({p.name, "spec.template.spec.containers[0].env[" + p.variant->batch_env + "]",
+                     *now.batch_size, p.batch_size});
+    }
+  }
+  return out;
+}
+
+}  // namespace pipescale::reconciler

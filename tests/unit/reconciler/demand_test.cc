@@ -1,0 +1,70 @@
+// The planners' memory between decisions: advanced once per interval, bounded, and only what
+// the optimizer's descriptor asks for.
+#include "reconciler/demand.h"
+
+#include <gtest/gtest.h>
+
+namespace pipescale::reconciler {
+namespace {
+
+model::Pipeline OnePath() {
+  model::Pipeline p;
+  p.spec.interval_seconds = 10;
+  p.spec.tasks = {{.name = "t", .variants = {{.name = "v"}}}};
+  p.spec.paths = {{.name = "p", .tasks = {"t"}, .slo_ms = 100}};
+  return p;
+}
+
+model::MetricsSnapshot Rate(double rps, double p99_ms = 0) {
+  model::MetricsSnapshot m{.path_rates_rps = {{"p", rps}}};
+  if (p99_ms > 0) m.path_latency_ms["p"] = p99_ms;
+  return m;
+}
+
+const optimizer::Descriptor& Named(const char* name) { return *optimizer::FindOptimizer(name); }
+
+TEST(Demand, LokiPlansForAnEwmaAdvancedOncePerInterval) {
+  const model::Pipeline p = OnePath();
+  DemandStep first = StepDemand(p, Named("loki"), {}, Rate(100), {}, 1000);
+  EXPECT_DOUBLE_EQ(first.workload.path_rates_rps.at("p"), 100);  // the first measurement
+  DemandStep second = StepDemand(p, Named("loki"), first.demand, Rate(360), {}, 1010);
+  EXPECT_DOUBLE_EQ(second.workload.path_rates_rps.at("p"), 100 + (360 - 100) / 2.6);
+  // An extra reconcile within the interval plans for the same demand and remembers nothing new.
+  DemandStep extra = StepDemand(p, Named("loki"), second.demand, Rate(900), {}, 1012);
+  EXPECT_DOUBLE_EQ(extra.workload.path_rates_rps.at("p"), second.workload.path_rates_rps.at("p"));
+  EXPECT_EQ(extra.demand, second.demand);
+}
+
+TEST(Demand, MarkKeepsOneRatePerIntervalBounded) {
+  const model::Pipeline p = OnePath();
+  Demand d;
+  for (int k = 0; k < 3000; ++k) {
+    d = StepDemand(p, Named("mark"), d, Rate(k), {}, 1000 + 10.0 * k).demand;
+    d = StepDemand(p, Named("mark"), d, Rate(-1), {}, 1005 + 10.0 * k).demand;  // within it
+  }
+  ASSERT_EQ(d.series.at("p").size(), 2880u);
+  EXPECT_EQ(d.series.at("p").back(), 2999);
+  EXPECT_EQ(d.series.at("p").front(), 3000 - 2880);
+}
+
+TEST(Demand, TheGuardActsOnALatePathThenWaits) {
+  model::Pipeline p = OnePath();
+  p.spec.hardware_classes = {{.name = "cpu", .startup_seconds = 50}};
+  const DemandStep late = StepDemand(p, Named("mark"), {}, Rate(10, 150), {}, 1000);
+  EXPECT_TRUE(late.input.late_paths.contains("p"));
+  EXPECT_DOUBLE_EQ(late.demand.guard_quiet_until, 1050);  // the startup beats 3 intervals
+  const DemandStep quiet = StepDemand(p, Named("mark"), late.demand, Rate(10, 150), {}, 1040);
+  EXPECT_TRUE(quiet.input.late_paths.empty());
+}
+
+TEST(Demand, AnOptimizerWithoutMemoryRemembersNothing) {
+  const model::Pipeline p = OnePath();
+  const DemandStep s = StepDemand(p, Named("fa2"), {}, Rate(10, 500), {}, 1000);
+  EXPECT_TRUE(s.demand.rps.empty());
+  EXPECT_TRUE(s.demand.series.empty());
+  EXPECT_TRUE(s.input.late_paths.empty());
+  EXPECT_DOUBLE_EQ(s.workload.path_rates_rps.at("p"), 10);
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
