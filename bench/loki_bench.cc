@@ -42,7 +42,7 @@ void BM_AccuracyScaling(benchmark::State& state) {
   const model::Workload workload = At(state.range(0));
   model::Plan plan;
   for (auto _ : state) plan = optimizer::SolveLoki(Traffic(), workload);
-  state.counters["accuracy"] = plan.accuracy;
+  state.counters["accuracy"] = optimizer::LokiPart(plan).accuracy;
   state.counters["optimal"] = plan.report.status == model::SolveStatus::kOptimal;
 }
 BENCHMARK(BM_AccuracyScaling)
@@ -57,9 +57,9 @@ void BM_RouteMostAccurateFirst(benchmark::State& state) {
   model::Plan plan = optimizer::SolveLoki(Traffic(), workload);
   for (auto _ : state) {
     optimizer::RouteMostAccurateFirst(Traffic(), workload, plan);
-    benchmark::DoNotOptimize(plan.routing.data());
+    benchmark::DoNotOptimize(optimizer::LokiPart(plan).routing.data());
   }
-  state.counters["tables"] = static_cast<double>(plan.routing.size());
+  state.counters["tables"] = static_cast<double>(optimizer::LokiPart(plan).routing.size());
 }
 BENCHMARK(BM_RouteMostAccurateFirst)->Arg(300)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
@@ -69,7 +69,7 @@ double Capacity(const optimizer::LokiOptions& options) {
   while (hi / lo > 1.01) {
     const double mid = std::sqrt(lo * hi);
     const auto plan = optimizer::SolveLoki(Traffic(), At(mid), options);
-    (plan.phase == model::Phase::kOverloaded ? hi : lo) = mid;
+    (optimizer::LokiPart(plan).phase == model::Phase::kOverloaded ? hi : lo) = mid;
   }
   return lo;
 }

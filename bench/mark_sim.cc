@@ -156,7 +156,7 @@ int main() {
   // Capacities as MArk's planner sees them (batching tuned), from a plan at no load.
   const auto probe = pipescale::optimizer::SolveMark(p, {{{"classify", 0}}}, {});
   std::vector<ClassInfo> classes;
-  for (const auto& m : probe.pools[0].members) {
+  for (const auto& m : probe.pools()->pools[0].members) {
     const auto& hw = p.spec.hardware_classes[p.HardwareClassIndex(m.hardware_class)];
     classes.push_back({m.hardware_class, m.capacity_rps, hw.cost_per_hour / 60,
                        static_cast<int>(std::ceil(hw.startup_seconds / 60))});

@@ -59,15 +59,15 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   }
   add(cost_, {}, cost_per_hour);
   add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
-  if (plan.phase != model::Phase::kNone) {
-    add(accuracy_, {{"phase", model::PhaseName(plan.phase)}}, plan.accuracy);
+  add(served_, {}, plan.served_fraction);
+  if (const auto* loki = plan.accuracy_scaling()) {
+    add(accuracy_, {{"phase", model::PhaseName(loki->phase)}}, loki->accuracy);
   }
-  if (plan.phase != model::Phase::kNone || !plan.pools.empty()) {
-    add(served_, {}, plan.served_fraction);
-  }
-  if (plan.upper_bound_qps > 0) add(bound_, {}, plan.upper_bound_qps);
-  if (!plan.forecast_rps.empty()) {
-    add(forecast_, {}, *std::max_element(plan.forecast_rps.begin(), plan.forecast_rps.end()));
+  if (const auto* pools = plan.pools()) {
+    if (pools->upper_bound_qps) add(bound_, {}, *pools->upper_bound_qps);
+    if (!pools->forecast_rps.empty()) {
+      add(forecast_, {}, *std::max_element(pools->forecast_rps.begin(), pools->forecast_rps.end()));
+    }
   }
 }
 

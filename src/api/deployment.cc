@@ -163,25 +163,19 @@ std::string RoutingConfigMapName(const model::Pipeline& pipeline) {
 }
 
 nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
-  using nlohmann::json;
-  auto round4 = [](double v) { return std::round(v * 1e4) / 1e4; };
-  if (!plan.pools.empty()) {
+  if (const auto* pools = plan.pools()) {
     // Kairos and MArk: who serves which query sizes, for a dispatcher (kairos::Dispatch).
-    const nlohmann::ordered_json pools = {{"optimizer", plan.report.optimizer},
-                                          {"pools", PoolsToJson(plan, /*rounded=*/true)}};
-    return {{"pools.json", pools.dump()}};
+    const nlohmann::ordered_json data = {{"optimizer", plan.report.optimizer},
+                                         {"pools", PoolsToJson(*pools, /*rounded=*/true)}};
+    return {{"pools.json", data.dump()}};
   }
-  const json tables = RoutingToJson(plan, /*rounded=*/true);
-  json backups = json::array();
-  for (const auto& b : plan.backups) {
-    backups.push_back({{"task", b.task}, {"variant", b.variant}});
-  }
-  json budgets = json::object();
-  for (const auto& t : plan.tasks) budgets[t.task + "/" + t.variant] = round4(t.budget_ms);
-  const json routing = {{"phase", model::PhaseName(plan.phase)},
-                        {"tables", tables},
-                        {"backups", backups},
-                        {"budgetsMs", budgets}};
+  const model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
+  if (loki == nullptr) return nlohmann::json::object();
+  const nlohmann::ordered_json routing = {
+      {"phase", model::PhaseName(loki->phase)},
+      {"tables", RoutingToJson(*loki, /*rounded=*/true)},
+      {"backups", BackupsToJson(*loki, /*rounded=*/true)},
+      {"budgetsMs", DropBudgetsToJson(*loki, /*rounded=*/true)}};
   return {{"routing.json", routing.dump()}};
 }
 

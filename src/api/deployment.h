@@ -35,12 +35,11 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
                                const model::HardwareClass& hardware_class, int replicas,
                                int batch_size);
 
-// Loki's routing tables for the data plane: the ConfigMap <pipeline>-routing, owned by the
-// pipeline, with one key `routing.json`: {"phase", "accuracy", "tables": [{"path", "task",
-// "from", "to": [{"variant", "fraction"}]}], "backups": [...], "budgetsMs": {"task/variant"}}.
-// Fractions are rounded to 4 decimals so that noise in the rates does not rewrite it. Kairos
-// and MArk plans write `pools.json` instead: {"optimizer", "pools": PoolsToJson(plan)}
-// (api/plan_json.h).
+// What a plan hands the data plane: the ConfigMap <pipeline>-routing, owned by the pipeline.
+// Loki's plans write one key `routing.json`: {"phase", "tables": RoutingToJson, "backups":
+// BackupsToJson, "budgetsMs": DropBudgetsToJson}; Kairos's and MArk's `pools.json`:
+// {"optimizer", "pools": PoolsToJson} (api/plan_json.h, rounded so that noise in the rates does
+// not rewrite it); other plans nothing.
 std::string RoutingConfigMapName(const model::Pipeline& pipeline);
 nlohmann::json RoutingConfigMapData(const model::Plan& plan);
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,

@@ -1,5 +1,5 @@
-// Plans as the JSON of `pipescale plan -o json` (and, later, of the CR status), and as the
-// human table.
+// A plan's one JSON rendering, used by `pipescale plan -o json`, the CR status (status.plan)
+// and the routing ConfigMap (its data-plane parts), and the human table of the CLI.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,20 +9,36 @@
 
 namespace pipescale::api {
 
-// {"status", "optimizer", "objective", "solveMs", "tasks": [...], "paths": [...], "notes"};
-// Loki's plans add "phase", "accuracy", "servedFraction", "variantPaths", "routing", "backups"
-// and per task "loadRps" and "budgetMs". Kairos and MArk add "costPerHour", "servedFraction",
-// "pools", Kairos "upperBoundQps" and MArk "forecast" {stepSeconds, rps}.
+struct PlanJsonOptions {
+  // To 4 decimals for fractions, shares, accuracies and coefficients, 2 for milliseconds,
+  // rates and dollars: the status and the ConfigMap are then not rewritten for noise.
+  bool rounded = false;
+  // The solve report's "status", "optimizer", "objective", "objectiveUnit", "solveMs" and
+  // "notes" (the CR status keeps them in status.solver instead).
+  bool report = true;
+};
+
+// {"status", "optimizer", "objective", "objectiveUnit", "solveMs", "costPerHour",
+// "servedFraction", "tasks": [{"task", "variant", "hardwareClass", "replicas", "batchSize",
+// "latencyMs", "queueMs", "loadRps"}], "paths": [{"name", "sloMs", "predictedLatencyMs"}],
+// "notes"}. Loki's plans add "phase", "accuracy", "variantPaths", "routing", "backups" and per
+// task "budgetMs"; Kairos's and MArk's add "pools", Kairos "upperBoundQps" and MArk
+// "forecast" {stepSeconds, rps}.
+nlohmann::ordered_json PlanToJsonValue(const model::Plan& plan, const PlanJsonOptions& options);
+
+// PlanToJsonValue with the defaults, indented: the CLI's `-o json`.
 std::string PlanToJson(const model::Plan& plan);
 
-// The pools for a dispatcher: per task its QoS, members (class, replicas, largest query,
-// Kairos coefficient, capacity), the spill class and Kairos's bound. `rounded`: numbers to 4
-// decimals, so that the ConfigMap is not rewritten for noise.
-nlohmann::ordered_json PoolsToJson(const model::Plan& plan, bool rounded = false);
-
+// The data-plane parts, as PlanToJsonValue renders them.
 // Loki's MostAccurateFirst tables: [{"path", "task", "from", "to": [{"variant", "fraction"}]}].
-// `rounded`: fractions to 4 decimals, as PoolsToJson.
-nlohmann::ordered_json RoutingToJson(const model::Plan& plan, bool rounded = false);
+nlohmann::ordered_json RoutingToJson(const model::AccuracyScalingPlan& plan, bool rounded);
+// Variants with capacity left: [{"task", "variant", "spareRps"}].
+nlohmann::ordered_json BackupsToJson(const model::AccuracyScalingPlan& plan, bool rounded);
+// Early-drop budgets by "task/variant", in milliseconds.
+nlohmann::ordered_json DropBudgetsToJson(const model::AccuracyScalingPlan& plan, bool rounded);
+// Per task its QoS, members (class, replicas, largest query, Kairos coefficient, capacity),
+// the spill class and Kairos's bound.
+nlohmann::ordered_json PoolsToJson(const model::PoolPlan& plan, bool rounded);
 
 std::string PlanToTable(const model::Plan& plan);
 

@@ -18,8 +18,6 @@ const char* SolveStatusName(SolveStatus status) {
 
 const char* PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kNone:
-      return "";
     case Phase::kHardwareScaling:
       return "HardwareScaling";
     case Phase::kAccuracyScaling:

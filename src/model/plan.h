@@ -2,7 +2,10 @@
 // the predicted latency of every path, and how the solve went.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace pipescale::model {
@@ -23,9 +26,11 @@ struct TaskPlan {
   int replicas = 0;
   int batch_size = 1;
   double latency_ms = 0;  // execution time of one batch, d(b)
-  double queue_ms = 0;    // worst-case wait to form a batch, (b - 1) / lambda
-  double load_rps = 0;    // requests per second the plan sends to these replicas
-  double budget_ms = 0;   // Loki: the task's latency budget for early dropping, 2 d(b)
+  // The longest a request waits before its batch executes, as the optimizer models it: FA2 and
+  // its baselines, to fill the batch ((b - 1) / lambda); Loki, behind the batch in service
+  // (d(b)); MArk, its batch's wait budget; Kairos, 0 (one query in flight per replica).
+  double queue_ms = 0;
+  double load_rps = 0;  // requests per second the plan sends to these replicas; 0: not planned
 
   bool operator==(const TaskPlan&) const = default;
 };
@@ -38,10 +43,20 @@ struct PathPlan {
   bool operator==(const PathPlan&) const = default;
 };
 
+// What an optimizer minimised or maximised, with its unit.
+struct Objective {
+  double value = 0;
+  // "replicas" (FA2, its baselines, Loki's hardware scaling), "accuracy" (Loki's accuracy
+  // scaling, 0..1), "servedFraction" (Loki overloaded, 0..1), "dollarsPerHour" (Kairos, MArk).
+  std::string unit;
+
+  bool operator==(const Objective&) const = default;
+};
+
 struct SolveReport {
   std::string optimizer;
   SolveStatus status = SolveStatus::kInfeasible;
-  double objective = 0;            // total replicas for FA2 and its baselines
+  Objective objective;
   double solve_ms = 0;             // filled by the caller: optimizers read no clock
   std::vector<std::string> notes;  // why a plan is infeasible, which paths, what was repaired
   // Of the notes, those that say why the plan is Infeasible (for the Feasible condition).
@@ -83,7 +98,7 @@ struct BackupWorker {
 
 // Loki's phases: more replicas of the most accurate variants, then less accurate variants
 // once the cluster is full, then (demand beyond even the fastest variants) serving part of it.
-enum class Phase { kNone, kHardwareScaling, kAccuracyScaling, kOverloaded };
+enum class Phase { kHardwareScaling, kAccuracyScaling, kOverloaded };
 const char* PhaseName(Phase phase);
 
 // Kairos and MArk: one task's replicas across hardware classes, for the dispatcher.
@@ -107,26 +122,45 @@ struct Pool {
   bool operator==(const Pool&) const = default;
 };
 
+// Loki's part of a plan: the phase, the variant paths and what the router needs.
+struct AccuracyScalingPlan {
+  Phase phase = Phase::kHardwareScaling;
+  double accuracy = 1;  // demand-weighted mean end-to-end accuracy of what is served, 0..1
+  std::vector<VariantPath> variant_paths;
+  std::vector<RoutingTable> routing;
+  std::vector<BackupWorker> backups;
+  // Per "task/variant": how long a request may have spent before it is dropped early, 2 d(b).
+  std::map<std::string, double> drop_budget_ms;
+
+  bool operator==(const AccuracyScalingPlan&) const = default;
+};
+
+// Kairos's and MArk's part: each task's replicas across classes, for a dispatcher.
+struct PoolPlan {
+  std::vector<Pool> pools;
+  std::optional<double> upper_bound_qps;  // Kairos: the pipeline's bound, the least over tasks
+  std::vector<double> forecast_rps;       // MArk: total rate per step ahead, [0] = now
+  double forecast_step_seconds = 0;
+
+  bool operator==(const PoolPlan&) const = default;
+};
+
+// A plan: the part every optimizer fills, and the part only one kind of optimizer has.
 struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<PathPlan> paths;
   SolveReport report;
-
-  // Accuracy-scaling optimizers (Loki) only.
-  Phase phase = Phase::kNone;
-  double accuracy = 0;         // demand-weighted mean end-to-end accuracy
-  double served_fraction = 1;  // of the demand: Loki when Overloaded, Kairos past its budget
-  std::vector<VariantPath> variant_paths;
-  std::vector<RoutingTable> routing;
-  std::vector<BackupWorker> backups;
-  // Pool optimizers (Kairos, MArk) only.
-  std::vector<Pool> pools;
-  double cost_per_hour = 0;
-  double upper_bound_qps = 0;        // Kairos: the pipeline's bound, the least over its tasks
-  std::vector<double> forecast_rps;  // MArk: total rate per step ahead, [0] = now
-  double forecast_step_seconds = 0;
+  double cost_per_hour = 0;    // the replicas at their classes' prices
+  double served_fraction = 1;  // of the demand, 0..1: below 1 when Overloaded or over budget
+  std::variant<std::monostate, AccuracyScalingPlan, PoolPlan> detail;
 
   int TotalReplicas() const;
+  const AccuracyScalingPlan* accuracy_scaling() const {
+    return std::get_if<AccuracyScalingPlan>(&detail);
+  }
+  AccuracyScalingPlan* accuracy_scaling() { return std::get_if<AccuracyScalingPlan>(&detail); }
+  const PoolPlan* pools() const { return std::get_if<PoolPlan>(&detail); }
+  PoolPlan* pools() { return std::get_if<PoolPlan>(&detail); }
 
   bool operator==(const Plan&) const = default;
 };

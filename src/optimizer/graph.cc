@@ -66,4 +66,13 @@ double NormalisedAccuracy(const model::Task& task, const model::Variant& variant
   return best > 0 ? variant.accuracy / best : 1;
 }
 
+double CostPerHour(const model::Pipeline& pipeline, const std::vector<model::TaskPlan>& tasks) {
+  double cost = 0;
+  for (const model::TaskPlan& t : tasks) {
+    const int hw = pipeline.HardwareClassIndex(t.hardware_class);
+    cost += t.replicas * pipeline.spec.hardware_classes[hw].cost_per_hour;
+  }
+  return cost;
+}
+
 }  // namespace pipescale::optimizer

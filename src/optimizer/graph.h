@@ -1,12 +1,14 @@
 // What every optimizer reads off a pipeline and a workload, computed one way: the rate of each
 // path and task (negative and non-finite rates count as 0), the tasks in topological order,
-// a path's SLO split over its tasks, and a variant's accuracy relative to its task's best.
+// a path's SLO split over its tasks, a variant's accuracy relative to its task's best, and
+// what a plan's replicas cost.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "model/pipeline.h"
+#include "model/plan.h"
 
 namespace pipescale::optimizer {
 
@@ -28,5 +30,8 @@ std::vector<double> SplitSlo(double slo_ms, const std::vector<double>& weights);
 
 // The variant's accuracy over the best of its task's variants, in (0, 1].
 double NormalisedAccuracy(const model::Task& task, const model::Variant& variant);
+
+// Dollars per hour of `tasks`' replicas at their classes' prices.
+double CostPerHour(const model::Pipeline& pipeline, const std::vector<model::TaskPlan>& tasks);
 
 }  // namespace pipescale::optimizer

@@ -80,6 +80,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
   model::Plan plan;
   plan.report.optimizer = "kairos";
   plan.report.status = model::SolveStatus::kOptimal;
+  model::PoolPlan& pools = plan.detail.emplace<model::PoolPlan>();
 
   kairos::BatchMix mix;
   double total_weight = 0;
@@ -243,7 +244,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
 
   double total_rate = 0;
   for (double rate : PathRatesRps(pipeline, workload)) total_rate += rate;
-  plan.upper_bound_qps = kInf;
+  double upper_bound_qps = kInf;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const KairosTask& t = tasks[i];
     const kairos::Config& c = *chosen[i];
@@ -286,13 +287,13 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
            .coefficient = kairos::HeterogeneityCoefficient(fastest_largest, cls.Ms(largest)),
            .capacity_rps = capacity});
     }
-    plan.pools.push_back(std::move(pool));
+    pools.pools.push_back(std::move(pool));
     plan.report.notes.push_back(StrFormat("task %s: %s, bound %.1f qps ($%.3f/h)", task.c_str(),
                                           rules[i].c_str(), c.bound.qps, c.cost_per_hour));
     const double visits = total_rate > 0 ? t.rate / total_rate : 1;
-    if (visits > 0) plan.upper_bound_qps = std::min(plan.upper_bound_qps, c.bound.qps / visits);
+    if (visits > 0) upper_bound_qps = std::min(upper_bound_qps, c.bound.qps / visits);
   }
-  if (!std::isfinite(plan.upper_bound_qps)) plan.upper_bound_qps = 0;
+  pools.upper_bound_qps = std::isfinite(upper_bound_qps) ? upper_bound_qps : 0;
   FillPathsAndCost(pipeline, plan);
   return plan;
 }

@@ -106,15 +106,13 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
     const model::Task& task = spec.tasks[i];
     if (half_slo[i] == 0) continue;  // on no path
-    double best = 0;
-    for (const auto& v : task.variants) best = std::max(best, v.accuracy);
     const model::Variant* most_accurate = &task.MostAccurateVariant();
     for (size_t k = 0; k < task.variants.size(); ++k) {
       const model::Variant& variant = task.variants[k];
       if (variants == Variants::kMostAccurate && &variant != most_accurate) continue;
       Vertex v{.task = static_cast<int>(i),
                .variant = static_cast<int>(k),
-               .accuracy = variant.accuracy / best,
+               .accuracy = NormalisedAccuracy(task, variant),
                .factor = variant.multiplicative_factor,
                .configs = {}};
       for (const model::Profile& profile : variant.profiles) {
@@ -405,7 +403,8 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
                     const MilpSolution& solution, model::Phase phase) {
   const model::PipelineSpec& spec = pipeline.spec;
   model::Plan plan;
-  plan.phase = phase;
+  model::AccuracyScalingPlan& loki = plan.detail.emplace<model::AccuracyScalingPlan>();
+  loki.phase = phase;
   std::vector<double> load(in.vertices.size(), 0);
   for (size_t i = 0; i < in.paths.size(); ++i) {
     const VariantPath& q = in.paths[i];
@@ -431,8 +430,8 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
                             .batch_size = c.batch,
                             .latency_ms = c.ms,
                             .queue_ms = c.ms,
-                            .load_rps = load[v],
-                            .budget_ms = 2 * c.ms});
+                            .load_rps = load[v]});
+      loki.drop_budget_ms[task.name + "/" + task.variants[vertex.variant].name] = 2 * c.ms;
     }
   }
   // Variant paths with a share; the served demand and its accuracy.
@@ -455,14 +454,15 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
     worst_ms[q.path] = std::max(worst_ms[q.path], out.latency_ms);
     served += share * in.rates[q.path];
     accuracy += share * in.rates[q.path] * q.accuracy;
-    plan.variant_paths.push_back(std::move(out));
+    loki.variant_paths.push_back(std::move(out));
   }
   for (size_t p = 0; p < spec.paths.size(); ++p) {
     // With the half-SLO rule a request's worst case is twice the batch times on its path.
     plan.paths.push_back({spec.paths[p].name, spec.paths[p].slo_ms, 2 * worst_ms[p]});
   }
   plan.served_fraction = in.total_rate > 0 ? served / in.total_rate : 1;
-  plan.accuracy = served > 0 ? accuracy / served : 1;
+  loki.accuracy = served > 0 ? accuracy / served : 1;
+  plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
   plan.report.optimizer = "loki";
   plan.report.status = StatusOf(solution.status);
   return plan;
@@ -488,7 +488,13 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
                   "accurate variants only",
                   kMaxVariantPaths));
   }
-  const bool accuracy_scaling = !options.hardware_scaling_only && all_variants_fit;
+  // With one variant per task, accuracy scaling is hardware scaling again: skip its MILP.
+  bool has_alternatives = false;
+  for (const model::Task& task : pipeline.spec.tasks) {
+    has_alternatives = has_alternatives || task.variants.size() > 1;
+  }
+  const bool accuracy_scaling =
+      !options.hardware_scaling_only && all_variants_fit && has_alternatives;
   auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
     const Instance in = Build(pipeline, workload, variants);
     Milp milp;
@@ -509,9 +515,12 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
                                : step == Step::kAccuracyScaling ? model::Phase::kAccuracyScaling
                                                                 : model::Phase::kOverloaded;
     model::Plan plan = Extract(pipeline, in, col, solution, phase);
-    plan.report.objective = step == Step::kHardwareScaling   ? plan.TotalReplicas()
-                            : step == Step::kAccuracyScaling ? plan.accuracy
-                                                             : plan.served_fraction;
+    plan.report.objective =
+        step == Step::kHardwareScaling
+            ? model::Objective{static_cast<double>(plan.TotalReplicas()), "replicas"}
+        : step == Step::kAccuracyScaling
+            ? model::Objective{plan.accuracy_scaling()->accuracy, "accuracy"}
+            : model::Objective{plan.served_fraction, "servedFraction"};
     return plan;
   };
 
@@ -526,7 +535,7 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
       plan->report.status = model::SolveStatus::kInfeasible;
     } else {  // the time limit passed before any solution: no tasks, the caller holds what runs
       plan = model::Plan{};
-      plan->phase = model::Phase::kOverloaded;
+      plan->detail = model::AccuracyScalingPlan{.phase = model::Phase::kOverloaded};
       plan->served_fraction = 0;
       plan->report.optimizer = "loki";
       plan->report.status = model::SolveStatus::kTimeLimit;
@@ -545,11 +554,19 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   return *plan;
 }
 
+const model::AccuracyScalingPlan& LokiPart(const model::Plan& plan) {
+  const model::AccuracyScalingPlan* part = plan.accuracy_scaling();
+  PIPESCALE_CHECK(part != nullptr);
+  return *part;
+}
+
 void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Workload& workload,
                             model::Plan& plan) {
   const model::PipelineSpec& spec = pipeline.spec;
-  plan.routing.clear();
-  plan.backups.clear();
+  model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
+  PIPESCALE_CHECK(loki != nullptr);
+  loki->routing.clear();
+  loki->backups.clear();
   // Capacity left per (task, variant), and the variants of each task most accurate first.
   std::map<std::pair<std::string, std::string>, double> left;
   std::map<std::string, std::vector<const model::TaskPlan*>> offered;
@@ -559,12 +576,8 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
   }
   auto accuracy_of = [&](const std::string& task, const std::string& variant) {
     const model::Task& tk = spec.tasks[pipeline.TaskIndex(task)];
-    double best = 0, mine = 0;
-    for (const auto& v : tk.variants) {
-      best = std::max(best, v.accuracy);
-      if (v.name == variant) mine = v.accuracy;
-    }
-    return mine / best;
+    const model::Variant* v = tk.FindVariant(variant);
+    return v != nullptr ? NormalisedAccuracy(tk, *v) : 0.0;
   };
   for (auto& [task, list] : offered) {
     std::stable_sort(list.begin(), list.end(), [&](const auto* a, const auto* b) {
@@ -581,36 +594,23 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
     double rps;
     double accuracy;
   };
-  // Tasks in topological order (api validated the DAG): a task's streams are all known before
-  // it is filled.
-  std::vector<int> order, indegree(spec.tasks.size(), 0);
-  for (const auto& t : spec.tasks) {
-    for (const auto& e : t.next) ++indegree[pipeline.TaskIndex(e.task)];
-  }
-  for (size_t i = 0; i < spec.tasks.size(); ++i) {
-    if (indegree[i] == 0) order.push_back(static_cast<int>(i));
-  }
-  for (size_t k = 0; k < order.size(); ++k) {
-    for (const auto& e : spec.tasks[order[k]].next) {
-      const int j = pipeline.TaskIndex(e.task);
-      if (--indegree[j] == 0) order.push_back(j);
-    }
-  }
+  // Tasks in topological order: a task's streams are all known before it is filled.
+  const std::vector<int> order = TopologicalOrder(pipeline);
   // When overloaded, only the share of each path the plan serves enters; the client's table
   // then sums to that share and the rest is dropped at the door.
   std::map<std::string, double> served;
-  for (const model::VariantPath& v : plan.variant_paths) served[v.path] += v.share;
+  for (const model::VariantPath& v : loki->variant_paths) served[v.path] += v.share;
   std::map<int, std::vector<Stream>> pending;
   std::vector<double> entering(spec.paths.size(), 0);
   for (size_t p = 0; p < spec.paths.size(); ++p) {
-    auto it = workload.path_rates_rps.find(spec.paths[p].name);
-    if (it == workload.path_rates_rps.end() || it->second <= 0) continue;
+    const double rate = PathRateRps(workload, spec.paths[p].name);
+    if (rate <= 0) continue;
     const double share =
-        plan.phase == model::Phase::kOverloaded ? std::min(1.0, served[spec.paths[p].name]) : 1.0;
-    entering[p] = it->second;
+        loki->phase == model::Phase::kOverloaded ? std::min(1.0, served[spec.paths[p].name]) : 1.0;
+    entering[p] = rate;
     if (share <= 0) continue;
     pending[pipeline.TaskIndex(spec.paths[p].tasks[0])].push_back(
-        {static_cast<int>(p), 0, "", it->second * share, 1.0});
+        {static_cast<int>(p), 0, "", rate * share, 1.0});
   }
   for (int i : order) {
     const model::Task& task = spec.tasks[i];
@@ -647,16 +647,14 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
         r.second = (r.first * r.second + routed[k] * s.accuracy) / (r.first + routed[k]);
         r.first += routed[k];
       }
-      plan.routing.push_back(std::move(table));
+      loki->routing.push_back(std::move(table));
     }
     for (const auto& [key, value] : received) {
       const auto& [path, at, variant] = key;
       const model::Path& p = spec.paths[path];
       if (at + 1 >= p.tasks.size()) continue;
-      double factor = 1;
-      for (const auto& v : task.variants) {
-        if (v.name == variant) factor = v.multiplicative_factor;
-      }
+      const model::Variant* v = task.FindVariant(variant);
+      const double factor = v != nullptr ? v->multiplicative_factor : 1;
       pending[pipeline.TaskIndex(p.tasks[at + 1])].push_back(
           {path, at + 1, variant, value.first * factor * EdgeRatio(task, p.tasks[at + 1]),
            value.second * accuracy_of(task.name, variant)});
@@ -665,7 +663,7 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
   for (int i : order) {
     for (const auto* v : offered[spec.tasks[i].name]) {
       const double spare = left[{v->task, v->variant}];
-      if (spare > 1e-9) plan.backups.push_back({v->task, v->variant, spare});
+      if (spare > 1e-9) loki->backups.push_back({v->task, v->variant, spare});
     }
   }
 }

@@ -29,6 +29,9 @@ struct LokiOptions {
 model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
                       const LokiOptions& options = {});
 
+// Loki's part of a plan SolveLoki made (it always has one).
+const model::AccuracyScalingPlan& LokiPart(const model::Plan& plan);
+
 // MostAccurateFirst (Loki, Algorithm 1) over the plan's replicas: tasks in topological order,
 // each stream of requests, most accurate incoming stream first, filling the next task's
 // variants most accurate first up to their capacity (replicas x batch / d(batch)); demand

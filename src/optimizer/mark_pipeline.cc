@@ -47,8 +47,9 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
   model::Plan plan;
   plan.report.optimizer = "mark";
   plan.report.status = model::SolveStatus::kFeasible;  // greedy: no optimality claim
+  model::PoolPlan& pools = plan.detail.emplace<model::PoolPlan>();
   const double step = spec.interval_seconds;
-  plan.forecast_step_seconds = step;
+  pools.forecast_step_seconds = step;
 
   // Provision for the load when a replica launched now is ready.
   const int lead = static_cast<int>(std::ceil(SlowestStartupSeconds(spec) / step - 1e-9));
@@ -58,7 +59,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
   // Per path: now, then the forecast.
   const std::unique_ptr<mark::Forecaster> forecaster = ForecasterFor(spec);
   std::map<std::string, std::vector<double>> ahead;
-  plan.forecast_rps.assign(steps, 0);
+  pools.forecast_rps.assign(steps, 0);
   for (const model::Path& path : spec.paths) {
     const double now = PathRateRps(workload, path.name);
     std::vector<double> series;
@@ -71,7 +72,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
     // Never below the load already here: a smoothing forecaster sits at the mean of a noisy
     // series and would plan under every peak (bench/README.md, MArk against target tracking).
     for (double& x : f) x = std::max(x, now);
-    for (int k = 0; k < steps; ++k) plan.forecast_rps[k] += f[k];
+    for (int k = 0; k < steps; ++k) pools.forecast_rps[k] += f[k];
     ahead[path.name] = std::move(f);
   }
 
@@ -277,7 +278,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
                             .queue_ms = b.wait_ms});
       if (pool.spill_class.empty()) pool.spill_class = hw.name;
     }
-    plan.pools.push_back(std::move(pool));
+    pools.pools.push_back(std::move(pool));
   }
   FillPathsAndCost(pipeline, plan);
   return plan;

@@ -31,12 +31,8 @@ void FillPaths(const model::Pipeline& pipeline, model::Plan& plan) {
 }
 
 void FillCost(const model::Pipeline& pipeline, model::Plan& plan) {
-  plan.cost_per_hour = 0;
-  for (const model::TaskPlan& t : plan.tasks) {
-    const int hw = pipeline.HardwareClassIndex(t.hardware_class);
-    plan.cost_per_hour += t.replicas * pipeline.spec.hardware_classes[hw].cost_per_hour;
-  }
-  plan.report.objective = plan.cost_per_hour;
+  plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
+  plan.report.objective = {plan.cost_per_hour, "dollarsPerHour"};
 }
 
 }  // namespace

@@ -279,6 +279,7 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
         .batch_size = c.batch,
         .latency_ms = c.exec_ms,
         .queue_ms = c.queue_ms,
+        .load_rps = dnn.rate_rps,
     });
   }
   for (size_t r = 0; r < problem.routes.size(); ++r) {
@@ -297,9 +298,10 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
     notes.push_back(reason);
     reasons.push_back(std::move(reason));
   }
+  plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
   plan.report = {.optimizer = optimizer,
                  .status = reasons.empty() ? solution.status : model::SolveStatus::kInfeasible,
-                 .objective = static_cast<double>(plan.TotalReplicas()),
+                 .objective = {static_cast<double>(plan.TotalReplicas()), "replicas"},
                  .solve_ms = 0,
                  .notes = std::move(notes),
                  .reasons = std::move(reasons)};

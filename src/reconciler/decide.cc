@@ -195,7 +195,8 @@ void Report(const Observed& o, const optimizer::Descriptor& optimizer, const mod
                        diff);
     d.status["solver"] = {{"name", optimizer.name},
                           {"status", model::SolveStatusName(plan.report.status)},
-                          {"objective", plan.report.objective},
+                          {"objective", plan.report.objective.value},
+                          {"objectiveUnit", plan.report.objective.unit},
                           {"durationMs", 0}};  // the reconciler times the decision
   }
   d.status["plan"] = plan_status;

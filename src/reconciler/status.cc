@@ -12,59 +12,15 @@ namespace pipescale::reconciler {
 
 using nlohmann::json;
 
-namespace {
-
-double Round2(double v) { return std::round(v * 100) / 100; }
-
-}  // namespace
-
 json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& planned) {
-  json tasks = json::array();
+  json out = api::PlanToJsonValue(plan, {.rounded = true, .report = false});
+  // What the status adds to the plan: each task's Deployment and the replicas it is set to
+  // (stabilized and within the budget).
+  json& tasks = out["tasks"];
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    const auto& t = plan.tasks[i];
-    tasks.push_back({{"task", t.task},
-                     {"variant", t.variant},
-                     {"hardwareClass", t.hardware_class},
-                     {"deployment", planned[i].name},
-                     {"replicas", planned[i].target},
-                     {"batchSize", t.batch_size},
-                     {"latencyMs", Round2(t.latency_ms)},
-                     {"queueMs", Round2(t.queue_ms)}});
+    tasks[i]["deployment"] = planned[i].name;
+    tasks[i]["replicas"] = planned[i].target;
   }
-  json paths = json::array();
-  for (const auto& p : plan.paths) {
-    paths.push_back({{"name", p.name},
-                     {"sloMs", p.slo_ms},
-                     {"predictedLatencyMs", Round2(p.predicted_latency_ms)}});
-  }
-  json out = {{"tasks", tasks}, {"paths", paths}};
-  if (!plan.pools.empty()) {
-    out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
-    if (plan.upper_bound_qps > 0) out["upperBoundQps"] = Round2(plan.upper_bound_qps);
-    if (!plan.forecast_rps.empty()) {
-      json forecast = json::array();
-      for (double r : plan.forecast_rps) forecast.push_back(Round2(r));
-      out["forecast"] = {{"stepSeconds", plan.forecast_step_seconds}, {"rps", forecast}};
-    }
-  }
-  if (plan.phase == model::Phase::kNone) return out;
-  for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    tasks[i]["loadRps"] = Round2(plan.tasks[i].load_rps);
-    tasks[i]["budgetMs"] = Round2(plan.tasks[i].budget_ms);
-  }
-  out["tasks"] = tasks;
-  out["phase"] = model::PhaseName(plan.phase);
-  out["accuracy"] = std::round(plan.accuracy * 1e4) / 1e4;
-  out["servedFraction"] = std::round(plan.served_fraction * 1e4) / 1e4;
-  json variant_paths = json::array();
-  for (const auto& v : plan.variant_paths) {
-    variant_paths.push_back({{"path", v.path},
-                             {"variants", v.variants},
-                             {"share", std::round(v.share * 1e4) / 1e4},
-                             {"accuracy", std::round(v.accuracy * 1e4) / 1e4}});
-  }
-  out["variantPaths"] = variant_paths;
-  out["routing"] = api::RoutingToJson(plan, /*rounded=*/true);
   return out;
 }
 
@@ -107,7 +63,8 @@ void SetFeasible(json& conditions, const model::Plan& plan, const GuardOutcome& 
                            "replicas, $%.3f/h",
                            spend.replicas, spend.cost_per_hour),
                  generation, now);
-  } else if (plan.phase == model::Phase::kOverloaded) {
+  } else if (const auto* loki = plan.accuracy_scaling();
+             loki != nullptr && loki->phase == model::Phase::kOverloaded) {
     SetCondition(conditions, "Feasible", false, reason::kOverloaded,
                  StrFormat("the demand exceeds what the cluster serves within the SLOs even "
                            "with the fastest variants; serving %.1f%% of it",

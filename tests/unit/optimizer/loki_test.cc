@@ -176,7 +176,7 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
   };
   std::map<std::pair<std::string, std::string>, double> load;
   std::map<std::string, double> shares;
-  for (const auto& vp : plan.variant_paths) {
+  for (const auto& vp : LokiPart(plan).variant_paths) {
     const model::Path& path = spec.paths[std::distance(
         spec.paths.begin(), std::find_if(spec.paths.begin(), spec.paths.end(),
                                          [&](const auto& p) { return p.name == vp.path; }))];
@@ -215,7 +215,8 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
   }
   for (const auto& path : spec.paths) {
     if (workload.path_rates_rps.at(path.name) <= 0) continue;
-    const double expected = plan.phase == model::Phase::kOverloaded ? shares[path.name] : 1.0;
+    const double expected =
+        LokiPart(plan).phase == model::Phase::kOverloaded ? shares[path.name] : 1.0;
     if (std::abs(shares[path.name] - expected) > 1e-6 || shares[path.name] > 1 + 1e-6) {
       problems.push_back(path.name + " shares sum to " + std::to_string(shares[path.name]));
     }
@@ -236,10 +237,10 @@ std::map<std::pair<std::string, std::string>, double> Replay(const model::Pipeli
       for (const auto& [from, rps] : at) {
         if (rps <= 0) continue;
         const model::RoutingTable* table = nullptr;
-        for (const auto& r : plan.routing) {
+        for (const auto& r : LokiPart(plan).routing) {
           if (r.path == path.name && r.task == path.tasks[j] && r.from_variant == from) table = &r;
         }
-        if (table == nullptr && j == 0 && plan.phase == model::Phase::kOverloaded) {
+        if (table == nullptr && j == 0 && LokiPart(plan).phase == model::Phase::kOverloaded) {
           continue;  // the plan serves none of this path: all of it is dropped at the door
         }
         if (table == nullptr) {
@@ -253,7 +254,7 @@ std::map<std::pair<std::string, std::string>, double> Replay(const model::Pipeli
           fractions += f;
         }
         // At the door an overloaded plan admits only the share it serves.
-        const bool door = j == 0 && plan.phase == model::Phase::kOverloaded;
+        const bool door = j == 0 && LokiPart(plan).phase == model::Phase::kOverloaded;
         if (!door) {
           EXPECT_NEAR(fractions, 1, 1e-9)
               << "what leaves " << from << " is what " << path.tasks[j] << " receives";
@@ -299,7 +300,7 @@ bool ExpectMaxServed(const model::Pipeline& pipeline, const model::Workload& wor
   EXPECT_LE(plan.served_fraction, most.served_fraction + 1e-7) << label;
   // SolveLoki may give up 1e-5 of the share for accuracy: within CBC's tolerances.
   EXPECT_GE(plan.served_fraction, most.served_fraction * (1 - 2e-5)) << label;
-  EXPECT_NEAR(plan.accuracy, most.accuracy, 1e-4) << label;
+  EXPECT_NEAR(LokiPart(plan).accuracy, most.accuracy, 1e-4) << label;
   const double alone = testing::LokiMaxServed(MostAccurateOnly(pipeline), workload).served_fraction;
   return alone < most.served_fraction - 1e-6;
 }
@@ -319,20 +320,20 @@ TEST(Loki, EqualsExhaustiveSearchInEveryStep) {
     EXPECT_EQ(Check(s.pipeline, s.workload, plan), std::vector<std::string>{}) << "instance " << i;
     if (auto replicas = BruteHardware(s)) {
       ++hardware;
-      EXPECT_EQ(plan.phase, model::Phase::kHardwareScaling) << "instance " << i;
+      EXPECT_EQ(LokiPart(plan).phase, model::Phase::kHardwareScaling) << "instance " << i;
       EXPECT_EQ(plan.TotalReplicas(), *replicas) << "instance " << i;
-      EXPECT_DOUBLE_EQ(plan.accuracy, 1.0);
+      EXPECT_DOUBLE_EQ(LokiPart(plan).accuracy, 1.0);
     } else if (auto best = BruteAccuracy(s)) {
       ++accuracy;
-      EXPECT_EQ(plan.phase, model::Phase::kAccuracyScaling) << "instance " << i;
-      EXPECT_NEAR(plan.accuracy, *best, 1e-4) << "instance " << i;
+      EXPECT_EQ(LokiPart(plan).phase, model::Phase::kAccuracyScaling) << "instance " << i;
+      EXPECT_NEAR(LokiPart(plan).accuracy, *best, 1e-4) << "instance " << i;
       // The two searches, written apart, agree where both apply.
       const testing::ServedResult most = testing::LokiMaxServed(s.pipeline, s.workload);
       EXPECT_NEAR(most.served_fraction, 1, 1e-9) << "instance " << i;
       EXPECT_NEAR(most.accuracy, *best, 1e-9) << "instance " << i;
     } else {
       ++overloaded;
-      EXPECT_EQ(plan.phase, model::Phase::kOverloaded) << "instance " << i;
+      EXPECT_EQ(LokiPart(plan).phase, model::Phase::kOverloaded) << "instance " << i;
       EXPECT_LT(plan.served_fraction, 1);
       const std::string label = "instance " + std::to_string(i);
       variants_serve_more += ExpectMaxServed(s.pipeline, s.workload, plan, label);
@@ -363,31 +364,29 @@ TEST(Loki, PhasesFollowDemandMonotonically) {
   for (double rate = 5; rate < 5000; rate *= 1.25) {
     s.workload.path_rates_rps["p"] = rate;
     const model::Plan plan = SolveLoki(s.pipeline, s.workload, options);
-    const int phase = static_cast<int>(plan.phase);
+    const int phase = static_cast<int>(LokiPart(plan).phase);
     ASSERT_GE(phase, last_phase) << "at " << rate << " rps";
     // A falling served fraction is expected; falling served requests are not.
     EXPECT_GE(plan.served_fraction * rate, last_served_rps * (1 - 1e-6)) << rate;
     last_served_rps = plan.served_fraction * rate;
-    if (seen.empty() || seen.back() != plan.phase) seen.push_back(plan.phase);
-    switch (plan.phase) {
+    if (seen.empty() || seen.back() != LokiPart(plan).phase) seen.push_back(LokiPart(plan).phase);
+    switch (LokiPart(plan).phase) {
       case model::Phase::kHardwareScaling:
         EXPECT_GE(plan.TotalReplicas(), last_replicas) << rate;
-        EXPECT_DOUBLE_EQ(plan.accuracy, 1.0);
+        EXPECT_DOUBLE_EQ(LokiPart(plan).accuracy, 1.0);
         break;
       case model::Phase::kAccuracyScaling:
-        EXPECT_LE(plan.accuracy, last_accuracy + 1e-6) << rate;
-        EXPECT_LT(plan.accuracy, 1.0) << rate;
+        EXPECT_LE(LokiPart(plan).accuracy, last_accuracy + 1e-6) << rate;
+        EXPECT_LT(LokiPart(plan).accuracy, 1.0) << rate;
         break;
       case model::Phase::kOverloaded:
         EXPECT_LE(plan.served_fraction, last_served + 1e-6) << rate;
         EXPECT_EQ(plan.TotalReplicas(), 6) << rate << ": " << plan.report.notes.back();
         break;
-      case model::Phase::kNone:
-        ADD_FAILURE() << "no phase";
     }
     last_phase = phase;
     last_replicas = plan.TotalReplicas();
-    last_accuracy = plan.accuracy;
+    last_accuracy = LokiPart(plan).accuracy;
     last_served = plan.served_fraction;
     EXPECT_EQ(Check(s.pipeline, s.workload, plan), std::vector<std::string>{}) << rate;
   }
@@ -415,21 +414,21 @@ TEST(Loki, TrafficExamplePlansAreValidAndRoutingConservesFlow) {
     const auto received = Replay(pipeline, workload, plan);
     for (const auto& t : plan.tasks) {
       const double capacity = t.replicas * 1000.0 * t.batch_size / t.latency_ms;
-      if (plan.phase != model::Phase::kOverloaded) {
+      if (LokiPart(plan).phase != model::Phase::kOverloaded) {
         auto it = received.find({t.task, t.variant});
         EXPECT_LE(it == received.end() ? 0 : it->second, capacity + 1e-6)
             << rate << " rps: " << t.task << "/" << t.variant;
       }
     }
     // Backups are exactly the variants with capacity the tables leave unused.
-    for (const auto& b : plan.backups) {
+    for (const auto& b : LokiPart(plan).backups) {
       EXPECT_GT(b.spare_rps, 0);
     }
     if (rate == 100.0) {
-      EXPECT_EQ(plan.phase, model::Phase::kHardwareScaling);
+      EXPECT_EQ(LokiPart(plan).phase, model::Phase::kHardwareScaling);
     }
     if (rate == 8000.0) {
-      EXPECT_EQ(plan.phase, model::Phase::kOverloaded);
+      EXPECT_EQ(LokiPart(plan).phase, model::Phase::kOverloaded);
     }
   }
 }
@@ -518,13 +517,13 @@ TEST(Loki, OverloadedServesAtLeastWhatALowerDemandServes) {
     plans[rate] = SolveLoki(pipeline, workload);
     EXPECT_EQ(Check(pipeline, workload, plans[rate]), std::vector<std::string>{}) << rate;
   }
-  EXPECT_EQ(plans[800].phase, model::Phase::kAccuracyScaling);
+  EXPECT_EQ(LokiPart(plans[800]).phase, model::Phase::kAccuracyScaling);
   EXPECT_NEAR(plans[800].served_fraction * 800, 800, 1e-6);
-  EXPECT_EQ(plans[1600].phase, model::Phase::kOverloaded);
+  EXPECT_EQ(LokiPart(plans[1600]).phase, model::Phase::kOverloaded);
   EXPECT_GE(plans[1600].served_fraction * 1600, 800);
   std::printf("served: %.1f rps at 800, %.1f rps at 1600 (accuracy %.4f)\n",
               plans[800].served_fraction * 800, plans[1600].served_fraction * 1600,
-              plans[1600].accuracy);
+              LokiPart(plans[1600]).accuracy);
 }
 
 model::Workload Scaled(model::Workload workload, double by) {
@@ -566,8 +565,8 @@ TEST(Loki, ServedDemandNeverFallsAsDemandGrows) {
       const double served = plan.served_fraction * TotalRps(workload);
       EXPECT_GE(served, last * (1 - 3e-4)) << inst.label << " x" << by;
       last = served;
-      overloaded += plan.phase == model::Phase::kOverloaded;
-      accuracy += plan.phase == model::Phase::kAccuracyScaling;
+      overloaded += LokiPart(plan).phase == model::Phase::kOverloaded;
+      accuracy += LokiPart(plan).phase == model::Phase::kAccuracyScaling;
       ++solves;
     }
   }
@@ -595,7 +594,7 @@ TEST(Loki, OverloadedEqualsExhaustiveSearchOnGeneratedPipelines) {
     const model::Workload workload = Scaled(inst.workload, 8);
     const model::Plan plan = SolveLoki(inst.pipeline, workload, options);
     EXPECT_EQ(Check(inst.pipeline, workload, plan), std::vector<std::string>{}) << inst.label;
-    if (plan.phase != model::Phase::kOverloaded) continue;
+    if (LokiPart(plan).phase != model::Phase::kOverloaded) continue;
     ++compared;
     variants_serve_more += ExpectMaxServed(inst.pipeline, workload, plan, inst.label);
   }
@@ -621,18 +620,19 @@ TEST(Loki, RoutingFillsTheMostAccurateVariantFirst) {
                  .replicas = 1,
                  .batch_size = 1,
                  .latency_ms = 10}};
+  plan.detail = model::AccuracyScalingPlan{};
   const model::Workload workload{{{"classification", 150}, {"captioning", 0}}};
   RouteMostAccurateFirst(pipeline, workload, plan);
-  ASSERT_EQ(plan.routing.size(), 1u);
-  const auto& to = plan.routing[0].to;
+  ASSERT_EQ(LokiPart(plan).routing.size(), 1u);
+  const auto& to = LokiPart(plan).routing[0].to;
   ASSERT_EQ(to.size(), 2u);
   EXPECT_EQ(to[0].first, "resnet152");  // 100 rps of capacity, filled first
   EXPECT_NEAR(to[0].second, 100.0 / 150, 1e-12);
   EXPECT_EQ(to[1].first, "resnet18");
   EXPECT_NEAR(to[1].second, 50.0 / 150, 1e-12);
-  ASSERT_EQ(plan.backups.size(), 1u);
-  EXPECT_EQ(plan.backups[0].variant, "resnet18");
-  EXPECT_NEAR(plan.backups[0].spare_rps, 150, 1e-9);
+  ASSERT_EQ(LokiPart(plan).backups.size(), 1u);
+  EXPECT_EQ(LokiPart(plan).backups[0].variant, "resnet18");
+  EXPECT_NEAR(LokiPart(plan).backups[0].spare_rps, 150, 1e-9);
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ Exact BruteForce(const model::Pipeline& p, const model::Plan& plan, double rate,
     double qps;
   };
   std::vector<std::vector<Option>> options;
-  for (const model::Pool& pool : plan.pools) {
+  for (const model::Pool& pool : plan.pools()->pools) {
     const model::Task& task = p.spec.tasks[p.TaskIndex(pool.task)];
     std::vector<std::function<double(int)>> ms;
     std::vector<double> prices;
@@ -187,7 +187,7 @@ TEST(Kairos, ConfigurationsMatchBruteForceOnGeneratedPipelines) {
     const double rate = 5 + 200 * std::uniform_real_distribution<double>(0, 1)(rng);
     const KairosOptions options;
     const model::Plan plan = SolveKairos(p, {{{"p", rate}}}, options);
-    ASSERT_EQ(plan.pools.size(), static_cast<size_t>(tasks));
+    ASSERT_EQ(plan.pools()->pools.size(), static_cast<size_t>(tasks));
     const Exact exact = BruteForce(p, plan, rate, options.derate);
     SCOPED_TRACE(testing::Message()
                  << "instance " << i << ", " << tasks << " tasks, rate " << rate);
@@ -234,25 +234,25 @@ TEST(Kairos, ShippedRm2ExampleTakesTheArtifactsPickWhenTheBudgetBinds) {
   EXPECT_EQ(ReplicasOf(plan, "rank", "t3-xlarge"), 0);
   // The artifact's bound for that pick is 144.2 qps from its own profile; ours is derived
   // from the tables (F5's tolerances).
-  EXPECT_NEAR(plan.upper_bound_qps, 144.2, 0.03 * 144.2);
+  EXPECT_NEAR(*plan.pools()->upper_bound_qps, 144.2, 0.03 * 144.2);
   EXPECT_EQ(plan.report.status, model::SolveStatus::kInfeasible);
-  EXPECT_NEAR(plan.served_fraction, 0.85 * plan.upper_bound_qps / 1000, 1e-9);
+  EXPECT_NEAR(plan.served_fraction, 0.85 * *plan.pools()->upper_bound_qps / 1000, 1e-9);
   // Within the budget, the cheapest pool that covers 40 rps, and one GPU replica at no load.
   const model::Plan some = SolveKairos(*parsed.pipeline, {{{"rank", 40}}});
   EXPECT_EQ(some.report.status, model::SolveStatus::kOptimal);
-  EXPECT_GE(0.85 * some.upper_bound_qps, 40);
+  EXPECT_GE(0.85 * *some.pools()->upper_bound_qps, 40);
   EXPECT_LT(some.cost_per_hour, plan.cost_per_hour);
   const model::Plan idle = SolveKairos(*parsed.pipeline, {{{"rank", 0}}});
   EXPECT_EQ(idle.TotalReplicas(), 1);
   EXPECT_EQ(ReplicasOf(idle, "rank", "g4dn-xlarge"), 1);
   // The base class serves every query; auxiliary classes only those below their threshold.
-  ASSERT_EQ(plan.pools.size(), 1u);
-  EXPECT_EQ(plan.pools[0].members[0].hardware_class, "g4dn-xlarge");
-  EXPECT_EQ(plan.pools[0].members[0].max_query, 1000);
-  EXPECT_DOUBLE_EQ(plan.pools[0].members[0].coefficient, 1);
-  for (size_t k = 1; k < plan.pools[0].members.size(); ++k) {
-    EXPECT_LT(plan.pools[0].members[k].max_query, 1000);
-    EXPECT_LT(plan.pools[0].members[k].coefficient, 1);
+  ASSERT_EQ(plan.pools()->pools.size(), 1u);
+  EXPECT_EQ(plan.pools()->pools[0].members[0].hardware_class, "g4dn-xlarge");
+  EXPECT_EQ(plan.pools()->pools[0].members[0].max_query, 1000);
+  EXPECT_DOUBLE_EQ(plan.pools()->pools[0].members[0].coefficient, 1);
+  for (size_t k = 1; k < plan.pools()->pools[0].members.size(); ++k) {
+    EXPECT_LT(plan.pools()->pools[0].members[k].max_query, 1000);
+    EXPECT_LT(plan.pools()->pools[0].members[k].coefficient, 1);
   }
 }
 
@@ -268,15 +268,15 @@ TEST(Kairos, SingleRequestQueriesPoolAdditively) {
   // 300 / 0.85 = 353 qps: 8 cpu ($0.8) beat 1 gpu + 4 cpu ($1.4).
   EXPECT_EQ(ReplicasOf(plan, "m", "gpu"), 0);
   EXPECT_EQ(ReplicasOf(plan, "m", "cpu"), 8);
-  EXPECT_NEAR(plan.upper_bound_qps, 400, 1e-9);
+  EXPECT_NEAR(*plan.pools()->upper_bound_qps, 400, 1e-9);
   EXPECT_NEAR(plan.cost_per_hour, 0.8, 1e-12);
   // Past what ten cpus serve, the gpu joins (588 qps: 8 cpu + 1 gpu, $1.8), and its
   // coefficient is the fastest's: 1.
   const model::Plan more = SolveKairos(p, {{{"p", 500}}});
   EXPECT_EQ(ReplicasOf(more, "m", "cpu"), 8);
   EXPECT_EQ(ReplicasOf(more, "m", "gpu"), 1);
-  EXPECT_DOUBLE_EQ(more.pools[0].members[1].coefficient, 1);
-  EXPECT_DOUBLE_EQ(more.pools[0].members[0].coefficient, 0.25);
+  EXPECT_DOUBLE_EQ(more.pools()->pools[0].members[1].coefficient, 1);
+  EXPECT_DOUBLE_EQ(more.pools()->pools[0].members[0].coefficient, 0.25);
 }
 
 // --- MArk -----------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ model::Pipeline MarkPipeline() {
 
 double Capacity(const model::Plan& plan) {
   double rps = 0;
-  for (const auto& pool : plan.pools) {
+  for (const auto& pool : plan.pools()->pools) {
     for (const auto& m : pool.members) rps += m.replicas * m.capacity_rps;
   }
   return rps;
@@ -309,10 +309,10 @@ TEST(Mark, ProvisionsForTheForecastAtTheStartupLead) {
   const double now = rising.history["p"].back();
   const model::Plan plan = SolveMark(p, {{{"p", now}}}, rising);
   // Startup 60 s = 6 steps ahead: the trend reaches 450 rps there, 510 at the horizon.
-  ASSERT_EQ(plan.forecast_rps.size(), 13u);
-  EXPECT_DOUBLE_EQ(plan.forecast_rps[0], now);
-  EXPECT_NEAR(plan.forecast_rps[6], now + 60, 1e-6);
-  EXPECT_GE(Capacity(plan), plan.forecast_rps.back() - 1e-9);
+  ASSERT_EQ(plan.pools()->forecast_rps.size(), 13u);
+  EXPECT_DOUBLE_EQ(plan.pools()->forecast_rps[0], now);
+  EXPECT_NEAR(plan.pools()->forecast_rps[6], now + 60, 1e-6);
+  EXPECT_GE(Capacity(plan), plan.pools()->forecast_rps.back() - 1e-9);
   // Without a forecast, the plan covers the rate now, and is smaller.
   p.spec.forecast = {};
   const model::Plan flat = SolveMark(p, {{{"p", now}}}, rising);
@@ -378,9 +378,9 @@ TEST(Mark, BurstClassStaysWarmAndTakesSpillOnly) {
   for (double rate : {0.0, 390.0, 2000.0}) {
     const model::Plan plan = SolveMark(p, {{{"p", rate}}}, {});
     EXPECT_EQ(ReplicasOf(plan, "m", "spot"), 2) << rate;
-    ASSERT_EQ(plan.pools.size(), 1u);
-    EXPECT_EQ(plan.pools[0].spill_class, "spot");
-    for (const auto& m : plan.pools[0].members) EXPECT_NE(m.hardware_class, "spot");
+    ASSERT_EQ(plan.pools()->pools.size(), 1u);
+    EXPECT_EQ(plan.pools()->pools[0].spill_class, "spot");
+    for (const auto& m : plan.pools()->pools[0].members) EXPECT_NE(m.hardware_class, "spot");
   }
 }
 
@@ -406,7 +406,7 @@ TEST(Mark, BatchesWhereBatchingPays) {
   const model::TaskPlan& t = plan.tasks[0];
   EXPECT_GT(t.batch_size, 1);
   EXPECT_LE(t.latency_ms + t.queue_ms, 100 + 1e-9);
-  EXPECT_GT(plan.pools[0].members[0].capacity_rps, 1000.0 / 12);
+  EXPECT_GT(plan.pools()->pools[0].members[0].capacity_rps, 1000.0 / 12);
   EXPECT_GE(Capacity(plan), 300 - 1e-9);
   // The capacity is for full load; at 300 rps on one replica the batch is the one that fills
   // within the budget at 300 rps, and at 10 rps batching would wait too long: b = 1.
