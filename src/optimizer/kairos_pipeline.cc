@@ -170,6 +170,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       caps.push_back(std::max(k == 0 ? 1 : 0, cap));
     }
     if (LimitCounts(caps, std::max(64.0, kMaxCountVectors / spec.tasks.size()))) {
+      plan.report.status = model::SolveStatus::kFeasible;  // the optimum may lie beyond
       plan.report.notes.push_back(
           StrFormat("task %s: the count vectors exceed the work budget (%.0f for the pipeline): "
                     "searched with fewer replicas of the auxiliary classes",

@@ -55,6 +55,17 @@ std::string PlanDiff(const json& before, const json& after, optimizer::Placement
   return diff;
 }
 
+namespace {
+
+// "; " and the plan's reasons, for a condition's message.
+std::string Reasons(const model::Plan& plan) {
+  std::string out;
+  for (const std::string& r : plan.report.reasons) out += "; " + r;
+  return out;
+}
+
+}  // namespace
+
 void SetFeasible(json& conditions, const model::Plan& plan, const GuardOutcome& guard,
                  const Spend& spend, long generation, double now) {
   if (guard.over_budget) {
@@ -68,13 +79,13 @@ void SetFeasible(json& conditions, const model::Plan& plan, const GuardOutcome& 
     SetCondition(conditions, "Feasible", false, reason::kOverloaded,
                  StrFormat("the demand exceeds what the cluster serves within the SLOs even "
                            "with the fastest variants; serving %.1f%% of it",
-                           100 * plan.served_fraction),
+                           100 * plan.served_fraction) +
+                     Reasons(plan),
                  generation, now);
   } else if (plan.report.status == model::SolveStatus::kInfeasible) {
-    std::string notes;
-    for (const auto& n : plan.report.reasons) notes += (notes.empty() ? "" : "; ") + n;
     SetCondition(conditions, "Feasible", false, reason::kInfeasible,
-                 "no plan meets every SLO; running the fastest plan: " + notes, generation, now);
+                 "no plan meets every SLO; running the fastest plan" + Reasons(plan), generation,
+                 now);
   } else {
     SetCondition(
         conditions, "Feasible", true,

@@ -1,9 +1,10 @@
 // The pipescale-operator process against the local cluster: it follows a load step up and
 // down within a few intervals, serves health, readiness and metrics, hands leadership over
-// through the Lease, and stops cleanly on SIGTERM.
+// through the Lease, stops cleanly on SIGTERM, and survives a Prometheus that answers garbage.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <thread>
 
 #include "api/deployment.h"
@@ -14,6 +15,7 @@
 #include "kube/client.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
+#include "support/fake_http_server.h"
 
 namespace pipescale {
 namespace {
@@ -25,7 +27,8 @@ using testing::LocalEnv;
 using testing::Process;
 using namespace std::chrono_literals;
 
-json Pipeline() {
+json Pipeline(const std::string& name = "shop",
+              const std::string& prometheus_url = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")) {
   auto variant = [](const char* v, double c) {
     const json profile = {{"hardwareClass", "cpu"},
                           {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
@@ -34,7 +37,7 @@ json Pipeline() {
   return {
       {"apiVersion", "pipescale.io/v1alpha1"},
       {"kind", "InferencePipeline"},
-      {"metadata", {{"name", "shop"}}},
+      {"metadata", {{"name", name}}},
       {"spec",
        {{"interval", "2s"},
         {"hardwareClasses", json::array({{{"name", "cpu"}, {"costPerHour", 0.1}}})},
@@ -46,9 +49,7 @@ json Pipeline() {
         {"paths",
          json::array({{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}})},
         {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
-        {"metrics",
-         {{"prometheusURL", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")},
-          {"pathRate", testing::kFastRateQuery}}}}}};
+        {"metrics", {{"prometheusURL", prometheus_url}, {"pathRate", testing::kFastRateQuery}}}}}};
 }
 
 class OperatorProcess {
@@ -82,8 +83,8 @@ class OperatorTest : public ::testing::Test {
     ns_ = LocalEnv::Get().FreshNamespace(*client_);
   }
 
-  json Status() {
-    auto o = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, "shop"));
+  json Status(const std::string& name = "shop") {
+    auto o = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, name));
     return o.ok() ? o->value("status", json::object()) : json::object();
   }
 
@@ -153,6 +154,256 @@ TEST_F(OperatorTest, OneLeaderAtATime) {
   EXPECT_EQ(first.process().Stop(SIGTERM, 10s), 0);
   EXPECT_TRUE(Eventually([&] { return second.Ready() == 200; }, 15s)) << second.process().Log();
   EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0);
+}
+
+// Answers a real Prometheus never sends, but a proxy or a "compatible" backend may: a page
+// with status 200 (with a control character and bytes that are not UTF-8), a cut transfer, a
+// cut body, a matrix for an instant query, and wrong shapes.
+std::vector<std::string> MalformedAnswers() {
+  const auto vector = [](const std::string& items) {
+    return testing::HttpResponse(
+        200, "application/json",
+        R"({"status":"success","data":{"resultType":"vector","result":[)" + items + "]}}");
+  };
+  return {
+      testing::HttpResponse(200, "text/html", "<html>\x01Sign in \xff\xfe</html>"),
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n"
+      R"({"status":"success","data":{)",
+      testing::HttpResponse(200, "application/json", R"({"status":"success","data":{"resul)"),
+      testing::HttpResponse(
+          200, "application/json",
+          R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1"]]}]}})"),
+      vector(R"({"metric":{"path":7},"value":[1700000000,"1"]})"),
+      testing::HttpResponse(200, "application/json",
+                            R"({"status":"success","data":{"resultType":"vector","result":{}}})"),
+      vector(R"({"metric":{},"value":["1700000000","1"]})"),
+      vector(R"({"metric":{},"value":[1700000000,"fast"]})"),
+  };
+}
+
+std::string ConditionMessage(const json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c.value("message", "");
+  }
+  return "";
+}
+
+TEST_F(OperatorTest, AHostilePrometheusCostsOnlyItsOwnPipeline) {
+  const std::vector<std::string> answers = MalformedAnswers();
+  std::atomic<size_t> next{0};
+  testing::FakeHttpServer fake(
+      [&](const testing::FakeHttpServer::Request&) { return answers[next++ % answers.size()]; });
+  ASSERT_TRUE(fake.ok());
+  testing::Load load(ns_, "shop", {{"p", 30}});
+  OperatorProcess op(ns_, "operator");
+  ASSERT_TRUE(Eventually([&] { return op.Ready() == 200; }, 20s)) << op.process().Log();
+  const auto pipelines = kube::CollectionPath(reconciler::kInferencePipelines, ns_);
+  ASSERT_TRUE(client_->Create(pipelines, Pipeline("hostile", fake.url())).ok());
+
+  // The pipeline is reconciled again every interval; each time it gets the next bad answer.
+  ASSERT_TRUE(Eventually([&] { return fake.requests() > static_cast<int>(answers.size()); }, 40s))
+      << fake.requests() << " requests\n"
+      << op.process().Log();
+  ASSERT_TRUE(op.process().Running()) << op.process().Log();
+  const json hostile = Status("hostile");
+  EXPECT_EQ(reconciler::ConditionStatus(hostile["conditions"], "MetricsAvailable"), "False")
+      << hostile.dump();
+  EXPECT_EQ(ConditionMessage(hostile, "MetricsAvailable").rfind("metrics.pathRate: prometheus", 0),
+            0u)
+      << hostile.dump();
+
+  // A pipeline created after the hostile one is still served.
+  ASSERT_TRUE(client_->Create(pipelines, Pipeline()).ok());
+  ASSERT_TRUE(Eventually([&] { return FollowsPlanAt(30); }, 40s)) << Status().dump();
+  EXPECT_EQ(reconciler::ConditionStatus(Status()["conditions"], "MetricsAvailable"), "True");
+  // The parser turned every answer into an error: the last-resort guard never fired.
+  EXPECT_NE(
+      op.Metrics().find("pipescale_reconcile_panics_total{controller=\"inferencepipeline\"} 0"),
+      std::string::npos);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
+// Pipelines the CRD admits whose search spaces explode without the optimizers' work budgets:
+// Loki over a 16-task chain with 3 variants a task (43 million variant paths), Kairos over 12
+// hardware classes (13^12 count vectors).
+json HostileChain() {
+  json tasks = json::array();
+  json chain = json::array();
+  for (int i = 0; i < 16; ++i) {
+    json variants = json::array();
+    for (int k = 0; k < 3; ++k) {
+      variants.push_back(
+          {{"name", "v" + std::to_string(k)},
+           {"accuracy", 0.9 - 0.1 * k},
+           {"batchSize", {{"max", 8}}},
+           {"profiles",
+            json::array(
+                {{{"hardwareClass", "cpu"},
+                  {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 1}, {"c", 5 + 5 * k}}}}}}})}});
+    }
+    json task = {{"name", "t" + std::to_string(i)}, {"variants", variants}};
+    if (i < 15) task["next"] = json::array({{{"task", "t" + std::to_string(i + 1)}}});
+    tasks.push_back(task);
+    chain.push_back("t" + std::to_string(i));
+  }
+  json p = Pipeline("chain");
+  p["spec"]["optimizer"] = "loki";
+  p["spec"]["tasks"] = tasks;
+  p["spec"]["hardwareClasses"] = json::array({{{"name", "cpu"}, {"costPerHour", 0.1}}});
+  p["spec"]["budget"] = {{"maxReplicas", 20}};
+  p["spec"]["paths"] = json::array({{{"name", "p"}, {"tasks", chain}, {"sloMs", 400}}});
+  return p;
+}
+
+json HostileClasses() {
+  json p = Pipeline("classes");
+  p["spec"]["optimizer"] = "kairos";
+  json classes = json::array();
+  json profiles = json::array();
+  for (int k = 0; k < 12; ++k) {
+    const std::string name = "c" + std::to_string(k);
+    classes.push_back({{"name", name}, {"costPerHour", 0.1 + 0.05 * k}, {"maxReplicas", 40}});
+    profiles.push_back({{"hardwareClass", name},
+                        {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 1}, {"c", 20.0 - k}}}}}});
+  }
+  p["spec"]["hardwareClasses"] = classes;
+  for (auto& task : p["spec"]["tasks"]) task["variants"][0]["profiles"] = profiles;
+  return p;
+}
+
+// Two such pipelines under load cost the others nothing: each is planned within its budget,
+// and a pipeline created after them is served as if they were not there.
+TEST_F(OperatorTest, HostilePipelinesCostOnlyThemselves) {
+  testing::Load chain_load(ns_, "chain", {{"p", 1000}});
+  testing::Load classes_load(ns_, "classes", {{"p", 300}});
+  testing::Load load(ns_, "shop", {{"p", 30}});
+  OperatorProcess op(ns_, "operator");
+  ASSERT_TRUE(Eventually([&] { return op.Ready() == 200; }, 20s)) << op.process().Log();
+  const auto pipelines = kube::CollectionPath(reconciler::kInferencePipelines, ns_);
+  ASSERT_TRUE(client_->Create(pipelines, HostileChain()).ok());
+  ASSERT_TRUE(client_->Create(pipelines, HostileClasses()).ok());
+  ASSERT_TRUE(client_->Create(pipelines, Pipeline()).ok());
+
+  ASSERT_TRUE(Eventually([&] { return FollowsPlanAt(30); }, 40s)) << Status().dump();
+  for (const std::string name : {"chain", "classes"}) {
+    ASSERT_TRUE(Eventually([&] { return Status(name).contains("plan"); }, 40s))
+        << name << ": " << Status(name).dump() << op.process().Log();
+    EXPECT_EQ(reconciler::ConditionStatus(Status(name)["conditions"], "Ready"), "True") << name;
+  }
+  // Each says what its budget cut short.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return ConditionMessage(Status("chain"), "Feasible").find("variant paths") !=
+               std::string::npos;
+      },
+      10s))
+      << Status("chain").dump();
+  EXPECT_EQ(Status("classes")["solver"].value("status", ""), "Feasible") << Status("classes");
+  // Served while the hostile ones are planned again every interval.
+  load.SetRate("p", 300);
+  EXPECT_TRUE(Eventually([&] { return FollowsPlanAt(300); }, 5s + 6s + 4s)) << Status().dump();
+  ASSERT_TRUE(op.process().Running()) << op.process().Log();
+  EXPECT_NE(
+      op.Metrics().find("pipescale_reconcile_panics_total{controller=\"inferencepipeline\"} 0"),
+      std::string::npos);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The replicas the pipeline's Deployments are set to, summed.
+int SetReplicas(kube::Client& client, const std::string& ns) {
+  auto list = client.Get(kube::CollectionPath(kube::kDeployments, ns));
+  if (!list.ok()) return -1;
+  int total = 0;
+  for (const auto& d : (*list)["items"]) total += d["spec"].value("replicas", 0);
+  return total;
+}
+
+std::string LeaseHolder(kube::Client& client, const std::string& ns) {
+  auto lease = client.Get(kube::ObjectPath(kube::kLeases, ns, "pipescale-operator"));
+  return lease.ok() ? (*lease)["spec"].value("holderIdentity", "") : "";
+}
+
+// The leader dies (SIGKILL: no Lease release) 45 s scale-down window after the load fell; the
+// standby takes the Lease when it expires and, reading the window from the status, keeps the
+// replicas until the window has passed. Starting from nothing it would scale down at once.
+TEST_F(OperatorTest, ANewLeaderDoesNotScaleDownBeforeTheWindow) {
+  constexpr double kWindowSeconds = 45;
+  testing::Load load(ns_, "shop", {{"p", 300}});
+  OperatorProcess first(ns_, "first");
+  ASSERT_TRUE(Eventually([&] { return first.Ready() == 200; }, 20s)) << first.process().Log();
+  OperatorProcess second(ns_, "second");
+  json pipeline = Pipeline();
+  pipeline["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = kWindowSeconds;
+  ASSERT_TRUE(
+      client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), pipeline).ok());
+  ASSERT_TRUE(Eventually([&] { return FollowsPlanAt(300); }, 40s)) << Status().dump();
+  const int high = SetReplicas(*client_, ns_);
+
+  load.SetRate("p", 30);
+  // The leader has seen the drop once the lower recommendation is a step of its own.
+  auto steps = [&] {
+    return Status().value("memory", json::object()).value("recommendations", json::array());
+  };
+  ASSERT_TRUE(Eventually([&] { return steps().size() >= 2; }, 20s)) << Status().dump();
+  const double low_since = steps().back()["since"];
+  ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
+  const std::string holder = LeaseHolder(*client_, ns_);
+
+  ASSERT_TRUE(Eventually([&] { return second.Ready() == 200; }, 30s)) << second.process().Log();
+  EXPECT_NE(LeaseHolder(*client_, ns_), holder);
+  // The new leader reconciles every 2 s; until the window ends nothing may scale down.
+  while (UnixNow() < low_since + kWindowSeconds - 3) {
+    ASSERT_GE(SetReplicas(*client_, ns_), high) << Status().dump();
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_TRUE(Eventually([&] { return SetReplicas(*client_, ns_) < high; }, 20s))
+      << Status().dump();
+  EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0) << second.process().Log();
+}
+
+// MArk forecasts from one rate per interval. Killed mid-ramp, the leader's successor rebuilds the
+// series from Prometheus: its very first forecast already rises, where an empty history gives a
+// flat one (two points make no trend) for several intervals.
+TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
+  testing::Load load(ns_, "ramp", {{"p", 20}});
+  json pipeline = Pipeline("ramp");
+  pipeline["spec"]["optimizer"] = "mark";
+  pipeline["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "20s"}};
+  OperatorProcess first(ns_, "first");
+  ASSERT_TRUE(Eventually([&] { return first.Ready() == 200; }, 20s)) << first.process().Log();
+  OperatorProcess second(ns_, "second");
+  ASSERT_TRUE(
+      client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), pipeline).ok());
+  std::atomic<bool> ramping{true};
+  std::thread ramp([&] {
+    for (double rps = 20; ramping; rps += 2) {
+      load.SetRate("p", rps);
+      std::this_thread::sleep_for(1s);
+    }
+  });
+  auto forecast = [&] {
+    return Status("ramp")
+        .value("plan", json::object())
+        .value("forecast", json::object())
+        .value("rps", json::array());
+  };
+  ASSERT_TRUE(Eventually([&] { return forecast().size() > 2; }, 40s)) << Status("ramp").dump();
+  std::this_thread::sleep_for(30s);  // a series long enough for a trend
+  ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
+  const json before = Status("ramp");
+  ASSERT_TRUE(Eventually([&] { return second.Ready() == 200; }, 30s)) << second.process().Log();
+  // The first status the new leader writes (the observed rate changes every interval).
+  ASSERT_TRUE(Eventually([&] { return Status("ramp")["observed"] != before["observed"]; }, 10s));
+  const json rps = forecast();
+  ramping = false;
+  ramp.join();
+  ASSERT_GT(rps.size(), 2u) << Status("ramp").dump();
+  EXPECT_GT(rps.back().get<double>(), rps.front().get<double>() + 2) << Status("ramp").dump();
+  EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0) << second.process().Log();
 }
 
 TEST(OperatorFlags, BadFlagsExitTwo) {
