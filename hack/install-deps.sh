@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git clang-tidy
   libcpprest-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
   libcurl4-openssl-dev libssl-dev libcivetweb-dev openssl curl
   coinor-libcbc-dev

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages the build needs and the cached kube-apiserver,
-# builds all targets (ccache keeps its cache outside the tree), then runs ctest: unit tests,
+# builds all targets (ccache keeps its cache outside the tree), runs clang-tidy on the changed
+# sources (hack/tidy.sh; PIPESCALE_SKIP_TIDY=1 skips it), then runs ctest: unit tests,
 # integration and end-to-end tests against real etcd, kube-apiserver and Prometheus on
 # 127.0.0.1. Extra arguments go to ctest, e.g. `hack/test.sh -L unit`.
 set -euo pipefail
@@ -15,4 +16,6 @@ export CCACHE_BASEDIR=$root
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs"
+# Before ctest: a tidy error shows in minutes, not after the integration tests.
+"$root/hack/tidy.sh" "$build"
 ctest --test-dir "$build" -j"$jobs" --output-on-failure "$@"

@@ -34,7 +34,8 @@ std::string BindAddress(const std::string& address) {
   return address.rfind(':', 0) == 0 ? "0.0.0.0" + address : address;
 }
 
-std::atomic<bool> g_ready{false};
+// Read by civetweb's threads, which outlive Run when it throws.
+std::atomic<bool> g_ready{false};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 int Health(mg_connection* conn, void* ready_only) {
   const bool ok = ready_only == nullptr || g_ready.load();
@@ -236,7 +237,8 @@ int Run(int argc, char** argv) {
 
   int signal = 0;
   sigwait(&signals, &signal);
-  Log("info", "shutting down", {{"signal", strsignal(signal)}});
+  // No other thread calls strsignal, whose buffer is what makes it unsafe.
+  Log("info", "shutting down", {{"signal", strsignal(signal)}});  // NOLINT(concurrency-mt-unsafe)
   stop = true;
   g_ready = false;
   run.join();
@@ -252,7 +254,7 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   // glibc gives every thread (workers, informers, HTTP servers) its own heap arena; two arenas
   // keep the resident set near what is in use, at no measurable cost for a controller.
-  mallopt(M_ARENA_MAX, 2);
+  mallopt(M_ARENA_MAX, 2);  // NOLINT(concurrency-mt-unsafe): no other thread runs yet
   try {
     return pipescale::operator_main::Run(argc, argv);
   } catch (const std::exception& e) {  // last resort: log, do not crash silently

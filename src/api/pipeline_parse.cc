@@ -124,7 +124,8 @@ class Reader {
   // Unknown keys are errors: a typo such as `sloms` must not silently mean "no SLO".
   void OnlyKnown(const json& object, const std::string& path,
                  std::initializer_list<const char*> known) {
-    for (const auto& [key, value] : object.items()) {
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
       if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
         std::vector<std::string> names(known.begin(), known.end());
         Fail(At(path, key), "unknown field; known fields: " + Join(names, ", "));
@@ -174,7 +175,7 @@ class Reader {
       Fail(At(path, key), "must be a string");
       return std::nullopt;
     }
-    const std::string& s = v->get_ref<const std::string&>();
+    const auto& s = v->get_ref<const std::string&>();
     if (s.size() > max_bytes) {
       Fail(At(path, key), Quote(s) + " is " + std::to_string(s.size()) + " bytes long; at most " +
                               std::to_string(max_bytes) + " are allowed");
@@ -483,11 +484,11 @@ bool CheckEveryBatch(Reader& r, const model::LatencyProfile& profile, const std:
   for (int b = 1; b <= top; ++b) {
     const double ms = profile.Ms(b);
     if (ms > 0 && RangeProblem(ms, kMsRange).empty()) continue;
-    const std::string at = "latency at batch size " + std::to_string(b) + " is " + Num(ms) + " ms";
+    std::string message = "latency at batch size " + std::to_string(b) + " is " + Num(ms) + " ms";
     const std::string rule =
         ms > 0 ? "in [" + Bound(limits::kMinMs) + ", " + Bound(limits::kMaxMs) + "] ms" : "> 0";
-    r.Fail(path,
-           at + "; it must be " + rule + " for every batch size up to " + std::to_string(top));
+    message += "; it must be " + rule + " for every batch size up to " + std::to_string(top);
+    r.Fail(path, std::move(message));
     return false;
   }
   return true;
@@ -713,7 +714,7 @@ std::vector<std::string> ParsePathTasks(Reader& r, const json& p, const std::str
       r.Fail(at, "must be a task name");
       continue;
     }
-    const std::string& name = (*list)[j].get_ref<const std::string&>();
+    const auto& name = (*list)[j].get_ref<const std::string&>();
     if (!tasks.contains(name)) {
       r.Fail(at, "unknown task " + Quote(name));
     } else if (!visited.insert(name).second) {
@@ -770,6 +771,7 @@ std::optional<Enum> ParseEnum(Reader& r, const json& object, const char* key,
     if (*s == name) return value;
   }
   std::vector<std::string> names;
+  names.reserve(values.size());
   for (const auto& [name, value] : values) names.emplace_back(name);
   r.Fail(Reader::At(path, key), "must be one of " + Join(names, ", ") + ", got " + Quote(*s));
   return std::nullopt;

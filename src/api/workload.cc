@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "common/strings.h"
 
@@ -90,7 +91,7 @@ Result<std::optional<Sample>> ParseSample(const std::string& line, size_t line_n
 Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds) {
   std::vector<double> out;
   std::optional<double> start;
-  double last_time = -INFINITY;
+  double last_time = -std::numeric_limits<double>::infinity();
   size_t line_no = 0;
   size_t at = 0;
   while (at < csv.size()) {
@@ -117,7 +118,7 @@ Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_s
                    StrFormat("line %zu: the history spans more than %zu steps of %g s", line_no,
                              kMaxHistorySteps, step_seconds)};
     }
-    const size_t step = static_cast<size_t>(steps);
+    const auto step = static_cast<size_t>(steps);
     if (step < out.size()) {
       out[step] = std::max(out[step], rate);
       continue;

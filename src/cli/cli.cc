@@ -88,7 +88,7 @@ std::string SetFlag(const std::string& name, const std::string& v, Flags& flags)
     const auto eq = v.find('=');
     if (eq == std::string::npos) return "--path-rate needs NAME=RPS, got " + QuoteUserText(v);
     double rate = 0;
-    if (std::string problem = ParseRate(std::string_view(v).substr(eq + 1), rate);
+    if (std::string problem = ParseRate(std::string_view{v}.substr(eq + 1), rate);
         !problem.empty()) {
       return "--path-rate " + QuoteUserText(v.substr(0, eq)) + ": " + problem;
     }

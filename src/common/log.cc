@@ -60,7 +60,7 @@ void SetLogFormat(LogFormat format) { g_format = format; }
 void Log(std::string_view level, std::string_view message, std::initializer_list<LogField> fields) {
   std::string line;
   if (g_format == LogFormat::kJson) {
-    line = "{\"ts\":\"" + Now() + "\",\"level\":\"" + JsonEscape(level) + "\",\"msg\":\"" +
+    line = R"({"ts":")" + Now() + R"(","level":")" + JsonEscape(level) + R"(","msg":")" +
            JsonEscape(message) + "\"";
     for (const auto& [k, v] : fields)
       line += ",\"" + JsonEscape(k) + "\":\"" + JsonEscape(v) + "\"";

@@ -59,6 +59,8 @@ class [[nodiscard]] Result {
   }
 
   const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
 
  private:

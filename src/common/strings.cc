@@ -18,7 +18,8 @@ size_t Utf8Sequence(std::string_view s, char32_t& code) {
   if (lead < 0x80) {
     code = lead;
     return 1;
-  } else if ((lead & 0xE0) == 0xC0) {
+  }
+  if ((lead & 0xE0) == 0xC0) {
     length = 2;
     code = lead & 0x1F;
     min = 0x80;

@@ -39,6 +39,8 @@ class Controller {
 
   Controller(std::string name, ReconcileFn reconcile, prometheus::Registry& registry,
              int workers = 1);
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
   ~Controller();
 
   void Enqueue(const std::string& key) { queue_.Add(key); }

@@ -153,7 +153,7 @@ size_t OnWatchData(char* data, size_t size, size_t count, void* user) {
   }
   s->pending.append(data, n);
   size_t start = 0;
-  for (size_t nl; (nl = s->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+  for (size_t nl = 0; (nl = s->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
     const std::string_view line(s->pending.data() + start, nl - start);
     if (line.empty()) continue;
     auto event = nlohmann::json::parse(line, nullptr, false);
@@ -168,7 +168,8 @@ size_t OnWatchData(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int OnWatchProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int OnWatchProgress(void* user, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/,
+                    curl_off_t /*ultotal*/, curl_off_t /*ulnow*/) {
   auto* s = static_cast<Stream*>(user);
   if (s->stop->load()) {
     s->stopped = true;

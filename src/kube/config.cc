@@ -45,7 +45,7 @@ Status PemField(const YAML::Node& node, const std::string& key, const std::strin
     if (!decoded) return decoded.error();
     pem = *decoded;
   } else if (node[key]) {
-    std::string file = node[key].as<std::string>();
+    auto file = node[key].as<std::string>();
     if (!file.empty() && file[0] != '/') file = base_dir + "/" + file;
     auto text = ReadFile(file);
     if (!text) return text.error();
@@ -76,8 +76,8 @@ Result<ClusterConfig> LoadKubeconfig(const std::string& path, const std::string&
     if (name.empty()) return Error{ErrorKind::kInvalid, path + ": no current-context"};
     const auto ctx = FindNamed(root["contexts"], name);
     if (!ctx) return Error{ErrorKind::kInvalid, path + ": no context \"" + name + "\""};
-    const std::string cluster_name = (*ctx)["context"]["cluster"].as<std::string>("");
-    const std::string user_name = (*ctx)["context"]["user"].as<std::string>("");
+    const auto cluster_name = (*ctx)["context"]["cluster"].as<std::string>("");
+    const auto user_name = (*ctx)["context"]["user"].as<std::string>("");
     const auto cluster = FindNamed(root["clusters"], cluster_name);
     if (!cluster) {
       return Error{ErrorKind::kInvalid, path + ": no cluster \"" + cluster_name + "\""};

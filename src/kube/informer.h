@@ -62,7 +62,7 @@ class Informer {
   void Loop();
   Status ListAndReplace();
   Status WatchOnce();  // kExpired when the server says the version is gone
-  void Apply(const WatchEvent& event);
+  void Apply(const WatchEvent& input);
   void Backoff(std::chrono::milliseconds& delay);
 
   const Client& client_;

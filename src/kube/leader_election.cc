@@ -23,7 +23,7 @@ std::string MicroTime(double unix_seconds) {
 double ParseMicroTime(const std::string& s) {
   std::tm tm{};
   if (strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
-  double t = static_cast<double>(timegm(&tm));
+  auto t = static_cast<double>(timegm(&tm));
   if (auto dot = s.find('.'); dot != std::string::npos) t += std::stod("0" + s.substr(dot, 7));
   return t;
 }

@@ -59,7 +59,7 @@ std::string Printable(std::string_view s, size_t max = kQuoteBytes) {
   std::string out;
   size_t i = 0;
   while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const auto c = static_cast<unsigned char>(s[i]);
     const size_t n = Utf8Length(s.substr(i));
     if (i + std::max<size_t>(n, 1) > max) break;
     if (n > 1) {
@@ -280,7 +280,7 @@ Result<std::map<std::string, std::string>> Labels(const json& item, const std::s
 Result<const json*> ResultOf(const json& data, const std::string& want, const char* query_kind) {
   const json* type = Member(data, "resultType");
   if (type == nullptr || !type->is_string()) return Malformed("data.resultType", "a string", type);
-  const std::string& got = type->get_ref<const std::string&>();
+  const auto& got = type->get_ref<const std::string&>();
   if (got != want && !(want == "vector" && got == "scalar")) {
     return Error{ErrorKind::kInvalid, "prometheus: " + std::string(query_kind) + " returns a " +
                                           Printable(got, 32) + ", not a " + want};

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/check.h"
 #include "common/strings.h"
 
 namespace pipescale::optimizer {
@@ -18,6 +19,7 @@ std::vector<std::vector<Choice>> Ladders(const Problem& problem) {
     for (const Choice& c : dnn.choices) {
       if (c.batch == 1 && (fastest == nullptr || c.exec_ms < fastest->exec_ms)) fastest = &c;
     }
+    PIPESCALE_CHECK(fastest != nullptr);  // Compile gives every profile a b = 1 choice
     std::vector<Choice> ladder;
     for (const Choice& c : dnn.choices) {
       if (c.hardware_class == fastest->hardware_class) ladder.push_back(c);
@@ -104,7 +106,8 @@ Solution SolveInferline(const Problem& problem) {
   }
   Solution solution = Judge(problem, std::move(assignment));
   if (work >= kInferlineWork) {
-    solution.notes.push_back("inferline stopped at its search budget; the plan is the last step");
+    solution.notes.emplace_back(
+        "inferline stopped at its search budget; the plan is the last step");
   }
   return solution;
 }

@@ -11,10 +11,12 @@ constexpr double kEps = 1e-9;
 class BranchAndBound {
  public:
   BranchAndBound(const Problem& problem, const ExactOptions& options)
-      : problem_(problem), max_nodes_(options.max_nodes), max_work_(options.max_work) {
+      : problem_(problem),
+        max_nodes_(options.max_nodes),
+        max_work_(options.max_work),
+        order_(problem.topological_order) {
     const size_t n = problem.dnns.size();
     // DNNs on many routes first: they constrain the most, so pruning starts early.
-    order_ = problem.topological_order;
     std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
       return problem.dnns[a].routes.size() > problem.dnns[b].routes.size();
     });

@@ -452,10 +452,8 @@ class LocalSearch {
       if (!within(r, da + (b >= 0 && OnRoute(r, b) ? db : 0))) return false;
     }
     if (b < 0) return true;
-    for (int r : problem_.dnns[b].routes) {
-      if (!OnRoute(r, a) && !within(r, db)) return false;
-    }
-    return true;
+    return std::ranges::all_of(problem_.dnns[b].routes,
+                               [&](int r) { return OnRoute(r, a) || within(r, db); });
   }
 
   void ConsiderSingle(int a, Move& best) {
@@ -607,6 +605,7 @@ class Fa2Search {
 std::vector<std::string> SearchNotes(const Problem& problem, const Fa2Search& search,
                                      const std::vector<std::pair<int, int>>& removed, bool cut) {
   std::vector<std::string> notes;
+  notes.reserve(removed.size() + 2);
   for (const auto& [u, v] : removed) {
     notes.push_back("graph transformation removed edge " + problem.dnns[u].task + " -> " +
                     problem.dnns[v].task);

@@ -54,6 +54,7 @@ std::vector<double> SplitSlo(double slo_ms, const std::vector<double>& weights) 
   double sum = 0;
   for (double w : weights) sum += w;
   std::vector<double> out;
+  out.reserve(weights.size());
   for (double w : weights) {
     out.push_back(sum > 0 ? slo_ms * w / sum : slo_ms / static_cast<double>(weights.size()));
   }

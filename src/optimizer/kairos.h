@@ -117,7 +117,7 @@ std::vector<Config> RankConfigurations(const Profile& profile, const std::vector
 
 struct Pick {
   Config config;
-  enum class Rule { kTopThreeShareBase, kMinSumOfSquaredDistances } rule;
+  enum class Rule { kTopThreeShareBase, kMinSumOfSquaredDistances } rule = Rule::kTopThreeShareBase;
 };
 
 // If the top 3 share their base count, the top one; otherwise the member of the top 10 with

@@ -232,7 +232,7 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
     col.n.push_back(std::move(ns));
   }
   if (in.cluster_size) milp.AddRow(all_replicas, -kInfinity, *in.cluster_size);
-  for (size_t h = 0; h < spec.hardware_classes.size(); ++h) {
+  for (int h = 0; h < static_cast<int>(spec.hardware_classes.size()); ++h) {
     if (auto limit = spec.hardware_classes[h].max_replicas; limit && per_class.contains(h)) {
       milp.AddRow(per_class[h], -kInfinity, *limit);
     }
@@ -579,8 +579,9 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
     const model::Variant* v = tk.FindVariant(variant);
     return v != nullptr ? NormalisedAccuracy(tk, *v) : 0.0;
   };
-  for (auto& [task, list] : offered) {
-    std::stable_sort(list.begin(), list.end(), [&](const auto* a, const auto* b) {
+  for (auto& entry : offered) {
+    const std::string& task = entry.first;
+    std::stable_sort(entry.second.begin(), entry.second.end(), [&](const auto* a, const auto* b) {
       return accuracy_of(task, a->variant) > accuracy_of(task, b->variant);
     });
   }

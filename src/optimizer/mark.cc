@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -97,6 +98,7 @@ class LinearTrendForecaster : public Forecaster {
     const double slope = (n * sty - st * sy) / (n * stt - st * st);
     const double intercept = (sy - slope * st) / n;
     std::vector<double> out;
+    out.reserve(static_cast<size_t>(std::max(steps, 0)));
     for (int h = 0; h < steps; ++h) out.push_back(std::max(0.0, intercept + slope * (n + h)));
     return out;
   }
@@ -117,8 +119,9 @@ class HoltWintersForecaster : public Forecaster {
     if (static_cast<int>(history.size()) < 2 * p)
       return EwmaForecaster(alpha_).Forecast(history, steps);
     // Initial level, trend and season from the first two seasons.
-    const double first = std::accumulate(history.begin(), history.begin() + p, 0.0) / p;
-    const double second = std::accumulate(history.begin() + p, history.begin() + 2 * p, 0.0) / p;
+    const auto second_season = history.begin() + p;
+    const double first = std::accumulate(history.begin(), second_season, 0.0) / p;
+    const double second = std::accumulate(second_season, second_season + p, 0.0) / p;
     double level = first, trend = (second - first) / p;
     std::vector<double> season(p);
     for (int i = 0; i < p; ++i) season[i] = history[i] - first;
@@ -160,7 +163,8 @@ Backtest RunBacktest(const Forecaster& forecaster, const std::vector<double>& se
   int scored = 0, under = 0, over_count = 0;
   double ape = 0, over = 0;
   for (size_t t = warmup; t + horizon <= series.size(); ++t) {
-    const std::vector<double> history(series.begin(), series.begin() + t);
+    const std::vector<double> history(series.begin(),
+                                      series.begin() + static_cast<std::ptrdiff_t>(t));
     const double predicted = forecaster.Forecast(history, horizon)[horizon - 1];
     const double actual = series[t + horizon - 1];
     if (actual <= 0) continue;

@@ -120,7 +120,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
                                   QuoteUserText(task.name).c_str()));
         continue;
       }
-      const Candidate* fastest = &all[0];
+      const Candidate* fastest = all.data();
       for (const Candidate& c : all) {
         if (c.Ms(1) < fastest->Ms(1)) fastest = &c;
       }

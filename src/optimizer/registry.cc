@@ -17,7 +17,7 @@ namespace {
 // FA2 and its baselines solve the same compiled problem (Eq. 3) and differ only in the search.
 template <Solution (*kSearch)(const Problem&), const char* kName>
 model::Plan OnProblem(const model::Pipeline& pipeline, const model::Workload& workload,
-                      const PlannerInput&) {
+                      const PlannerInput& /*input*/) {
   const Problem problem = Compile(pipeline, workload);
   return ToPlan(pipeline, problem, kSearch(problem), kName);
 }
@@ -31,11 +31,13 @@ constexpr char kInferline[] = "inferline";
 constexpr char kGrandslam[] = "grandslam";
 constexpr char kExact[] = "exact";
 
-model::Plan Loki(const model::Pipeline& p, const model::Workload& w, const PlannerInput&) {
+model::Plan Loki(const model::Pipeline& p, const model::Workload& w,
+                 const PlannerInput& /*input*/) {
   return SolveLoki(p, w);
 }
 
-model::Plan Kairos(const model::Pipeline& p, const model::Workload& w, const PlannerInput&) {
+model::Plan Kairos(const model::Pipeline& p, const model::Workload& w,
+                   const PlannerInput& /*input*/) {
   return SolveKairos(p, w);
 }
 

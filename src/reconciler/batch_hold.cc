@@ -52,7 +52,8 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     plan.tasks[i].queue_ms = kept[i]->queue_ms;
   }
   for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
-    plan.paths[r].predicted_latency_ms = optimizer::RouteLatencyMs(problem, assignment, r);
+    plan.paths[r].predicted_latency_ms =
+        optimizer::RouteLatencyMs(problem, assignment, static_cast<int>(r));
   }
 }
 

@@ -5,7 +5,7 @@
 namespace pipescale::reconciler {
 
 std::string Rfc3339(double unix_seconds) {
-  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  const auto t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

@@ -30,7 +30,9 @@ struct Observed {
   std::optional<nlohmann::json> routing_config_map;
 };
 
-struct Decision {
+// clang-tidy 14 blames the implicit members of this aggregate for what its members' allocations
+// may throw; nothing here is declared noexcept.
+struct Decision {                         // NOLINT(bugprone-exception-escape)
   std::vector<DeploymentWrite> writes;    // empty in Recommend mode and while holding
   nlohmann::json status;                  // the complete status to report
   std::vector<std::string> events;        // PlanChanged messages

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <random>
 
@@ -28,6 +29,7 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
   double fastest = std::numeric_limits<double>::infinity();
   for (const auto& ms : latency_ms) fastest = std::min(fastest, ms(largest));
   std::vector<double> coefficient;
+  coefficient.reserve(latency_ms.size());
   for (const auto& ms : latency_ms)
     coefficient.push_back(HeterogeneityCoefficient(fastest, ms(largest)));
 
@@ -62,8 +64,10 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
       // Every instance takes part, busy ones through their remaining time; only the pairs
       // with an idle instance are dispatched now.
       std::vector<Query> queries;
+      queries.reserve(queue.size());
       for (const Waiting& w : queue) queries.push_back({w.batch, now - w.arrived});
       std::vector<Instance> all;
+      all.reserve(pool.size());
       for (const Instance& in : pool) {
         all.push_back({in.hardware_class, std::max(0.0, in.busy_ms - now)});
       }
@@ -96,7 +100,7 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
       }
     }
     // Completions already past are not events; only those still ahead of the clock are.
-    double now;
+    double now = 0;
     if (arrived < options.queries && next_arrival <= next_done) {
       now = next_arrival;
       ++arrived;
@@ -123,7 +127,8 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
   if (rank >= latencies.size()) {
     out.p99_ms = std::numeric_limits<double>::infinity();  // the drops are in the top 1%
   } else {
-    std::nth_element(latencies.begin(), latencies.begin() + rank, latencies.end());
+    std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(rank),
+                     latencies.end());
     out.p99_ms = latencies[rank];
   }
   return out;
