@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/strings.h"
+#include "optimizer/graph.h"
 
 namespace pipescale::api {
 
@@ -132,17 +133,16 @@ Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_s
 
 std::map<std::string, double> PathShares(const model::Pipeline& pipeline,
                                          const model::Workload& workload) {
+  const std::vector<double> rates = optimizer::PathRatesRps(pipeline, workload);
   double total = 0, weight = 0;
-  for (const auto& p : pipeline.spec.paths) {
-    auto it = workload.path_rates_rps.find(p.name);
-    total += it == workload.path_rates_rps.end() ? 0 : it->second;
-    weight += p.weight;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    total += rates[i];
+    weight += pipeline.spec.paths[i].weight;
   }
   std::map<std::string, double> out;
-  for (const auto& p : pipeline.spec.paths) {
-    auto it = workload.path_rates_rps.find(p.name);
-    const double rate = it == workload.path_rates_rps.end() ? 0 : it->second;
-    out[p.name] = total > 0 ? rate / total : p.weight / weight;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const model::Path& p = pipeline.spec.paths[i];
+    out[p.name] = total > 0 ? rates[i] / total : p.weight / weight;
   }
   return out;
 }
