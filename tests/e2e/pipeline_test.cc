@@ -69,7 +69,7 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
 
   Process standin({PIPESCALE_STANDIN, "--kubeconfig", env.Var("KUBECONFIG"), "--model-server",
                    PIPESCALE_MODEL_SERVER, "--targets-dir", env.Var("PIPESCALE_TARGETS_DIR"),
-                   "--work-dir", dir + "/pods"},
+                   "--work-dir", dir + "/pods", "--namespace", ns},
                   dir + "/standin.log");
   Process op(
       {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,

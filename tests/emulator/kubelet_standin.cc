@@ -6,6 +6,7 @@
 // (file service discovery) and reports status.replicas/readyReplicas back.
 //
 //   pipescale-kubelet-standin --kubeconfig F --model-server BIN --targets-dir DIR --work-dir DIR
+//       [--namespace NS]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,16 +53,21 @@ struct Spec {
 
 class Standin {
  public:
+  // `ns`: only that namespace's Deployments (empty: every namespace), so that a test's stand-in
+  // does not start pods for what other tests on the same cluster left behind.
   Standin(const kube::Client& client, std::string model_server, std::string targets_dir,
-          std::string work_dir)
+          std::string work_dir, const std::string& ns)
       : client_(client),
         model_server_(std::move(model_server)),
         targets_dir_(std::move(targets_dir)),
         work_dir_(std::move(work_dir)),
         deployments_(client,
-                     {.type = kube::kDeployments, .label_selector = "pipescale.io/pipeline"},
+                     {.type = kube::kDeployments,
+                      .namespace_name = ns,
+                      .label_selector = "pipescale.io/pipeline"},
                      [](const std::string&, const json&) {}),
-        pipelines_(client, {.type = kPipelines}, [](const std::string&, const json&) {}) {}
+        pipelines_(client, {.type = kPipelines, .namespace_name = ns},
+                   [](const std::string&, const json&) {}) {}
 
   void Run(const std::atomic<bool>& stop) {
     deployments_.Start();
@@ -243,7 +249,8 @@ int main(int argc, char** argv) {
 
   const kube::Client client(*config);
   fs::create_directories(flags["--work-dir"]);
-  Standin standin(client, flags["--model-server"], flags["--targets-dir"], flags["--work-dir"]);
+  Standin standin(client, flags["--model-server"], flags["--targets-dir"], flags["--work-dir"],
+                  flags["--namespace"]);
   std::atomic<bool> stop{false};
   std::thread run([&] { standin.Run(stop); });
   int signal = 0;
