@@ -10,11 +10,11 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// The rounding rule of PlanJsonOptions::rounded, stated once.
+// PlanJsonOptions::rounded applied, or not.
 struct Numbers {
   bool rounded = false;
-  double Fraction(double v) const { return rounded ? std::round(v * 1e4) / 1e4 : v; }
-  double Quantity(double v) const { return rounded ? std::round(v * 1e2) / 1e2 : v; }
+  double Fraction(double v) const { return rounded ? RoundFraction(v) : v; }
+  double Quantity(double v) const { return rounded ? RoundQuantity(v) : v; }
 };
 
 ordered_json TasksToJson(const model::Plan& plan, Numbers n) {
@@ -74,6 +74,9 @@ void AddPools(const model::PoolPlan& pools, Numbers n, ordered_json& out) {
 }
 
 }  // namespace
+
+double RoundFraction(double v) { return std::round(v * 1e4) / 1e4; }
+double RoundQuantity(double v) { return std::round(v * 1e2) / 1e2; }
 
 ordered_json RoutingToJson(const model::AccuracyScalingPlan& plan, bool rounded) {
   const Numbers n{rounded};

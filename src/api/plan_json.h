@@ -26,6 +26,10 @@ struct PlanJsonOptions {
 // "forecast" {stepSeconds, rps}.
 nlohmann::ordered_json PlanToJsonValue(const model::Plan& plan, const PlanJsonOptions& options);
 
+// The rounding rule of PlanJsonOptions::rounded, for the status's other numbers too.
+double RoundFraction(double v);  // 4 decimals
+double RoundQuantity(double v);  // 2 decimals
+
 // PlanToJsonValue with the defaults, indented: the CLI's `-o json`.
 std::string PlanToJson(const model::Plan& plan);
 

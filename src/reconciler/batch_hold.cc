@@ -14,13 +14,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
                         const json& applied_plan, const std::map<std::string, json>& deployments,
                         model::Plan& plan) {
   if (plan.report.status == model::SolveStatus::kInfeasible) return;
-  std::map<std::string, std::pair<int, int>> applied;  // deployment -> (replicas, batch)
-  const auto tasks = applied_plan.is_object() ? applied_plan.find("tasks") : applied_plan.end();
-  if (tasks == applied_plan.end() || !tasks->is_array()) return;
-  for (const json& t : *tasks) {
-    applied[StringField(t, "deployment")] = {IntField(t, "replicas", -1),
-                                             IntField(t, "batchSize", -1)};
-  }
+  const auto applied = TasksByDeployment(applied_plan);
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
   optimizer::Assignment assignment(problem.dnns.size());
   std::vector<const optimizer::Choice*> kept(plan.tasks.size(), nullptr);
@@ -33,8 +27,8 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     auto was = applied.find(name);
     if (it == deployments.end() || was == applied.end()) return;
     const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
-    if (f.replicas != t.replicas || f.batch_size != was->second.second ||
-        was->second.first != t.replicas) {
+    if (f.replicas != t.replicas || f.batch_size != IntField(*was->second, "batchSize", -1) ||
+        IntField(*was->second, "replicas", -1) != t.replicas) {
       return;
     }
     const int dnn = pipeline.TaskIndex(t.task);

@@ -1,10 +1,10 @@
 #include "reconciler/decide.h"
 
 #include <algorithm>
-#include <cmath>
 #include <set>
 
 #include "api/deployment.h"
+#include "api/plan_json.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
@@ -22,8 +22,6 @@ constexpr size_t kMaxErrorsInMessage = 5;
 // Missing metrics are looked for again this soon: a new pipeline's series appear within a
 // scrape or two, and a long interval would leave it unplanned for all of it.
 constexpr double kMetricsRetrySeconds = 10;
-
-double Round2(double v) { return std::round(v * 100) / 100; }
 
 const json& Metadata(const json& object) {
   static const json kNone = json::object();
@@ -130,7 +128,7 @@ Decision Hold(const Observed& o, const model::Pipeline& pipeline,
     spend += TargetSpend(planned);
   }
   d.status["totalReplicas"] = spend.replicas;
-  d.status["costPerHour"] = Round2(spend.cost_per_hour);
+  d.status["costPerHour"] = api::RoundQuantity(spend.cost_per_hour);
   return d;
 }
 
@@ -201,17 +199,17 @@ void Report(const Observed& o, const optimizer::Descriptor& optimizer, const mod
   }
   d.status["plan"] = plan_status;
   d.status["totalReplicas"] = spend.replicas;
-  d.status["costPerHour"] = Round2(spend.cost_per_hour);
+  d.status["costPerHour"] = api::RoundQuantity(spend.cost_per_hour);
   json rates = json::object();
-  for (const auto& [path, rate] : o.metrics->path_rates_rps) rates[path] = Round2(rate);
+  for (const auto& [path, rate] : o.metrics->path_rates_rps) rates[path] = api::RoundQuantity(rate);
   d.status["observed"] = {{"pathRates", rates}};
   if (optimizer.memory.demand_ewma) {
     json smoothed = json::object();
-    for (const auto& [path, rate] : demand.rps) smoothed[path] = Round2(rate);
+    for (const auto& [path, rate] : demand.rps) smoothed[path] = api::RoundQuantity(rate);
     d.status["observed"]["demand"] = smoothed;
   }
   if (o.metrics->arrival_rate_rps) {
-    d.status["observed"]["arrivalRate"] = Round2(*o.metrics->arrival_rate_rps);
+    d.status["observed"]["arrivalRate"] = api::RoundQuantity(*o.metrics->arrival_rate_rps);
   }
 }
 
@@ -282,8 +280,14 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   return d;
 }
 
+api::ParsedPipeline ParseObserved(const json& object) {
+  json spec_only = object;
+  spec_only.erase("status");
+  return api::ParsePipeline(spec_only.dump());
+}
+
 Decision Decide(const Observed& observed) {
-  return Decide(observed, api::ParsePipeline(observed.object.dump()));
+  return Decide(observed, ParseObserved(observed.object));
 }
 
 }  // namespace pipescale::reconciler

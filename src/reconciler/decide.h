@@ -44,7 +44,11 @@ struct Decision {                         // NOLINT(bugprone-exception-escape)
   std::optional<model::Plan> plan;  // the plan decided on, when there is one
 };
 
-// `parsed` is observed.object parsed (the reconciler parses once per reconcile).
+// An InferencePipeline as read, parsed without its status: the status may be large and is not
+// the user's to validate.
+api::ParsedPipeline ParseObserved(const nlohmann::json& object);
+
+// `parsed` is ParseObserved(observed.object) (the reconciler parses once per reconcile).
 Decision Decide(const Observed& observed, const api::ParsedPipeline& parsed);
 
 // Parses observed.object itself.

@@ -3,6 +3,7 @@
 // instead of throwing.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,6 +21,17 @@ inline std::string StringField(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return "";
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The tasks of a status.plan (as PlanStatus writes it) by their "deployment"; empty when there
+// are none. The pointers are into `plan`.
+inline std::map<std::string, const nlohmann::json*> TasksByDeployment(const nlohmann::json& plan) {
+  std::map<std::string, const nlohmann::json*> out;
+  if (!plan.is_object()) return out;
+  const auto tasks = plan.find("tasks");
+  if (tasks == plan.end() || !tasks->is_array()) return out;
+  for (const nlohmann::json& t : *tasks) out[StringField(t, "deployment")] = &t;
+  return out;
 }
 
 }  // namespace pipescale::reconciler

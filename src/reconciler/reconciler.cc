@@ -159,9 +159,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   observed.object = *object;
   observed.now = clock_();
   observed.deployments = ObserveDeployments(*object);
-  json spec_only = *object;  // the status may be large and is not the user's to validate
-  spec_only.erase("status");
-  const api::ParsedPipeline parsed = api::ParsePipeline(spec_only.dump());
+  const api::ParsedPipeline parsed = ParseObserved(*object);
   if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
   // The routing ConfigMap, for an optimizer that hands the data plane anything.
   if (parsed.pipeline &&

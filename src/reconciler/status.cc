@@ -1,7 +1,5 @@
 #include "reconciler/status.h"
 
-#include <cmath>
-
 #include "api/deployment.h"
 #include "api/plan_json.h"
 #include "common/strings.h"
@@ -27,10 +25,8 @@ json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& p
 std::string PlanDiff(const json& before, const json& after, optimizer::Placement placement) {
   std::map<std::string, std::pair<int, int>> old;
   // The previous status is read back from the cluster: anything may be in it.
-  if (before.is_object() && before.contains("tasks") && before["tasks"].is_array()) {
-    for (const auto& t : before["tasks"]) {
-      old[StringField(t, "deployment")] = {IntField(t, "replicas", 0), IntField(t, "batchSize", 0)};
-    }
+  for (const auto& [name, t] : TasksByDeployment(before)) {
+    old[name] = {IntField(*t, "replicas", 0), IntField(*t, "batchSize", 0)};
   }
   std::map<std::string, int> per_task;
   for (const auto& t : after["tasks"]) ++per_task[t["task"].get<std::string>()];

@@ -84,13 +84,7 @@ std::string Revert::Message() const {
 
 std::vector<Revert> FindReverts(const json& applied, const Deployments& deployments,
                                 const std::vector<PlannedDeployment>& planned) {
-  std::map<std::string, const json*> record;  // deployment -> what the operator set
-  if (applied.is_object()) {
-    const auto tasks = applied.find("tasks");
-    if (tasks != applied.end() && tasks->is_array()) {
-      for (const json& t : *tasks) record[StringField(t, "deployment")] = &t;
-    }
-  }
+  const auto record = TasksByDeployment(applied);  // what the operator set
   std::vector<Revert> out;
   for (const PlannedDeployment& p : planned) {
     auto dep = deployments.find(p.name);

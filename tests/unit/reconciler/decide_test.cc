@@ -92,7 +92,7 @@ struct World {
 
   // A new leader: nothing in memory but what the status and the rates in Prometheus give back.
   void FailOver(const model::RateHistory* rates = nullptr) {
-    const auto parsed = api::ParsePipeline(object.dump());
+    const auto parsed = ParseObserved(object);
     memory = Recall(object["status"], rates, optimizer::OptimizerOf(parsed.pipeline->spec));
   }
 
@@ -377,7 +377,7 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
 TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
   World w;
   w.Step(Rate(200), 1000);
-  api::ParsedPipeline parsed = api::ParsePipeline(w.object.dump());
+  api::ParsedPipeline parsed = ParseObserved(w.object);
   ASSERT_TRUE(parsed.pipeline.has_value());
   int held = 0, followed = 0;
   for (double rps : {200.0, 195.0, 205.0, 190.0, 210.0, 185.0, 215.0, 180.0, 220.0, 240.0, 260.0}) {
