@@ -2,7 +2,7 @@
 // starts it and points $PIPESCALE_LOCAL_ENV at it). Two numbers of the spec:
 //  - scale: N pipelines in one operator; how long until every one has a plan applied, and the
 //    operator's resident memory (VmRSS, peak VmHWM) with them all cached and reconciled.
-//  - reaction: one pipeline under a stepped load through the kubelet stand-in's model servers;
+//  - reaction: one pipeline under a stepped load through model-server pods on the emulated nodes;
 //    the time from the moment Prometheus's answer to the operator's own query calls for a
 //    different plan to the moment the Deployments carry it, against the 2 s interval.
 // Prints markdown for bench/README.md.
@@ -154,8 +154,8 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   auto deployments = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!deployments.ok()) Die(deployments.error().message);
   if (op.Stop(SIGTERM, 20s) != 0) Die("the operator did not stop cleanly:\n" + op.Log());
-  // Delete the pipelines; the garbage collector removes their Deployments, so the kubelet
-  // stand-in of the next measurement does not start a thousand model servers for them.
+  // Delete the pipelines; the garbage collector removes their Deployments, so the node agent
+  // does not run a thousand model servers through the next measurement.
   (void)client.Delete(kube::CollectionPath(reconciler::kInferencePipelines, ns));
   for (int i = 0; i < 300; ++i) {
     auto left = client.Get(kube::CollectionPath(kube::kDeployments, ns));
@@ -216,18 +216,15 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
     auto created = client.Create(kube::CollectionPath(reconciler::kInferencePipelines, ns), object);
     if (!created.ok()) Die(created.error().message);
   }
-  testing::Process standin({binaries.at("standin"), "--kubeconfig", env.at("KUBECONFIG"),
-                            "--model-server", binaries.at("model_server"), "--targets-dir",
-                            env.at("PIPESCALE_TARGETS_DIR"), "--work-dir", dir + "/reaction-pods"},
-                           dir + "/standin-reaction.log");
   testing::Process op(
       {binaries.at("operator"), "--kubeconfig", env.at("KUBECONFIG"), "--namespace", ns,
        "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
       dir + "/operator-reaction.log");
   // Steps between three levels, 20 s each, so every step settles before the next.
   testing::Process load(
-      {binaries.at("loadgen"), "-f", file, "--namespace", ns, "--targets-dir",
-       env.at("PIPESCALE_TARGETS_DIR"), "--trace", "15:20,150:20,60:20,150:20,15:20,60:20,15:20"},
+      {binaries.at("loadgen"), "-f", file, "--namespace", ns, "--pods-url",
+       env.at("PIPESCALE_PODS_URL"), "--targets-dir", env.at("PIPESCALE_TARGETS_DIR"), "--trace",
+       "15:20,150:20,60:20,150:20,15:20,60:20,15:20"},
       dir + "/loadgen-reaction.log");
   const metrics::PrometheusClient prometheus(env.at("PIPESCALE_PROMETHEUS"));
 
@@ -255,7 +252,6 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
     std::this_thread::sleep_for(100ms);
   }
   (void)op.Stop(SIGTERM, 10s);
-  (void)standin.Stop(SIGTERM, 20s);
   if (reactions.empty()) Die("no plan change observed; see " + dir + "/operator-reaction.log");
   std::sort(reactions.begin(), reactions.end());
   std::printf("### From a metrics change to the Deployment patch (interval 2 s)\n\n");
@@ -286,7 +282,6 @@ int main(int argc, char** argv) {
   if (!config.ok()) Die(config.error().message);
   const kube::Client client(*config);
   const std::map<std::string, std::string> binaries = {{"operator", PIPESCALE_OPERATOR},
-                                                       {"standin", PIPESCALE_STANDIN},
                                                        {"model_server", PIPESCALE_MODEL_SERVER},
                                                        {"loadgen", PIPESCALE_LOADGEN}};
   if (scale) Scale(client, env, binaries.at("operator"), pipelines);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: the operator driving a pipeline on a local cluster of real parts.
-#  - etcd + kube-apiserver + the garbage collector + Prometheus on 127.0.0.1 (hack/local-env.sh)
+#  - a cluster in a box on 127.0.0.1 (hack/local-env.sh): etcd, kube-apiserver, the
+#    controllers, kube-scheduler, Prometheus, and emulated GPU and CPU nodes (hack/nodes.yaml)
+#    whose pods the node agent runs as pipescale-model-server processes
 #  - pipescale-operator, watching InferencePipelines
-#  - a kubelet stand-in running pipescale-model-server processes for the Deployments
 #  - the FA2 paper's application (deploy/examples/fa2-gpu.yaml), driven by pipescale-loadgen
 #    with the paper's fluctuating trace (8 -> 27 -> 8 requests/s)
 # It prints the plan as it changes; `kubectl get ipl -w` works against the same cluster (the
@@ -23,7 +24,7 @@ if [[ ${1:-} == plan || ${1:-} == validate ]]; then
 fi
 "$root/hack/build-kube-apiserver.sh" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target pipescale pipescale-operator pipescale-model-server \
-  pipescale-kubelet-standin pipescale-loadgen >/dev/null
+  pipescale-node-agent pipescale-pod-sd pipescale-loadgen >/dev/null
 
 dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
 example=$(realpath "${EXAMPLE:-$root/deploy/examples/fa2-gpu.yaml}")
@@ -36,13 +37,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "starting etcd, kube-apiserver, the garbage collector and Prometheus in $dir ..."
-source "$("$root/hack/local-env.sh" up "$dir")"
-
-"$build/tests/emulator/pipescale-kubelet-standin" --kubeconfig "$KUBECONFIG" \
-  --model-server "$build/tests/emulator/pipescale-model-server" \
-  --targets-dir "$PIPESCALE_TARGETS_DIR" --work-dir "$dir/pods" 2>"$dir/standin.log" &
-pids+=($!)
+echo "starting the local cluster in $dir ..."
+env_file=$(PIPESCALE_EMULATORS="$build/tests/emulator" "$root/hack/local-env.sh" up "$dir") || exit 1
+source "$env_file"
 "$build/operator/pipescale-operator" --kubeconfig "$KUBECONFIG" --prometheus-url "$PIPESCALE_PROMETHEUS" \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 2>"$dir/operator.log" &
 pids+=($!)
@@ -55,7 +52,8 @@ echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl -w"
 echo
 
 "$build/tests/emulator/pipescale-loadgen" -f "$example" --namespace default \
-  --targets-dir "$PIPESCALE_TARGETS_DIR" --trace "$trace" 2>"$dir/loadgen.log" &
+  --pods-url "$PIPESCALE_PODS_URL" --targets-dir "$PIPESCALE_TARGETS_DIR" --trace "$trace" \
+  2>"$dir/loadgen.log" &
 loadgen=$!
 pids+=($loadgen)
 

@@ -49,6 +49,16 @@ const json* FirstContainer(const json& deployment) {
   return containers->is_array() && !containers->empty() ? &(*containers)[0] : nullptr;
 }
 
+// The emulated model server (tests/emulator), serving the Open Inference Protocol on 8080 and
+// Ready once its model has loaded.
+json DefaultContainer() {
+  return {{"name", "model"},
+          {"image", "pipescale/model-server:dev"},
+          {"ports", json::array({{{"name", "http"}, {"containerPort", 8080}}})},
+          {"readinessProbe",
+           {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}}, {"periodSeconds", 1}}}};
+}
+
 }  // namespace
 
 std::string DeploymentName(const model::Pipeline& pipeline, const model::Task& task,
@@ -81,8 +91,7 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   pod["metadata"]["labels"].update(labels);
   json& spec = pod["spec"];
   if (!spec["containers"].is_array() || spec["containers"].empty()) {
-    spec["containers"] =
-        json::array({{{"name", "model"}, {"image", "pipescale/model-server:dev"}}});
+    spec["containers"] = json::array({DefaultContainer()});
   }
   json& container = spec["containers"][0];
   if (!hardware_class.requests.empty()) {

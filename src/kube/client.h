@@ -25,6 +25,8 @@ inline const ResourceType kDeployments{"apps/v1", "deployments", true};
 inline const ResourceType kConfigMaps{"v1", "configmaps", true};
 inline const ResourceType kEvents{"v1", "events", true};
 inline const ResourceType kLeases{"coordination.k8s.io/v1", "leases", true};
+inline const ResourceType kNodes{"v1", "nodes", false};
+inline const ResourceType kPods{"v1", "pods", true};
 inline const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io/v1",
                                                      "customresourcedefinitions", false};
 

@@ -1,8 +1,9 @@
 // End to end on the local cluster, every part real: pipescale-operator plans with FA2 from
-// what Prometheus scrapes off the load generator, the kubelet stand-in runs model-server
-// processes for the Deployments, and the traffic really flows through them. After each load
-// step the Deployments (and the processes behind them) must match the plan within the metrics
-// lag plus two intervals.
+// what Prometheus scrapes off the load generator; the controllers turn its Deployments into
+// ReplicaSets and Pods, the scheduler places them on the emulated nodes, the node agent runs
+// them as model-server processes, and the traffic really flows through them. After each load
+// step the Deployments and their Ready pods must match the plan within the metrics lag plus
+// two intervals.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -56,7 +57,28 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   return s.replace(s.find(from), from.size(), to);
 }
 
-TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
+// Pods of Deployment `d` that are Ready, not being deleted, bound to a node and addressed.
+int ReadyPods(const kube::Client& client, const std::string& ns, const json& d) {
+  std::string selector;
+  for (const auto& [k, v] : d["spec"]["selector"]["matchLabels"].items()) {
+    selector += (selector.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+  }
+  auto pods =
+      client.Get("/api/v1/namespaces/" + ns + "/pods?labelSelector=" + kube::QueryEscape(selector));
+  if (!pods.ok()) return -1;
+  int ready = 0;
+  for (const json& pod : (*pods)["items"]) {
+    if (pod["metadata"].contains("deletionTimestamp")) continue;
+    if (pod["spec"].value("nodeName", "").empty()) continue;
+    if (pod["status"].value("podIP", "").empty()) continue;
+    for (const json& c : pod["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ++ready;
+    }
+  }
+  return ready;
+}
+
+TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
   if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
   const LocalEnv& env = LocalEnv::Get();
   const kube::Client client(env.Config());
@@ -67,10 +89,6 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
   std::ofstream(file) << Replace(Replace(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
                                  env.Var("PIPESCALE_PROMETHEUS"));
 
-  Process standin({PIPESCALE_STANDIN, "--kubeconfig", env.Var("KUBECONFIG"), "--model-server",
-                   PIPESCALE_MODEL_SERVER, "--targets-dir", env.Var("PIPESCALE_TARGETS_DIR"),
-                   "--work-dir", dir + "/pods", "--namespace", ns},
-                  dir + "/standin.log");
   Process op(
       {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
        "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
@@ -83,16 +101,17 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
   // two classify replicas from about 150 to 200 rps, so the noise of a 5 s rate window moves
   // only batch sizes, which the operator holds while they meet the SLO; at 15 rps one each.
   const auto t0 = std::chrono::steady_clock::now();
-  Process load({PIPESCALE_LOADGEN, "-f", file, "--namespace", ns, "--targets-dir",
-                env.Var("PIPESCALE_TARGETS_DIR"), "--trace", "15:30,175:40,15:40"},
+  Process load({PIPESCALE_LOADGEN, "-f", file, "--namespace", ns, "--pods-url",
+                env.Var("PIPESCALE_PODS_URL"), "--targets-dir", env.Var("PIPESCALE_TARGETS_DIR"),
+                "--trace", "15:30,175:40,15:40"},
                dir + "/loadgen.log");
 
   auto status = [&] {
     auto o = client.Get(kube::ObjectPath(reconciler::kInferencePipelines, ns, "e2e"));
     return o.ok() ? o->value("status", json::object()) : json::object();
   };
-  // Every Deployment matches the plan in status, the stand-in runs that many model servers
-  // (its Prometheus targets), and the measured rate is within `tolerance` of `rps`. A 5 s
+  // Every Deployment matches the plan in status and has that many Ready pods (on nodes, with
+  // addresses), and the measured rate is within `tolerance` of `rps`. A 5 s
   // window holds only ~75 Poisson arrivals at 15 rps, so the low level gets a wide band (the
   // plan is the same across it).
   auto follows = [&](double rps, double tolerance) {
@@ -109,10 +128,8 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
       if (f.replicas != t["replicas"].get<int>() || f.batch_size != t["batchSize"].get<int>()) {
         return false;
       }
-      std::ifstream targets(env.Var("PIPESCALE_TARGETS_DIR") + "/pod-" + ns + "_" + name + ".json");
-      const json sd = json::parse(targets, nullptr, false);
-      if (!sd.is_array() || sd[0]["targets"].size() != t["replicas"].get<size_t>()) return false;
       if ((*d)["status"].value("readyReplicas", -1) != t["replicas"].get<int>()) return false;
+      if (ReadyPods(client, ns, *d) != t["replicas"].get<int>()) return false;
     }
     return true;
   };
@@ -136,7 +153,6 @@ TEST(EndToEnd, DeploymentsAndProcessesFollowTheLoad) {
 
   EXPECT_TRUE(load.Stop(0, 60s).has_value());
   EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();
-  EXPECT_EQ(standin.Stop(SIGTERM, 20s), 0) << standin.Log();
 }
 
 }  // namespace

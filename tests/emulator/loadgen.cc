@@ -1,10 +1,11 @@
-// pipescale-loadgen: test and demo tooling. Sends requests along a pipeline's execution paths
-// (each hop to a model-server of the task, weighted round robin by its unbatched rate, found
-// through the Prometheus file-SD targets the kubelet stand-in writes), open loop with Poisson
-// arrivals at the rates of a trace, and exports what a gateway would: pipescale_requests_total and
-// pipescale_request_duration_seconds per path.
+// pipescale-loadgen: test and demo tooling. Sends Open Inference Protocol requests along a
+// pipeline's execution paths (each hop to a Ready pod of the task, weighted round robin by its
+// unbatched rate, found through the pod discovery endpoint Prometheus uses), open loop with
+// Poisson arrivals at the rates of a trace, and exports what a gateway would:
+// pipescale_requests_total and pipescale_request_duration_seconds per path. It registers itself
+// with Prometheus by a file in --targets-dir.
 //
-//   pipescale-loadgen -f PIPELINE.yaml --namespace NS --targets-dir DIR
+//   pipescale-loadgen -f PIPELINE.yaml --namespace NS --pods-url URL --targets-dir DIR
 //                     --trace RPS:SECONDS[,RPS:SECONDS...] [--workers 256]
 #include <curl/curl.h>
 #include <prometheus/counter.h>
@@ -42,29 +43,35 @@ struct Job {
 
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
+// One Open Inference Protocol request: a 1x4 FP32 tensor, as a small image feature would be.
+constexpr const char* kInferBody =
+    R"({"inputs": [{"name": "input", "shape": [1, 4], "datatype": "FP32", "data": [0.1, 0.2, 0.3, 0.4]}]})";
+
 // Each task's model servers, weighted by what one of them serves unbatched (1000 / d(1) of
 // its variant on its hardware class): smooth weighted round robin, MArk's balancer. Equal
 // weights, plain round robin, where a task runs on one class.
 class Endpoints {
  public:
-  Endpoints(std::string dir, std::string ns, const model::Pipeline& pipeline)
-      : dir_(std::move(dir)), ns_(std::move(ns)), pipeline_(pipeline) {}
+  Endpoints(std::string url, std::string ns, const model::Pipeline& pipeline)
+      : url_(std::move(url)), ns_(std::move(ns)), pipeline_(pipeline) {}
 
   void Reload() {
     std::map<std::string, std::vector<Endpoint>> fresh;
-    for (const auto& entry : fs::directory_iterator(dir_)) {
-      if (entry.path().filename().string().rfind("pod-", 0) != 0) continue;
-      std::ifstream in(entry.path());
-      auto j = nlohmann::json::parse(in, nullptr, false);
-      if (!j.is_array()) continue;
-      for (const auto& group : j) {
-        const auto& l = group["labels"];
-        if (l.value("namespace", "") != ns_ || l.value("pipeline", "") != pipeline_.name) continue;
-        const double weight =
-            Weight(l.value("task", ""), l.value("variant", ""), l.value("hardware_class", ""));
-        for (const auto& t : group["targets"]) {
-          fresh[l.value("task", "")].push_back({t.get<std::string>(), weight, 0});
-        }
+    const auto j = nlohmann::json::parse(Fetch(url_), nullptr, false);
+    if (!j.is_array()) return;
+    const std::string label = "__meta_kubernetes_pod_label_pipescale_io_";
+    for (const auto& group : j) {
+      const auto& l = group["labels"];
+      if (l.value("__meta_kubernetes_namespace", "") != ns_ ||
+          l.value(label + "pipeline", "") != pipeline_.name ||
+          l.value("__meta_kubernetes_pod_ready", "") != "true") {
+        continue;
+      }
+      const std::string task = l.value(label + "task", "");
+      const double weight =
+          Weight(task, l.value(label + "variant", ""), l.value(label + "hardware_class", ""));
+      for (const auto& t : group["targets"]) {
+        fresh[task].push_back({t.get<std::string>(), weight, 0});
       }
     }
     std::lock_guard lock(mu_);
@@ -112,7 +119,23 @@ class Endpoints {
     return 1;
   }
 
-  std::string dir_, ns_;
+  static std::string Fetch(const std::string& url) {
+    std::string body;
+    CURL* curl = curl_easy_init();
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 5L);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(
+        curl, CURLOPT_WRITEFUNCTION, +[](char* p, size_t size, size_t n, void* out) {
+          static_cast<std::string*>(out)->append(p, size * n);
+          return size * n;
+        });
+    if (curl_easy_perform(curl) != CURLE_OK) body.clear();
+    curl_easy_cleanup(curl);
+    return body;
+  }
+
+  std::string url_, ns_;
   const model::Pipeline& pipeline_;
   std::mutex mu_;
   std::map<std::string, std::vector<Endpoint>> endpoints_;
@@ -176,7 +199,7 @@ int main(int argc, char** argv) {
       << R"([{"targets": ["127.0.0.1:)" << exposer.GetListeningPorts().front() << "\"]}]";
   fs::rename(target_file + ".tmp", target_file);
 
-  Endpoints endpoints(flags["--targets-dir"], ns, pipeline);
+  Endpoints endpoints(flags["--pods-url"], ns, pipeline);
   endpoints.Reload();
   std::mutex mu;
   std::condition_variable cv;
@@ -188,6 +211,9 @@ int main(int argc, char** argv) {
       CURL* curl = curl_easy_init();
       curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Discard);
       curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+      curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+      curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, kInferBody);
       while (true) {
         Job job;
         {
@@ -204,7 +230,7 @@ int main(int argc, char** argv) {
             ok = false;
             break;
           }
-          const std::string url = "http://" + endpoint + "/infer";
+          const std::string url = "http://" + endpoint + "/v2/models/" + task + "/infer";
           curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
           long code = 0;
           if (curl_easy_perform(curl) != CURLE_OK ||
@@ -221,6 +247,7 @@ int main(int argc, char** argv) {
         }
       }
       curl_easy_cleanup(curl);
+      curl_slist_free_all(headers);
     });
   }
   std::thread reload([&] {

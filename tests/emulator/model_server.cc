@@ -1,10 +1,15 @@
 // pipescale-model-server: an emulated model pod, for tests and the local demo (no model, no
-// GPU). Serves GET/POST /infer; requests are gathered into batches of up to the batch size
-// read from an environment variable (MAX_BATCH_SIZE, as the operator sets it), each batch takes
-// d(b) = a b^2 + b b + c milliseconds, and /metrics exports what a real server would.
+// GPU). It speaks the Open Inference Protocol (KServe v2 REST, as Triton and MLServer do) for
+// one model, gathers requests into batches of up to the batch size its environment names
+// (MAX_BATCH_SIZE, as the operator sets it), runs each batch for d(b) = a b^2 + b b + c ms,
+// answers not-ready until its start-up delay has passed, and exports Prometheus metrics.
 //
-//   pipescale-model-server --port 0 --port-file F --latency-ms a,b,c [--batch-env NAME]
-//                          [--max-wait-ms 1000] [--emit 1.0]
+//   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
+//       [--latency-ms a,b,c] [--startup-seconds S] [--batch-env NAME] [--max-wait-ms 1000]
+//       [--emit 1.0]
+// Flags may be written --flag=value. Defaults come from the environment the operator and the
+// node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
+// emulated hardware's profile), PIPESCALE_STARTUP_SECONDS.
 #include <civetweb.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -21,6 +26,8 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -28,11 +35,17 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr size_t kMaxBodyBytes = 4 << 20;
 
 struct Options {
-  int port = 0;
+  std::string model = "model";
+  std::string host = "127.0.0.1";
+  int port = 8080;
   std::string port_file;
   double a = 0, b = 1, c = 5;  // d(b) in ms
+  double startup_seconds = 0;
   std::string batch_env = "MAX_BATCH_SIZE";
   int max_wait_ms = 1000;  // a partial batch runs after this long
   double emit = 1.0;       // requests sent downstream per request served
@@ -43,31 +56,41 @@ struct Ticket {
   std::promise<void> done;
 };
 
+// The batching queue and the metrics; thread-safe.
 class Server {
  public:
   Server(const Options& o, int batch)
-      : options_(o), batch_(batch), registry_(std::make_shared<prometheus::Registry>()) {
+      : options_(o),
+        batch_(batch),
+        started_(Clock::now()),
+        registry_(std::make_shared<prometheus::Registry>()) {
+    const std::map<std::string, std::string> labels = {{"model", o.model}};
     requests_ = &prometheus::BuildCounter()
                      .Name("pipescale_model_requests_total")
-                     .Help("Requests served")
+                     .Help("Inference requests served")
                      .Register(*registry_)
-                     .Add({});
+                     .Add(labels);
+    failures_ = &prometheus::BuildCounter()
+                     .Name("pipescale_model_request_failures_total")
+                     .Help("Inference requests refused: malformed, unknown model or not ready")
+                     .Register(*registry_)
+                     .Add(labels);
     emitted_ = &prometheus::BuildCounter()
                     .Name("pipescale_model_emitted_requests_total")
                     .Help("Requests emitted downstream (the multiplicative factor times served)")
                     .Register(*registry_)
-                    .Add({});
+                    .Add(labels);
     latency_ = &prometheus::BuildHistogram()
                     .Name("pipescale_model_request_duration_seconds")
                     .Help("Time from arrival to response: queueing plus the batch")
                     .Register(*registry_)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
-                                                                     0.25, 0.5, 1, 2.5, 5, 10});
+                    .Add(labels, prometheus::Histogram::BucketBoundaries{
+                                     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
     batches_ = &prometheus::BuildHistogram()
                     .Name("pipescale_model_batch_size")
                     .Help("Requests per executed batch")
                     .Register(*registry_)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
+                    .Add(labels, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
     worker_ = std::thread([this] { Dispatch(); });
   }
 
@@ -79,6 +102,13 @@ class Server {
     cv_.notify_all();
     worker_.join();
   }
+
+  const Options& options() const { return options_; }
+  int batch() const { return batch_; }
+  bool Ready() const {
+    return Clock::now() - started_ >= std::chrono::duration<double>(options_.startup_seconds);
+  }
+  void CountFailure() { failures_->Increment(); }
 
   // Blocks the calling (civetweb) thread until the request's batch has run.
   void Infer() {
@@ -133,8 +163,10 @@ class Server {
 
   Options options_;
   int batch_;
+  Clock::time_point started_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Counter* requests_;
+  prometheus::Counter* failures_;
   prometheus::Counter* emitted_;
   prometheus::Histogram* latency_;
   prometheus::Histogram* batches_;
@@ -145,26 +177,173 @@ class Server {
   std::thread worker_;
 };
 
-void Reply(mg_connection* conn, int code, const std::string& type, const std::string& body) {
-  mg_printf(conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n", code,
-            code == 200 ? "OK" : "Error", type.c_str(), body.size());
-  mg_write(conn, body.data(), body.size());
+const char* Reason(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    default:
+      return "Service Unavailable";
+  }
 }
 
-int OnInfer(mg_connection* conn, void* server) {
-  static_cast<Server*>(server)->Infer();
-  Reply(conn, 200, "text/plain", "ok\n");
-  return 200;
+int Reply(mg_connection* conn, int code, const std::string& type, const std::string& body) {
+  mg_printf(conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n", code,
+            Reason(code), type.c_str(), body.size());
+  mg_write(conn, body.data(), body.size());
+  return code;
+}
+
+int ReplyJson(mg_connection* conn, int code, const json& body) {
+  return Reply(conn, code, "application/json", body.dump());
+}
+
+// The protocol's error shape: {"error": "<message>"}.
+int ReplyError(mg_connection* conn, Server& server, int code, const std::string& message) {
+  server.CountFailure();
+  return ReplyJson(conn, code, {{"error", message}});
+}
+
+constexpr const char* kDatatypes[] = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64",
+                                      "INT8", "INT16", "INT32",  "INT64",  "FP16",
+                                      "FP32", "FP64",  "BYTES",  "BF16"};
+
+// Elements in `data`, flattening nested arrays as the protocol allows; -1 when not an array.
+long CountElements(const json& data) {
+  if (!data.is_array()) return -1;
+  long n = 0;
+  for (const json& e : data) n += e.is_array() ? CountElements(e) : 1;
+  return n;
+}
+
+// What is wrong with one input tensor, or nullopt.
+std::optional<std::string> CheckInput(const json& input, size_t i) {
+  const std::string where = "inputs[" + std::to_string(i) + "]";
+  if (!input.is_object()) return where + " must be an object";
+  if (!input.contains("name") || !input["name"].is_string()) return where + ".name is required";
+  const json& shape = input.value("shape", json());
+  if (!shape.is_array()) return where + ".shape must be an array of dimensions";
+  long elements = 1;
+  for (const json& d : shape) {
+    if (!d.is_number_integer() || d.get<long>() < 0 || d.get<long>() > (1L << 31)) {
+      return where + ".shape must hold non-negative integers";
+    }
+    elements = std::min(elements * std::max(d.get<long>(), 1L), 1L << 40);
+    if (d.get<long>() == 0) elements = 0;
+  }
+  const std::string type = input.value("datatype", json()).is_string() ? input["datatype"] : "";
+  if (std::find(std::begin(kDatatypes), std::end(kDatatypes), type) == std::end(kDatatypes)) {
+    return where + ".datatype '" + type + "' is not a tensor data type of the protocol";
+  }
+  const long got = CountElements(input.value("data", json()));
+  if (got < 0) return where + ".data must be an array";
+  if (got != elements) {
+    return where + ".data has " + std::to_string(got) + " elements, shape " + shape.dump() +
+           " needs " + std::to_string(elements);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> CheckRequest(const json& request) {
+  if (!request.is_object()) return "the request body must be a JSON object";
+  const json& inputs = request.value("inputs", json());
+  if (!inputs.is_array() || inputs.empty()) return "inputs must be a non-empty array";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (auto error = CheckInput(inputs[i], i)) return error;
+  }
+  if (request.contains("id") && !request["id"].is_string()) return "id must be a string";
+  return std::nullopt;
+}
+
+std::optional<std::string> ReadBody(mg_connection* conn, std::string& body) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  if (info->content_length > static_cast<long long>(kMaxBodyBytes)) return "too large";
+  char buffer[16384];
+  for (int n; (n = mg_read(conn, buffer, sizeof buffer)) > 0;) {
+    body.append(buffer, n);
+    if (body.size() > kMaxBodyBytes) return "too large";
+  }
+  return std::nullopt;
+}
+
+// POST /v2/models/{model}/infer: an identity model. The response carries one output per
+// input, with its shape, type and data.
+int OnInfer(mg_connection* conn, Server& server) {
+  std::string body;
+  if (ReadBody(conn, body)) {
+    return ReplyError(conn, server, 413, "request body exceeds 4 MiB");
+  }
+  const json request = json::parse(body, nullptr, false);
+  if (request.is_discarded()) return ReplyError(conn, server, 400, "request body is not JSON");
+  if (auto error = CheckRequest(request)) return ReplyError(conn, server, 400, *error);
+  if (!server.Ready()) {
+    return ReplyError(conn, server, 503, "model '" + server.options().model + "' is not ready");
+  }
+  server.Infer();
+  json outputs = json::array();
+  for (const json& input : request["inputs"]) {
+    outputs.push_back({{"name", "output_" + input["name"].get<std::string>()},
+                       {"datatype", input["datatype"]},
+                       {"shape", input["shape"]},
+                       {"data", input["data"]}});
+  }
+  json response = {{"model_name", server.options().model},
+                   {"model_version", "1"},
+                   {"parameters", {{"batch_size", server.batch()}}},
+                   {"outputs", outputs}};
+  if (request.contains("id")) response["id"] = request["id"];
+  return ReplyJson(conn, 200, response);
+}
+
+// Everything under /v2: health, server and model metadata, readiness and inference.
+int OnV2(mg_connection* conn, void* data) {
+  Server& server = *static_cast<Server*>(data);
+  const mg_request_info* info = mg_get_request_info(conn);
+  const std::string uri = info->local_uri != nullptr ? info->local_uri : "";
+  const std::string method = info->request_method;
+  const std::string model_prefix = "/v2/models/" + server.options().model;
+  if (method == "GET" && uri == "/v2/health/live") return ReplyJson(conn, 200, {{"live", true}});
+  if (method == "GET" && (uri == "/v2/health/ready" || uri == model_prefix + "/ready")) {
+    const bool ready = server.Ready();
+    return ReplyJson(conn, ready ? 200 : 400, {{"ready", ready}});
+  }
+  if (method == "GET" && uri == "/v2") {
+    return ReplyJson(
+        conn, 200,
+        {{"name", "pipescale-model-server"}, {"version", "1"}, {"extensions", json::array()}});
+  }
+  if (method == "GET" && uri == model_prefix) {
+    const json tensor = {{"name", "input"}, {"datatype", "FP32"}, {"shape", {-1, -1}}};
+    return ReplyJson(
+        conn, 200,
+        {{"name", server.options().model},
+         {"versions", {"1"}},
+         {"platform", "pipescale-emulated"},
+         {"inputs", {tensor}},
+         {"outputs", {{{"name", "output_input"}, {"datatype", "FP32"}, {"shape", {-1, -1}}}}}});
+  }
+  if (uri == model_prefix + "/infer" || uri == model_prefix + "/versions/1/infer") {
+    if (method != "POST") return ReplyError(conn, server, 405, "infer takes POST");
+    return OnInfer(conn, server);
+  }
+  if (uri.rfind("/v2/models/", 0) == 0) {
+    const std::string name = uri.substr(11, uri.find('/', 11) - 11);
+    if (name != server.options().model) {
+      return ReplyError(conn, server, 404, "model '" + name + "' is not served here");
+    }
+  }
+  return ReplyError(conn, server, 404, "no such endpoint: " + method + " " + uri);
 }
 
 int OnMetrics(mg_connection* conn, void* server) {
-  Reply(conn, 200, "text/plain; version=0.0.4", static_cast<Server*>(server)->Metrics());
-  return 200;
-}
-
-int OnHealth(mg_connection* conn, void*) {
-  Reply(conn, 200, "text/plain", "ok\n");
-  return 200;
+  return Reply(conn, 200, "text/plain; version=0.0.4", static_cast<Server*>(server)->Metrics());
 }
 
 bool ParseLatency(const std::string& s, Options& o) {
@@ -174,39 +353,62 @@ bool ParseLatency(const std::string& s, Options& o) {
          comma2 == ',';
 }
 
-}  // namespace
+std::string Env(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
 
-int main(int argc, char** argv) {
+// Flags as `--flag value` or `--flag=value`; nullopt (after saying why) on a bad one.
+std::optional<Options> ParseOptions(int argc, char** argv) {
   Options o;
-  if (const char* env = std::getenv("PIPESCALE_LATENCY_MS");
-      env != nullptr && !ParseLatency(env, o)) {
+  o.model = Env("PIPESCALE_TASK", o.model);
+  o.host = Env("POD_IP", o.host);
+  o.startup_seconds = std::atof(Env("PIPESCALE_STARTUP_SECONDS", "0").c_str());
+  if (!ParseLatency(Env("PIPESCALE_LATENCY_MS", "0,1,5"), o)) {
     std::cerr << "PIPESCALE_LATENCY_MS must be a,b,c\n";
-    return 2;
+    return std::nullopt;
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::string value = argv[i + 1];
-    if (flag == "--port") {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i], value;
+    if (const auto eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    }
+    if (flag == "--model") {
+      o.model = value;
+    } else if (flag == "--host") {
+      o.host = value;
+    } else if (flag == "--port") {
       o.port = std::atoi(value.c_str());
     } else if (flag == "--port-file") {
       o.port_file = value;
-    } else if (flag == "--latency-ms") {
-      if (!ParseLatency(value, o)) {
-        std::cerr << "--latency-ms must be a,b,c\n";
-        return 2;
-      }
+    } else if (flag == "--latency-ms" && !ParseLatency(value, o)) {
+      std::cerr << "--latency-ms must be a,b,c\n";
+      return std::nullopt;
+    } else if (flag == "--startup-seconds") {
+      o.startup_seconds = std::atof(value.c_str());
     } else if (flag == "--batch-env") {
       o.batch_env = value;
     } else if (flag == "--max-wait-ms") {
       o.max_wait_ms = std::atoi(value.c_str());
     } else if (flag == "--emit") {
       o.emit = std::atof(value.c_str());
-    } else {
+    } else if (flag != "--latency-ms") {
       std::cerr << "unknown flag " << flag << "\n";
-      return 2;
+      return std::nullopt;
     }
   }
-  const char* batch_env = std::getenv(o.batch_env.c_str());
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto o = ParseOptions(argc, argv);
+  if (!o) return 2;
+  const char* batch_env = std::getenv(o->batch_env.c_str());
   const int batch = batch_env != nullptr ? std::max(1, std::atoi(batch_env)) : 1;
 
   sigset_t signals;
@@ -215,9 +417,11 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  Server server(o, batch);
-  const std::string port = "127.0.0.1:" + std::to_string(o.port);
-  const std::string threads = std::to_string(4 * batch + 16);  // a thread per waiting request
+  Server server(*o, batch);
+  const std::string port = o->host + ":" + std::to_string(o->port);
+  // A thread per waiting request: civetweb serves a keep-alive client with one thread for
+  // as long as it stays connected, so there must be more threads than clients.
+  const std::string threads = std::to_string(4 * batch + 64);
   const char* options[] = {"listening_ports", port.c_str(), "num_threads", threads.c_str(),
                            nullptr};
   mg_callbacks callbacks{};
@@ -226,14 +430,15 @@ int main(int argc, char** argv) {
     std::cerr << "cannot listen on " << port << "\n";
     return 1;
   }
-  mg_set_request_handler(ctx, "/infer", OnInfer, &server);
+  mg_set_request_handler(ctx, "/v2", OnV2, &server);
   mg_set_request_handler(ctx, "/metrics", OnMetrics, &server);
-  mg_set_request_handler(ctx, "/healthz", OnHealth, &server);
   mg_server_port ports[1];
   mg_get_server_ports(ctx, 1, ports);
-  if (!o.port_file.empty()) {
-    std::ofstream(o.port_file + ".tmp") << ports[0].port << "\n";
-    std::rename((o.port_file + ".tmp").c_str(), o.port_file.c_str());
+  std::cerr << "serving model " << o->model << " on " << o->host << ":" << ports[0].port
+            << " with batch size " << batch << "\n";
+  if (!o->port_file.empty()) {
+    std::ofstream(o->port_file + ".tmp") << ports[0].port << "\n";
+    std::rename((o->port_file + ".tmp").c_str(), o->port_file.c_str());
   }
   int signal = 0;
   sigwait(&signals, &signal);

@@ -1,0 +1,19 @@
+// The emulated hardware: how fast a model runs on the node is a property of the node, so the
+// node agent gives an emulated model server the latency profile and start-up time that its
+// pipeline declares for the pod's variant on the pod's hardware class.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace pipescale::emulator {
+
+// PIPESCALE_LATENCY_MS ("a,b,c") and PIPESCALE_STARTUP_SECONDS for a pod labelled
+// pipescale.io/{pipeline,task,variant,hardware-class}, from its InferencePipeline; empty when
+// the pod is not a pipeline's or the pipeline does not say.
+std::map<std::string, std::string> EmulatedHardware(const nlohmann::json& pod,
+                                                    const std::optional<nlohmann::json>& pipeline);
+
+}  // namespace pipescale::emulator
