@@ -58,6 +58,18 @@ class Operator {
     controller_ = std::make_unique<controller::Controller>(
         "inferencepipeline", [this](const std::string& key) { return Reconcile(key); }, registry,
         flags.workers);
+    // The capacity model reads every node and every pod (all of them take room); a change to
+    // one of a pipeline's pods (say, Unschedulable) reconciles that pipeline.
+    nodes_ = std::make_unique<kube::Informer>(client, kube::Informer::Options{.type = kube::kNodes},
+                                              [](const std::string&, const nlohmann::json&) {});
+    pods_ = std::make_unique<kube::Informer>(
+        client, kube::Informer::Options{.type = kube::kPods},
+        [this](const std::string&, const nlohmann::json& pod) {
+          const auto& meta = pod["metadata"];
+          const auto labels = meta.value("labels", nlohmann::json::object());
+          const std::string pipeline = labels.value(reconciler::kDeploymentSelector, "");
+          if (!pipeline.empty()) controller_->Enqueue(meta.value("namespace", "") + "/" + pipeline);
+        });
     for (const std::string& ns : namespaces) {
       pipelines_.push_back(std::make_unique<kube::Informer>(
           client,
@@ -80,12 +92,16 @@ class Operator {
           [this](const model::Pipeline& p, int intervals, double now) {
             return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now);
           }));
+      reconcilers_.back()->WatchCapacity(*nodes_, *pods_);
     }
   }
 
   bool Start() {
     for (auto& i : pipelines_) i->Start();
     for (auto& i : deployments_) i->Start();
+    nodes_->Start();
+    pods_->Start();
+    // Capacity waits for nothing: until the nodes are listed only the spec's limits apply.
     for (auto& i : pipelines_) {
       if (!i->WaitForSync(60s)) return false;
     }
@@ -100,6 +116,8 @@ class Operator {
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
     for (auto& i : deployments_) i->Stop();
+    nodes_->Stop();
+    pods_->Stop();
   }
 
  private:
@@ -150,6 +168,8 @@ class Operator {
   const Flags& flags_;
   OperatorMetrics& metrics_;
   std::unique_ptr<controller::Controller> controller_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pods_;
   std::vector<std::unique_ptr<kube::Informer>> pipelines_;
   std::vector<std::unique_ptr<kube::Informer>> deployments_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;

@@ -264,6 +264,36 @@ std::vector<std::string> OverReplicaCap(const Problem& problem, const Assignment
   return reasons;
 }
 
+// FA2 sizes each DNN alone, so a class's maxReplicas (the spec's, or the room the cluster has)
+// is applied after: the largest tasks on an overfull class give up replicas first, down to one
+// each. Returns the reasons, one per class that was over.
+std::vector<std::string> ClampToClassLimits(const model::Pipeline& pipeline,
+                                            std::vector<model::TaskPlan>& tasks) {
+  std::vector<std::string> reasons;
+  for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
+    if (!hw.max_replicas) continue;
+    std::vector<model::TaskPlan*> on;
+    int total = 0;
+    for (model::TaskPlan& t : tasks) {
+      if (t.hardware_class != hw.name) continue;
+      on.push_back(&t);
+      total += t.replicas;
+    }
+    if (total <= *hw.max_replicas) continue;
+    const int wanted = total;
+    while (total > *hw.max_replicas) {
+      model::TaskPlan* largest = *std::max_element(
+          on.begin(), on.end(), [](auto* a, auto* b) { return a->replicas < b->replicas; });
+      if (largest->replicas <= 1) break;
+      --largest->replicas;
+      --total;
+    }
+    reasons.push_back(StrFormat("hardware class %s: the SLOs need %d replicas and it allows %d now",
+                                hw.name.c_str(), wanted, *hw.max_replicas));
+  }
+  return reasons;
+}
+
 model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
                    const Solution& solution, const std::string& optimizer) {
   const Assignment& assignment = solution.assignment;
@@ -295,6 +325,10 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
                                          : std::vector<std::string>{};
   std::vector<std::string> notes = solution.notes;
   for (std::string& reason : OverReplicaCap(problem, assignment)) {
+    notes.push_back(reason);
+    reasons.push_back(std::move(reason));
+  }
+  for (std::string& reason : ClampToClassLimits(pipeline, plan.tasks)) {
     notes.push_back(reason);
     reasons.push_back(std::move(reason));
   }

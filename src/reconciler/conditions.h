@@ -21,6 +21,8 @@ inline constexpr const char* kInfeasible = "Infeasible";
 inline constexpr const char* kOverloaded = "Overloaded";
 inline constexpr const char* kOverBudget = "OverBudget";
 inline constexpr const char* kScaleInFirst = "ScaleInFirst";
+// PlanApplied's, and an event's: pods of the plan wait because no node has room for them.
+inline constexpr const char* kUnschedulable = "Unschedulable";
 // An event's: a field the operator manages was changed outside it and has been set back.
 inline constexpr const char* kChangeReverted = "ChangeReverted";
 }  // namespace reason

@@ -213,6 +213,38 @@ void Report(const Observed& o, const optimizer::Descriptor& optimizer, const mod
   }
 }
 
+// status.capacity, per hardware class, when the operator sees the cluster's nodes.
+void ReportCapacity(const Observed& o, Decision& d) {
+  if (o.capacity) {
+    d.status["capacity"] = CapacityToStatus(*o.capacity);
+  } else {
+    d.status.erase("capacity");
+  }
+}
+
+// Pods the scheduler cannot place: the status says which Deployment waits on what, PlanApplied
+// says Unschedulable, and a Warning event goes out when the list changes (not at every look).
+void ReportUnschedulable(const Observed& o, long generation, Decision& d) {
+  const json previous = d.status.value("unschedulable", json::array());
+  json now = json::array();
+  std::string message;
+  if (o.capacity) {
+    for (const Unschedulable& u : o.capacity->unschedulable) {
+      now.push_back({{"deployment", u.deployment}, {"pods", u.pods}, {"message", u.message}});
+      message += StrFormat("%s%s: %d pods wait: %s", message.empty() ? "" : "; ",
+                           u.deployment.c_str(), u.pods, u.message.c_str());
+    }
+  }
+  if (now.empty()) {
+    d.status.erase("unschedulable");
+    return;
+  }
+  d.status["unschedulable"] = now;
+  SetCondition(d.status["conditions"], "PlanApplied", false, reason::kUnschedulable, message,
+               generation, o.now);
+  if (now != previous) d.warnings.push_back({reason::kUnschedulable, message});
+}
+
 }  // namespace
 
 Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
@@ -228,8 +260,11 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   d.status["observedGeneration"] = generation;
   d.requeue_after_seconds = pipeline.spec.interval_seconds;
   d.memory = o.memory;
+  ReportCapacity(o, d);
   if (!o.metrics.ok() || !o.metrics->Complete()) {
-    return Hold(o, pipeline, optimizer, generation, std::move(d));
+    d = Hold(o, pipeline, optimizer, generation, std::move(d));
+    ReportUnschedulable(o, generation, d);
+    return d;
   }
   json& conditions = d.status["conditions"];
   SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
@@ -237,7 +272,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   const DemandStep step =
       StepDemand(pipeline, optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);
   d.memory.demand = step.demand;
-  model::Pipeline measured = pipeline;
+  // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
+  model::Pipeline measured = o.capacity ? WithinCapacity(pipeline, *o.capacity) : pipeline;
   if (optimizer.memory.measured_factors) UseMeasuredFactors(measured, *o.metrics);
   model::Plan plan = optimizer.solve(measured, step.workload, step.input);
   if (plan.tasks.empty()) {
@@ -273,6 +309,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     }
   }
   Apply(apply, guard, std::move(writes), generation, o.now, d);
+  if (apply) ReportUnschedulable(o, generation, d);
   SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
   Report(o, optimizer, plan, planned, spend, d.memory.demand, d);
   d.status["memory"] = MemoryToStatus(d.memory, optimizer);

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "model/metrics_snapshot.h"
 #include "model/plan.h"
+#include "reconciler/capacity.h"
 #include "reconciler/memory.h"
 #include "reconciler/writes.h"
 
@@ -28,6 +29,15 @@ struct Observed {
   // The pipeline's routing ConfigMap as read (for optimizers with a data plane); nullopt when
   // it is absent.
   std::optional<nlohmann::json> routing_config_map;
+  // What the cluster can place per hardware class; nullopt when the operator sees no nodes
+  // (then only the spec's limits apply).
+  std::optional<ClusterCapacity> capacity;
+};
+
+// A Warning event to emit: reason and message.
+struct Warning {
+  std::string reason;
+  std::string message;
 };
 
 // clang-tidy 14 blames the implicit members of this aggregate for what its members' allocations
@@ -36,6 +46,7 @@ struct Decision {                         // NOLINT(bugprone-exception-escape)
   std::vector<DeploymentWrite> writes;    // empty in Recommend mode and while holding
   nlohmann::json status;                  // the complete status to report
   std::vector<std::string> events;        // PlanChanged messages
+  std::vector<Warning> warnings;          // e.g. Unschedulable, once per change
   std::vector<Revert> reverts;            // changes made outside the operator, put back
   Memory memory;                          // to pass back next time
   std::optional<ConfigMapWrite> routing;  // Apply mode, when the tables changed

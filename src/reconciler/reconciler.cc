@@ -173,6 +173,13 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
     }
   }
   observed.memory = Remembered(key, *object, parsed, observed.now);
+  if (parsed.pipeline && nodes_ != nullptr && pods_ != nullptr) {
+    // No nodes in view (not synced, or no rights to list them) is no news about capacity.
+    const std::vector<json> nodes = nodes_->List();
+    if (!nodes.empty()) {
+      observed.capacity = ComputeCapacity(*parsed.pipeline, nodes, pods_->List());
+    }
+  }
 
   // Decide.
   const auto start = std::chrono::steady_clock::now();
@@ -220,6 +227,9 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   }
   for (const std::string& message : decision.events) {
     Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
+  }
+  for (const Warning& warning : decision.warnings) {
+    Emit(*object, "Warning", warning.reason, warning.message, observed.now, outcome);
   }
   for (const Revert& revert : decision.reverts) {
     Emit(*object, "Warning", reason::kChangeReverted, revert.Message(), observed.now, outcome);

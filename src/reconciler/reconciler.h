@@ -38,6 +38,13 @@ class Reconciler {
              const kube::Informer& deployments, MetricsReader metrics, Clock clock,
              HistoryReader history = nullptr);
 
+  // Plan within what the cluster can place: `nodes` watches Nodes, `pods` every namespace's
+  // Pods. Both must outlive the reconciler. Without them only the spec's limits apply.
+  void WatchCapacity(const kube::Informer& nodes, const kube::Informer& pods) {
+    nodes_ = &nodes;
+    pods_ = &pods;
+  }
+
   struct Outcome {
     std::optional<double> requeue_after_seconds;
     int deployment_writes = 0;
@@ -70,6 +77,8 @@ class Reconciler {
   MetricsReader metrics_;
   Clock clock_;
   HistoryReader history_;
+  const kube::Informer* nodes_ = nullptr;
+  const kube::Informer* pods_ = nullptr;
 
   std::mutex mu_;
   // What one decision passes to the next, per pipeline key; recalled on first sight.

@@ -51,9 +51,10 @@ struct World {
   std::map<std::string, json> deployments;
   Memory memory;
   std::optional<json> routing;  // the routing ConfigMap, once written
+  std::optional<ClusterCapacity> capacity;
 
   Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
-    Observed o{object, deployments, std::move(metrics), now, memory, routing};
+    Observed o{object, deployments, std::move(metrics), now, memory, routing, capacity};
     Decision d = Decide(o);
     if (d.routing) {
       if (d.routing->create) {
@@ -125,6 +126,39 @@ TEST(Decide, CreatesEveryDeploymentFromThePlan) {
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_NE(d.events[0].find("detect new: "), std::string::npos) << d.events[0];
   EXPECT_EQ(d.requeue_after_seconds, 10);
+}
+
+// The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
+// it and says why it is short; pods that wait are reported once, in the status, PlanApplied and
+// one Warning, not at every look.
+TEST(Decide, PlansWithinTheRoomTheClusterHasAndSaysWhoWaits) {
+  World w;
+  w.capacity = ClusterCapacity{
+      .classes = {{.hardware_class = "cpu", .nodes = 1, .placeable = 1, .scheduled = 2}}};
+  Decision d = w.Step(Rate(400), 1000);
+  ASSERT_TRUE(d.plan.has_value());
+  EXPECT_LE(d.plan->TotalReplicas(), 3);
+  EXPECT_EQ(d.plan->report.status, model::SolveStatus::kInfeasible);
+  EXPECT_EQ(d.status["capacity"][0]["limit"], 3);
+  EXPECT_EQ(d.status["capacity"][0]["placeable"], 1);
+  EXPECT_TRUE(d.warnings.empty());
+
+  w.capacity->unschedulable = {{.deployment = kDetect,
+                                .pods = 2,
+                                .message = "0/1 nodes are available: 1 Insufficient cpu."}};
+  d = w.Step(Rate(400), 1010);
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "False");
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0].reason, "Unschedulable");
+  EXPECT_NE(d.warnings[0].message.find(kDetect + ": 2 pods wait: 0/1 nodes"), std::string::npos)
+      << d.warnings[0].message;
+  EXPECT_EQ(d.status["unschedulable"][0]["deployment"], kDetect);
+  EXPECT_TRUE(w.Step(Rate(400), 1020).warnings.empty());  // the same pods still wait
+
+  w.capacity->unschedulable.clear();
+  d = w.Step(Rate(400), 1030);
+  EXPECT_FALSE(d.status.contains("unschedulable"));
+  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "True");
 }
 
 TEST(Decide, SecondDecisionWritesNothing) {

@@ -1,0 +1,54 @@
+// What the cluster can still place for each of a pipeline's hardware classes, from the Nodes
+// and Pods the operator watches, as a scheduler would count it: the allocatable of the Ready,
+// schedulable nodes the class's nodeSelector and tolerations admit, less what their pods
+// request, in replicas of the class. Also which of the pipeline's pods wait unscheduled.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/pipeline.h"
+
+namespace pipescale::reconciler {
+
+struct ClassCapacity {
+  std::string hardware_class;
+  int nodes = 0;      // Ready, schedulable nodes that admit the class
+  int placeable = 0;  // more replicas that fit now
+  int scheduled = 0;  // the pipeline's replicas of the class bound to a node
+  // Why nothing more fits, when placeable is 0: the resource that ran out, or that no node
+  // admits the class.
+  std::string full_reason;
+
+  // The most replicas of the class the pipeline can run now.
+  int Limit() const { return scheduled + placeable; }
+};
+
+// Pods of one of the pipeline's Deployments that the scheduler could not place.
+struct Unschedulable {
+  std::string deployment;
+  int pods = 0;
+  std::string message;  // the scheduler's, e.g. "0/6 nodes are available: ..."
+};
+
+struct ClusterCapacity {
+  std::vector<ClassCapacity> classes;  // in the spec's order
+  std::vector<Unschedulable> unschedulable;
+
+  const ClassCapacity* Find(const std::string& hardware_class) const;
+};
+
+// `nodes` and `pods` as the informers hold them (every namespace's pods: they all take room).
+ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
+                                const std::vector<nlohmann::json>& nodes,
+                                const std::vector<nlohmann::json>& pods);
+
+// The pipeline with each class's maxReplicas lowered to what the cluster can run now.
+model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity);
+
+// status.capacity and status.unschedulable.
+nlohmann::json CapacityToStatus(const ClusterCapacity& capacity);
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,178 @@
+#include "reconciler/capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "api/pipeline_parse.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+
+// One GPU class (a GPU per replica, tolerating the GPU taint) and one CPU class (2 cores).
+model::Pipeline Pipeline() {
+  const json profile = [] {
+    return json{{"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", 5}}}}}};
+  }();
+  json gpu = profile, cpu = profile;
+  gpu["hardwareClass"] = "gpu";
+  cpu["hardwareClass"] = "cpu";
+  const json spec = {
+      {"apiVersion", "pipescale.io/v1alpha1"},
+      {"kind", "InferencePipeline"},
+      {"metadata", {{"name", "shop"}, {"namespace", "ns"}}},
+      {"spec",
+       {{"hardwareClasses",
+         {{{"name", "gpu"},
+           {"costPerHour", 1},
+           {"maxReplicas", 100},
+           {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}},
+           {"nodeSelector", {{"accelerator", "nvidia"}}},
+           {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}}},
+          {{"name", "cpu"},
+           {"costPerHour", 0.1},
+           {"resources", {{"requests", {{"cpu", "2"}, {"memory", "1Gi"}}}}}}}},
+        {"tasks",
+         {{{"name", "detect"}, {"variants", {{{"name", "v"}, {"profiles", {gpu, cpu}}}}}}}},
+        {"paths", {{{"name", "p"}, {"tasks", {"detect"}}, {"sloMs", 500}}}}}}};
+  auto parsed = api::ParsePipeline(spec.dump());
+  EXPECT_TRUE(parsed.pipeline.has_value());
+  return *parsed.pipeline;
+}
+
+json Node(const std::string& name, int gpus, int cpus, bool tainted, bool ready = true) {
+  json node = {
+      {"metadata", {{"name", name}, {"labels", json::object()}}},
+      {"spec", json::object()},
+      {"status",
+       {{"allocatable", {{"cpu", std::to_string(cpus)}, {"memory", "64Gi"}, {"pods", "110"}}},
+        {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+  if (gpus > 0) {
+    node["status"]["allocatable"]["nvidia.com/gpu"] = std::to_string(gpus);
+    node["metadata"]["labels"]["accelerator"] = "nvidia";
+  }
+  if (tainted) {
+    node["spec"]["taints"] = {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}};
+  }
+  return node;
+}
+
+// A pod on `node` ("" for unbound) asking for `gpus` GPUs and `cpu` cores; `of_pipeline`
+// labels it as the pipeline's, on `cls`.
+json Pod(const std::string& node, int gpus, const std::string& cpu, bool of_pipeline,
+         const std::string& cls = "gpu") {
+  json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"labels", json::object()}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "c"},
+                   {"resources", {{"requests", {{"cpu", cpu}}}, {"limits", json::object()}}}}}}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  if (gpus > 0) {
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
+  }
+  if (of_pipeline) {
+    pod["metadata"]["labels"] = {{"pipescale.io/pipeline", "shop"},
+                                 {"pipescale.io/task", "detect"},
+                                 {"pipescale.io/variant", "v"},
+                                 {"pipescale.io/hardware-class", cls}};
+  }
+  return pod;
+}
+
+TEST(Capacity, CountsTheRoomOfTheNodesAClassAdmits) {
+  const std::vector<json> nodes = {Node("gpu-1", 4, 48, true), Node("gpu-2", 4, 48, true),
+                                   Node("cpu-1", 0, 16, false)};
+  const std::vector<json> pods = {Pod("gpu-1", 1, "1", true), Pod("gpu-1", 1, "1", true),
+                                  Pod("gpu-1", 1, "1", true), Pod("gpu-2", 2, "1", false)};
+  const ClusterCapacity c = ComputeCapacity(Pipeline(), nodes, pods);
+  const ClassCapacity* gpu = c.Find("gpu");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->nodes, 2);
+  EXPECT_EQ(gpu->placeable, 1 + 2);  // a GPU left on gpu-1, two on gpu-2
+  EXPECT_EQ(gpu->scheduled, 3);
+  EXPECT_EQ(gpu->Limit(), 6);
+  // The CPU class does not tolerate the GPU taint: only cpu-1, 16 cores for 2-core replicas.
+  const ClassCapacity* cpu = c.Find("cpu");
+  EXPECT_EQ(cpu->nodes, 1);
+  EXPECT_EQ(cpu->placeable, 8);
+  EXPECT_TRUE(c.unschedulable.empty());
+}
+
+TEST(Capacity, SaysWhatRanOutAndWhoWaits) {
+  const std::vector<json> nodes = {Node("gpu-1", 1, 48, true)};
+  json waiting = Pod("", 1, "1", true);
+  waiting["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                      {"status", "False"},
+                                      {"reason", "Unschedulable"},
+                                      {"message",
+                                       "0/1 nodes are available: 1 Insufficient "
+                                       "nvidia.com/gpu."}}};
+  const ClusterCapacity c =
+      ComputeCapacity(Pipeline(), nodes, {Pod("gpu-1", 1, "1", true), waiting, waiting});
+  EXPECT_EQ(c.Find("gpu")->placeable, 0);
+  EXPECT_EQ(c.Find("gpu")->full_reason, "no room left for nvidia.com/gpu");
+  EXPECT_EQ(c.Find("cpu")->full_reason,
+            "no Ready node matches the class's nodeSelector and tolerations");
+  ASSERT_EQ(c.unschedulable.size(), 1u);
+  EXPECT_EQ(c.unschedulable[0].deployment, "shop-detect-v-gpu");
+  EXPECT_EQ(c.unschedulable[0].pods, 2);
+  EXPECT_NE(c.unschedulable[0].message.find("Insufficient nvidia.com/gpu"), std::string::npos);
+}
+
+TEST(Capacity, IgnoresUnreadyCordonedNodesAndFinishedPods) {
+  json cordoned = Node("gpu-2", 4, 48, true);
+  cordoned["spec"]["unschedulable"] = true;
+  json done = Pod("gpu-1", 4, "1", false);
+  done["status"]["phase"] = "Succeeded";
+  const ClusterCapacity c = ComputeCapacity(
+      Pipeline(), {Node("gpu-1", 4, 48, true), cordoned, Node("gpu-3", 4, 48, true, false)},
+      {done});
+  EXPECT_EQ(c.Find("gpu")->nodes, 1);
+  EXPECT_EQ(c.Find("gpu")->placeable, 4);
+}
+
+// Property, against placing replicas one by one on generated clusters: the count is what fits
+// when each node is filled until it can take no more, and adding a pod never adds room.
+TEST(Capacity, MatchesPlacingOneReplicaAtATime) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<json> nodes, pods;
+    std::vector<std::pair<int, int>> free;  // gpus, cores per node
+    const int n = 1 + static_cast<int>(rng() % 5);
+    for (int i = 0; i < n; ++i) {
+      const int gpus = static_cast<int>(rng() % 5), cpus = 1 + static_cast<int>(rng() % 16);
+      nodes.push_back(Node("n" + std::to_string(i), gpus, cpus, false));
+      int used_gpus = 0, used_cpus = 0;
+      for (int k = static_cast<int>(rng() % 4); k > 0; --k) {
+        const int g = static_cast<int>(rng() % 2), c = static_cast<int>(rng() % 3);
+        pods.push_back(Pod("n" + std::to_string(i), g, std::to_string(c), false));
+        used_gpus += g;
+        used_cpus += c;
+      }
+      free.emplace_back(gpus - used_gpus, cpus - used_cpus);
+    }
+    int placed = 0;  // the CPU class: 2 cores each; every node admits it (no taints)
+    for (auto [g, c] : free) {
+      while (c >= 2) c -= 2, ++placed;
+    }
+    const ClusterCapacity c = ComputeCapacity(Pipeline(), nodes, pods);
+    EXPECT_EQ(c.Find("cpu")->placeable, placed) << "round " << round;
+    pods.push_back(Pod("n0", 0, "1", false));
+    EXPECT_LE(ComputeCapacity(Pipeline(), nodes, pods).Find("cpu")->placeable, placed);
+  }
+}
+
+TEST(Capacity, LowersOnlyTheLimitsOfSizedClasses) {
+  ClusterCapacity c;
+  c.classes = {{.hardware_class = "gpu", .placeable = 2, .scheduled = 3},
+               {.hardware_class = "cpu", .placeable = 50, .scheduled = 0}};
+  const model::Pipeline p = WithinCapacity(Pipeline(), c);
+  EXPECT_EQ(p.spec.hardware_classes[0].max_replicas, 5);   // 100 in the spec, 5 fit
+  EXPECT_EQ(p.spec.hardware_classes[1].max_replicas, 50);  // unlimited in the spec
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
