@@ -148,8 +148,10 @@ class Operator {
       return outcome.error();
     }
     metrics_.CountReverts(ns, name, outcome->reverted_fields);
+    metrics_.CountRollouts(ns, name, outcome->rollouts);
     if (outcome->plan) {
       metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
+      if (outcome->capacity) metrics_.RecordCapacity(ns, name, *outcome->capacity);
     } else if (!pipelines_[index]->Get(key)) {
       metrics_.Forget(ns, name);
     }

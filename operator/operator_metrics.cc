@@ -29,24 +29,38 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
                    "Kairos: the throughput upper bound of the chosen configuration")),
       forecast_(Gauge(registry, "pipescale_forecast_peak_rps",
                       "MArk: the highest rate forecast over the horizon")),
+      placeable_(Gauge(registry, "pipescale_capacity_replicas",
+                       "Replicas of each hardware class the pipeline can run now: its scheduled "
+                       "ones plus what still fits on the nodes the class admits")),
+      unschedulable_(Gauge(registry, "pipescale_unschedulable_pods",
+                           "Pods of a Deployment the scheduler cannot place")),
       reverted_(prometheus::BuildCounter()
                     .Name("pipescale_reverted_changes_total")
                     .Help("Managed Deployment fields changed outside the operator and set back")
+                    .Register(registry)),
+      rollouts_(prometheus::BuildCounter()
+                    .Name("pipescale_rollouts_total")
+                    .Help("Rolling restarts the operator caused (pod template changes such as a "
+                          "batch size)")
                     .Register(registry)) {}
+
+void OperatorMetrics::AddLocked(const std::string& ns, const std::string& name,
+                                prometheus::Family<prometheus::Gauge>& family,
+                                std::map<std::string, std::string> labels, double value) {
+  labels["namespace"] = ns;
+  labels["pipeline"] = name;
+  auto& g = family.Add(labels);
+  g.Set(value);
+  series_[ns + "/" + name].emplace_back(&family, &g);
+}
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
                              const model::Plan& plan, double cost_per_hour, double decide_seconds) {
   Forget(ns, name);
   std::lock_guard lock(mu_);
-  auto& series = series_[ns + "/" + name];
   auto add = [&](prometheus::Family<prometheus::Gauge>& family,
-                 std::map<std::string, std::string> labels, double value) {
-    labels["namespace"] = ns;
-    labels["pipeline"] = name;
-    auto& g = family.Add(labels);
-    g.Set(value);
-    series.emplace_back(&family, &g);
-  };
+                 std::map<std::string, std::string> labels,
+                 double value) { AddLocked(ns, name, family, std::move(labels), value); };
   for (const auto& t : plan.tasks) {
     const std::map<std::string, std::string> labels = {
         {"task", t.task}, {"variant", t.variant}, {"hardware_class", t.hardware_class}};
@@ -69,6 +83,26 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
       add(forecast_, {}, *std::max_element(pools->forecast_rps.begin(), pools->forecast_rps.end()));
     }
   }
+}
+
+void OperatorMetrics::RecordCapacity(const std::string& ns, const std::string& name,
+                                     const reconciler::ClusterCapacity& capacity) {
+  std::lock_guard lock(mu_);
+  auto add = [&](prometheus::Family<prometheus::Gauge>& family,
+                 std::map<std::string, std::string> labels,
+                 double value) { AddLocked(ns, name, family, std::move(labels), value); };
+  for (const auto& c : capacity.classes) {
+    add(placeable_, {{"hardware_class", c.hardware_class}}, c.Limit());
+  }
+  for (const auto& u : capacity.unschedulable) {
+    add(unschedulable_, {{"deployment", u.deployment}}, u.pods);
+  }
+}
+
+void OperatorMetrics::CountRollouts(const std::string& ns, const std::string& name, int rollouts) {
+  std::lock_guard lock(mu_);
+  // Created at the first look, so the rate of a pipeline that never rolled out reads 0.
+  rollouts_.Add({{"namespace", ns}, {"pipeline", name}}).Increment(rollouts);
 }
 
 void OperatorMetrics::CountReverts(const std::string& ns, const std::string& name,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/plan.h"
+#include "reconciler/capacity.h"
 
 namespace pipescale::operator_main {
 
@@ -22,11 +23,21 @@ class OperatorMetrics {
   void Record(const std::string& ns, const std::string& name, const model::Plan& plan,
               double cost_per_hour, double decide_seconds);
   void Forget(const std::string& ns, const std::string& name);
+  // Adds the cluster's room per hardware class and the pods that wait, after Record.
+  void RecordCapacity(const std::string& ns, const std::string& name,
+                      const reconciler::ClusterCapacity& capacity);
+  // Counts Deployment writes that restart pods (rolling updates the operator caused).
+  void CountRollouts(const std::string& ns, const std::string& name, int rollouts);
   // Counts managed fields that were changed outside the operator and set back.
   void CountReverts(const std::string& ns, const std::string& name,
                     const std::vector<std::string>& fields);
 
  private:
+  // Sets one of the pipeline's gauges and remembers it for Forget; mu_ held.
+  void AddLocked(const std::string& ns, const std::string& name,
+                 prometheus::Family<prometheus::Gauge>& family,
+                 std::map<std::string, std::string> labels, double value);
+
   std::mutex mu_;
   prometheus::Family<prometheus::Gauge>& replicas_;
   prometheus::Family<prometheus::Gauge>& batch_;
@@ -38,7 +49,10 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& served_;
   prometheus::Family<prometheus::Gauge>& bound_;
   prometheus::Family<prometheus::Gauge>& forecast_;
+  prometheus::Family<prometheus::Gauge>& placeable_;
+  prometheus::Family<prometheus::Gauge>& unschedulable_;
   prometheus::Family<prometheus::Counter>& reverted_;
+  prometheus::Family<prometheus::Counter>& rollouts_;
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
                                               prometheus::Gauge*>>>
       series_;  // per pipeline key, to remove stale series

@@ -118,7 +118,14 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
             {"labels", labels},
             {"ownerReferences", json::array({OwnerReference(owner)})}}},
           {"spec",
-           {{"replicas", replicas}, {"selector", {{"matchLabels", selector}}}, {"template", pod}}}};
+           {{"replicas", replicas},
+            {"selector", {{"matchLabels", selector}}},
+            // A batch change restarts every pod: new ones start before old ones stop, so the
+            // Ready capacity never drops below the plan's during the rollout.
+            {"strategy",
+             {{"type", "RollingUpdate"},
+              {"rollingUpdate", {{"maxSurge", "25%"}, {"maxUnavailable", 0}}}}},
+            {"template", pod}}}};
 }
 
 ManagedFields ReadManagedFields(const json& deployment, const std::string& batch_env) {

@@ -1,5 +1,6 @@
 #include "reconciler/batch_hold.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "api/deployment.h"
@@ -49,6 +50,53 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     plan.paths[r].predicted_latency_ms =
         optimizer::RouteLatencyMs(problem, assignment, static_cast<int>(r));
   }
+}
+
+bool RollingOut(const json& deployment) {
+  const json meta = deployment.value("metadata", json::object());
+  const json spec = deployment.value("spec", json::object());
+  const json status = deployment.value("status", json::object());
+  const long generation = IntField(meta, "generation", 0);
+  const long observed = IntField(status, "observedGeneration", 0);
+  const long replicas = IntField(spec, "replicas", 1);
+  const long updated = IntField(status, "updatedReplicas", 0);
+  const long running = IntField(status, "replicas", 0);
+  return observed < generation || updated < replicas || running > updated;
+}
+
+namespace {
+
+bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
+  for (const model::Path& path : pipeline.spec.paths) {
+    auto it = metrics.path_latency_ms.find(path.name);
+    if (it != metrics.path_latency_ms.end() && it->second > path.slo_ms) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeline,
+                                                   const std::map<std::string, json>& deployments,
+                                                   const model::MetricsSnapshot& metrics,
+                                                   const std::optional<ClusterCapacity>& capacity,
+                                                   std::vector<PlannedDeployment>& planned) {
+  std::vector<std::string> held;
+  if (SloMissed(pipeline, metrics)) return held;
+  const bool rolling = std::any_of(deployments.begin(), deployments.end(),
+                                   [](const auto& d) { return RollingOut(d.second); });
+  for (PlannedDeployment& p : planned) {
+    auto it = deployments.find(p.name);
+    if (it == deployments.end()) continue;
+    const auto batch = api::ReadManagedFields(it->second, p.variant->batch_env).batch_size;
+    if (!batch || *batch == p.batch_size) continue;
+    const ClassCapacity* room = capacity ? capacity->Find(p.hardware_class->name) : nullptr;
+    if (rolling || (room != nullptr && room->placeable == 0)) {
+      p.batch_size = *batch;
+      held.push_back(p.name);
+    }
+  }
+  return held;
 }
 
 }  // namespace pipescale::reconciler

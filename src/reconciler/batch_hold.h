@@ -7,8 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
+#include "reconciler/capacity.h"
+#include "reconciler/planned.h"
 
 namespace pipescale::reconciler {
 
@@ -19,5 +22,18 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
                         const nlohmann::json& applied,
                         const std::map<std::string, nlohmann::json>& deployments,
                         model::Plan& plan);
+
+// Whether a Deployment's rollout is unfinished: the controller has not acted on its last change
+// yet, or pods of an older template still run beside the updated ones.
+bool RollingOut(const nlohmann::json& deployment);
+
+// A batch change is a rolling restart of the Deployment's pods. It waits, keeping the running
+// batch size, while any of the pipeline's Deployments still rolls out, or when the class has no
+// room for the surge pod a rollout needs (capacity known and full), unless a path's measured
+// latency already misses its SLO. Returns the Deployments whose batch change waits.
+std::vector<std::string> HoldBatchesDuringRollouts(
+    const model::Pipeline& pipeline, const std::map<std::string, nlohmann::json>& deployments,
+    const model::MetricsSnapshot& metrics, const std::optional<ClusterCapacity>& capacity,
+    std::vector<PlannedDeployment>& planned);
 
 }  // namespace pipescale::reconciler

@@ -290,6 +290,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
 
   std::vector<PlannedDeployment> planned = Place(pipeline, plan, o.deployments);
+  const std::vector<std::string> held =
+      HoldBatchesDuringRollouts(pipeline, o.deployments, *o.metrics, o.capacity, planned);
   Stabilize(pipeline, o.now, planned, d.memory.history);
   const GuardOutcome guard =
       GuardBudget(pipeline.spec.budget, planned, OthersSpend(pipeline, o.deployments, planned));
@@ -309,6 +311,17 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     }
   }
   Apply(apply, guard, std::move(writes), generation, o.now, d);
+  if (apply && !held.empty()) {
+    std::string waiting;
+    for (const std::string& name : held) waiting += (waiting.empty() ? "" : ", ") + name;
+    SetCondition(conditions, "PlanApplied", false, reason::kRolloutInProgress,
+                 "batch size changes wait for a rollout to finish or for room for its surge "
+                 "pod: " +
+                     waiting,
+                 generation, o.now);
+    // Look again soon: the held change goes out as soon as the rollout ends.
+    d.requeue_after_seconds = std::min(*d.requeue_after_seconds, 2.0);
+  }
   if (apply) ReportUnschedulable(o, generation, d);
   SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
   Report(o, optimizer, plan, planned, spend, d.memory.demand, d);

@@ -92,6 +92,8 @@ Status Reconciler::Act(const std::string& ns, const DeploymentWrite& write,
     case DeploymentWrite::Kind::kScaleToZero: {
       auto patched = client_.StrategicMergePatch(path, write.body);
       if (!patched) return patched.error();
+      // A change to the pod template (the batch size) restarts every pod of the Deployment.
+      if (write.body.value("spec", json::object()).contains("template")) ++outcome.rollouts;
       return Done{};
     }
     case DeploymentWrite::Kind::kDelete: {
@@ -239,6 +241,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);
   outcome.decide_seconds = decide_ms / 1000;
   outcome.plan = std::move(decision.plan);
+  outcome.capacity = std::move(observed.capacity);
   return outcome;
 }
 

@@ -48,6 +48,7 @@ class Reconciler {
   struct Outcome {
     std::optional<double> requeue_after_seconds;
     int deployment_writes = 0;
+    int rollouts = 0;              // Deployment writes that restart pods (a pod template change)
     bool routing_written = false;  // the routing ConfigMap
     // Managed fields changed outside the operator and put back, e.g. "spec.replicas".
     std::vector<std::string> reverted_fields;
@@ -56,6 +57,7 @@ class Reconciler {
     std::optional<model::Plan> plan;
     double cost_per_hour = 0;
     double decide_seconds = 0;
+    std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's

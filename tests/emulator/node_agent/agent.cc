@@ -91,10 +91,12 @@ void Agent::Run(const std::atomic<bool>& stop) {
     Sync();
     std::this_thread::sleep_for(200ms);
   }
-  for (auto& [key, pod] : states_) {
-    for (auto& c : pod.containers) {
-      if (c.process) {
-        while (!c.process->Stop(5s)) std::this_thread::sleep_for(50ms);
+  // Every pod at once, as a node shutting down: SIGTERM to all, SIGKILL to what is left at 5 s.
+  for (bool stopped = false; !stopped; std::this_thread::sleep_for(50ms)) {
+    stopped = true;
+    for (auto& [key, pod] : states_) {
+      for (auto& c : pod.containers) {
+        if (c.process) stopped = c.process->Stop(5s) && stopped;
       }
     }
   }

@@ -12,6 +12,7 @@
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
+#include "integration/operator/operator_process.h"
 #include "kube/client.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
@@ -51,29 +52,6 @@ json Pipeline(const std::string& name = "shop",
         {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
         {"metrics", {{"prometheusURL", prometheus_url}, {"pathRate", testing::kFastRateQuery}}}}}};
 }
-
-class OperatorProcess {
- public:
-  OperatorProcess(const std::string& ns, const std::string& name)
-      : metrics_port_(testing::FreePort()), health_port_(testing::FreePort()) {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            PIPESCALE_OPERATOR, "--kubeconfig", LocalEnv::Get().Var("KUBECONFIG"), "--namespace",
-            ns, "--leader-elect", "--leader-election-namespace", ns, "--metrics-bind-address",
-            "127.0.0.1:" + std::to_string(metrics_port_), "--health-probe-bind-address",
-            "127.0.0.1:" + std::to_string(health_port_), "--log-format", "json"},
-        ::testing::TempDir() + "/" + ns + "-" + name + ".log");
-  }
-  int Ready() const { return testing::HttpGet(health_port_, "/readyz").first; }
-  int Healthy() const { return testing::HttpGet(health_port_, "/healthz").first; }
-  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
-  Process& process() { return *process_; }
-
- private:
-  int metrics_port_;
-  int health_port_;
-  std::unique_ptr<Process> process_;
-};
 
 class OperatorTest : public ::testing::Test {
  protected:

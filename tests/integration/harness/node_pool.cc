@@ -1,0 +1,76 @@
+#include "integration/harness/node_pool.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "integration/harness/local_env.h"
+#include "kube/client.h"
+
+namespace pipescale::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const char* kPoolKey = "pipescale.io/pool";
+
+}  // namespace
+
+NodePool::NodePool(const std::string& name, const json& nodes)
+    : name_(name), file_(::testing::TempDir() + "/nodes-" + name + ".yaml") {
+  SetNodes(nodes);
+  const LocalEnv& env = LocalEnv::Get();
+  const std::string bin = env.Var("PIPESCALE_EMULATORS");
+  // A pod network of the pool's own, apart from the cluster's agent (network 1).
+  const int network = 2 + static_cast<int>(std::hash<std::string>()(name) % 250);
+  agent_ = std::make_unique<Process>(
+      std::vector<std::string>{
+          bin + "/pipescale-node-agent", "--kubeconfig", env.Var("KUBECONFIG"), "--nodes", file_,
+          "--work-dir", ::testing::TempDir() + "/pods-" + name, "--network",
+          std::to_string(network), "--image",
+          "pipescale/model-server=" + bin + "/pipescale-model-server", "--delete-nodes-on-exit"},
+      ::testing::TempDir() + "/node-agent-" + name + ".log");
+}
+
+NodePool::~NodePool() { (void)agent_->Stop(SIGTERM, 30s); }
+
+void NodePool::SetNodes(const json& nodes) {
+  json entries = json::array();
+  for (json n : nodes) {
+    n["name"] = name_ + "-" + n.value("name", "node");
+    n["labels"][kPoolKey] = name_;
+    n["taints"] = json::array({{{"key", kPoolKey}, {"value", name_}, {"effect", "NoSchedule"}}});
+    entries.push_back(n);
+  }
+  // Written whole and renamed, so the agent never reads half a file.
+  std::ofstream(file_ + ".tmp") << json{{"nodes", entries}}.dump();
+  std::filesystem::rename(file_ + ".tmp", file_);
+}
+
+json NodePool::Admit(json hw) const {
+  hw["nodeSelector"][kPoolKey] = name_;
+  if (!hw["tolerations"].is_array()) hw["tolerations"] = json::array();
+  hw["tolerations"].push_back(
+      {{"key", kPoolKey}, {"operator", "Equal"}, {"value", name_}, {"effect", "NoSchedule"}});
+  return hw;
+}
+
+int NodePool::ReadyNodes() const {
+  const kube::Client client(LocalEnv::Get().Config());
+  auto nodes = client.Get("/api/v1/nodes?labelSelector=" + kube::QueryEscape(kPoolKey) + "%3D" +
+                          kube::QueryEscape(name_));
+  if (!nodes.ok()) return -1;
+  int ready = 0;
+  for (const json& node : (*nodes)["items"]) {
+    for (const json& c : node["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ++ready;
+    }
+  }
+  return ready;
+}
+
+}  // namespace pipescale::testing

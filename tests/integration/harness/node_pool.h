@@ -1,0 +1,38 @@
+// Emulated nodes of a test's own: a pipescale-node-agent with its own nodes file and its own
+// pod network (127.<network>.x.y). Its nodes carry the label and the NoSchedule taint
+// pipescale.io/pool=<name>, so only pods that select and tolerate the pool land there and a
+// test's capacity is not shared with the rest of the cluster.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "integration/harness/process.h"
+
+namespace pipescale::testing {
+
+class NodePool {
+ public:
+  // `nodes`: entries of the nodes file ({name, count, capacity, labels}); names are prefixed
+  // with the pool's, labels and taints added.
+  NodePool(const std::string& name, const nlohmann::json& nodes);
+  ~NodePool();  // stops the agent, which deletes its nodes
+  NodePool(const NodePool&) = delete;
+  NodePool& operator=(const NodePool&) = delete;
+
+  // Rewrites the nodes file; the agent registers new nodes and deletes those gone.
+  void SetNodes(const nlohmann::json& nodes);
+  // A hardware class's nodeSelector and tolerations for the pool, merged into `hw`.
+  nlohmann::json Admit(nlohmann::json hw) const;
+  // Names of the pool's nodes that are registered and Ready now.
+  int ReadyNodes() const;
+  std::string Log() const { return agent_->Log(); }
+
+ private:
+  std::string name_;
+  std::string file_;
+  std::unique_ptr<Process> agent_;
+};
+
+}  // namespace pipescale::testing

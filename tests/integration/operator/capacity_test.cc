@@ -1,0 +1,343 @@
+// The operator on the cluster in a box when GPUs run out: each test brings its own emulated
+// nodes (a NodePool), so the scheduler, the controllers and the node agent decide what runs,
+// and the operator must plan for the room the cluster really has.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "integration/harness/load.h"
+#include "integration/harness/local_env.h"
+#include "integration/harness/node_pool.h"
+#include "integration/harness/wait.h"
+#include "integration/operator/operator_process.h"
+#include "kube/client.h"
+#include "reconciler/batch_hold.h"
+#include "reconciler/reconciler.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::LocalEnv;
+using namespace std::chrono_literals;
+
+json GpuNode(const std::string& name, int gpus) {
+  return {
+      {"name", name},
+      {"capacity", {{"cpu", "32"}, {"memory", "64Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}};
+}
+
+// One GPU per replica; `admit` places it (a NodePool's selector, or one nothing matches).
+json GpuClass(const json& admit) {
+  json hw = {{"name", "gpu"},
+             {"costPerHour", 1.0},
+             {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}};
+  hw.update(admit);
+  return hw;
+}
+
+json Variant(const std::string& name, double accuracy, double ms_per_request) {
+  const json profile = {
+      {"hardwareClass", "gpu"},
+      {"latencyMs", {{"quadratic", {{"a", 0}, {"b", ms_per_request}, {"c", 0}}}}}};
+  return {{"name", name},
+          {"accuracy", accuracy},
+          {"batchSize", {{"max", 1}}},
+          {"profiles", json::array({profile})}};
+}
+
+json Pipeline(const std::string& name, const std::string& optimizer, const json& hw,
+              const json& variants) {
+  return {{"apiVersion", "pipescale.io/v1alpha1"},
+          {"kind", "InferencePipeline"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"optimizer", optimizer},
+            {"interval", "2s"},
+            {"hardwareClasses", json::array({hw})},
+            {"tasks", json::array({{{"name", "detect"}, {"variants", variants}}})},
+            {"paths", json::array({{{"name", "p"}, {"tasks", {"detect"}}, {"sloMs", 300}}})},
+            {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
+            {"metrics",
+             {{"prometheusURL", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")},
+              {"pathRate", testing::kFastRateQuery}}}}}};
+}
+
+class CapacityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+    client_ = std::make_unique<kube::Client>(LocalEnv::Get().Config());
+    ns_ = LocalEnv::Get().FreshNamespace(*client_);
+  }
+
+  void Create(const json& pipeline) {
+    auto created =
+        client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), pipeline);
+    ASSERT_TRUE(created.ok()) << created.error().message;
+  }
+
+  json Status(const std::string& name) {
+    auto o = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, name));
+    return o.ok() ? o->value("status", json::object()) : json::object();
+  }
+
+  json Deployment(const std::string& name) {
+    auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, name));
+    return d.ok() ? *d : json{{"metadata", json::object()}, {"spec", json::object()}};
+  }
+
+  // The namespace's pods by phase, e.g. {"Running": 3, "Pending": 2}.
+  std::map<std::string, int> Pods(const std::string& selector) {
+    std::map<std::string, int> phases;
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                             "/pods?labelSelector=" + kube::QueryEscape(selector));
+    if (!pods.ok()) return phases;
+    for (const json& pod : (*pods)["items"]) {
+      if (!pod["metadata"].contains("deletionTimestamp")) ++phases[pod["status"]["phase"]];
+    }
+    return phases;
+  }
+
+  // Ready pods among the namespace's pods that match `selector`, not counting terminating ones.
+  int ReadyPods(const std::string& selector) {
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                             "/pods?labelSelector=" + kube::QueryEscape(selector));
+    int ready = 0;
+    for (const json& pod : pods.ok() ? (*pods)["items"] : json::array()) {
+      if (pod["metadata"].contains("deletionTimestamp")) continue;
+      for (const json& c : pod["status"].value("conditions", json::array())) {
+        if (c["type"] == "Ready" && c["status"] == "True") ++ready;
+      }
+    }
+    return ready;
+  }
+
+  int Events(const std::string& reason) {
+    auto events = client_->Get("/api/v1/namespaces/" + ns_ +
+                               "/events?fieldSelector=" + kube::QueryEscape("reason=" + reason));
+    return events.ok() ? static_cast<int>((*events)["items"].size()) : -1;
+  }
+
+  std::unique_ptr<kube::Client> client_;
+  std::string ns_;
+};
+
+// A Deployment of someone else's takes 3 of the pool's 4 GPUs: FA2 would want 4 replicas at
+// 200 rps, plans the 1 that fits and says it is short; when the other Deployment shrinks, the
+// plan grows into the room, and every pod it asks for runs.
+TEST_F(CapacityTest, PlansTheRoomLeftAndGrowsWhenItFrees) {
+  testing::NodePool pool(ns_, json::array({GpuNode("gpu", 4)}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
+  json other = {{"apiVersion", "apps/v1"},
+                {"kind", "Deployment"},
+                {"metadata", {{"name", "other"}}},
+                {"spec",
+                 {{"replicas", 3},
+                  {"selector", {{"matchLabels", {{"app", "other"}}}}},
+                  {"template",
+                   {{"metadata", {{"labels", {{"app", "other"}}}}},
+                    {"spec",
+                     {{"containers",
+                       {{{"name", "m"},
+                         {"image", "pipescale/model-server:dev"},
+                         {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}}};
+  other["spec"]["template"]["spec"].update(pool.Admit(json::object()));
+  ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), other).ok());
+  ASSERT_TRUE(Eventually([&] { return Pods("app=other")["Running"] == 3; }, 30s)) << pool.Log();
+
+  testing::Load load(ns_, "fa2", {{"p", 200}});
+  OperatorProcess op(ns_, "capacity");
+  Create(Pipeline("fa2", "fa2", GpuClass(pool.Admit(json::object())),
+                  json::array({Variant("v", 1.0, 20)})));
+  const std::string deployment = "fa2-detect-v-gpu";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = Status("fa2");
+        return s.contains("plan") && s["capacity"][0].value("limit", -1) == 1 &&
+               Deployment(deployment)["spec"].value("replicas", -1) == 1;
+      },
+      40s))
+      << Status("fa2").dump() << op.process().Log();
+  EXPECT_EQ(Status("fa2")["capacity"][0]["placeable"], 0);
+  EXPECT_EQ(Pods("pipescale.io/pipeline=fa2")["Pending"], 0);  // nothing asked that cannot run
+
+  auto scaled = client_->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, "other"),
+                                    {{"spec", {{"replicas", 0}}}});
+  ASSERT_TRUE(scaled.ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int replicas = Deployment(deployment)["spec"].value("replicas", -1);
+        return replicas > 1 && Pods("pipescale.io/pipeline=fa2")["Running"] == replicas;
+      },
+      40s))
+      << Status("fa2").dump();
+  EXPECT_LE(Deployment(deployment)["spec"].value("replicas", 99), 4);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
+// A class whose nodeSelector matches no node: the operator plans its one replica, says which
+// Deployment waits and why (the scheduler's words) once, and does not rewrite it in a loop.
+TEST_F(CapacityTest, ANodeSelectorThatMatchesNothingIsReportedOnce) {
+  testing::Load load(ns_, "nowhere", {{"p", 20}});
+  OperatorProcess op(ns_, "nowhere");
+  Create(Pipeline("nowhere", "fa2", GpuClass({{"nodeSelector", {{"pool", "nowhere"}}}}),
+                  json::array({Variant("v", 1.0, 20)})));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = Status("nowhere");
+        return s.contains("unschedulable") && Events("Unschedulable") == 1;
+      },
+      40s))
+      << Status("nowhere").dump() << op.process().Log();
+  const json status = Status("nowhere");
+  EXPECT_EQ(status["unschedulable"][0]["deployment"], "nowhere-detect-v-gpu");
+  EXPECT_NE(status["unschedulable"][0]["message"].get<std::string>().find("node"),
+            std::string::npos);
+  EXPECT_EQ(status["capacity"][0]["nodes"], 0);
+  for (const json& c : status["conditions"]) {
+    if (c["type"] == "PlanApplied") {
+      EXPECT_EQ(c["reason"], "Unschedulable");
+      EXPECT_NE(c["message"].get<std::string>().find("nowhere-detect-v-gpu"), std::string::npos);
+    }
+  }
+  const long generation = Deployment("nowhere-detect-v-gpu")["metadata"].value("generation", 0L);
+  std::this_thread::sleep_for(10s);  // five intervals
+  EXPECT_EQ(Deployment("nowhere-detect-v-gpu")["metadata"].value("generation", 0L), generation);
+  EXPECT_EQ(Events("Unschedulable"), 1);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0);
+}
+
+// Loki on a pool of 2 GPUs at a load that needs 3 of the accurate variant: the cluster is
+// full, so it scales accuracy instead; a node joins and it goes back to the accurate variant.
+TEST_F(CapacityTest, LokiScalesAccuracyWhenTheGpusRunOutAndBackWhenANodeJoins) {
+  testing::NodePool pool(ns_, json::array({GpuNode("a", 2)}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
+  testing::Load load(ns_, "loki", {{"p", 50}});
+  OperatorProcess op(ns_, "loki");
+  Create(Pipeline("loki", "loki", GpuClass(pool.Admit(json::object())),
+                  json::array({Variant("accurate", 1.0, 50), Variant("fast", 0.7, 10)})));
+  auto phase = [&] { return Status("loki").value("plan", json::object()).value("phase", ""); };
+  ASSERT_TRUE(Eventually([&] { return phase() == "AccuracyScaling"; }, 40s))
+      << Status("loki").dump() << op.process().Log();
+  EXPECT_LE(Status("loki")["totalReplicas"].get<int>(), 2);
+
+  pool.SetNodes(json::array({GpuNode("a", 2), GpuNode("b", 2)}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 2; }, 20s)) << pool.Log();
+  ASSERT_TRUE(Eventually([&] { return phase() == "HardwareScaling"; }, 40s))
+      << Status("loki").dump();
+  EXPECT_GE(Status("loki")["capacity"][0]["limit"].get<int>(), 3);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0);
+}
+
+// The pid of the process the node agent runs for the pod at `ip` (its POD_IP), or -1.
+pid_t ProcessOf(const std::string& ip) {
+  DIR* proc = opendir("/proc");
+  pid_t found = -1;
+  for (dirent* e; proc != nullptr && found < 0 && (e = readdir(proc)) != nullptr;) {
+    std::ifstream environ(std::string("/proc/") + e->d_name + "/environ");
+    std::stringstream text;
+    text << environ.rdbuf();
+    const std::string all = text.str();
+    if (all.find(std::string("POD_IP=") + ip + '\0') != std::string::npos &&
+        all.find("PIPESCALE_TASK=") != std::string::npos) {
+      found = std::atoi(e->d_name);
+    }
+  }
+  if (proc != nullptr) closedir(proc);
+  return found;
+}
+
+// A batch change is a rolling update of real pods: new pods start before old ones stop
+// (maxUnavailable 0), so the Ready pods never drop below the plan's replicas while it rolls.
+// Then a pod's process dies (the node agent restarts it) and a pod is deleted (the ReplicaSet
+// replaces it); the plan holds throughout.
+TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
+  testing::NodePool pool(ns_, json::array({{{"name", "cpu"}, {"capacity", {{"cpu", "64"}}}}}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
+  testing::Load load(ns_, "roll", {{"p", 150}});
+  OperatorProcess op(ns_, "roll");
+  json variant = Variant("v", 1.0, 10);
+  variant["batchSize"]["max"] = 8;
+  variant["profiles"][0]["latencyMs"]["quadratic"]["c"] = 40;  // batching pays
+  json hw = pool.Admit({{"name", "gpu"}, {"costPerHour", 1.0}});
+  Create(Pipeline("roll", "fa2", hw, json::array({variant})));
+  const std::string deployment = "roll-detect-v-gpu";
+  const std::string selector = "pipescale.io/pipeline=roll";
+  auto batch = [&] {
+    const json d = Deployment(deployment);
+    return d.contains("spec")
+               ? d["spec"]["template"]["spec"]["containers"][0]["env"][0].value("value", "")
+               : "";
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int replicas = Deployment(deployment)["spec"].value("replicas", -1);
+        return replicas > 0 && ReadyPods(selector) == replicas && batch() != "" && batch() != "1";
+      },
+      40s))
+      << Status("roll").dump() << op.process().Log();
+  const int replicas = Deployment(deployment)["spec"]["replicas"];
+  const std::string before = batch();
+
+  // Batching no longer allowed: the plan moves to batch 1 (and may add replicas).
+  auto patched = client_->MergePatch(
+      kube::ObjectPath(reconciler::kInferencePipelines, ns_, "roll"),
+      {{"spec", {{"tasks", json::array({{{"name", "detect"}, {"variants", json::array({[&] {
+                                                                json v = variant;
+                                                                v["batchSize"]["max"] = 1;
+                                                                return v;
+                                                              }()})}}})}}}});
+  ASSERT_TRUE(patched.ok()) << patched.error().message;
+  int lowest = ReadyPods(selector);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        lowest = std::min(lowest, ReadyPods(selector));
+        const json d = Deployment(deployment);
+        const int now = d["spec"].value("replicas", -1);
+        return batch() == "1" && !reconciler::RollingOut(d) && ReadyPods(selector) == now;
+      },
+      60s, 100ms))
+      << Status("roll").dump();
+  EXPECT_GE(lowest, replicas) << "Ready pods dropped below the plan during the rollout";
+
+  // A model server dies: the node agent restarts it in place.
+  auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                           "/pods?labelSelector=" + kube::QueryEscape(selector));
+  ASSERT_TRUE(pods.ok());
+  json pod;
+  for (const json& p : (*pods)["items"]) {
+    if (!p["metadata"].contains("deletionTimestamp")) pod = p;
+  }
+  ASSERT_TRUE(pod.is_object());
+  const pid_t pid = ProcessOf(pod["status"]["podIP"]);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"]));
+        return p.ok() && (*p)["status"]["containerStatuses"][0].value("restartCount", 0) == 1 &&
+               (*p)["status"]["containerStatuses"][0].value("ready", false);
+      },
+      30s));
+
+  // A pod is deleted: the ReplicaSet replaces it; the plan does not move.
+  const int planned = Deployment(deployment)["spec"]["replicas"];
+  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"])).ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"]));
+        return !p.ok() && ReadyPods(selector) == planned;
+      },
+      30s));
+  EXPECT_EQ(Deployment(deployment)["spec"]["replicas"], planned);
+  EXPECT_NE(before, "1");
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0);
+}
+
+}  // namespace
+}  // namespace pipescale
