@@ -86,21 +86,32 @@ current-context: local
 KUBECONFIG
 }
 
-stop_process() {  # stop_process NAME: TERM, then KILL after 5 s
-  [[ -f $dir/$1.pid ]] || return 0
-  local pid
-  pid=$(cat "$dir/$1.pid")
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$dir/$1.pid"
+alive() {  # alive PID: running, and not a zombie waiting for init to reap it
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
+stop_process() {  # stop_process NAME...: TERM to all of them, KILL to any left after 5 s
+  local name pids=()
+  for name in "$@"; do
+    [[ -f $dir/$name.pid ]] || continue
+    pids+=("$(cat "$dir/$name.pid")")
+    kill -TERM "${pids[-1]}" 2>/dev/null || true
+    rm -f "$dir/$name.pid"
+  done
+  local deadline=$((SECONDS + 5)) pid
+  for pid in "${pids[@]}"; do
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
 }
 
 down() {
   [[ -d $dir ]] || return 0
-  for name in node-agent pod-sd prometheus kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    stop_process "$name"
-  done
+  # The node agent first, so its pods stop while the apiserver can still record it.
+  stop_process node-agent
+  stop_process pod-sd prometheus kube-scheduler kube-controller-manager kube-apiserver etcd
   rm -rf "$dir/etcd" "$dir/prometheus-data" "$dir/pods"
 }
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # The main job: the operator driving a pipeline on a local cluster of real parts.
 #  - a cluster in a box on 127.0.0.1 (hack/local-env.sh): etcd, kube-apiserver, the
-#    controllers, kube-scheduler, Prometheus, and emulated GPU and CPU nodes (hack/nodes.yaml)
-#    whose pods the node agent runs as pipescale-model-server processes
+#    controllers, kube-scheduler, Prometheus, and emulated GPU and CPU nodes
+#    (hack/demo-nodes.yaml: 12 GPU shares) whose pods the node agent runs as
+#    pipescale-model-server processes
 #  - pipescale-operator, watching InferencePipelines
 #  - the FA2 paper's application (deploy/examples/fa2-gpu.yaml), driven by pipescale-loadgen
-#    with the paper's fluctuating trace (8 -> 27 -> 8 requests/s)
-# It prints the plan as it changes; `kubectl get ipl -w` works against the same cluster (the
-# KUBECONFIG is printed). Everything stops when the trace ends or on Ctrl-C.
+#    with the paper's fluctuating trace (8 -> 27 -> 8 requests/s); at 27 the GPU shares run out
+# It prints the load, the plan, where its pods run and why a plan is short, as they change;
+# `kubectl get ipl,pods -o wide -w` works against the same cluster (the KUBECONFIG is printed).
+# Everything stops when the trace ends or on Ctrl-C.
 #   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps
-#   EXAMPLE=deploy/examples/mark-classify.yaml hack/run.sh   # another pipeline, its optimizer
+#   EXAMPLE=deploy/examples/loki-traffic.yaml hack/run.sh   # another pipeline, its optimizer
+#   PIPESCALE_NODES=hack/nodes.yaml hack/run.sh               # other nodes
 #   hack/run.sh plan -f FILE --rate 27     # offline: `pipescale plan` instead
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,8 +26,23 @@ if [[ ${1:-} == plan || ${1:-} == validate ]]; then
   exec "$build/src/cli/pipescale" "$@"
 fi
 "$root/hack/build-kube-apiserver.sh" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target pipescale pipescale-operator pipescale-model-server \
-  pipescale-node-agent pipescale-pod-sd pipescale-loadgen >/dev/null
+
+# Ninja's progress as one line that updates, so the first build (about 10 minutes on 2 cores)
+# is not silence.
+build_with_progress() {
+  echo "building pipescale (the first build takes about 10 minutes on 2 cores) ..."
+  cmake --build "$build" -j"$(nproc)" --target "$@" | while IFS= read -r line; do
+    if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+      printf '\r  %s/%s compiled' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    elif [[ $line == *error* || $line == FAILED* ]]; then
+      printf '\n%s\n' "$line"
+    fi
+  done
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "build failed" >&2; exit 1; }
+  echo
+}
+build_with_progress pipescale pipescale-operator pipescale-model-server pipescale-node-agent \
+  pipescale-pod-sd pipescale-loadgen
 
 dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
 example=$(realpath "${EXAMPLE:-$root/deploy/examples/fa2-gpu.yaml}")
@@ -37,18 +55,22 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-echo "starting the local cluster in $dir ..."
-env_file=$(PIPESCALE_EMULATORS="$build/tests/emulator" "$root/hack/local-env.sh" up "$dir") || exit 1
+echo "starting the local cluster in $dir (nodes: ${PIPESCALE_NODES:-hack/demo-nodes.yaml}) ..."
+env_file=$(PIPESCALE_NODES=${PIPESCALE_NODES:-$root/hack/demo-nodes.yaml} \
+  PIPESCALE_EMULATORS="$build/tests/emulator" "$root/hack/local-env.sh" up "$dir") || exit 1
 source "$env_file"
+kubectl get nodes -L nvidia.com/gpu.product 2>/dev/null | sed 's/^/  /'
+
 "$build/operator/pipescale-operator" --kubeconfig "$KUBECONFIG" --prometheus-url "$PIPESCALE_PROMETHEUS" \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 2>"$dir/operator.log" &
 pids+=($!)
 
-kubectl apply -f "$example" >/dev/null
-name=$(kubectl get -f "$example" -o jsonpath='{.metadata.name}')
-optimizer=$(kubectl get -f "$example" -o jsonpath='{.spec.optimizer}')
+kubectl apply -f "$example" >/dev/null 2>&1
+name=$(kubectl get -f "$example" -o jsonpath='{.metadata.name}' 2>/dev/null)
+optimizer=$(kubectl get -f "$example" -o jsonpath='{.spec.optimizer}' 2>/dev/null)
+echo
 echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} from the measured path rates"
-echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl -w"
+echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl,pods -o wide -w"
 echo
 
 "$build/tests/emulator/pipescale-loadgen" -f "$example" --namespace default \
@@ -57,26 +79,65 @@ echo
 loadgen=$!
 pids+=($loadgen)
 
-last=""
-start=$SECONDS
+k() { kubectl "$@" 2>/dev/null; }  # kubectl 1.32 warns about the 1.20 server's version
+jp() { k get ipl "$name" -o jsonpath="$1"; }
+
+# The plan, one Deployment per line fragment, folded to the terminal: task@class replicas x batch.
+plan_text() {
+  k get deploy -l pipescale.io/pipeline="$name" --no-headers \
+    -o custom-columns='T:.metadata.labels.pipescale\.io/task,C:.metadata.labels.pipescale\.io/hardware-class,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
+    awk '$3 > 0 {printf "%s %s x%s b%s,", $1, $3, $4 == "" ? 1 : $4, ""}' |
+    sed 's/ b,/,/g; s/,$//; s/,/, /g' | fold -s -w 68 | sed '2,$s/^/            /'
+}
+
+# Where the pipeline's pods are: Running per node, and how many wait.
+pods_text() {
+  k get pods -l pipescale.io/pipeline="$name" --no-headers -o wide |
+    awk '{n[$3 == "Running" ? $7 : $3]++} END {for (k in n) printf "%s %d, ", k, n[k]}' |
+    sed 's/, $//'
+}
+
+printf '%6s  %8s  %8s  %5s  %-18s  %s\n' TIME LOAD/s REPLICAS GPUS PLAN-APPLIED FEASIBLE
+last_plan="" last_pods="" last_feasible="" start=$SECONDS
 while kill -0 "$loadgen" 2>/dev/null; do
   sleep 5
   rate=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
     --data-urlencode "query=sum(rate(pipescale_requests_total{pipeline=\"$name\"}[30s]))" |
     sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')
-  plan=$(kubectl get deploy -l pipescale.io/pipeline="$name" --no-headers \
-    -o custom-columns='T:.metadata.labels.pipescale\.io/task,C:.metadata.labels.pipescale\.io/hardware-class,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
-    awk '$3 > 0 {printf "%s@%s=%sx b%s  ", $1, $2, $3, $4}')
-  total=$(kubectl get ipl "$name" -o jsonpath='{.status.totalReplicas}')
-  ready=$(kubectl get ipl "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}')
-  printf '%4ds  load %6.1f rps  %-11s total %3s replicas\n' $((SECONDS - start)) "${rate:-0}" "$ready" "${total:--}"
-  if [[ $plan != "$last" ]]; then
+  total=$(jp '{.status.totalReplicas}')
+  limit=$(jp '{.status.capacity[0].limit}')
+  applied=$(jp '{.status.conditions[?(@.type=="PlanApplied")].reason}')
+  feasible=$(jp '{.status.conditions[?(@.type=="Feasible")].reason}')
+  printf '%5ds  %8.1f  %8s  %5s  %-18s  %s\n' $((SECONDS - start)) "${rate:-0}" "${total:--}" \
+    "${limit:--}" "${applied:--}" "${feasible:--}"
+  plan=$(plan_text)
+  if [[ $plan != "$last_plan" ]]; then
     echo "      plan: $plan"
-    last=$plan
+    last_plan=$plan
   fi
+  where=$(pods_text)
+  if [[ $where != "$last_pods" ]]; then
+    echo "      pods: $where"
+    last_pods=$where
+  fi
+  why=$(jp '{.status.conditions[?(@.type=="Feasible")].message}')
+  if [[ $feasible != "$last_feasible" && -n $why ]]; then
+    echo "      why:  $why" | fold -s -w 96 | sed '2,$s/^/            /'
+  fi
+  last_feasible=$feasible
 done
 echo
-kubectl get ipl
+k get ipl -o wide
 echo
-echo "events:"
-kubectl get events --field-selector reason=PlanChanged -o custom-columns='TIME:.lastTimestamp,MESSAGE:.message' | tail -5
+k get pods -o wide -l pipescale.io/pipeline="$name"
+echo
+echo "the latest events, oldest first:"
+k get events --sort-by=.lastTimestamp \
+  -o custom-columns='TIME:.lastTimestamp,TYPE:.type,REASON:.reason,MESSAGE:.message' |
+  awk 'NR == 1 || $3 == "PlanChanged" || $3 == "Unschedulable"' | cut -c1-160 |
+  { read -r header; echo "$header"; tail -8; }
+rollouts=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
+  --data-urlencode "query=sum(pipescale_rollouts_total{pipeline=\"$name\"})" |
+  sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')
+echo
+echo "rolling restarts the operator caused: ${rollouts:-unknown} in $((SECONDS - start)) s"

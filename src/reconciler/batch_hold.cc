@@ -54,14 +54,13 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 
 bool RollingOut(const json& deployment) {
   const json meta = deployment.value("metadata", json::object());
-  const json spec = deployment.value("spec", json::object());
   const json status = deployment.value("status", json::object());
   const long generation = IntField(meta, "generation", 0);
   const long observed = IntField(status, "observedGeneration", 0);
-  const long replicas = IntField(spec, "replicas", 1);
   const long updated = IntField(status, "updatedReplicas", 0);
   const long running = IntField(status, "replicas", 0);
-  return observed < generation || updated < replicas || running > updated;
+  // A new Deployment, or one only scaling up, restarts nothing: no pod of an older template.
+  return running > updated || (observed < generation && running > 0);
 }
 
 namespace {

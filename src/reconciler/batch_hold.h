@@ -23,8 +23,8 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
                         const std::map<std::string, nlohmann::json>& deployments,
                         model::Plan& plan);
 
-// Whether a Deployment's rollout is unfinished: the controller has not acted on its last change
-// yet, or pods of an older template still run beside the updated ones.
+// Whether a Deployment's rollout is unfinished: pods of an older template still run beside the
+// updated ones, or the controller has not yet acted on a change to a Deployment that has pods.
 bool RollingOut(const nlohmann::json& deployment);
 
 // A batch change is a rolling restart of the Deployment's pods. It waits, keeping the running

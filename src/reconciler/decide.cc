@@ -242,7 +242,18 @@ void ReportUnschedulable(const Observed& o, long generation, Decision& d) {
   d.status["unschedulable"] = now;
   SetCondition(d.status["conditions"], "PlanApplied", false, reason::kUnschedulable, message,
                generation, o.now);
-  if (now != previous) d.warnings.push_back({reason::kUnschedulable, message});
+  // News is a Deployment that starts to wait; the scheduler's counts of nodes in its message
+  // move with every node that joins or leaves.
+  std::set<std::string> before;
+  for (const json& u : previous.is_array() ? previous : json::array()) {
+    if (u.is_object()) before.insert(StringField(u, "deployment"));
+  }
+  for (const json& u : now) {
+    if (!before.contains(u["deployment"].get<std::string>())) {
+      d.warnings.push_back({reason::kUnschedulable, message});
+      break;
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "integration/harness/local_env.h"
 #include "kube/client.h"
@@ -20,20 +21,33 @@ const char* kPoolKey = "pipescale.io/pool";
 
 }  // namespace
 
-NodePool::NodePool(const std::string& name, const json& nodes)
-    : name_(name), file_(::testing::TempDir() + "/nodes-" + name + ".yaml") {
+NodePool::NodePool(const std::string& name, const json& nodes,
+                   const std::map<std::string, std::string>& images)
+    : name_(name),
+      file_(::testing::TempDir() + "/nodes-" + name + ".yaml"),
+      work_dir_(::testing::TempDir() + "/pods-" + name) {
   SetNodes(nodes);
   const LocalEnv& env = LocalEnv::Get();
   const std::string bin = env.Var("PIPESCALE_EMULATORS");
   // A pod network of the pool's own, apart from the cluster's agent (network 1).
   const int network = 2 + static_cast<int>(std::hash<std::string>()(name) % 250);
-  agent_ = std::make_unique<Process>(
-      std::vector<std::string>{
-          bin + "/pipescale-node-agent", "--kubeconfig", env.Var("KUBECONFIG"), "--nodes", file_,
-          "--work-dir", ::testing::TempDir() + "/pods-" + name, "--network",
-          std::to_string(network), "--image",
-          "pipescale/model-server=" + bin + "/pipescale-model-server", "--delete-nodes-on-exit"},
-      ::testing::TempDir() + "/node-agent-" + name + ".log");
+  std::vector<std::string> argv = {bin + "/pipescale-node-agent",
+                                   "--kubeconfig",
+                                   env.Var("KUBECONFIG"),
+                                   "--nodes",
+                                   file_,
+                                   "--work-dir",
+                                   work_dir_,
+                                   "--network",
+                                   std::to_string(network),
+                                   "--delete-nodes-on-exit",
+                                   "--image",
+                                   "pipescale/model-server=" + bin + "/pipescale-model-server"};
+  for (const auto& [image, binary] : images) {
+    argv.push_back("--image");
+    argv.push_back(image + "=" + binary);
+  }
+  agent_ = std::make_unique<Process>(argv, ::testing::TempDir() + "/node-agent-" + name + ".log");
 }
 
 NodePool::~NodePool() { (void)agent_->Stop(SIGTERM, 30s); }
@@ -57,6 +71,14 @@ json NodePool::Admit(json hw) const {
   hw["tolerations"].push_back(
       {{"key", kPoolKey}, {"operator", "Equal"}, {"value", name_}, {"effect", "NoSchedule"}});
   return hw;
+}
+
+std::string NodePool::ContainerLog(const std::string& ns, const std::string& pod,
+                                   const std::string& container) const {
+  std::ifstream in(work_dir_ + "/" + ns + "_" + pod + "/" + container + ".log");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 int NodePool::ReadyNodes() const {

@@ -4,6 +4,7 @@
 // test's capacity is not shared with the rest of the cluster.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,8 +16,10 @@ namespace pipescale::testing {
 class NodePool {
  public:
   // `nodes`: entries of the nodes file ({name, count, capacity, labels}); names are prefixed
-  // with the pool's, labels and taints added.
-  NodePool(const std::string& name, const nlohmann::json& nodes);
+  // with the pool's, labels and taints added. `images` adds to the agent's image table
+  // (image -> binary) beside the model server.
+  NodePool(const std::string& name, const nlohmann::json& nodes,
+           const std::map<std::string, std::string>& images = {});
   ~NodePool();  // stops the agent, which deletes its nodes
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
@@ -28,10 +31,14 @@ class NodePool {
   // Names of the pool's nodes that are registered and Ready now.
   int ReadyNodes() const;
   std::string Log() const { return agent_->Log(); }
+  // What a container of a pod on the pool wrote (stdout and stderr).
+  std::string ContainerLog(const std::string& ns, const std::string& pod,
+                           const std::string& container) const;
 
  private:
   std::string name_;
   std::string file_;
+  std::string work_dir_;
   std::unique_ptr<Process> agent_;
 };
 

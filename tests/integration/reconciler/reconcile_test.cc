@@ -113,9 +113,15 @@ class ReconcilerTest : public ::testing::Test {
           if (!r.ok()) return false;
           outcome = *r;
           const json status = Status(name);
+          // Real pods roll: a batch change decided while the rate window filled may still
+          // wait for the one before it (RolloutInProgress); look again until it went out.
+          bool rolling = false;
+          for (const json& c : status.value("conditions", json::array())) {
+            rolling = rolling || c.value("reason", "") == reason::kRolloutInProgress;
+          }
           return ConditionStatus(status.value("conditions", json::array()), "MetricsAvailable") ==
                      "True" &&
-                 outcome.plan.has_value() &&
+                 outcome.plan.has_value() && !rolling &&
                  status["observed"]["pathRates"].value("p", 0.0) >= min_rps;
         },
         40s));

@@ -8,8 +8,8 @@ namespace {
 using State = ContainerView::State;
 
 ContainerView Container(State state, bool ready = false, int exit_code = 0) {
-  ContainerView c{.name = "m", .image = "img", .state = state, .exit_code = exit_code,
-                  .ready = ready};
+  ContainerView c{
+      .name = "m", .image = "img", .state = state, .exit_code = exit_code, .ready = ready};
   if (state != State::kWaiting) c.started_at = "2026-01-01T00:00:00Z";
   return c;
 }
@@ -30,9 +30,9 @@ TEST(PodPhase, FollowsTheKubeletsRules) {
 }
 
 TEST(PodStatus, IsReadyOnlyWhenEveryContainerIs) {
-  const PodView pod{.pod_ip = "127.1.0.2",
-                    .containers = {Container(State::kRunning, true),
-                                   Container(State::kRunning, false)}};
+  const PodView pod{
+      .pod_ip = "127.1.0.2",
+      .containers = {Container(State::kRunning, true), Container(State::kRunning, false)}};
   const nlohmann::json status = PodStatus(pod, nlohmann::json::object());
   EXPECT_EQ(status["podIP"], "127.1.0.2");
   for (const auto& c : status["conditions"]) {

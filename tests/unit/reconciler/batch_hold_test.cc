@@ -50,6 +50,9 @@ TEST(RollingOut, UntilEveryPodRunsTheNewTemplate) {
   json unseen = Deployment(true);
   unseen["metadata"]["generation"] = 3;  // changed, the controller has not acted yet
   EXPECT_TRUE(RollingOut(unseen));
+  json created = Deployment(true);  // just created: nothing to restart
+  created.erase("status");
+  EXPECT_FALSE(RollingOut(created));
 }
 
 struct Case {

@@ -160,6 +160,8 @@ TEST(Decide, PlansWithinTheRoomTheClusterHasAndSaysWhoWaits) {
       << d.warnings[0].message;
   EXPECT_EQ(d.status["unschedulable"][0]["deployment"], kDetect);
   EXPECT_TRUE(w.Step(Rate(400), 1020).warnings.empty());  // the same pods still wait
+  w.capacity->unschedulable[0].message = "0/2 nodes are available: 2 Insufficient cpu.";
+  EXPECT_TRUE(w.Step(Rate(400), 1025).warnings.empty());  // a node joined: no news
 
   w.capacity->unschedulable.clear();
   d = w.Step(Rate(400), 1030);
