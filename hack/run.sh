@@ -61,8 +61,13 @@ env_file=$(PIPESCALE_NODES=${PIPESCALE_NODES:-$root/hack/demo-nodes.yaml} \
 source "$env_file"
 kubectl get nodes -L nvidia.com/gpu.product 2>/dev/null | sed 's/^/  /'
 
+# The operator's metrics port, registered with Prometheus (its rollouts counter is read below).
+metrics_port=$((30000 + RANDOM % 2000))
+while grep -qi "$(printf ':%04X ' "$metrics_port")" /proc/net/tcp; do metrics_port=$((metrics_port + 1)); done
+echo "[{\"targets\": [\"127.0.0.1:$metrics_port\"]}]" >"$PIPESCALE_OPERATOR_TARGETS_DIR/operator.json"
 "$build/operator/pipescale-operator" --kubeconfig "$KUBECONFIG" --prometheus-url "$PIPESCALE_PROMETHEUS" \
-  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 2>"$dir/operator.log" &
+  --metrics-bind-address "127.0.0.1:$metrics_port" --health-probe-bind-address 127.0.0.1:0 \
+  2>"$dir/operator.log" &
 pids+=($!)
 
 kubectl apply -f "$example" >/dev/null 2>&1
@@ -82,12 +87,12 @@ pids+=($loadgen)
 k() { kubectl "$@" 2>/dev/null; }  # kubectl 1.32 warns about the 1.20 server's version
 jp() { k get ipl "$name" -o jsonpath="$1"; }
 
-# The plan, one Deployment per line fragment, folded to the terminal: task@class replicas x batch.
+# The plan as "task replicas/batch", folded to the terminal.
 plan_text() {
   k get deploy -l pipescale.io/pipeline="$name" --no-headers \
-    -o custom-columns='T:.metadata.labels.pipescale\.io/task,C:.metadata.labels.pipescale\.io/hardware-class,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
-    awk '$3 > 0 {printf "%s %s x%s b%s,", $1, $3, $4 == "" ? 1 : $4, ""}' |
-    sed 's/ b,/,/g; s/,$//; s/,/, /g' | fold -s -w 68 | sed '2,$s/^/            /'
+    -o custom-columns='T:.metadata.labels.pipescale\.io/task,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
+    awk '$2 > 0 {printf "%s%s %s/%s", n++ ? ", " : "", $1, $2, $3 == "<none>" ? 1 : $3}' |
+    fold -s -w 68 | sed '2,$s/^/            /'
 }
 
 # Where the pipeline's pods are: Running per node, and how many wait.
@@ -97,7 +102,8 @@ pods_text() {
     sed 's/, $//'
 }
 
-printf '%6s  %8s  %8s  %5s  %-18s  %s\n' TIME LOAD/s REPLICAS GPUS PLAN-APPLIED FEASIBLE
+echo "plan lines read \"task replicas/batch\"; LIMIT is what the cluster can run of the first class"
+printf '%6s  %8s  %8s  %5s  %-18s  %s\n' TIME LOAD/s REPLICAS LIMIT PLAN-APPLIED FEASIBLE
 last_plan="" last_pods="" last_feasible="" start=$SECONDS
 while kill -0 "$loadgen" 2>/dev/null; do
   sleep 5

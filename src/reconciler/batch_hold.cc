@@ -1,6 +1,7 @@
 #include "reconciler/batch_hold.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "api/deployment.h"
@@ -11,14 +12,26 @@ namespace pipescale::reconciler {
 
 using nlohmann::json;
 
-void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const json& applied_plan, const std::map<std::string, json>& deployments,
-                        model::Plan& plan) {
-  if (plan.report.status == model::SolveStatus::kInfeasible) return;
+namespace {
+
+// The problem's choice for a task at (hardware class, batch), or nullptr.
+const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, int hw, int batch) {
+  for (const auto& c : problem.dnns[dnn].choices) {
+    if (c.hardware_class == hw && c.batch == batch) return &c;
+  }
+  return nullptr;
+}
+
+// For each task of the plan, the running choice to keep: the Deployment runs the batch the
+// operator applied, at the plan's replicas, and that batch needs no more replicas than the plan
+// gives it. nullptr where the plan's own choice stands.
+std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
+                                               const optimizer::Problem& problem,
+                                               const json& applied_plan,
+                                               const std::map<std::string, json>& deployments,
+                                               const model::Plan& plan) {
   const auto applied = TasksByDeployment(applied_plan);
-  const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
-  optimizer::Assignment assignment(problem.dnns.size());
-  std::vector<const optimizer::Choice*> kept(plan.tasks.size(), nullptr);
+  std::vector<const optimizer::Choice*> keep(plan.tasks.size(), nullptr);
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const model::TaskPlan& t = plan.tasks[i];
     const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
@@ -26,25 +39,64 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     const std::string name = api::DeploymentName(pipeline, task, variant, t.hardware_class);
     auto it = deployments.find(name);
     auto was = applied.find(name);
-    if (it == deployments.end() || was == applied.end()) return;
+    if (it == deployments.end() || was == applied.end()) continue;
     const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
-    if (f.replicas != t.replicas || f.batch_size != IntField(*was->second, "batchSize", -1) ||
-        IntField(*was->second, "replicas", -1) != t.replicas) {
-      return;
+    if (f.replicas != t.replicas || !f.batch_size || *f.batch_size == t.batch_size ||
+        f.batch_size != IntField(*was->second, "batchSize", -1)) {
+      continue;
     }
-    const int dnn = pipeline.TaskIndex(t.task);
-    const int hw = pipeline.HardwareClassIndex(t.hardware_class);
-    for (const auto& c : problem.dnns[dnn].choices) {
-      if (c.hardware_class == hw && c.batch == *f.batch_size) kept[i] = &c;
-    }
-    if (kept[i] == nullptr || kept[i]->replicas > t.replicas) return;
-    assignment[dnn] = *kept[i];
+    const optimizer::Choice* c =
+        ChoiceAt(problem, pipeline.TaskIndex(t.task), pipeline.HardwareClassIndex(t.hardware_class),
+                 *f.batch_size);
+    if (c != nullptr && c->replicas <= t.replicas) keep[i] = c;
   }
-  if (!optimizer::MeetsSlos(problem, assignment)) return;
+  return keep;
+}
+
+}  // namespace
+
+void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
+                        const json& applied_plan, const std::map<std::string, json>& deployments,
+                        model::Plan& plan) {
+  const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
+  std::vector<const optimizer::Choice*> keep =
+      Keepable(pipeline, problem, applied_plan, deployments, plan);
+  optimizer::Assignment assignment(problem.dnns.size());
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    plan.tasks[i].batch_size = kept[i]->batch;
-    plan.tasks[i].latency_ms = kept[i]->exec_ms;
-    plan.tasks[i].queue_ms = kept[i]->queue_ms;
+    const model::TaskPlan& t = plan.tasks[i];
+    const int dnn = pipeline.TaskIndex(t.task);
+    const optimizer::Choice* own =
+        ChoiceAt(problem, dnn, pipeline.HardwareClassIndex(t.hardware_class), t.batch_size);
+    if (own == nullptr) return;  // not a plan of this problem's choices: leave it alone
+    assignment[dnn] = *own;
+  }
+  // A plan that meets no SLO anyway gains nothing from a restart at equal replicas; one that
+  // does keeps each running batch that still lets every path meet its SLO (all of them if
+  // they can, else one task at a time).
+  const bool feasible = plan.report.status != model::SolveStatus::kInfeasible;
+  optimizer::Assignment all = assignment;
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    if (keep[i] != nullptr) all[pipeline.TaskIndex(plan.tasks[i].task)] = *keep[i];
+  }
+  if (!feasible || optimizer::MeetsSlos(problem, all)) {
+    assignment = all;
+  } else {
+    for (size_t i = 0; i < plan.tasks.size(); ++i) {
+      if (keep[i] == nullptr) continue;
+      const int dnn = pipeline.TaskIndex(plan.tasks[i].task);
+      const optimizer::Choice own = assignment[dnn];
+      assignment[dnn] = *keep[i];
+      if (!optimizer::MeetsSlos(problem, assignment)) {
+        assignment[dnn] = own;
+        keep[i] = nullptr;
+      }
+    }
+  }
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const optimizer::Choice& c = assignment[pipeline.TaskIndex(plan.tasks[i].task)];
+    plan.tasks[i].batch_size = c.batch;
+    plan.tasks[i].latency_ms = c.exec_ms;
+    plan.tasks[i].queue_ms = c.queue_ms;
   }
   for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
     plan.paths[r].predicted_latency_ms =
@@ -81,18 +133,35 @@ std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeli
                                                    const std::optional<ClusterCapacity>& capacity,
                                                    std::vector<PlannedDeployment>& planned) {
   std::vector<std::string> held;
-  if (SloMissed(pipeline, metrics)) return held;
+  const bool missed = SloMissed(pipeline, metrics);
   const bool rolling = std::any_of(deployments.begin(), deployments.end(),
                                    [](const auto& d) { return RollingOut(d.second); });
+  // The room each class keeps once this plan's scale-outs are placed.
+  std::map<std::string, int> room;
+  if (capacity) {
+    for (const ClassCapacity& c : capacity->classes) room[c.hardware_class] = c.placeable;
+    for (const PlannedDeployment& p : planned) {
+      room[p.hardware_class->name] -= std::max(0, p.target - p.current.value_or(0));
+    }
+  }
   for (PlannedDeployment& p : planned) {
     auto it = deployments.find(p.name);
     if (it == deployments.end()) continue;
     const auto batch = api::ReadManagedFields(it->second, p.variant->batch_env).batch_size;
     if (!batch || *batch == p.batch_size) continue;
-    const ClassCapacity* room = capacity ? capacity->Find(p.hardware_class->name) : nullptr;
-    if (rolling || (room != nullptr && room->placeable == 0)) {
+    // A rollout starts maxSurge (25%, at least one) new pods first; without room for them it
+    // would leave them Pending beside the old ones, whatever the SLO says.
+    const int surge = (std::max(p.target, 1) + 3) / 4;
+    auto left = room.find(p.hardware_class->name);
+    const bool no_room = left != room.end() && left->second < surge;
+    // While the scale-down window keeps more replicas than the plan needs, the running batch
+    // serves; the new one comes with the scale-in instead of a restart now and another then.
+    const bool window = p.current && p.target == *p.current && p.target > p.planned;
+    if (((rolling || window) && !missed) || no_room) {
       p.batch_size = *batch;
       held.push_back(p.name);
+    } else if (left != room.end()) {
+      left->second -= surge;  // the next rollout on the class finds less
     }
   }
   return held;

@@ -27,10 +27,11 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 // updated ones, or the controller has not yet acted on a change to a Deployment that has pods.
 bool RollingOut(const nlohmann::json& deployment);
 
-// A batch change is a rolling restart of the Deployment's pods. It waits, keeping the running
-// batch size, while any of the pipeline's Deployments still rolls out, or when the class has no
-// room for the surge pod a rollout needs (capacity known and full), unless a path's measured
-// latency already misses its SLO. Returns the Deployments whose batch change waits.
+// A batch change is a rolling restart of the Deployment's pods. After stabilization, it waits,
+// keeping the running batch size, while any of the pipeline's Deployments still rolls out or
+// while the scale-down window keeps more replicas than the plan asks (unless a path's measured
+// latency already misses its SLO), and whenever the class lacks room, after the plan's own
+// scale-outs, for the surge pods a rollout starts with. Returns the Deployments that wait.
 std::vector<std::string> HoldBatchesDuringRollouts(
     const model::Pipeline& pipeline, const std::map<std::string, nlohmann::json>& deployments,
     const model::MetricsSnapshot& metrics, const std::optional<ClusterCapacity>& capacity,

@@ -301,9 +301,9 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
 
   std::vector<PlannedDeployment> planned = Place(pipeline, plan, o.deployments);
+  Stabilize(pipeline, o.now, planned, d.memory.history);
   const std::vector<std::string> held =
       HoldBatchesDuringRollouts(pipeline, o.deployments, *o.metrics, o.capacity, planned);
-  Stabilize(pipeline, o.now, planned, d.memory.history);
   const GuardOutcome guard =
       GuardBudget(pipeline.spec.budget, planned, OthersSpend(pipeline, o.deployments, planned));
   const Spend spend = TargetSpend(planned);

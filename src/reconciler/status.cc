@@ -12,12 +12,13 @@ using nlohmann::json;
 
 json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& planned) {
   json out = api::PlanToJsonValue(plan, {.rounded = true, .report = false});
-  // What the status adds to the plan: each task's Deployment and the replicas it is set to
-  // (stabilized and within the budget).
+  // What the status adds to the plan: each task's Deployment and what it is set to: the
+  // replicas stabilized and within the budget, the batch size a rollout rule may have held.
   json& tasks = out["tasks"];
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     tasks[i]["deployment"] = planned[i].name;
     tasks[i]["replicas"] = planned[i].target;
+    tasks[i]["batchSize"] = planned[i].batch_size;
   }
   return out;
 }

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "optimizer/problem.h"
+#include "optimizer/registry.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -62,11 +65,13 @@ struct Case {
   bool held;
 };
 
-TEST(HoldBatches, WaitForTheRolloutOrTheRoomUnlessTheSloIsMissed) {
+// A missed SLO lets a batch change overtake a rollout, but never a full class: with no room
+// for the surge pod the new pods could not start.
+TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
   const model::Pipeline p = OneTask();
   for (const Case& c : {Case{true, std::nullopt, 100, false}, Case{false, std::nullopt, 100, true},
                         Case{false, std::nullopt, 900, false}, Case{true, 0, 100, true},
-                        Case{true, 2, 100, false}, Case{true, 0, 900, false}}) {
+                        Case{true, 2, 100, false}, Case{true, 0, 900, true}}) {
     SCOPED_TRACE(testing::Message() << "rolled " << c.rolled << " room " << c.placeable.value_or(-1)
                                     << " latency " << c.latency_ms);
     std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
@@ -83,6 +88,122 @@ TEST(HoldBatches, WaitForTheRolloutOrTheRoomUnlessTheSloIsMissed) {
                                   {.path_latency_ms = {{"p", c.latency_ms}}}, capacity, planned);
     EXPECT_EQ(held.size(), c.held ? 1u : 0u);
     EXPECT_EQ(planned[0].batch_size, c.held ? 4 : 8);
+  }
+}
+
+// The room a rollout needs is what is left after the plan's own scale-outs: one slot free and
+// a scale-out by one leaves none for the surge pod.
+TEST(HoldBatches, CountTheRoomAfterThePlansScaleOuts) {
+  const model::Pipeline p = OneTask();
+  const ClusterCapacity capacity{.classes = {{.hardware_class = "cpu", .placeable = 1}}};
+  for (const int planned_replicas : {3, 4}) {
+    std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
+                                               .variant = &p.spec.tasks[0].variants[0],
+                                               .hardware_class = &p.spec.hardware_classes[0],
+                                               .name = "shop-detect-v-cpu",
+                                               .planned = planned_replicas,
+                                               .target = planned_replicas,
+                                               .batch_size = 8,
+                                               .current = 3}};
+    const auto held = HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", Deployment(true)}}, {},
+                                                capacity, planned);
+    EXPECT_EQ(held.size(), planned_replicas == 4 ? 1u : 0u) << planned_replicas;
+  }
+}
+
+// detect -> classify, one path, a 400 ms SLO; batching pays (a large fixed cost per batch).
+model::Pipeline Chain() {
+  auto variant = [](double b, double c) {
+    return json{{"name", "v"},
+                {"batchSize", {{"max", 16}}},
+                {"profiles",
+                 {{{"hardwareClass", "cpu"},
+                   {"latencyMs", {{"quadratic", {{"a", 0}, {"b", b}, {"c", c}}}}}}}}};
+  };
+  const json spec = {
+      {"apiVersion", "pipescale.io/v1alpha1"},
+      {"kind", "InferencePipeline"},
+      {"metadata", {{"name", "shop"}, {"namespace", "ns"}}},
+      {"spec",
+       {{"hardwareClasses", {{{"name", "cpu"}, {"costPerHour", 0.1}}}},
+        {"tasks",
+         {{{"name", "detect"}, {"next", {{{"task", "classify"}}}}, {"variants", {variant(10, 30)}}},
+          {{"name", "classify"}, {"variants", {variant(5, 15)}}}}},
+        {"paths", {{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 400}}}}}}};
+  return *api::ParsePipeline(spec.dump()).pipeline;
+}
+
+// Property, against the definition on every (rate, task, running batch): the running batch of
+// a task is kept exactly when its replicas equal the plan's, that batch needs no more of them,
+// and the path still meets its SLO with it; every other task keeps the plan's batch.
+TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
+  const model::Pipeline p = Chain();
+  int kept = 0, replaced = 0;
+  for (double rps = 20; rps <= 400; rps += 20) {
+    const model::Workload load{{{"p", rps}}};
+    const model::Plan fresh = optimizer::Solve(p, load, "fa2");
+    const optimizer::Problem problem = optimizer::Compile(p, load);
+    for (int task = 0; task < 2; ++task) {
+      for (int running = 1; running <= 16; ++running) {
+        if (running == fresh.tasks[task].batch_size) continue;
+        std::map<std::string, json> deployments;
+        json applied = {{"tasks", json::array()}};
+        for (int i = 0; i < 2; ++i) {
+          const model::TaskPlan& t = fresh.tasks[i];
+          const model::Task& spec_task = p.spec.tasks[i];
+          const std::string name =
+              api::DeploymentName(p, spec_task, spec_task.variants[0], t.hardware_class);
+          const int batch = i == task ? running : t.batch_size;
+          deployments[name] = api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
+                                                   p.spec.hardware_classes[0], t.replicas, batch);
+          applied["tasks"].push_back(
+              {{"deployment", name}, {"replicas", t.replicas}, {"batchSize", batch}});
+        }
+        model::Plan plan = fresh;
+        HoldAppliedBatches(p, load, applied, deployments, plan);
+
+        optimizer::Assignment with(2);
+        const optimizer::Choice* choice = nullptr;
+        for (int i = 0; i < 2; ++i) {
+          for (const auto& c : problem.dnns[i].choices) {
+            const int b = i == task ? running : fresh.tasks[i].batch_size;
+            if (c.batch == b) with[i] = c;
+            if (i == task && c.batch == running) choice = &c;
+          }
+        }
+        const bool keep = choice != nullptr && choice->replicas <= fresh.tasks[task].replicas &&
+                          (fresh.report.status == model::SolveStatus::kInfeasible ||
+                           optimizer::MeetsSlos(problem, with));
+        SCOPED_TRACE(testing::Message()
+                     << rps << " rps, task " << task << ", running b" << running);
+        EXPECT_EQ(plan.tasks[task].batch_size, keep ? running : fresh.tasks[task].batch_size);
+        EXPECT_EQ(plan.tasks[1 - task].batch_size, fresh.tasks[1 - task].batch_size);
+        EXPECT_EQ(plan.TotalReplicas(), fresh.TotalReplicas());
+        (keep ? kept : replaced)++;
+      }
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(replaced, 0);
+}
+
+// While the scale-down window keeps 3 replicas where the plan asks 2, the running batch serves:
+// the new one waits for the scale-in, unless the path already misses its SLO.
+TEST(HoldBatches, WaitForTheScaleInTheWindowHoldsBack) {
+  const model::Pipeline p = OneTask();
+  for (const double latency_ms : {100.0, 900.0}) {
+    std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
+                                               .variant = &p.spec.tasks[0].variants[0],
+                                               .hardware_class = &p.spec.hardware_classes[0],
+                                               .name = "shop-detect-v-cpu",
+                                               .planned = 2,
+                                               .target = 3,
+                                               .batch_size = 8,
+                                               .current = 3}};
+    const auto held =
+        HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", Deployment(true)}},
+                                  {.path_latency_ms = {{"p", latency_ms}}}, std::nullopt, planned);
+    EXPECT_EQ(held.size(), latency_ms < 500 ? 1u : 0u) << latency_ms;
   }
 }
 
