@@ -208,12 +208,24 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vect
   return out;
 }
 
-model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity) {
+model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
+                               const std::map<std::string, json>& deployments) {
+  std::map<std::string, int> surge;  // by class
+  for (const auto& [name, d] : deployments) {
+    const json& status = Field(d, "status");
+    const json& replicas = Field(Field(d, "spec"), "replicas");
+    const json& running = Field(status, "replicas");
+    if (!replicas.is_number_integer() || !running.is_number_integer()) continue;
+    const std::string cls =
+        Text(Field(Field(d, "metadata"), "labels"), "pipescale.io/hardware-class");
+    surge[cls] += std::max(0, running.get<int>() - replicas.get<int>());
+  }
   model::Pipeline out = pipeline;
   for (model::HardwareClass& hw : out.spec.hardware_classes) {
     const ClassCapacity* c = capacity.Find(hw.name);
     if (c == nullptr || hw.burst_min_warm) continue;  // burst classes are kept warm, not sized
-    hw.max_replicas = std::min(hw.max_replicas.value_or(c->Limit()), c->Limit());
+    const int limit = std::max(0, c->Limit() - surge[hw.name]);
+    hw.max_replicas = std::min(hw.max_replicas.value_or(limit), limit);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // request, in replicas of the class. Also which of the pipeline's pods wait unscheduled.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -45,8 +46,12 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
                                 const std::vector<nlohmann::json>& nodes,
                                 const std::vector<nlohmann::json>& pods);
 
-// The pipeline with each class's maxReplicas lowered to what the cluster can run now.
-model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity);
+// The pipeline with each class's maxReplicas lowered to what the cluster can run now, less
+// the surge pods of the pipeline's unfinished rollouts (pods beyond a Deployment's
+// spec.replicas, counted in status.replicas): they leave when the rollout ends, and a plan that
+// counted their room as its own would leave the rollout no room to finish.
+model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
+                               const std::map<std::string, nlohmann::json>& deployments);
 
 // status.capacity and status.unschedulable.
 nlohmann::json CapacityToStatus(const ClusterCapacity& capacity);

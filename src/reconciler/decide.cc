@@ -284,7 +284,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
       StepDemand(pipeline, optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);
   d.memory.demand = step.demand;
   // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
-  model::Pipeline measured = o.capacity ? WithinCapacity(pipeline, *o.capacity) : pipeline;
+  model::Pipeline measured =
+      o.capacity ? WithinCapacity(pipeline, *o.capacity, o.deployments) : pipeline;
   if (optimizer.memory.measured_factors) UseMeasuredFactors(measured, *o.metrics);
   model::Plan plan = optimizer.solve(measured, step.workload, step.input);
   if (plan.tasks.empty()) {

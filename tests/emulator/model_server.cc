@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -48,6 +49,7 @@ struct Options {
   double startup_seconds = 0;
   std::string batch_env = "MAX_BATCH_SIZE";
   int max_wait_ms = 1000;  // a partial batch runs after this long
+  int max_queue = 0;       // requests waiting or running at once; set from the thread count
   double emit = 1.0;       // requests sent downstream per request served
 };
 
@@ -109,6 +111,13 @@ class Server {
     return Clock::now() - started_ >= std::chrono::duration<double>(options_.startup_seconds);
   }
   void CountFailure() { failures_->Increment(); }
+  // Takes a place in the queue; false when it is full.
+  bool Admit() {
+    if (in_flight_.fetch_add(1) < options_.max_queue) return true;
+    in_flight_.fetch_sub(1);
+    return false;
+  }
+  void Release() { in_flight_.fetch_sub(1); }
 
   // Blocks the calling (civetweb) thread until the request's batch has run.
   void Infer() {
@@ -174,6 +183,7 @@ class Server {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Ticket>> queue_;
   bool stop_ = false;
+  std::atomic<int> in_flight_{0};
   std::thread worker_;
 };
 
@@ -286,7 +296,14 @@ int OnInfer(mg_connection* conn, Server& server) {
   if (!server.Ready()) {
     return ReplyError(conn, server, 503, "model '" + server.options().model + "' is not ready");
   }
+  // A bounded queue, as a real server has (Triton's max_queue_size): past it the request is
+  // refused at once, and the threads it would hold stay free for health probes and metrics.
+  if (!server.Admit()) {
+    return ReplyError(conn, server, 503,
+                      "model '" + server.options().model + "' is overloaded: its queue is full");
+  }
   server.Infer();
+  server.Release();
   json outputs = json::array();
   for (const json& input : request["inputs"]) {
     outputs.push_back({{"name", "output_" + input["name"].get<std::string>()},
@@ -417,15 +434,18 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  Server server(*o, batch);
+  // A thread per waiting request: civetweb serves a keep-alive client with one thread for as
+  // long as it stays connected. 16 threads stay free of inference for probes and scrapes.
+  const int thread_count = 4 * batch + 64;
+  Options options = *o;
+  options.max_queue = thread_count - 16;
+  Server server(options, batch);
   const std::string port = o->host + ":" + std::to_string(o->port);
-  // A thread per waiting request: civetweb serves a keep-alive client with one thread for
-  // as long as it stays connected, so there must be more threads than clients.
-  const std::string threads = std::to_string(4 * batch + 64);
-  const char* options[] = {"listening_ports", port.c_str(), "num_threads", threads.c_str(),
-                           nullptr};
+  const std::string threads = std::to_string(thread_count);
+  const char* mg_options[] = {"listening_ports", port.c_str(), "num_threads", threads.c_str(),
+                              nullptr};
   mg_callbacks callbacks{};
-  mg_context* ctx = mg_start(&callbacks, nullptr, options);
+  mg_context* ctx = mg_start(&callbacks, nullptr, mg_options);
   if (ctx == nullptr) {
     std::cerr << "cannot listen on " << port << "\n";
     return 1;

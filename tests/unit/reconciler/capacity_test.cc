@@ -169,9 +169,16 @@ TEST(Capacity, LowersOnlyTheLimitsOfSizedClasses) {
   ClusterCapacity c;
   c.classes = {{.hardware_class = "gpu", .placeable = 2, .scheduled = 3},
                {.hardware_class = "cpu", .placeable = 50, .scheduled = 0}};
-  const model::Pipeline p = WithinCapacity(Pipeline(), c);
+  const model::Pipeline p = WithinCapacity(Pipeline(), c, {});
   EXPECT_EQ(p.spec.hardware_classes[0].max_replicas, 5);   // 100 in the spec, 5 fit
   EXPECT_EQ(p.spec.hardware_classes[1].max_replicas, 50);  // unlimited in the spec
+  // A rollout of a GPU Deployment has one surge pod beside its 2 replicas: its room is not
+  // the plan's.
+  const json rolling = {{"metadata", {{"labels", {{"pipescale.io/hardware-class", "gpu"}}}}},
+                        {"spec", {{"replicas", 2}}},
+                        {"status", {{"replicas", 3}}}};
+  EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", rolling}}).spec.hardware_classes[0].max_replicas,
+            4);
 }
 
 }  // namespace
