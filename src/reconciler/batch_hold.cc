@@ -159,7 +159,9 @@ std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeli
     const bool window = p.current && p.target == *p.current && p.target > p.planned;
     if (((rolling || window) && !missed) || no_room) {
       p.batch_size = *batch;
-      held.push_back(p.name);
+      held.push_back(p.name + (no_room  ? " (no room for its surge pods)"
+                               : window ? " (until the scale-in the window holds back)"
+                                        : " (until the rollout under way ends)"));
     } else if (left != room.end()) {
       left->second -= surge;  // the next rollout on the class finds less
     }

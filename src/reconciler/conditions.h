@@ -23,8 +23,9 @@ inline constexpr const char* kOverBudget = "OverBudget";
 inline constexpr const char* kScaleInFirst = "ScaleInFirst";
 // PlanApplied's, and an event's: pods of the plan wait because no node has room for them.
 inline constexpr const char* kUnschedulable = "Unschedulable";
-// PlanApplied's: a batch change waits for a rollout of the pipeline to finish.
-inline constexpr const char* kRolloutInProgress = "RolloutInProgress";
+// PlanApplied's: a batch change waits (for a rollout to finish, for the scale-in the
+// scale-down window holds back, or for room for surge pods).
+inline constexpr const char* kBatchHeld = "BatchHeld";
 // An event's: a field the operator manages was changed outside it and has been set back.
 inline constexpr const char* kChangeReverted = "ChangeReverted";
 }  // namespace reason

@@ -326,11 +326,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (apply && !held.empty()) {
     std::string waiting;
     for (const std::string& name : held) waiting += (waiting.empty() ? "" : ", ") + name;
-    SetCondition(conditions, "PlanApplied", false, reason::kRolloutInProgress,
-                 "batch size changes wait for a rollout to finish or for room for its surge "
-                 "pod: " +
-                     waiting,
-                 generation, o.now);
+    SetCondition(conditions, "PlanApplied", false, reason::kBatchHeld,
+                 "batch size changes wait: " + waiting, generation, o.now);
     // Look again soon: the held change goes out as soon as the rollout ends.
     d.requeue_after_seconds = std::min(*d.requeue_after_seconds, 2.0);
   }

@@ -114,10 +114,10 @@ class ReconcilerTest : public ::testing::Test {
           outcome = *r;
           const json status = Status(name);
           // Real pods roll: a batch change decided while the rate window filled may still
-          // wait for the one before it (RolloutInProgress); look again until it went out.
+          // wait for the one before it (BatchHeld); look again until it went out.
           bool rolling = false;
           for (const json& c : status.value("conditions", json::array())) {
-            rolling = rolling || c.value("reason", "") == reason::kRolloutInProgress;
+            rolling = rolling || c.value("reason", "") == reason::kBatchHeld;
           }
           return ConditionStatus(status.value("conditions", json::array()), "MetricsAvailable") ==
                      "True" &&
