@@ -109,10 +109,15 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       return ms;
     };
     // The base class serves every query size within QoS; of those, the most queries per $.
+    // A class that may run no replica (maxReplicas 0: the cluster has no room for it) is not
+    // a base while another can be.
+    auto room = [&](size_t k) { return ClassCap(pipeline, classes[k].hw, 1) > 0; };
+    bool any_room = false;
+    for (size_t k = 0; k < classes.size(); ++k) any_room = any_room || room(k);
     int base = -1;
     double best = -1;
     for (size_t k = 0; k < classes.size(); ++k) {
-      if (classes[k].Ms(largest) > t.qos_ms) continue;
+      if (classes[k].Ms(largest) > t.qos_ms || (any_room && !room(k))) continue;
       const double price = spec.hardware_classes[classes[k].hw].cost_per_hour;
       const double per_dollar = price > 0 ? 1000 / mean_ms(classes[k]) / price : kInf;
       if (per_dollar > best) {
@@ -121,9 +126,11 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       }
     }
     if (base < 0) {
-      base = 0;
-      for (size_t k = 1; k < classes.size(); ++k) {
-        if (classes[k].Ms(largest) < classes[base].Ms(largest)) base = static_cast<int>(k);
+      for (size_t k = 0; k < classes.size(); ++k) {
+        if (any_room && !room(k)) continue;
+        if (base < 0 || classes[k].Ms(largest) < classes[base].Ms(largest)) {
+          base = static_cast<int>(k);
+        }
       }
       Shortfall(
           plan,

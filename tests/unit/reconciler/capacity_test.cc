@@ -5,6 +5,7 @@
 #include <random>
 
 #include "api/pipeline_parse.h"
+#include "optimizer/registry.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -179,6 +180,31 @@ TEST(Capacity, LowersOnlyTheLimitsOfSizedClasses) {
                         {"status", {{"replicas", 3}}}};
   EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", rolling}}).spec.hardware_classes[0].max_replicas,
             4);
+}
+
+// Kairos on the shipped RM2 example: with no room left for the GPU class the pool is built from
+// the classes that have it, and still serves the load.
+TEST(Capacity, KairosMovesTheLoadToClassesWithRoom) {
+  const auto parsed = api::ParsePipelineFile(std::string(PIPESCALE_SOURCE_DIR) +
+                                             "/deploy/examples/kairos-rm2.yaml");
+  ASSERT_TRUE(parsed.pipeline.has_value());
+  const model::Workload load{{{"rank", 40}}};
+  auto gpus = [](const model::Plan& plan) {
+    int n = 0;
+    for (const auto& t : plan.tasks) n += t.hardware_class == "g4dn-xlarge" ? t.replicas : 0;
+    return n;
+  };
+  ASSERT_GT(gpus(optimizer::Solve(*parsed.pipeline, load, "kairos")), 0);
+  ClusterCapacity full;
+  for (const auto& hw : parsed.pipeline->spec.hardware_classes) {
+    full.classes.push_back(
+        {.hardware_class = hw.name, .nodes = 1, .placeable = hw.name == "g4dn-xlarge" ? 0 : 50});
+  }
+  const model::Plan plan =
+      optimizer::Solve(WithinCapacity(*parsed.pipeline, full, {}), load, "kairos");
+  EXPECT_EQ(gpus(plan), 0);
+  EXPECT_GT(plan.TotalReplicas(), 0);
+  EXPECT_GE(plan.served_fraction, 0.99) << plan.report.notes.size();
 }
 
 }  // namespace
