@@ -62,8 +62,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
   std::vector<const optimizer::Choice*> keep =
       Keepable(pipeline, problem, applied_plan, deployments, plan);
   optimizer::Assignment assignment(problem.dnns.size());
-  for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    const model::TaskPlan& t = plan.tasks[i];
+  for (const model::TaskPlan& t : plan.tasks) {
     const int dnn = pipeline.TaskIndex(t.task);
     const optimizer::Choice* own =
         ChoiceAt(problem, dnn, pipeline.HardwareClassIndex(t.hardware_class), t.batch_size);
@@ -92,11 +91,11 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
       }
     }
   }
-  for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    const optimizer::Choice& c = assignment[pipeline.TaskIndex(plan.tasks[i].task)];
-    plan.tasks[i].batch_size = c.batch;
-    plan.tasks[i].latency_ms = c.exec_ms;
-    plan.tasks[i].queue_ms = c.queue_ms;
+  for (model::TaskPlan& t : plan.tasks) {
+    const optimizer::Choice& c = assignment[pipeline.TaskIndex(t.task)];
+    t.batch_size = c.batch;
+    t.latency_ms = c.exec_ms;
+    t.queue_ms = c.queue_ms;
   }
   for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
     plan.paths[r].predicted_latency_ms =
@@ -118,11 +117,10 @@ bool RollingOut(const json& deployment) {
 namespace {
 
 bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
-  for (const model::Path& path : pipeline.spec.paths) {
+  return std::ranges::any_of(pipeline.spec.paths, [&](const model::Path& path) {
     auto it = metrics.path_latency_ms.find(path.name);
-    if (it != metrics.path_latency_ms.end() && it->second > path.slo_ms) return true;
-  }
-  return false;
+    return it != metrics.path_latency_ms.end() && it->second > path.slo_ms;
+  });
 }
 
 }  // namespace
