@@ -257,7 +257,10 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
   variant["batchSize"]["max"] = 8;
   variant["profiles"][0]["latencyMs"]["quadratic"]["c"] = 40;  // batching pays
   json hw = pool.Admit({{"name", "gpu"}, {"costPerHour", 1.0}});
-  Create(Pipeline("roll", "fa2", hw, json::array({variant})));
+  json roll = Pipeline("roll", "fa2", hw, json::array({variant}));
+  // No scale-in while the test kills and deletes pods: the pod it watches must stay planned.
+  roll["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 600;
+  Create(roll);
   const std::string deployment = "roll-detect-v-gpu";
   const std::string selector = "pipescale.io/pipeline=roll";
   auto batch = [&] {
