@@ -73,8 +73,6 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
     if (auto it = deployments.find(p.name); it != deployments.end()) {
       p.current = api::ReadManagedFields(it->second, variant->batch_env).replicas;
       p.running = api::RunningReplicas(it->second);
-      const auto status = it->second.find("status");
-      p.ready = status != it->second.end() ? IntField(*status, "readyReplicas", 0) : 0;
     }
     out.push_back(std::move(p));
   }

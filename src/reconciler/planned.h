@@ -19,7 +19,6 @@ struct PlannedDeployment {
   int batch_size = 1;          // the plan's
   std::optional<int> current;  // spec.replicas now; nullopt while it does not exist
   int running = 0;             // pods still running or asked for: max(spec, status replicas)
-  int ready = 0;               // pods Ready now (status.readyReplicas): what serves
 };
 
 }  // namespace pipescale::reconciler

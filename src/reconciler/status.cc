@@ -19,7 +19,6 @@ json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& p
     tasks[i]["deployment"] = planned[i].name;
     tasks[i]["replicas"] = planned[i].target;
     tasks[i]["batchSize"] = planned[i].batch_size;
-    tasks[i]["readyReplicas"] = planned[i].ready;  // pods starting or failing probes serve nothing
   }
   return out;
 }
