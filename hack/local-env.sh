@@ -10,7 +10,9 @@
 #   hack/local-env.sh down DIR   stop them all and remove DIR's state
 #   hack/local-env.sh restart-apiserver DIR   stop and restart kube-apiserver (fault tests)
 # The node agent, the discovery endpoint and the emulated model server are built by CMake:
-# $PIPESCALE_EMULATORS names their directory (build/tests/emulator). Ports are picked free
+# $PIPESCALE_EMULATORS names their directory (build/tests/emulator). Pods of the images
+# pipescale/model-server and pipescale/operator (the Helm chart's) run those binaries; the
+# operator's is $PIPESCALE_OPERATOR (default: build/operator/pipescale-operator beside them). Ports are picked free
 # below the kernel's ephemeral range. Needs hack/install-deps.sh and hack/build-kube-apiserver.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -205,6 +207,16 @@ scrape_configs:
       - {source_labels: [__meta_kubernetes_pod_node_name], target_label: node}
       - {source_labels: [__meta_kubernetes_pod_controller_name], regex: '(.+)-[a-z0-9]+', target_label: deployment}
       - {regex: __meta_kubernetes_pod_label_pipescale_io_(.+), action: labelmap}
+  # Operator pods (the Helm chart's), on their metrics port, as a PodMonitor would scrape them.
+  - job_name: pipescale-operator-pods
+    http_sd_configs: [{url: '$sd_url', refresh_interval: 1s}]
+    relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component], regex: operator, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_part_of], regex: pipescale, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_phase], regex: Pending|Succeeded|Failed, action: drop}
+      - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
+      - {source_labels: [__meta_kubernetes_namespace], target_label: kubernetes_namespace}
+      - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
   - job_name: pipescale-other
     file_sd_configs: [{files: ['$dir/targets/*.json'], refresh_interval: 1s}]
   - job_name: pipescale-operator
@@ -225,6 +237,7 @@ PROM
   "$emulators/pipescale-node-agent" --kubeconfig "$dir/kubeconfig" \
     --nodes "${PIPESCALE_NODES:-$root/hack/nodes.yaml}" --work-dir "$dir/pods" \
     --image "pipescale/model-server=$emulators/pipescale-model-server" \
+    --image "pipescale/operator=${PIPESCALE_OPERATOR:-$emulators/../../operator/pipescale-operator}" \
     >"$dir/node-agent.log" 2>&1 &
   echo $! >"$dir/node-agent.pid"
   wait_for 30 "the emulated nodes" node_ready

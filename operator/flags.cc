@@ -18,6 +18,7 @@ constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipeli
   --prometheus-url URL               for pipelines without spec.metrics.prometheusURL
   --log-format text|json             (default text)
   --workers N                        concurrent reconciles (default 2)
+  --version                          print the version and exit
 Each flag may also come from the environment as PIPESCALE_<FLAG>, e.g. PIPESCALE_LOG_FORMAT.
 )";
 
@@ -43,6 +44,9 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") return Error{ErrorKind::kNotFound, kUsage};
+    if (arg == "--version") {
+      return Error{ErrorKind::kNotFound, std::string("pipescale-operator ") + PIPESCALE_VERSION};
+    }
     std::string value;
     if (auto eq = arg.find('='); eq != std::string::npos) {
       value = arg.substr(eq + 1);

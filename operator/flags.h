@@ -22,7 +22,8 @@ struct Flags {
   int workers = 2;
 };
 
-// kInvalid names the flag and the reason; "--help" comes back as kNotFound with the usage.
+// kInvalid names the flag and the reason; "--help" and "--version" come back as kNotFound with
+// the text to print.
 Result<Flags> ParseFlags(int argc, char** argv);
 
 }  // namespace pipescale::operator_main

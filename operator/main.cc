@@ -96,20 +96,35 @@ class Operator {
     }
   }
 
-  bool Start() {
+  // Starts the informers and the workers at once: a namespace the operator may not read (a
+  // 403 its informer logs and retries) must not stop the others.
+  void Start() {
     for (auto& i : pipelines_) i->Start();
     for (auto& i : deployments_) i->Start();
     nodes_->Start();
     pods_->Start();
-    // Capacity waits for nothing: until the nodes are listed only the spec's limits apply.
-    for (auto& i : pipelines_) {
-      if (!i->WaitForSync(60s)) return false;
-    }
-    for (auto& i : deployments_) {
-      if (!i->WaitForSync(60s)) return false;
-    }
     controller_->Start();
-    return true;
+  }
+
+  // Waits until the pipelines and Deployments of at least one watched namespace are listed
+  // (capacity waits for nothing: until the nodes are listed only the spec's limits apply).
+  // False only when stopped.
+  bool WaitUntilServing(const std::atomic<bool>& stop) const {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    bool warned = false;
+    while (!stop) {
+      for (size_t i = 0; i < pipelines_.size(); ++i) {
+        if (pipelines_[i]->Synced() && deployments_[i]->Synced()) return true;
+      }
+      if (!warned && std::chrono::steady_clock::now() > deadline) {
+        Log("error",
+            "no watched namespace could be listed in 60 s; not ready until one is "
+            "(the errors above say why)");
+        warned = true;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
   }
 
   void Stop() {
@@ -139,6 +154,11 @@ class Operator {
     for (size_t i = 0; i < flags_.namespaces.size(); ++i) {
       if (flags_.namespaces[i] == ns) index = i;
     }
+    if (!deployments_[index]->Synced()) {
+      // Its Deployments unseen, a plan would recreate what exists or miss what to scale.
+      return Error{ErrorKind::kTransient,
+                   "the Deployments of namespace " + ns + " are not listed yet"};
+    }
     auto outcome = reconcilers_[index]->Reconcile(key);
     if (!outcome) {
       Log("error", "reconcile failed",
@@ -155,6 +175,7 @@ class Operator {
     } else if (!pipelines_[index]->Get(key)) {
       metrics_.Forget(ns, name);
     }
+    if (pipelines_[index]->Get(key)) metrics_.RecordConditions(ns, name, outcome->conditions);
     if (outcome->deployment_writes > 0 || outcome->events > 0) {
       Log("info", "reconciled",
           {{"pipeline", key},
@@ -237,20 +258,24 @@ int Run(int argc, char** argv) {
   Operator op(client, *flags, *registry, metrics);
   std::thread run([&] {
     if (flags->leader_elect) {
+      // A replica standing by is ready: it can take over, and a rolling update of the operator
+      // must not wait for the old leader to go.
+      g_ready = true;
       Log("info", "waiting for leadership", {{"lease", flags->leader_election_id}});
       if (!elector.Acquire(stop)) return;
+      g_ready = false;
       Log("info", "leading", {{"lease", flags->leader_election_id}});
     }
-    if (!op.Start()) {
-      Log("error", "informers did not sync");
-      exit_code = 1;
-      kill(getpid(), SIGTERM);
-      return;
-    }
+    metrics.SetLeader(true);
+    op.Start();
+    if (!op.WaitUntilServing(stop)) return;
     g_ready = true;
-    Log("info", "started",
-        {{"namespaces", flags->namespaces.empty() ? "*" : flags->namespaces[0]}});
+    std::string namespaces;
+    for (const std::string& ns : flags->namespaces)
+      namespaces += (namespaces.empty() ? "" : ",") + ns;
+    Log("info", "started", {{"namespaces", namespaces.empty() ? "*" : namespaces}});
     if (flags->leader_elect && !elector.Hold(stop)) {
+      metrics.SetLeader(false);
       Log("error", "lost leadership; exiting so another replica can take over");
       exit_code = 1;
       kill(getpid(), SIGTERM);

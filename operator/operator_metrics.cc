@@ -34,6 +34,12 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
                        "ones plus what still fits on the nodes the class admits")),
       unschedulable_(Gauge(registry, "pipescale_unschedulable_pods",
                            "Pods of a Deployment the scheduler cannot place")),
+      condition_(Gauge(registry, "pipescale_pipeline_condition",
+                       "1 for each status condition of a pipeline, labelled with its type, "
+                       "status and reason")),
+      leader_(Gauge(registry, "pipescale_leader",
+                    "1 while this replica holds the leader Lease (or runs without election)")
+                  .Add({})),
       reverted_(prometheus::BuildCounter()
                     .Name("pipescale_reverted_changes_total")
                     .Help("Managed Deployment fields changed outside the operator and set back")
@@ -113,8 +119,32 @@ void OperatorMetrics::CountReverts(const std::string& ns, const std::string& nam
   }
 }
 
+void OperatorMetrics::RecordConditions(const std::string& ns, const std::string& name,
+                                       const nlohmann::json& conditions) {
+  std::lock_guard lock(mu_);
+  std::vector<prometheus::Gauge*>& gauges = conditions_[ns + "/" + name];
+  for (prometheus::Gauge* g : gauges) condition_.Remove(g);
+  gauges.clear();
+  if (!conditions.is_array()) return;
+  for (const auto& c : conditions) {
+    if (!c.is_object()) continue;
+    gauges.push_back(&condition_.Add({{"namespace", ns},
+                                      {"pipeline", name},
+                                      {"type", c.value("type", "")},
+                                      {"status", c.value("status", "")},
+                                      {"reason", c.value("reason", "")}}));
+    gauges.back()->Set(1);
+  }
+}
+
+void OperatorMetrics::SetLeader(bool leading) { leader_.Set(leading ? 1 : 0); }
+
 void OperatorMetrics::Forget(const std::string& ns, const std::string& name) {
   std::lock_guard lock(mu_);
+  if (auto c = conditions_.find(ns + "/" + name); c != conditions_.end()) {
+    for (prometheus::Gauge* g : c->second) condition_.Remove(g);
+    conditions_.erase(c);
+  }
   auto it = series_.find(ns + "/" + name);
   if (it == series_.end()) return;
   for (auto& [family, gauge] : it->second) family->Remove(gauge);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,12 @@ class OperatorMetrics {
   // Counts managed fields that were changed outside the operator and set back.
   void CountReverts(const std::string& ns, const std::string& name,
                     const std::vector<std::string>& fields);
+  // Replaces the pipeline's pipescale_pipeline_condition series with its status.conditions,
+  // so alerts can read Feasible, MetricsAvailable and PlanApplied (kube-state-metrics' shape).
+  void RecordConditions(const std::string& ns, const std::string& name,
+                        const nlohmann::json& conditions);
+  // 1 while this replica holds the Lease (or runs without leader election).
+  void SetLeader(bool leading);
 
  private:
   // Sets one of the pipeline's gauges and remembers it for Forget; mu_ held.
@@ -51,11 +58,14 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& forecast_;
   prometheus::Family<prometheus::Gauge>& placeable_;
   prometheus::Family<prometheus::Gauge>& unschedulable_;
+  prometheus::Family<prometheus::Gauge>& condition_;
+  prometheus::Gauge& leader_;
   prometheus::Family<prometheus::Counter>& reverted_;
   prometheus::Family<prometheus::Counter>& rollouts_;
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*,
                                               prometheus::Gauge*>>>
       series_;  // per pipeline key, to remove stale series
+  std::map<std::string, std::vector<prometheus::Gauge*>> conditions_;  // the same, for conditions
 };
 
 }  // namespace pipescale::operator_main

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "common/log.h"
+
 namespace pipescale::kube {
 namespace {
 
@@ -44,6 +46,11 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
   return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
 }
 
+bool Informer::Synced() const {
+  std::lock_guard lock(mu_);
+  return synced_;
+}
+
 std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
   std::lock_guard lock(mu_);
   auto it = cache_.find(key);
@@ -74,6 +81,25 @@ void Informer::Backoff(std::chrono::milliseconds& delay) {
   delay = std::min(delay * 2, options_.max_backoff);
 }
 
+void Informer::Report(const char* what, const Status& status) {
+  const std::string scope = options_.namespace_name.empty() ? "*" : options_.namespace_name;
+  if (status.ok()) {
+    if (!last_error_.empty()) {
+      Log("info", std::string(what) + " works again",
+          {{"resource", options_.type.plural}, {"namespace", scope}});
+    }
+    last_error_.clear();
+    return;
+  }
+  if (status.error().message == last_error_) return;
+  last_error_ = status.error().message;
+  // A 4xx (forbidden, not found) will not heal by itself: someone must grant or install.
+  const bool lasting =
+      status.error().kind == ErrorKind::kInvalid || status.error().kind == ErrorKind::kNotFound;
+  Log(lasting ? "error" : "warning", std::string("cannot ") + what + "; retrying",
+      {{"resource", options_.type.plural}, {"namespace", scope}, {"error", last_error_}});
+}
+
 void Informer::Loop() {
   bool need_list = options_.resume_from.empty();
   if (!need_list) {
@@ -85,7 +111,9 @@ void Informer::Loop() {
   auto delay = options_.min_backoff;
   while (!stop_) {
     if (need_list) {
-      if (Status s = ListAndReplace(); !s) {
+      const Status listed = ListAndReplace();
+      Report("list", listed);
+      if (!listed) {
         Backoff(delay);
         continue;
       }
@@ -103,6 +131,7 @@ void Informer::Loop() {
       need_list = true;  // our version is gone from the server's history: start over
       continue;
     }
+    Report("watch", s);
     Backoff(delay);
   }
 }

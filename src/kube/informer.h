@@ -49,6 +49,7 @@ class Informer {
   void Stop();  // idempotent; returns once the thread has ended
   // True once the first list (or resumed watch) has filled the cache.
   bool WaitForSync(std::chrono::milliseconds timeout);
+  bool Synced() const;
 
   std::optional<nlohmann::json> Get(const std::string& key) const;
   std::vector<nlohmann::json> List() const;
@@ -64,6 +65,9 @@ class Informer {
   Status WatchOnce();  // kExpired when the server says the version is gone
   void Apply(const WatchEvent& input);
   void Backoff(std::chrono::milliseconds& delay);
+  // Logs a failed list or watch when its message differs from the last one (a 403 from
+  // missing RBAC says so once, not at every retry), and the recovery after one.
+  void Report(const char* what, const Status& status);
 
   const Client& client_;
   Options options_;
@@ -78,6 +82,7 @@ class Informer {
   std::atomic<bool> stop_{false};
   std::atomic<int> relists_{0};
   std::atomic<int> reconnects_{0};
+  std::string last_error_;  // the informer thread's own
   std::thread thread_;
 };
 

@@ -209,6 +209,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   }
 
   // Report.
+  outcome.conditions = decision.status.value("conditions", json::array());
   const json previous = object->value("status", json::object());
   if (decision.status != previous) {
     const std::string name = (*object)["metadata"]["name"];

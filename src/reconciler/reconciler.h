@@ -58,6 +58,7 @@ class Reconciler {
     double cost_per_hour = 0;
     double decide_seconds = 0;
     std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
+    nlohmann::json conditions = nlohmann::json::array();  // status.conditions as decided
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's
