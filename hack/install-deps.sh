@@ -3,14 +3,8 @@
 # packages already present are skipped without touching the network.
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build ccache pkg-config git clang-tidy
-  libcpprest-dev nlohmann-json3-dev prometheus-cpp-dev libyaml-cpp-dev
-  libcurl4-openssl-dev libssl-dev libcivetweb-dev openssl curl
-  coinor-libcbc-dev
-  etcd-server etcd-client prometheus
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
-)
+# hack/packages/build.txt and test.txt, one package per line, '#' comments.
+mapfile -t packages < <(sed 's/#.*//; /^[[:space:]]*$/d' "$(dirname "$0")"/packages/{build,test}.txt)
 
 # kubectl (tests and the demo talk to the local apiserver with it): Debian's kubernetes-client,
 # unless the machine already has a kubectl of its own.

@@ -212,7 +212,7 @@ scrape_configs:
     http_sd_configs: [{url: '$sd_url', refresh_interval: 1s}]
     relabel_configs:
       - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_component], regex: operator, action: keep}
-      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_part_of], regex: pipescale, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], regex: pipescale, action: keep}
       - {source_labels: [__meta_kubernetes_pod_phase], regex: Pending|Succeeded|Failed, action: drop}
       - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
       - {source_labels: [__meta_kubernetes_namespace], target_label: kubernetes_namespace}

@@ -13,6 +13,7 @@
 #   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps
 #   EXAMPLE=deploy/examples/loki-traffic.yaml hack/run.sh   # another pipeline, its optimizer
 #   PIPESCALE_NODES=hack/nodes.yaml hack/run.sh               # other nodes
+#   RENDER_DASHBOARDS=docs hack/run.sh     # at the end, pictures of the Grafana dashboards
 #   hack/run.sh plan -f FILE --rate 27     # offline: `pipescale plan` instead
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -133,6 +134,10 @@ while kill -0 "$loadgen" 2>/dev/null; do
   last_feasible=$feasible
 done
 echo
+if [[ -n ${RENDER_DASHBOARDS:-} ]]; then
+  "$root/hack/render-dashboards.sh" "$PIPESCALE_PROMETHEUS" default "$name" \
+    $(((SECONDS - start) / 60 + 1)) "$(realpath "$RENDER_DASHBOARDS")"
+fi
 k get ipl -o wide
 echo
 k get pods -o wide -l pipescale.io/pipeline="$name"

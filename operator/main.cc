@@ -171,7 +171,8 @@ class Operator {
     metrics_.CountRollouts(ns, name, outcome->rollouts);
     if (outcome->plan) {
       metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
-      if (outcome->capacity) metrics_.RecordCapacity(ns, name, *outcome->capacity);
+      if (outcome->capacity)
+        metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
     } else if (!pipelines_[index]->Get(key)) {
       metrics_.Forget(ns, name);
     }

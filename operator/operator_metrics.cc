@@ -92,7 +92,8 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
 }
 
 void OperatorMetrics::RecordCapacity(const std::string& ns, const std::string& name,
-                                     const reconciler::ClusterCapacity& capacity) {
+                                     const reconciler::ClusterCapacity& capacity,
+                                     const std::vector<std::string>& deployments) {
   std::lock_guard lock(mu_);
   auto add = [&](prometheus::Family<prometheus::Gauge>& family,
                  std::map<std::string, std::string> labels,
@@ -100,8 +101,11 @@ void OperatorMetrics::RecordCapacity(const std::string& ns, const std::string& n
   for (const auto& c : capacity.classes) {
     add(placeable_, {{"hardware_class", c.hardware_class}}, c.Limit());
   }
-  for (const auto& u : capacity.unschedulable) {
-    add(unschedulable_, {{"deployment", u.deployment}}, u.pods);
+  std::map<std::string, int> waiting;
+  for (const std::string& d : deployments) waiting[d] = 0;
+  for (const auto& u : capacity.unschedulable) waiting[u.deployment] = u.pods;
+  for (const auto& [deployment, pods] : waiting) {
+    add(unschedulable_, {{"deployment", deployment}}, pods);
   }
 }
 

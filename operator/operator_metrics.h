@@ -24,9 +24,11 @@ class OperatorMetrics {
   void Record(const std::string& ns, const std::string& name, const model::Plan& plan,
               double cost_per_hour, double decide_seconds);
   void Forget(const std::string& ns, const std::string& name);
-  // Adds the cluster's room per hardware class and the pods that wait, after Record.
+  // Adds the cluster's room per hardware class and the pods that wait, after Record: for every
+  // one of `deployments`, 0 when none waits, so a dashboard shows 0 rather than no data.
   void RecordCapacity(const std::string& ns, const std::string& name,
-                      const reconciler::ClusterCapacity& capacity);
+                      const reconciler::ClusterCapacity& capacity,
+                      const std::vector<std::string>& deployments);
   // Counts Deployment writes that restart pods (rolling updates the operator caused).
   void CountRollouts(const std::string& ns, const std::string& name, int rollouts);
   // Counts managed fields that were changed outside the operator and set back.

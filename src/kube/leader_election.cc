@@ -4,6 +4,8 @@
 #include <ctime>
 #include <thread>
 
+#include "common/log.h"
+
 namespace pipescale::kube {
 namespace {
 
@@ -73,9 +75,16 @@ Result<bool> LeaderElector::TryAcquireOrRenew() {
 }
 
 bool LeaderElector::Acquire(const std::atomic<bool>& stop) {
+  std::string last_error;
   while (!stop) {
     auto r = TryAcquireOrRenew();
     if (r.ok() && *r) return true;
+    // Said once per distinct error: a 403 (no rights to the Lease) does not heal by itself.
+    if (!r.ok() && r.error().message != last_error) {
+      last_error = r.error().message;
+      Log("error", "cannot take the leader Lease; retrying",
+          {{"lease", options_.namespace_name + "/" + options_.name}, {"error", last_error}});
+    }
     for (int i = 0; i < options_.retry_period.count() * 10 && !stop; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -91,6 +100,10 @@ bool LeaderElector::Hold(const std::atomic<bool>& stop) {
     }
     if (stop) break;
     auto r = TryAcquireOrRenew();
+    if (!r.ok()) {
+      Log("warning", "cannot renew the leader Lease",
+          {{"lease", options_.namespace_name + "/" + options_.name}, {"error", r.error().message}});
+    }
     if (r.ok() && *r) {
       last_renewal = clock_();
     } else if (r.ok() || clock_() - last_renewal > options_.renew_deadline.count()) {

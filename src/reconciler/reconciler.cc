@@ -5,6 +5,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "common/log.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
 
@@ -126,8 +127,16 @@ void Reconciler::Emit(const json& object, const std::string& type, const std::st
       {"firstTimestamp", Rfc3339(now)},
       {"lastTimestamp", Rfc3339(now)},
       {"count", 1}};
-  // An event that cannot be written is not worth failing the reconcile for.
-  if (client_.Create(kube::CollectionPath(kube::kEvents, ns), event).ok()) ++outcome.events;
+  // An event that cannot be written is not worth failing the reconcile for, but is worth a line.
+  auto created = client_.Create(kube::CollectionPath(kube::kEvents, ns), event);
+  if (created.ok()) {
+    ++outcome.events;
+  } else {
+    Log("warning", "cannot record an event",
+        {{"pipeline", ns + "/" + meta["name"].get<std::string>()},
+         {"reason", reason},
+         {"error", created.error().message}});
+  }
 }
 
 Status Reconciler::Act(const std::string& ns, const ConfigMapWrite& write) const {
@@ -210,6 +219,11 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
 
   // Report.
   outcome.conditions = decision.status.value("conditions", json::array());
+  if (decision.plan) {
+    for (const auto& t : decision.status["plan"].value("tasks", json::array())) {
+      outcome.deployments.push_back(t.value("deployment", ""));
+    }
+  }
   const json previous = object->value("status", json::object());
   if (decision.status != previous) {
     const std::string name = (*object)["metadata"]["name"];

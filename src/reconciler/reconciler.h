@@ -59,6 +59,7 @@ class Reconciler {
     double decide_seconds = 0;
     std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
     nlohmann::json conditions = nlohmann::json::array();  // status.conditions as decided
+    std::vector<std::string> deployments;  // the plan's Deployments (status.plan.tasks)
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's

@@ -129,7 +129,16 @@ void Agent::Sync() {
     ++it;
   }
   for (const auto& [key, pod] : mine) {
-    if (!states_.contains(key) && !pod["metadata"].contains("deletionTimestamp")) Admit(pod);
+    if (states_.contains(key)) continue;
+    if (!pod["metadata"].contains("deletionTimestamp")) {
+      Admit(pod);
+    } else {
+      // Deleted between its binding and our first look: nothing of it runs, so it goes at once
+      // (else it would stay Terminating for good, as with a kubelet that never saw it).
+      (void)client_.Delete(kube::ObjectPath(kube::kPods, pod["metadata"].value("namespace", ""),
+                                            pod["metadata"].value("name", "")) +
+                           "?gracePeriodSeconds=0");
+    }
   }
 }
 
@@ -211,6 +220,7 @@ void Agent::StartContainer(PodState& pod, size_t i) {
   }
   launch.work_dir = options_.work_dir + "/" + pod.ns + "_" + pod.name + "/" + c.view.name;
   launch.log_file = launch.work_dir + ".log";
+  launch.hostname = pod.name;
   fs::create_directories(launch.work_dir);
   c.process = std::make_unique<Container>();
   if (!c.process->Start(launch, error)) {

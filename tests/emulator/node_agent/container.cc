@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 struct Prepared {
   std::vector<std::string> strings;  // owns what argv and envp point into
   std::vector<char*> argv, envp;
-  std::string sa_dir, log_file, binary;
+  std::string sa_dir, log_file, binary, hostname;
 };
 
 // In the child, before exec: a private mount namespace whose /run is a fresh tmpfs holding
@@ -50,6 +50,11 @@ bool MountServiceAccount(const char* source) {
     dup2(log, STDERR_FILENO);
     close(log);
   }
+  if (!p.hostname.empty() &&
+      (unshare(CLONE_NEWUTS) != 0 || sethostname(p.hostname.data(), p.hostname.size()) != 0)) {
+    dprintf(STDERR_FILENO, "node agent: cannot set the pod's hostname (errno %d)\n", errno);
+    _exit(126);
+  }
   if (!p.sa_dir.empty() && !MountServiceAccount(p.sa_dir.c_str())) {
     dprintf(STDERR_FILENO, "node agent: cannot mount the service account (errno %d)\n", errno);
     _exit(126);
@@ -66,6 +71,7 @@ Prepared Prepare(const Launch& launch) {
   Prepared p;
   p.binary = launch.binary;
   p.log_file = launch.log_file;
+  p.hostname = launch.hostname;
   p.strings.push_back(launch.binary);
   for (const auto& a : launch.args) p.strings.push_back(a);
   const size_t argc = p.strings.size();

@@ -22,6 +22,9 @@ struct Launch {
   std::map<std::string, std::string> service_account;
   std::string work_dir;  // holds the files above and the log
   std::string log_file;
+  // The pod's name as the process's hostname (a private UTS namespace), as a container
+  // runtime sets it; empty: the machine's.
+  std::string hostname;
 };
 
 class Container {

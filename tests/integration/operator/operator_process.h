@@ -28,6 +28,10 @@ class OperatorProcess {
   }
   int Ready() const { return testing::HttpGet(health_port_, "/readyz").first; }
   int Healthy() const { return testing::HttpGet(health_port_, "/healthz").first; }
+  // Holds the Lease and has listed what it watches (a replica standing by is Ready too).
+  bool Serving() const {
+    return Ready() == 200 && Metrics().find("\npipescale_leader 1") != std::string::npos;
+  }
   std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
   testing::Process& process() { return *process_; }
 

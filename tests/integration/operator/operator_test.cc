@@ -82,7 +82,7 @@ class OperatorTest : public testing::ClusterTest {
 TEST_F(OperatorTest, FollowsALoadStepAndStopsCleanly) {
   testing::Load load(ns_, "shop", {{"p", 30}});
   OperatorProcess op(ns_, "operator");
-  ASSERT_TRUE(Eventually([&] { return op.Ready() == 200; }, 20s)) << op.process().Log();
+  ASSERT_TRUE(Eventually([&] { return op.Serving(); }, 20s)) << op.process().Log();
   EXPECT_EQ(op.Healthy(), 200);
   ASSERT_TRUE(
       client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), Pipeline()).ok());
@@ -116,13 +116,17 @@ TEST_F(OperatorTest, FollowsALoadStepAndStopsCleanly) {
 
 TEST_F(OperatorTest, OneLeaderAtATime) {
   OperatorProcess first(ns_, "first");
-  ASSERT_TRUE(Eventually([&] { return first.Ready() == 200; }, 20s)) << first.process().Log();
+  ASSERT_TRUE(Eventually([&] { return first.Serving(); }, 20s)) << first.process().Log();
   OperatorProcess second(ns_, "second");
   ASSERT_TRUE(Eventually([&] { return second.Healthy() == 200; }, 20s));
   std::this_thread::sleep_for(3s);
-  EXPECT_EQ(second.Ready(), 503);  // alive, waiting for the Lease
+  // Ready to take over (so a rolling update of the operator never waits on the Lease), but
+  // not leading.
+  EXPECT_EQ(second.Ready(), 200);
+  EXPECT_FALSE(second.Serving()) << second.Metrics();
+  EXPECT_TRUE(first.Serving());
   EXPECT_EQ(first.process().Stop(SIGTERM, 10s), 0);
-  EXPECT_TRUE(Eventually([&] { return second.Ready() == 200; }, 15s)) << second.process().Log();
+  EXPECT_TRUE(Eventually([&] { return second.Serving(); }, 15s)) << second.process().Log();
   EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0);
 }
 
@@ -166,7 +170,7 @@ TEST_F(OperatorTest, AHostilePrometheusCostsOnlyItsOwnPipeline) {
   ASSERT_TRUE(fake.ok());
   testing::Load load(ns_, "shop", {{"p", 30}});
   OperatorProcess op(ns_, "operator");
-  ASSERT_TRUE(Eventually([&] { return op.Ready() == 200; }, 20s)) << op.process().Log();
+  ASSERT_TRUE(Eventually([&] { return op.Serving(); }, 20s)) << op.process().Log();
   const auto pipelines = kube::CollectionPath(reconciler::kInferencePipelines, ns_);
   ASSERT_TRUE(client_->Create(pipelines, Pipeline("hostile", fake.url())).ok());
 
@@ -248,7 +252,7 @@ TEST_F(OperatorTest, HostilePipelinesCostOnlyThemselves) {
   testing::Load classes_load(ns_, "classes", {{"p", 300}});
   testing::Load load(ns_, "shop", {{"p", 30}});
   OperatorProcess op(ns_, "operator");
-  ASSERT_TRUE(Eventually([&] { return op.Ready() == 200; }, 20s)) << op.process().Log();
+  ASSERT_TRUE(Eventually([&] { return op.Serving(); }, 20s)) << op.process().Log();
   const auto pipelines = kube::CollectionPath(reconciler::kInferencePipelines, ns_);
   ASSERT_TRUE(client_->Create(pipelines, HostileChain()).ok());
   ASSERT_TRUE(client_->Create(pipelines, HostileClasses()).ok());
@@ -307,7 +311,7 @@ TEST_F(OperatorTest, ANewLeaderDoesNotScaleDownBeforeTheWindow) {
   constexpr double kWindowSeconds = 45;
   testing::Load load(ns_, "shop", {{"p", 300}});
   OperatorProcess first(ns_, "first");
-  ASSERT_TRUE(Eventually([&] { return first.Ready() == 200; }, 20s)) << first.process().Log();
+  ASSERT_TRUE(Eventually([&] { return first.Serving(); }, 20s)) << first.process().Log();
   OperatorProcess second(ns_, "second");
   json pipeline = Pipeline();
   pipeline["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = kWindowSeconds;
@@ -336,7 +340,7 @@ TEST_F(OperatorTest, ANewLeaderDoesNotScaleDownBeforeTheWindow) {
   ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
   const std::string holder = LeaseHolder(*client_, ns_);
 
-  ASSERT_TRUE(Eventually([&] { return second.Ready() == 200; }, 30s)) << second.process().Log();
+  ASSERT_TRUE(Eventually([&] { return second.Serving(); }, 30s)) << second.process().Log();
   EXPECT_NE(LeaseHolder(*client_, ns_), holder);
   // The new leader reconciles every 2 s; until the window ends nothing may scale down.
   while (UnixNow() < low_since + kWindowSeconds - 3) {
@@ -357,7 +361,7 @@ TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
   pipeline["spec"]["optimizer"] = "mark";
   pipeline["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "20s"}};
   OperatorProcess first(ns_, "first");
-  ASSERT_TRUE(Eventually([&] { return first.Ready() == 200; }, 20s)) << first.process().Log();
+  ASSERT_TRUE(Eventually([&] { return first.Serving(); }, 20s)) << first.process().Log();
   OperatorProcess second(ns_, "second");
   ASSERT_TRUE(
       client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), pipeline).ok());
@@ -378,7 +382,7 @@ TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
   std::this_thread::sleep_for(30s);  // a series long enough for a trend
   ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
   const json before = Status("ramp");
-  ASSERT_TRUE(Eventually([&] { return second.Ready() == 200; }, 30s)) << second.process().Log();
+  ASSERT_TRUE(Eventually([&] { return second.Serving(); }, 30s)) << second.process().Log();
   // The first status the new leader writes (the observed rate changes every interval).
   ASSERT_TRUE(Eventually([&] { return Status("ramp")["observed"] != before["observed"]; }, 10s));
   const json rps = forecast();
