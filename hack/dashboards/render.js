@@ -27,7 +27,9 @@ async function series(expr) {
 async function main() {
   const panels = [];
   for (const p of dashboard.panels) {
-    const panel = {type: p.type, title: p.title, grid: p.gridPos, unit: (p.fieldConfig || {}).defaults?.unit, series: []};
+    const defaults = (p.fieldConfig || {}).defaults || {};
+    const panel = {type: p.type, title: p.title, grid: p.gridPos, unit: defaults.unit, min: defaults.min,
+                   max: defaults.max, log: defaults.custom?.scaleDistribution?.type === 'log', series: []};
     for (const t of p.targets || []) {
       for (const r of await series(t.expr)) {
         panel.series.push({label: legend(t.legendFormat, r.metric),
@@ -44,9 +46,9 @@ header{padding:10px 16px;font-size:18px}header small{color:#8e8e9e;font-size:13p
 #grid{position:relative;margin:0 8px}.panel{position:absolute;box-sizing:border-box;background:#181b1f;border:1px solid #2c3235;border-radius:2px;padding:6px 8px;overflow:hidden}
 .panel h3{margin:0 0 4px;font-size:13px;font-weight:500}.row{position:absolute;font-size:15px;font-weight:500;padding-top:6px}
 .stat{font-size:34px;font-weight:500;color:#73bf69;margin:10px 6px}.stat small{display:block;font-size:12px;color:#8e8e9e}
-.u-legend{font-size:11px;text-align:left}.u-legend th{font-weight:normal}.u-axis{color:#8e8e9e}.nodata{color:#8e8e9e;margin:30px}</style>
+.u-legend{font-size:11px;text-align:left;line-height:1.1}.u-legend th{font-weight:normal}.u-axis{color:#8e8e9e}.nodata{color:#8e8e9e;margin:30px}</style>
 <script>${fs.readFileSync(path.join(uplot, 'uPlot.iife.min.js'), 'utf8')}</script></head><body>
-<header>${dashboard.title}<small>namespace ${namespace}${dashboard.uid === 'pipescale-pipeline' ? ', pipeline ' + pipeline : ''}</small></header>
+<header>${dashboard.title}${dashboard.uid === 'pipescale-pipeline' ? `<small>namespace ${namespace}, pipeline ${pipeline}</small>` : ''}</header>
 <div id="grid"></div><script>
 const panels = ${JSON.stringify(panels)};
 const W = 1600 - 16, col = W / 24, row = 30;
@@ -70,12 +72,13 @@ for (const p of panels) {
     for (const s of p.series) el.innerHTML += '<div class="stat">' + fmt(p.unit, s.points[s.points.length - 1][1]) + '<small>' + s.label + '</small></div>';
     continue;
   }
+  const legendRows = Math.ceil(p.series.length / Math.max(1, Math.floor(g.w / 4)));
   const times = [...new Set(p.series.flatMap(s => s.points.map(q => q[0])))].sort((a, b) => a - b);
   const data = [times, ...p.series.map(s => { const m = new Map(s.points); return times.map(t => m.has(t) ? m.get(t) : null); })];
   new uPlot({
-    width: g.w * col - 24, height: g.h * row - 70, legend: {show: true},
-    scales: {x: {time: true}},
-    axes: [{stroke: '#8e8e9e', grid: {stroke: '#2c3235'}}, {stroke: '#8e8e9e', grid: {stroke: '#2c3235'}, size: 70, values: (u, vs) => vs.map(v => fmt(p.unit, v))}],
+    width: g.w * col - 24, height: Math.max(80, g.h * row - 40 - 15 * legendRows), legend: {show: true, live: false},
+    scales: {x: {time: true}, y: p.log ? {distr: 3, log: 10} : {range: (u, lo, hi) => [p.min ?? Math.min(0, lo), p.max ?? (hi > lo ? hi * 1.05 : lo + 1)]}},
+    axes: [{stroke: '#8e8e9e', grid: {stroke: '#2c3235'}}, {stroke: '#8e8e9e', grid: {stroke: '#2c3235'}, size: 80, values: (u, vs) => vs.map(v => fmt(p.unit, v))}],
     series: [{}, ...p.series.map((s, i) => ({label: s.label, stroke: colors[i % colors.length], width: 2, dash: s.dashed ? [8, 6] : undefined, spanGaps: true,
                                              value: (u, v) => fmt(p.unit, v)}))],
   }, data, el);

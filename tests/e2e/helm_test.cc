@@ -231,13 +231,22 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
       60s))
       << LeaseHolder();
 
-  // A pipeline in another namespace, planned and running under load.
+  // The FA2 paper's CPU example, in another namespace, planned and running under load.
   const std::string apps = NewNamespace("apps");
-  ApplyPipeline(apps, "chain", "fa2");
-  auto load = Load(apps, "chain", 20, 60);
-  EXPECT_TRUE(Eventually([&] { return Running(apps, "chain"); }, 60s, 500ms))
-      << Status(apps, "chain").dump() << PodLog(leader);
-  EXPECT_EQ(Status(apps, "chain")["conditions"][0].value("status", ""), "True");
+  std::ifstream example(kRoot + "/deploy/examples/fa2-cpu.yaml");
+  std::stringstream text;
+  text << example.rdbuf();
+  const std::string file = dir_ + "/" + apps + "-fa2-app-cpu.yaml";
+  std::ofstream(file) << Replace(text.str(), "namespace: default", "namespace: " + apps);
+  ASSERT_EQ(Sh(Kubectl("apply -f " + file)).code, 0);
+  auto load = Load(apps, "fa2-app-cpu", 2, 120);
+  EXPECT_TRUE(Eventually([&] { return Running(apps, "fa2-app-cpu"); }, 90s, 500ms))
+      << Status(apps, "fa2-app-cpu").dump() << PodLog(leader);
+  for (const json& c : Status(apps, "fa2-app-cpu")["conditions"]) {
+    if (c["type"] == "Ready") {
+      EXPECT_EQ(c["status"], "True") << c.dump();
+    }
+  }
   EXPECT_EQ(PodLog(leader).find("\"level\":\"error\""), std::string::npos) << PodLog(leader);
 
   // helm upgrade with a changed value rolls the operator; the new pod takes the Lease.
@@ -257,14 +266,14 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
   EXPECT_NE(PodLog(leader).find("shutting down"), std::string::npos) << PodLog(leader);
 
   // The pipeline keeps being reconciled by the new pod.
-  const long generation = Status(apps, "chain").value("observedGeneration", 0L);
-  ASSERT_EQ(Sh(Kubectl("-n " + apps + " patch ipl chain --type merge -p " +
-                       "'{\"spec\":{\"paths\":[{\"name\":\"p\",\"tasks\":[\"detect\",\"classify\"],"
-                       "\"sloMs\":500}]}}'"))
+  const long generation = Status(apps, "fa2-app-cpu").value("observedGeneration", 0L);
+  ASSERT_EQ(Sh(Kubectl("-n " + apps + " patch ipl fa2-app-cpu --type merge -p " +
+                       "'{\"spec\":{\"interval\":\"5s\"}}'"))
                 .code,
             0);
   EXPECT_TRUE(Eventually(
-      [&] { return Status(apps, "chain").value("observedGeneration", 0L) > generation; }, 30s))
+      [&] { return Status(apps, "fa2-app-cpu").value("observedGeneration", 0L) > generation; },
+      30s))
       << PodLog(successor);
 
   // helm uninstall takes the operator and its rights, and leaves the users' pipelines.
@@ -274,8 +283,9 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
       client_->Get("/apis/rbac.authorization.k8s.io/v1/clusterroles/" + release_ + "-pipescale")
           .ok());
   EXPECT_TRUE(Eventually([&] { return OperatorPods().empty(); }, 30s));
-  EXPECT_TRUE(client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, apps, "chain")).ok());
-  for (const auto& t : Status(apps, "chain")["plan"]["tasks"]) {
+  EXPECT_TRUE(
+      client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, apps, "fa2-app-cpu")).ok());
+  for (const auto& t : Status(apps, "fa2-app-cpu")["plan"]["tasks"]) {
     EXPECT_TRUE(client_->Get(kube::ObjectPath(kube::kDeployments, apps, t["deployment"])).ok());
   }
   EXPECT_TRUE(client_
