@@ -216,7 +216,15 @@ std::string LeadingPod(const HelmChartTest& t, const std::vector<json>& pods,
 }
 
 TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
-  const Shell installed = Helm("install");
+  // The chart installs the CRD too: it takes over the one the local cluster applied (Helm adopts
+  // an object annotated with its release), so that uninstall shows the CRD is kept.
+  const std::string crd = "customresourcedefinition inferencepipelines.pipescale.io";
+  ASSERT_EQ(Sh(Kubectl("annotate --overwrite " + crd + " meta.helm.sh/release-name=" + release_ +
+                       " meta.helm.sh/release-namespace=" + ns_))
+                .code,
+            0);
+  ASSERT_EQ(Sh(Kubectl("label --overwrite " + crd + " app.kubernetes.io/managed-by=Helm")).code, 0);
+  const Shell installed = Helm("install", "--set crd.enabled=true");
   ASSERT_EQ(installed.code, 0) << installed.out;
   EXPECT_NE(installed.out.find("kubectl apply -f deploy/examples/"), std::string::npos)
       << "NOTES.txt tells what to do next:\n"
@@ -250,7 +258,7 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
   EXPECT_EQ(PodLog(leader).find("\"level\":\"error\""), std::string::npos) << PodLog(leader);
 
   // helm upgrade with a changed value rolls the operator; the new pod takes the Lease.
-  const Shell upgraded = Helm("upgrade", "--set workers=3");
+  const Shell upgraded = Helm("upgrade", "--set crd.enabled=true --set workers=3");
   ASSERT_EQ(upgraded.code, 0) << upgraded.out;
   std::string successor;
   ASSERT_TRUE(Eventually(
@@ -288,10 +296,10 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
   for (const auto& t : Status(apps, "fa2-app-cpu")["plan"]["tasks"]) {
     EXPECT_TRUE(client_->Get(kube::ObjectPath(kube::kDeployments, apps, t["deployment"])).ok());
   }
-  EXPECT_TRUE(client_
-                  ->Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-                        "inferencepipelines.pipescale.io")
-                  .ok());
+  const auto kept = client_->Get(
+      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferencepipelines.pipescale.io");
+  ASSERT_TRUE(kept.ok()) << "helm uninstall deleted the CRD, and with it every pipeline";
+  EXPECT_EQ((*kept)["metadata"]["annotations"].value("helm.sh/resource-policy", ""), "keep");
   load->Stop(SIGTERM, 10s);
 }
 
