@@ -1,0 +1,59 @@
+// How a request walks a pipeline's DAG: where it enters, where each task's output goes (the
+// path the client named, or the branches and fan-out the model's response names), and which
+// execution path a walk took, for the per-path metrics the operator plans from. Pure.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "model/pipeline.h"
+
+namespace pipescale::router {
+
+// The response parameter in which a model names the tasks its output goes to and how many
+// requests each gets: {"pipescale_next": {"classify": 3}} (a detector that found 3 objects).
+inline constexpr const char* kNextParameter = "pipescale_next";
+inline constexpr int kMaxFanOut = 256;  // requests one response may send to one task
+
+struct Call {
+  std::string task;
+  int count = 1;
+  bool operator==(const Call&) const = default;
+};
+
+class Graph {
+ public:
+  explicit Graph(const model::Pipeline& pipeline);
+
+  // The tasks a request starts at: the named path's first, or every task no edge enters.
+  // kNotFound names the path when the pipeline has none of that name.
+  Result<std::vector<std::string>> Entry(const std::string& path) const;
+
+  // Where the output of `task` goes. On a named path: its next task (as many requests as the
+  // response names for it, else 1), nothing at its end. Else: the tasks and counts the
+  // response's `pipescale_next` names, each an edge of `task`, or every edge once. kInvalid
+  // (the model's fault, a 502) for a count or a task the graph does not allow.
+  Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
+                                 const nlohmann::json& response_parameters) const;
+
+  // The execution path whose tasks are exactly `tasks` (a walk from an entry to a task with
+  // nowhere to go), or "" when the pipeline lists none.
+  std::string PathOf(const std::vector<std::string>& tasks) const;
+
+  // The deadline of a request: the named path's SLO, else the longest of all paths' (the
+  // models decide which it takes). 0 when the pipeline lists no path.
+  double DeadlineMs(const std::string& path) const;
+
+  const std::vector<std::string>& tasks() const { return tasks_; }
+
+ private:
+  std::vector<std::string> tasks_;
+  std::map<std::string, std::vector<std::string>> edges_;  // task -> next tasks
+  std::map<std::string, std::vector<std::string>> paths_;  // path -> its tasks
+  std::map<std::string, double> slo_ms_;
+};
+
+}  // namespace pipescale::router
