@@ -1,0 +1,25 @@
+// Boost.Asio and Beast for the router's shell, in one place: the include order Boost 1.74
+// needs with GCC 12 (awaitable.hpp uses std::exchange without <utility>) and short names.
+#pragma once
+
+// clang-format off
+#include <utility>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+// clang-format on
+
+namespace pipescale::router {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using HttpRequest = http::request<http::string_body>;
+using HttpResponse = http::response<http::string_body>;
+// A coroutine's error, instead of an exception: `co_await op(..., Redirect(ec))`.
+inline auto Redirect(beast::error_code& ec) {
+  return asio::redirect_error(asio::use_awaitable, ec);
+}
+
+}  // namespace pipescale::router

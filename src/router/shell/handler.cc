@@ -1,0 +1,349 @@
+#include "router/shell/handler.h"
+
+#include <set>
+
+#include "router/picker.h"
+#include "router/request.h"
+
+namespace pipescale::router {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+HttpResponse Reply(unsigned status, const std::string& body) {
+  HttpResponse r{static_cast<http::status>(status), 11};
+  r.set(http::field::content_type, "application/json");
+  r.body() = body;
+  return r;
+}
+
+HttpResponse ErrorReply(unsigned status, const std::string& message) {
+  return Reply(status, ErrorBody(message));
+}
+
+// The next task's request: the outputs of the one before as its inputs.
+json NextRequest(const json& response, const json& previous) {
+  json next = {{"inputs", json::array()}};
+  for (const json& out : response.value("outputs", json::array())) {
+    if (!out.is_object()) continue;
+    next["inputs"].push_back({{"name", out.value("name", "input")},
+                              {"datatype", out.value("datatype", "FP32")},
+                              {"shape", out.value("shape", json::array())},
+                              {"data", out.value("data", json::array())}});
+  }
+  if (next["inputs"].empty()) next["inputs"] = previous.value("inputs", json::array());
+  if (previous.contains("id")) next["id"] = previous["id"];
+  return next;
+}
+
+// Counts a request in flight for as long as it lives.
+class InFlight {
+ public:
+  InFlight(RouterConfig& config, RouterMetrics& metrics) : config_(config), metrics_(metrics) {
+    ++config_.in_flight;
+    metrics_.in_flight().Increment();
+  }
+  ~InFlight() {
+    --config_.in_flight;
+    metrics_.in_flight().Decrement();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  InFlight(InFlight&&) = delete;
+  InFlight& operator=(InFlight&&) = delete;
+
+ private:
+  RouterConfig& config_;
+  RouterMetrics& metrics_;
+};
+
+}  // namespace
+
+// One request's walk through the DAG, shared by the visits it fans out to (all on one thread).
+struct PipelineHandler::Walk {
+  std::string path;  // named by the client, or ""
+  Clock::time_point start, deadline;
+  std::vector<json> outputs;                                     // of the tasks it ended at
+  std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
+  std::optional<std::pair<unsigned, std::string>> failure;       // the first: status, message
+};
+
+RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config)
+    : config_(config),
+      requests_(prometheus::BuildCounter()
+                    .Name("pipescale_requests_total")
+                    .Help("Requests the router answered, by execution path and HTTP status")
+                    .Register(r)),
+      duration_(prometheus::BuildHistogram()
+                    .Name("pipescale_request_duration_seconds")
+                    .Help("End-to-end latency of each execution path, as the router saw it")
+                    .Register(r)),
+      query_size_(prometheus::BuildHistogram()
+                      .Name("pipescale_router_query_size")
+                      .Help("Requests per query (the leading dimension of the first input)")
+                      .Register(r)),
+      calls_(prometheus::BuildCounter()
+                 .Name("pipescale_router_task_requests_total")
+                 .Help("Calls to each task's pods, by HTTP status (0: no answer)")
+                 .Register(r)),
+      call_duration_(prometheus::BuildHistogram()
+                         .Name("pipescale_router_task_duration_seconds")
+                         .Help("Time a task's pod took to answer (queue plus service)")
+                         .Register(r)),
+      retries_(prometheus::BuildCounter()
+                   .Name("pipescale_router_retries_total")
+                   .Help("Calls sent again to another pod after a failure")
+                   .Register(r)),
+      late_(prometheus::BuildCounter()
+                .Name("pipescale_router_deadline_exceeded_total")
+                .Help("Requests answered 504: their path's SLO passed before they were served")
+                .Register(r)),
+      in_flight_(prometheus::BuildGauge()
+                     .Name("pipescale_router_in_flight_requests")
+                     .Help("Requests the router is serving now")
+                     .Register(r)
+                     .Add(Labels({}))) {}
+
+std::map<std::string, std::string> RouterMetrics::Labels(
+    std::map<std::string, std::string> more) const {
+  more["namespace"] = config_.namespace_name;
+  more["pipeline"] = config_.pipeline;
+  return more;
+}
+
+void RouterMetrics::Request(const std::string& path, unsigned code, double seconds,
+                            int query_size) {
+  const std::string p = path.empty() ? "unlisted" : path;
+  requests_.Add(Labels({{"path", p}, {"code", std::to_string(code)}})).Increment();
+  if (code != 200) return;
+  duration_
+      .Add(Labels({{"path", p}}),
+           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                                   5, 10})
+      .Observe(seconds);
+  query_size_
+      .Add(Labels({{"path", p}}), prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})
+      .Observe(query_size);
+}
+
+void RouterMetrics::Call(const std::string& task, unsigned code, double seconds) {
+  calls_.Add(Labels({{"task", task}, {"code", std::to_string(code)}})).Increment();
+  if (code == 200) {
+    call_duration_
+        .Add(Labels({{"task", task}}),
+             prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                     0.5, 1, 5})
+        .Observe(seconds);
+  }
+}
+
+void RouterMetrics::Retry(const std::string& task) {
+  retries_.Add(Labels({{"task", task}})).Increment();
+}
+
+void RouterMetrics::Late(const std::string& path) {
+  late_.Add(Labels({{"path", path.empty() ? "unlisted" : path}})).Increment();
+}
+
+asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request) {
+  const std::string target(request.target().data(), request.target().size());
+  const std::string model = "/v2/models/" + config_.pipeline;
+  if (request.method() == http::verb::post &&
+      (target == model + "/infer" || target.starts_with(model + "/versions/"))) {
+    co_return co_await Infer(request);
+  }
+  if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");
+  if (target == "/v2/health/live") co_return Reply(200, "");
+  if (target == "/v2/health/ready" || target == model + "/ready") {
+    for (const auto& task : config_.graph.tasks()) {
+      auto it = config_.endpoints.find(task);
+      if (it == config_.endpoints.end() || it->second.empty()) {
+        co_return ErrorReply(400, "task " + task + " has no ready pod");
+      }
+    }
+    co_return Reply(200, "");
+  }
+  if (target == model) {
+    co_return Reply(200, json{{"name", config_.pipeline},
+                              {"versions", {"1"}},
+                              {"platform", "pipescale"},
+                              {"inputs", json::array()},
+                              {"outputs", json::array()}}
+                             .dump());
+  }
+  if (target == "/v2") co_return Reply(200, json{{"name", "pipescale-router"}}.dump());
+  co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
+}
+
+asio::awaitable<Result<json>> PipelineHandler::Call(const std::string& task, json body,
+                                                    Clock::time_point deadline) {
+  auto it = config_.endpoints.find(task);
+  if (it == config_.endpoints.end() || it->second.empty()) {
+    co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
+  }
+  const auto& pods = it->second;
+  std::vector<Candidate> candidates;
+  candidates.reserve(pods.size());
+  for (const auto& p : pods) candidates.push_back({p->weight, p->outstanding.load()});
+  std::uniform_real_distribution<double> u(0, 1);
+  int pick = PickOfTwo(candidates, u(rng_), u(rng_));
+  std::string last_error;
+  for (int attempt = 0; attempt < 2 && pick >= 0; ++attempt) {
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (remaining.count() <= 0) {
+      co_return Error{ErrorKind::kExpired, "the deadline passed before task " + task};
+    }
+    body["parameters"]["pipescale_deadline_ms"] = remaining.count();
+    Endpoint& pod = *pods[pick];
+    ++pod.outstanding;
+    const auto sent = Clock::now();
+    auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer", body.dump(),
+                                     remaining + config_.grace);
+    --pod.outstanding;
+    const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+    metrics_.Call(task, reply.ok() ? reply->status : 0, seconds);
+    if (reply.ok() && reply->status == 200) {
+      json parsed = json::parse(reply->body, nullptr, false);
+      if (parsed.is_object()) co_return parsed;
+      co_return Error{ErrorKind::kInvalid, "task " + task + " answered something that is not JSON"};
+    }
+    if (reply.ok() && reply->status < 500) {
+      co_return Error{ErrorKind::kInvalid, "task " + task + " refused the request (" +
+                                               std::to_string(reply->status) + "): " + reply->body};
+    }
+    if (Clock::now() >= deadline) {
+      co_return Error{ErrorKind::kExpired, "the deadline passed while task " + task + " served"};
+    }
+    last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
+    // Once more, on another pod (a failed or reset pod must not fail the request alone).
+    candidates[pick].weight = 0;
+    std::vector<Candidate> rest;
+    std::vector<int> index;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (static_cast<int>(i) != pick) {
+        rest.push_back(candidates[i]);
+        index.push_back(static_cast<int>(i));
+      }
+    }
+    const int next = PickOfTwo(rest, u(rng_), u(rng_));
+    pick = next < 0 ? -1 : index[next];
+    if (pick >= 0 && attempt == 0) metrics_.Retry(task);
+  }
+  co_return Error{ErrorKind::kTransient, "task " + task + " failed: " + last_error};
+}
+
+asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
+                                                std::vector<std::pair<std::string, json>> calls,
+                                                const std::vector<std::string>& trail) {
+  if (calls.size() == 1) {
+    co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail);
+    co_return;
+  }
+  // Fan-out: every call at once, this coroutine resuming when the last ends (one thread: the
+  // count needs no lock).
+  auto executor = co_await asio::this_coro::executor;
+  auto pending = std::make_shared<std::pair<size_t, asio::steady_timer>>(
+      calls.size(), asio::steady_timer(executor, Clock::time_point::max()));
+  for (auto& [task, body] : calls) {
+    asio::co_spawn(executor, Visit(walk, task, std::move(body), trail),
+                   [pending](const std::exception_ptr&) {
+                     if (--pending->first == 0) pending->second.cancel();
+                   });
+  }
+  beast::error_code ec;
+  co_await pending->second.async_wait(Redirect(ec));
+}
+
+asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json body,
+                                             std::vector<std::string> trail) {
+  trail.push_back(task);
+  auto response = co_await Call(task, body, walk.deadline);
+  if (!response) {
+    const ErrorKind kind = response.error().kind;
+    const unsigned status = kind == ErrorKind::kExpired    ? 504
+                            : kind == ErrorKind::kNotFound ? 503
+                                                           : 502;
+    if (!walk.failure) walk.failure = {status, response.error().message};
+    co_return;
+  }
+  auto next = config_.graph.Next(walk.path, task, response->value("parameters", json::object()));
+  if (!next) {
+    if (!walk.failure) walk.failure = {502, "task " + task + ": " + next.error().message};
+    co_return;
+  }
+  if (next->empty()) {
+    json outputs = response->value("outputs", json::array());
+    for (json& o : outputs) {
+      if (o.is_object()) o["name"] = task + "/" + o.value("name", "output");
+      walk.outputs.push_back(std::move(o));
+    }
+    walk.trails[trail] = Clock::now();
+    co_return;
+  }
+  std::vector<std::pair<std::string, json>> calls;
+  const json request = NextRequest(*response, body);
+  for (const router::Call& c : *next) {
+    for (int i = 0; i < c.count; ++i) calls.emplace_back(c.task, request);
+  }
+  co_await VisitAll(walk, std::move(calls), trail);
+}
+
+asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request) {
+  const auto start = Clock::now();
+  if (config_.in_flight.load() >= config_.max_in_flight) {
+    HttpResponse busy =
+        ErrorReply(503, "the router is at its limit of " + std::to_string(config_.max_in_flight) +
+                            " requests in flight");
+    busy.set(http::field::retry_after, "1");
+    metrics_.Request("", 503, 0, 1);
+    co_return busy;
+  }
+  const InFlight counted(config_, metrics_);
+
+  const auto header = request[beast::string_view(kPathHeader.data(), kPathHeader.size())];
+  auto parsed = ParseInferRequest(request.body(), std::string_view(header.data(), header.size()));
+  if (!parsed) {
+    metrics_.Request("", 400, 0, 1);
+    co_return ErrorReply(400, parsed.error().message);
+  }
+  auto entry = config_.graph.Entry(parsed->path);
+  if (!entry) {
+    metrics_.Request("", 404, 0, parsed->query_size);
+    co_return ErrorReply(404, entry.error().message);
+  }
+  Walk walk;
+  walk.path = parsed->path;
+  walk.start = start;
+  const double deadline_ms = config_.graph.DeadlineMs(parsed->path);
+  walk.deadline =
+      start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
+                               : config_.call_timeout);
+  std::vector<std::pair<std::string, json>> calls;
+  for (const std::string& task : *entry) calls.emplace_back(task, parsed->body);
+  co_await VisitAll(walk, std::move(calls), {});
+
+  // Never served past the deadline plus the grace: the client is told, and it is counted.
+  if (!walk.failure && Clock::now() > walk.deadline + config_.grace) {
+    walk.failure = {504, "served after the deadline of " + std::to_string(deadline_ms) + " ms"};
+  }
+  const unsigned status = walk.failure ? walk.failure->first : 200;
+  if (status == 504) metrics_.Late(walk.path);
+  std::set<std::string> paths;
+  for (const auto& [trail, done] : walk.trails) {
+    const std::string path = walk.path.empty() ? config_.graph.PathOf(trail) : walk.path;
+    paths.insert(path);
+    metrics_.Request(path, status, std::chrono::duration<double>(done - start).count(),
+                     parsed->query_size);
+  }
+  if (walk.trails.empty()) metrics_.Request(walk.path, status, 0, parsed->query_size);
+  if (walk.failure) co_return ErrorReply(walk.failure->first, walk.failure->second);
+  json body = {{"model_name", config_.pipeline},
+               {"outputs", std::move(walk.outputs)},
+               {"parameters", {{"pipescale_paths", paths}}}};
+  if (!parsed->id.empty()) body["id"] = parsed->id;
+  co_return Reply(200, body.dump());
+}
+
+}  // namespace pipescale::router

@@ -1,0 +1,91 @@
+// One router thread's answer to each HTTP request: the Open Inference Protocol endpoints of
+// the pipeline as one model, the walk of its DAG over the model pods (the pure core decides
+// where to go, which pod, and when a request can no longer make its deadline), and the
+// metrics of every request and call.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "router/shell/asio.h"
+#include "router/shell/upstream.h"
+#include "router/walk.h"
+
+namespace pipescale::router {
+
+struct Endpoint {
+  std::string address;  // ip:port of a Ready pod
+  double weight = 1;    // its planned capacity
+  std::atomic<int> outstanding{0};
+};
+
+// What every thread shares: fixed after start, but for the atomics.
+struct RouterConfig {
+  std::string pipeline, namespace_name;
+  Graph graph;
+  std::map<std::string, std::vector<std::unique_ptr<Endpoint>>> endpoints;  // by task
+  std::chrono::milliseconds grace{50};            // past the deadline before answering 504
+  std::chrono::milliseconds call_timeout{30000};  // a call's limit when no deadline applies
+  int max_in_flight = 4096;
+  std::atomic<int> in_flight{0};
+};
+
+class RouterMetrics {
+ public:
+  RouterMetrics(prometheus::Registry& registry, const RouterConfig& config);
+  void Request(const std::string& path, unsigned code, double seconds, int query_size);
+  void Call(const std::string& task, unsigned code, double seconds);
+  void Retry(const std::string& task);
+  void Late(const std::string& path);
+  prometheus::Gauge& in_flight() { return in_flight_; }
+
+ private:
+  std::map<std::string, std::string> Labels(std::map<std::string, std::string> more) const;
+  const RouterConfig& config_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Family<prometheus::Histogram>& query_size_;
+  prometheus::Family<prometheus::Counter>& calls_;
+  prometheus::Family<prometheus::Histogram>& call_duration_;
+  prometheus::Family<prometheus::Counter>& retries_;
+  prometheus::Family<prometheus::Counter>& late_;
+  prometheus::Gauge& in_flight_;
+};
+
+class PipelineHandler {
+ public:
+  PipelineHandler(RouterConfig& config, RouterMetrics& metrics, UpstreamPool& pool,
+                  std::uint64_t seed)
+      : config_(config), metrics_(metrics), pool_(pool), rng_(seed) {}
+
+  asio::awaitable<HttpResponse> Handle(const HttpRequest& request);
+
+ private:
+  struct Walk;
+  asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
+  asio::awaitable<Result<nlohmann::json>> Call(const std::string& task, nlohmann::json body,
+                                               std::chrono::steady_clock::time_point deadline);
+  asio::awaitable<void> Visit(Walk& walk, std::string task, nlohmann::json body,
+                              std::vector<std::string> trail);
+  asio::awaitable<void> VisitAll(Walk& walk,
+                                 std::vector<std::pair<std::string, nlohmann::json>> calls,
+                                 const std::vector<std::string>& trail);
+
+  RouterConfig& config_;
+  RouterMetrics& metrics_;
+  UpstreamPool& pool_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace pipescale::router

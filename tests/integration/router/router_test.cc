@@ -1,0 +1,200 @@
+// pipescale-router in front of real model servers (processes of ours on loopback addresses):
+// it serves a path, names what is wrong with a bad request, retries a failed pod once on
+// another, answers 504 rather than late, and drains on SIGTERM. No cluster: the endpoints are
+// given on the command line.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::Process;
+using namespace std::chrono_literals;
+
+struct Reply {
+  int code = 0;
+  json body;
+  double seconds = 0;
+};
+
+std::string Read(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/router-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+
+  // A model server for `task` on its own loopback address; its ip:port.
+  std::string Model(const std::string& task, const std::string& latency_ms) {
+    const std::string host = "127.0.7." + std::to_string(++hosts_);
+    const std::string port_file = dir_ + "/" + host + ".port";
+    processes_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", task, "--host", host, "--port",
+                                 "0", "--port-file", port_file, "--latency-ms", latency_ms},
+        dir_ + "/" + host + ".log"));
+    EXPECT_TRUE(Eventually([&] { return !Read(port_file).empty(); }, 10s));
+    return host + ":" + Read(port_file).substr(0, Read(port_file).find_first_of(" \n"));
+  }
+
+  void StartRouter(const std::string& endpoints, double slo_ms = 400) {
+    std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain, namespace: demo}
+spec:
+  hardwareClasses: [{name: cpu}]
+  tasks:
+    - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+  paths: [{name: p, tasks: [detect, classify], sloMs: )"
+                                           << slo_ms << "}]\n";
+    router_ = std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_ROUTER, "--pipeline-file", dir_ + "/pipeline.yaml",
+                                 "--endpoints", endpoints, "--listen", "127.0.0.1:0",
+                                 "--metrics-listen", "127.0.0.1:0", "--port-file",
+                                 dir_ + "/router.port", "--threads", "2"},
+        dir_ + "/router.log");
+    ASSERT_TRUE(Eventually([&] { return !Read(dir_ + "/router.port").empty(); }, 10s))
+        << router_->Log();
+    std::istringstream ports(Read(dir_ + "/router.port"));
+    ports >> port_ >> metrics_port_;
+  }
+
+  Reply Infer(const std::string& body, const std::string& path = "p") const {
+    const std::string file = dir_ + "/request.json";
+    std::ofstream(file) << body;
+    const auto start = std::chrono::steady_clock::now();
+    FILE* pipe =
+        popen(("curl -s -o " + dir_ +
+               "/reply.json -w '%{http_code}' -H 'x-pipescale-path: " + path + "' --data-binary @" +
+               file + " http://127.0.0.1:" + std::to_string(port_) + "/v2/models/chain/infer")
+                  .c_str(),
+              "r");
+    std::array<char, 16> code{};
+    const size_t n = fread(code.data(), 1, code.size() - 1, pipe);
+    pclose(pipe);
+    Reply r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.code = std::atoi(std::string(code.data(), n).c_str());
+    r.body = json::parse(Read(dir_ + "/reply.json"), nullptr, false);
+    return r;
+  }
+
+  std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
+
+  static constexpr const char* kRequest =
+      R"({"id": "r", "inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]})";
+
+  std::string dir_;
+  int hosts_ = 0;
+  int port_ = 0, metrics_port_ = 0;
+  std::vector<std::unique_ptr<Process>> processes_;
+  std::unique_ptr<Process> router_;
+};
+
+TEST_F(RouterTest, ServesAPathAndMeasuresIt) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  for (int i = 0; i < 20; ++i) {
+    const Reply r = Infer(kRequest);
+    ASSERT_EQ(r.code, 200) << r.body.dump();
+    EXPECT_EQ(r.body["id"], "r");
+    EXPECT_EQ(r.body["outputs"][0]["data"], json::parse("[1, 2]"));
+    EXPECT_EQ(r.body["parameters"]["pipescale_paths"], json::parse(R"(["p"])"));
+  }
+  const std::string m = Metrics();
+  EXPECT_NE(
+      m.find(
+          R"(pipescale_requests_total{code="200",namespace="demo",path="p",pipeline="chain"} 20)"),
+      std::string::npos)
+      << m;
+  EXPECT_NE(
+      m.find(
+          R"(pipescale_request_duration_seconds_count{namespace="demo",path="p",pipeline="chain"} 20)"),
+      std::string::npos);
+  EXPECT_NE(
+      m.find(
+          R"(pipescale_router_task_requests_total{code="200",namespace="demo",pipeline="chain",task="classify"} 20)"),
+      std::string::npos);
+}
+
+TEST_F(RouterTest, ABadRequestIsToldWhatIsWrong) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  const Reply malformed =
+      Infer(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [3], "data": [1]}]})");
+  EXPECT_EQ(malformed.code, 400);
+  EXPECT_EQ(malformed.body["error"], "inputs[0].data: holds 1 elements, the shape says 3");
+  const Reply unknown = Infer(kRequest, "nowhere");
+  EXPECT_EQ(unknown.code, 404);
+  EXPECT_NE(unknown.body.value("error", "").find("nowhere"), std::string::npos);
+  EXPECT_EQ(Infer("not json").code, 400);
+  EXPECT_TRUE(router_->Running());
+}
+
+// One of two detect pods dies: every request still succeeds, the failures retried once on
+// the other pod; with no detect pod left, 502 names the task.
+TEST_F(RouterTest, AFailedPodIsRetriedOnceOnAnotherThenTheTaskIsNamed) {
+  processes_.reserve(3);
+  const std::string a = Model("detect", "0,0,5");
+  const std::string b = Model("detect", "0,0,5");
+  StartRouter("detect=" + a + "," + b + ";classify=" + Model("classify", "0,0,5"));
+  ASSERT_EQ(Infer(kRequest).code, 200);
+  processes_[0]->Stop(SIGKILL, 5s);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(Infer(kRequest).code, 200) << i;
+  EXPECT_NE(
+      Metrics().find(
+          "pipescale_router_retries_total{namespace=\"demo\",pipeline=\"chain\",task=\"detect\"}"),
+      std::string::npos);
+  processes_[1]->Stop(SIGKILL, 5s);
+  const Reply failed = Infer(kRequest);
+  EXPECT_EQ(failed.code, 502);
+  EXPECT_NE(failed.body.value("error", "").find("task detect"), std::string::npos) << failed.body;
+}
+
+// classify takes 300 ms against a 200 ms SLO: the client hears 504 by the deadline plus the
+// grace, not 300 ms later, and the router counts it.
+TEST_F(RouterTest, ARequestThatCannotMakeItsDeadlineIsAnsweredByIt) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,300"),
+              200);
+  const Reply late = Infer(kRequest);
+  EXPECT_EQ(late.code, 504) << late.body;
+  EXPECT_LT(late.seconds, 0.2 + 0.05 + 0.05);
+  EXPECT_NE(Metrics().find("pipescale_router_deadline_exceeded_total{namespace=\"demo\",path=\"p\","
+                           "pipeline=\"chain\"} 1"),
+            std::string::npos)
+      << Metrics();
+}
+
+// SIGTERM while a request is in flight: it is answered, then the router exits 0.
+TEST_F(RouterTest, SigtermFinishesTheRequestsInFlight) {
+  StartRouter("detect=" + Model("detect", "0,0,400") + ";classify=" + Model("classify", "0,0,5"),
+              2000);
+  Reply slow;
+  std::thread client([&] { slow = Infer(kRequest); });
+  std::this_thread::sleep_for(150ms);
+  EXPECT_EQ(router_->Stop(SIGTERM, 10s), 0) << router_->Log();
+  client.join();
+  EXPECT_EQ(slow.code, 200) << slow.body;
+}
+
+}  // namespace
+}  // namespace pipescale
