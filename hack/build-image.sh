@@ -4,9 +4,9 @@
 # (debootstrap from the machine's Debian mirror, cached outside the repo), the binaries go in
 # a layer of their own, and umoci writes an OCI image layout:
 #   hack/build-image.sh [OUT]      default OUT: build/images
-#     OUT/oci                  an OCI image layout with the tags operator and model-server
+#     OUT/oci                  an OCI image layout with the tags operator, router and model-server
 #                              (push with: skopeo copy oci:OUT/oci:operator docker://REGISTRY/pipescale/operator:VERSION)
-#     OUT/rootfs-operator, OUT/rootfs-model-server   each image's root filesystem, for chroot
+#     OUT/rootfs-IMAGE         each image's root filesystem, for chroot
 # The first run downloads about 40 MB of packages (about 2 minutes); later runs take seconds.
 # PIPESCALE_SKIP_BUILD=1 takes the binaries as they are in the build directory.
 set -euo pipefail
@@ -20,8 +20,8 @@ for tool in debootstrap umoci; do
   command -v "$tool" >/dev/null || { echo "build-image: needs $tool (hack/install-deps.sh)" >&2; exit 1; }
 done
 
-# The base: one tarball per package list.
-base=$cache/rootfs-$(sha256sum "$root/hack/packages/runtime.txt" | cut -c1-16).tar
+# The base: one tarball per package list (its comments aside).
+base=$cache/rootfs-$(sha256sum <<<"$packages" | cut -c1-16).tar
 if [[ ! -f $base ]]; then
   mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
   echo "build-image: Debian bookworm with $packages (debootstrap from ${mirror:-deb.debian.org}, about 2 minutes, once)" >&2
@@ -42,16 +42,18 @@ fi
 if [[ ${PIPESCALE_SKIP_BUILD:-0} != 1 ]]; then
   export CCACHE_BASEDIR=$root
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" --target pipescale-operator pipescale-model-server >/dev/null
+  cmake --build "$build" --target pipescale-operator pipescale-model-server pipescale-router >/dev/null
 fi
 
 declare -A binaries=(
   [operator]=$build/operator/pipescale-operator
   [model-server]=$build/tests/emulator/pipescale-model-server
+  [router]=$build/src/router/pipescale-router
 )
 declare -A descriptions=(
   [operator]="Autoscales ML inference pipelines to their latency SLOs at the lowest cost"
   [model-server]="An emulated model server (Open Inference Protocol) with a latency profile"
+  [router]="A pipeline's front door: walks its DAG over the model pods and measures every path"
 )
 revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -59,7 +61,7 @@ rm -rf "$out/oci" "$out/base"
 mkdir -p "$out/base"
 tar -C "$out/base" -xf "$base"
 umoci init --layout "$out/oci"
-for image in operator model-server; do
+for image in operator router model-server; do
   binary=/usr/local/bin/pipescale-$image
   rootfs=$out/rootfs-$image
   rm -rf "$rootfs" && cp -a "$out/base" "$rootfs"

@@ -2,7 +2,7 @@
 # The images hack/build-image.sh makes: each root filesystem runs its binary as the image's
 # non-root user (every shared library present: the loader lists none "not found", and the
 # operator answers --version), and the OCI config says who runs what, with the
-# org.opencontainers.image.* labels. Both images share their Debian layer.
+# org.opencontainers.image.* labels. The images share their Debian layer.
 #   check.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,7 +12,7 @@ trap 'rm -rf "$out"' EXIT
 PIPESCALE_BUILD_DIR=$build PIPESCALE_SKIP_BUILD=1 "$root/hack/build-image.sh" "$out" >/dev/null
 version=$(sed -n 's/^project(pipescale VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 
-for image in operator model-server; do
+for image in operator router model-server; do
   rootfs=$out/rootfs-$image
   binary=/usr/local/bin/pipescale-$image
   listed=$(chroot --userspec=65532:65532 "$rootfs" /lib64/ld-linux-x86-64.so.2 --list "$binary")
@@ -34,7 +34,7 @@ const blob = (d) => JSON.parse(fs.readFileSync(`${layout}/blobs/${d.replace(':',
 const index = JSON.parse(fs.readFileSync(`${layout}/index.json`, 'utf8'));
 const fail = (m) => { console.error(m); process.exit(1); };
 const layers = {};
-for (const name of ['operator', 'model-server']) {
+for (const name of ['operator', 'router', 'model-server']) {
   const entry = index.manifests.find((m) => m.annotations['org.opencontainers.image.ref.name'] === name);
   if (!entry) fail(`no tag ${name}`);
   const manifest = blob(entry.digest);
@@ -51,6 +51,8 @@ for (const name of ['operator', 'model-server']) {
   if (manifest.layers.length !== 2) fail(`${name}: ${manifest.layers.length} layers`);
   layers[name] = manifest.layers.map((l) => l.digest);
 }
-if (layers.operator[0] !== layers['model-server'][0]) fail('the images do not share their base layer');
+if (layers.operator[0] !== layers['model-server'][0] || layers.operator[0] !== layers.router[0]) {
+  fail('the images do not share their base layer');
+}
 console.log('images: users, entrypoints, labels and layers as expected');
 JS
