@@ -169,14 +169,15 @@ class Operator {
     }
     metrics_.CountReverts(ns, name, outcome->reverted_fields);
     metrics_.CountRollouts(ns, name, outcome->rollouts);
+    const bool exists = pipelines_[index]->Get(key).has_value();
     if (outcome->plan) {
       metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
       if (outcome->capacity)
         metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
-    } else if (!pipelines_[index]->Get(key)) {
+    } else if (!exists) {
       metrics_.Forget(ns, name);
     }
-    if (pipelines_[index]->Get(key)) metrics_.RecordConditions(ns, name, outcome->conditions);
+    if (exists) metrics_.RecordConditions(ns, name, outcome->conditions);
     if (outcome->deployment_writes > 0 || outcome->events > 0) {
       Log("info", "reconciled",
           {{"pipeline", key},

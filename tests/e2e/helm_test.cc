@@ -9,8 +9,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -20,6 +18,7 @@
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "reconciler/reconciler.h"
+#include "support/shell.h"
 
 namespace pipescale {
 namespace {
@@ -32,19 +31,8 @@ using namespace std::chrono_literals;
 
 const std::string kRoot = PIPESCALE_SOURCE_DIR;
 
-struct Shell {
-  int code = 0;
-  std::string out;
-};
-
-Shell Sh(const std::string& command) {
-  Shell r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) r.out.append(buffer.data(), n);
-  r.code = WEXITSTATUS(pclose(pipe));
-  return r;
-}
+using Shell = testing::ShellResult;
+Shell Sh(const std::string& command) { return testing::RunShell(command); }
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {

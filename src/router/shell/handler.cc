@@ -218,7 +218,6 @@ asio::awaitable<Result<json>> PipelineHandler::Call(const std::string& task, jso
     }
     last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
     // Once more, on another pod (a failed or reset pod must not fail the request alone).
-    candidates[pick].weight = 0;
     std::vector<Candidate> rest;
     std::vector<int> index;
     for (size_t i = 0; i < candidates.size(); ++i) {

@@ -135,9 +135,7 @@ void Agent::Sync() {
     } else {
       // Deleted between its binding and our first look: nothing of it runs, so it goes at once
       // (else it would stay Terminating for good, as with a kubelet that never saw it).
-      (void)client_.Delete(kube::ObjectPath(kube::kPods, pod["metadata"].value("namespace", ""),
-                                            pod["metadata"].value("name", "")) +
-                           "?gracePeriodSeconds=0");
+      RemovePod(pod["metadata"].value("namespace", ""), pod["metadata"].value("name", ""));
     }
   }
 }
@@ -396,11 +394,15 @@ bool Agent::Terminate(PodState& pod, const json* object) {
   if (object != nullptr) {
     // Without a kubelet's final delete the pod would stay Terminating and keep its resources
     // in the scheduler's books.
-    (void)client_.Delete(kube::ObjectPath(kube::kPods, pod.ns, pod.name) + "?gracePeriodSeconds=0");
+    RemovePod(pod.ns, pod.name);
   }
   std::error_code ec;
   fs::remove_all(options_.work_dir + "/" + pod.ns + "_" + pod.name + "/serviceaccount", ec);
   return true;
+}
+
+void Agent::RemovePod(const std::string& ns, const std::string& name) {
+  (void)client_.Delete(kube::ObjectPath(kube::kPods, ns, name) + "?gracePeriodSeconds=0");
 }
 
 void Agent::Report(PodState& pod, const json& object) {

@@ -54,6 +54,8 @@ class Agent {
   void Tend(PodState& pod);
   void Probe(PodState& pod, ContainerState& c, const nlohmann::json& spec);
   bool Terminate(PodState& pod, const nlohmann::json* object);
+  // The kubelet's final delete of a pod nothing of which runs any more.
+  void RemovePod(const std::string& ns, const std::string& name);
   void Report(PodState& pod, const nlohmann::json& object);
   void Event(const PodState& pod, const std::string& container, const std::string& type,
              const std::string& reason, const std::string& message);

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +12,7 @@
 
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
+#include "support/shell.h"
 
 namespace pipescale {
 namespace {
@@ -84,18 +83,13 @@ spec:
     const std::string file = dir_ + "/request.json";
     std::ofstream(file) << body;
     const auto start = std::chrono::steady_clock::now();
-    FILE* pipe =
-        popen(("curl -s -o " + dir_ +
-               "/reply.json -w '%{http_code}' -H 'x-pipescale-path: " + path + "' --data-binary @" +
-               file + " http://127.0.0.1:" + std::to_string(port_) + "/v2/models/chain/infer")
-                  .c_str(),
-              "r");
-    std::array<char, 16> code{};
-    const size_t n = fread(code.data(), 1, code.size() - 1, pipe);
-    pclose(pipe);
+    const testing::ShellResult curl = testing::RunShell(
+        "curl -s -o " + dir_ + "/reply.json -w '%{http_code}' -H 'x-pipescale-path: " + path +
+        "' --data-binary @" + file + " http://127.0.0.1:" + std::to_string(port_) +
+        "/v2/models/chain/infer");
     Reply r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.code = std::atoi(std::string(code.data(), n).c_str());
+    r.code = std::atoi(curl.out.c_str());
     r.body = json::parse(Read(dir_ + "/reply.json"), nullptr, false);
     return r;
   }

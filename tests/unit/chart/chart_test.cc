@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,7 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "support/shell.h"
+
 namespace {
+
+using pipescale::testing::RunShell;
+using pipescale::testing::ShellResult;
 
 const std::string kRoot = PIPESCALE_SOURCE_DIR;
 
@@ -40,19 +43,9 @@ struct Rendered {
   }
 };
 
-std::string RunCommand(const std::string& command, int& exit_code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  exit_code = WEXITSTATUS(pclose(pipe));
-  return out;
-}
-
 std::string Helm() {
   static const std::string helm = [] {
-    int code = 0;
-    std::string dir = RunCommand(kRoot + "/hack/install-tools.sh 2>/dev/null", code);
+    std::string dir = RunShell(kRoot + "/hack/install-tools.sh 2>/dev/null").out;
     while (!dir.empty() && dir.back() == '\n') dir.pop_back();
     return "HOME=$(mktemp -d) " + dir + "/bin/helm";
   }();
@@ -61,8 +54,10 @@ std::string Helm() {
 
 Rendered Template(const std::string& args) {
   Rendered r;
-  r.output = RunCommand(
-      Helm() + " template rel " + kRoot + "/helm/pipescale --namespace ops " + args, r.exit_code);
+  const ShellResult run =
+      RunShell(Helm() + " template rel " + kRoot + "/helm/pipescale --namespace ops " + args);
+  r.exit_code = run.code;
+  r.output = run.out;
   if (r.exit_code == 0) {
     for (const auto& doc : YAML::LoadAll(r.output)) {
       if (doc.IsMap()) r.objects.push_back(doc);
@@ -126,9 +121,8 @@ bool Has(const std::vector<std::string>& v, const std::string& s) {
 }
 
 TEST(Chart, LintsStrict) {
-  int code = 0;
-  const std::string out = RunCommand(Helm() + " lint --strict " + kRoot + "/helm/pipescale", code);
-  EXPECT_EQ(code, 0) << out;
+  const ShellResult lint = RunShell(Helm() + " lint --strict " + kRoot + "/helm/pipescale");
+  EXPECT_EQ(lint.code, 0) << lint.out;
 }
 
 TEST(Chart, DefaultsGrantClusterWideRightsAndTheLeaseInTheReleaseNamespace) {
