@@ -3,13 +3,19 @@
 // one model, gathers requests into batches of up to the batch size its environment names
 // (MAX_BATCH_SIZE, as the operator sets it), runs each batch for d(b) = a b^2 + b b + c ms,
 // answers not-ready until its start-up delay has passed, and exports Prometheus metrics.
+// Like a detector it finds objects: each response names, in the parameter pipescale_next, how
+// many requests each next task gets: n objects (the multiplicative factor, rounded at random
+// to an integer with the same mean), each sent down every edge with the edge's ratio as its
+// chance; on a path the client named, all n go to every next task (the router takes the
+// path's).
 //
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--startup-seconds S] [--batch-env NAME] [--max-wait-ms 1000]
-//       [--emit 1.0]
+//       [--factor 1.0] [--next TASK=RATIO[,TASK=RATIO...]]
 // Flags may be written --flag=value. Defaults come from the environment the operator and the
 // node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
-// emulated hardware's profile), PIPESCALE_STARTUP_SECONDS.
+// emulated hardware's profile), PIPESCALE_STARTUP_SECONDS, PIPESCALE_MULTIPLICATIVE_FACTOR and
+// PIPESCALE_NEXT (the variant's factor and the task's edges).
 #include <civetweb.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -18,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -29,6 +36,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,7 +58,8 @@ struct Options {
   std::string batch_env = "MAX_BATCH_SIZE";
   int max_wait_ms = 1000;  // a partial batch runs after this long
   int max_queue = 0;       // requests waiting or running at once; set from the thread count
-  double emit = 1.0;       // requests sent downstream per request served
+  double factor = 1.0;     // objects found per request served, on average
+  std::vector<std::pair<std::string, double>> next;  // the task's edges: (task, ratio)
 };
 
 struct Ticket {
@@ -132,6 +141,22 @@ class Server {
     done.wait();
   }
 
+  // Where this response's output goes: {"pipescale_next": {task: count}}; counted as emitted.
+  json Next(bool path_named) {
+    std::lock_guard lock(rng_mu_);
+    std::uniform_real_distribution<double> u(0, 1);
+    const double whole = std::floor(options_.factor);
+    const int found = static_cast<int>(whole) + (u(rng_) < options_.factor - whole ? 1 : 0);
+    emitted_->Increment(found);
+    json counts = json::object();
+    for (const auto& [task, ratio] : options_.next) {
+      int taken = 0;
+      for (int i = 0; i < found; ++i) taken += path_named || u(rng_) < ratio ? 1 : 0;
+      counts[task] = taken;
+    }
+    return counts;
+  }
+
   std::string Metrics() const {
     return prometheus::TextSerializer().Serialize(registry_->Collect());
   }
@@ -163,7 +188,6 @@ class Server {
       for (auto& t : batch) {
         latency_->Observe(std::chrono::duration<double>(now - t->arrived).count());
         requests_->Increment();
-        emitted_->Increment(options_.emit);
         t->done.set_value();
       }
       lock.lock();
@@ -184,6 +208,8 @@ class Server {
   std::deque<std::shared_ptr<Ticket>> queue_;
   bool stop_ = false;
   std::atomic<int> in_flight_{0};
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_{std::random_device{}()};
   std::thread worker_;
 };
 
@@ -311,10 +337,15 @@ int OnInfer(mg_connection* conn, Server& server) {
                        {"shape", input["shape"]},
                        {"data", input["data"]}});
   }
+  const json parameters = request.value("parameters", json::object());
+  const bool path_named = parameters.is_object() && parameters.contains("pipescale_path");
   json response = {{"model_name", server.options().model},
                    {"model_version", "1"},
                    {"parameters", {{"batch_size", server.batch()}}},
                    {"outputs", outputs}};
+  // A last task has no edges; what it would emit still counts, as its factor is measured.
+  json next = server.Next(path_named);
+  if (!next.empty()) response["parameters"]["pipescale_next"] = std::move(next);
   if (request.contains("id")) response["id"] = request["id"];
   return ReplyJson(conn, 200, response);
 }
@@ -363,6 +394,18 @@ int OnMetrics(mg_connection* conn, void* server) {
   return Reply(conn, 200, "text/plain; version=0.0.4", static_cast<Server*>(server)->Metrics());
 }
 
+// "classify=0.8,recognize=0.5"
+bool ParseNext(const std::string& s, Options& o) {
+  o.next.clear();
+  std::stringstream ss(s);
+  for (std::string edge; std::getline(ss, edge, ',');) {
+    const auto eq = edge.find('=');
+    if (eq == std::string::npos || eq == 0) return false;
+    o.next.emplace_back(edge.substr(0, eq), std::atof(edge.c_str() + eq + 1));
+  }
+  return true;
+}
+
 bool ParseLatency(const std::string& s, Options& o) {
   std::stringstream ss(s);
   char comma1 = 0, comma2 = 0;
@@ -383,6 +426,11 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   o.startup_seconds = std::atof(Env("PIPESCALE_STARTUP_SECONDS", "0").c_str());
   if (!ParseLatency(Env("PIPESCALE_LATENCY_MS", "0,1,5"), o)) {
     std::cerr << "PIPESCALE_LATENCY_MS must be a,b,c\n";
+    return std::nullopt;
+  }
+  o.factor = std::atof(Env("PIPESCALE_MULTIPLICATIVE_FACTOR", "1").c_str());
+  if (!ParseNext(Env("PIPESCALE_NEXT", ""), o)) {
+    std::cerr << "PIPESCALE_NEXT must be TASK=RATIO[,TASK=RATIO...]\n";
     return std::nullopt;
   }
   for (int i = 1; i < argc; ++i) {
@@ -410,9 +458,12 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       o.batch_env = value;
     } else if (flag == "--max-wait-ms") {
       o.max_wait_ms = std::atoi(value.c_str());
-    } else if (flag == "--emit") {
-      o.emit = std::atof(value.c_str());
-    } else if (flag != "--latency-ms") {
+    } else if (flag == "--factor") {
+      o.factor = std::atof(value.c_str());
+    } else if (flag == "--next" && !ParseNext(value, o)) {
+      std::cerr << "--next must be TASK=RATIO[,TASK=RATIO...]\n";
+      return std::nullopt;
+    } else if (flag != "--latency-ms" && flag != "--next") {
       std::cerr << "unknown flag " << flag << "\n";
       return std::nullopt;
     }

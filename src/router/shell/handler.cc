@@ -62,6 +62,7 @@ class InFlight {
 
 // One request's walk through the DAG, shared by the visits it fans out to (all on one thread).
 struct PipelineHandler::Walk {
+  std::shared_ptr<const RoutingTable> table;
   std::string path;  // named by the client, or ""
   Clock::time_point start, deadline;
   std::vector<json> outputs;                                     // of the tasks it ended at
@@ -156,9 +157,11 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");
   if (target == "/v2/health/live") co_return Reply(200, "");
   if (target == "/v2/health/ready" || target == model + "/ready") {
-    for (const auto& task : config_.graph.tasks()) {
-      auto it = config_.endpoints.find(task);
-      if (it == config_.endpoints.end() || it->second.empty()) {
+    const auto table = config_.table.load();
+    if (!table) co_return ErrorReply(400, "the pipeline is not known yet");
+    for (const auto& task : table->graph.tasks()) {
+      auto it = table->endpoints.find(task);
+      if (it == table->endpoints.end() || it->second.empty()) {
         co_return ErrorReply(400, "task " + task + " has no ready pod");
       }
     }
@@ -176,10 +179,11 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
 }
 
-asio::awaitable<Result<json>> PipelineHandler::Call(const std::string& task, json body,
+asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
+                                                    const std::string& task, json body,
                                                     Clock::time_point deadline) {
-  auto it = config_.endpoints.find(task);
-  if (it == config_.endpoints.end() || it->second.empty()) {
+  auto it = table.endpoints.find(task);
+  if (it == table.endpoints.end() || it->second.empty()) {
     co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
   }
   const auto& pods = it->second;
@@ -258,7 +262,9 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
 asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json body,
                                              std::vector<std::string> trail) {
   trail.push_back(task);
-  auto response = co_await Call(task, body, walk.deadline);
+  // A model that branches takes the client's path instead when told which it is.
+  if (!walk.path.empty()) body["parameters"][kPathParameter] = walk.path;
+  auto response = co_await Call(*walk.table, task, body, walk.deadline);
   if (!response) {
     const ErrorKind kind = response.error().kind;
     const unsigned status = kind == ErrorKind::kExpired    ? 504
@@ -267,7 +273,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json 
     if (!walk.failure) walk.failure = {status, response.error().message};
     co_return;
   }
-  auto next = config_.graph.Next(walk.path, task, response->value("parameters", json::object()));
+  auto next = walk.table->graph.Next(walk.path, task, response->value("parameters", json::object()));
   if (!next) {
     if (!walk.failure) walk.failure = {502, "task " + task + ": " + next.error().message};
     co_return;
@@ -307,15 +313,23 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
     metrics_.Request("", 400, 0, 1);
     co_return ErrorReply(400, parsed.error().message);
   }
-  auto entry = config_.graph.Entry(parsed->path);
+  Walk walk;
+  walk.table = config_.table.load();
+  if (!walk.table) {
+    metrics_.Request("", 503, 0, parsed->query_size);
+    HttpResponse unknown = ErrorReply(503, "the router has not read its pipeline yet");
+    unknown.set(http::field::retry_after, "1");
+    co_return unknown;
+  }
+  const Graph& graph = walk.table->graph;
+  auto entry = graph.Entry(parsed->path);
   if (!entry) {
     metrics_.Request("", 404, 0, parsed->query_size);
     co_return ErrorReply(404, entry.error().message);
   }
-  Walk walk;
   walk.path = parsed->path;
   walk.start = start;
-  const double deadline_ms = config_.graph.DeadlineMs(parsed->path);
+  const double deadline_ms = graph.DeadlineMs(parsed->path);
   walk.deadline =
       start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
                                : config_.call_timeout);
@@ -331,7 +345,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   if (status == 504) metrics_.Late(walk.path);
   std::set<std::string> paths;
   for (const auto& [trail, done] : walk.trails) {
-    const std::string path = walk.path.empty() ? config_.graph.PathOf(trail) : walk.path;
+    const std::string path = walk.path.empty() ? graph.PathOf(trail) : walk.path;
     paths.insert(path);
     metrics_.Request(path, status, std::chrono::duration<double>(done - start).count(),
                      parsed->query_size);

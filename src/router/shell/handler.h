@@ -30,11 +30,17 @@ struct Endpoint {
   std::atomic<int> outstanding{0};
 };
 
+// The pipeline's graph and its pods as one request sees them: replaced whole when either
+// changes, so a walk reads one consistent view from its start to its end.
+struct RoutingTable {
+  Graph graph;
+  std::map<std::string, std::vector<std::shared_ptr<Endpoint>>> endpoints;  // by task
+};
+
 // What every thread shares: fixed after start, but for the atomics.
 struct RouterConfig {
   std::string pipeline, namespace_name;
-  Graph graph;
-  std::map<std::string, std::vector<std::unique_ptr<Endpoint>>> endpoints;  // by task
+  std::atomic<std::shared_ptr<const RoutingTable>> table;  // null until the pipeline is known
   std::chrono::milliseconds grace{50};            // past the deadline before answering 504
   std::chrono::milliseconds call_timeout{30000};  // a call's limit when no deadline applies
   int max_in_flight = 4096;
@@ -74,7 +80,8 @@ class PipelineHandler {
  private:
   struct Walk;
   asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
-  asio::awaitable<Result<nlohmann::json>> Call(const std::string& task, nlohmann::json body,
+  asio::awaitable<Result<nlohmann::json>> Call(const RoutingTable& table, const std::string& task,
+                                               nlohmann::json body,
                                                std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> Visit(Walk& walk, std::string task, nlohmann::json body,
                               std::vector<std::string> trail);

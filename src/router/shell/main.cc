@@ -2,10 +2,14 @@
 // to the pipeline as one model; the router walks its DAG over the model pods and measures
 // every path.
 //
-//   pipescale-router --pipeline-file FILE --endpoints TASK=IP:PORT[,IP:PORT][;TASK=...]
+//   pipescale-router (--pipeline NAME --namespace NS | --pipeline-file FILE)
+//       [--endpoints TASK=IP:PORT[,IP:PORT][;TASK=...]] [--kubeconfig F]
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
 //       [--grace-ms 50] [--max-in-flight 4096]
-// SIGTERM stops accepting, finishes the requests in flight (up to 25 s) and exits 0.
+// The pipeline comes from the file, else from its routing ConfigMap; the pods from
+// --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
+// account), followed as they change. SIGTERM stops accepting, finishes the requests in flight
+// (up to 25 s) and exits 0.
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -13,34 +17,32 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "api/pipeline_parse.h"
+#include "kube/config.h"
+#include "router/shell/discovery.h"
 #include "router/shell/server.h"
 
 namespace {
 
-using pipescale::router::Endpoint;
-using pipescale::router::Graph;
-using pipescale::router::RouterConfig;
-using pipescale::router::RouterMetrics;
-using pipescale::router::Server;
+using namespace pipescale::router;
+using Flags = std::map<std::string, std::string>;
 
 // "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080"
-bool ParseEndpoints(const std::string& text, RouterConfig& config) {
+std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
+    const std::string& text) {
+  std::map<std::string, std::vector<PodEndpoint>> out;
   std::stringstream tasks(text);
   for (std::string item; std::getline(tasks, item, ';');) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) return false;
-    auto& pods = config.endpoints[item.substr(0, eq)];
+    if (eq == std::string::npos) return std::nullopt;
+    auto& pods = out[item.substr(0, eq)];
     std::stringstream addresses(item.substr(eq + 1));
-    for (std::string a; std::getline(addresses, a, ',');) {
-      auto e = std::make_unique<Endpoint>();
-      e->address = a;
-      pods.push_back(std::move(e));
-    }
+    for (std::string a; std::getline(addresses, a, ',');) pods.push_back({a, a, 1});
   }
-  return true;
+  return out;
 }
 
 std::pair<std::string, unsigned short> HostPort(const std::string& text) {
@@ -48,28 +50,32 @@ std::pair<std::string, unsigned short> HostPort(const std::string& text) {
   return {text.substr(0, colon), static_cast<unsigned short>(std::atoi(text.c_str() + colon + 1))};
 }
 
-int Run(std::map<std::string, std::string> flags) {
+// The pipeline named by the flags: its file's, or its name and namespace alone.
+bool ReadPipeline(Flags& flags, std::optional<pipescale::model::Pipeline>& file) {
+  if (flags["--pipeline-file"].empty()) {
+    if (!flags["--pipeline"].empty()) return true;
+    std::cerr << "pipescale-router: --pipeline NAME or --pipeline-file FILE is required\n";
+    return false;
+  }
   auto parsed = pipescale::api::ParsePipelineFile(flags["--pipeline-file"]);
   if (!parsed.pipeline) {
     std::cerr << "pipescale-router: " << flags["--pipeline-file"] << ": "
               << (parsed.errors.empty() ? "invalid" : parsed.errors[0].ToString()) << "\n";
-    return 2;
+    return false;
   }
-  RouterConfig config{.pipeline = parsed.pipeline->name,
-                      .namespace_name = parsed.pipeline->namespace_name,
-                      .graph = Graph(*parsed.pipeline)};
-  if (!ParseEndpoints(flags["--endpoints"], config)) {
-    std::cerr << "pipescale-router: --endpoints must read TASK=IP:PORT[,IP:PORT][;TASK=...]\n";
-    return 2;
-  }
-  config.grace = std::chrono::milliseconds(std::atoi(flags["--grace-ms"].c_str()));
-  config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
+  file = parsed.pipeline;
+  flags["--pipeline"] = file->name;
+  flags["--namespace"] = file->namespace_name;
+  return true;
+}
 
-  auto registry = std::make_shared<prometheus::Registry>();
-  RouterMetrics metrics(*registry, config);
-  prometheus::Exposer exposer(flags["--metrics-listen"]);
-  exposer.RegisterCollectable(registry);
+void WritePortFile(const std::string& file, unsigned short port, unsigned short metrics) {
+  if (file.empty()) return;
+  std::ofstream(file + ".tmp") << port << " " << metrics << "\n";
+  std::rename((file + ".tmp").c_str(), file.c_str());
+}
 
+int Serve(RouterConfig& config, Flags& flags, RouterMetrics& metrics, unsigned short metrics_port) {
   Server server(config, metrics, std::atoi(flags["--threads"].c_str()));
   const auto [host, port] = HostPort(flags["--listen"]);
   auto bound = server.Listen(host, port);
@@ -77,33 +83,71 @@ int Run(std::map<std::string, std::string> flags) {
     std::cerr << "pipescale-router: " << bound.error().message << "\n";
     return 1;
   }
-  if (!flags["--port-file"].empty()) {
-    std::ofstream(flags["--port-file"] + ".tmp")
-        << *bound << " " << exposer.GetListeningPorts().front() << "\n";
-    std::rename((flags["--port-file"] + ".tmp").c_str(), flags["--port-file"].c_str());
-  }
+  WritePortFile(flags["--port-file"], *bound, metrics_port);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   server.Start();
-  std::cerr << "pipescale-router: serving pipeline " << config.pipeline << " on " << host << ":"
-            << *bound << "\n";
+  std::cerr << "pipescale-router: serving pipeline " << config.namespace_name << "/"
+            << config.pipeline << " on " << host << ":" << *bound << "\n";
   int signal = 0;
   sigwait(&signals, &signal);
   server.Drain(std::chrono::seconds(25));
   return 0;
 }
 
+int Run(Flags flags) {
+  std::optional<pipescale::model::Pipeline> file;
+  if (!ReadPipeline(flags, file)) return 2;
+  RouterConfig config{.pipeline = flags["--pipeline"], .namespace_name = flags["--namespace"]};
+  config.grace = std::chrono::milliseconds(std::atoi(flags["--grace-ms"].c_str()));
+  config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
+  auto registry = std::make_shared<prometheus::Registry>();
+  RouterMetrics metrics(*registry, config);
+  prometheus::Exposer exposer(flags["--metrics-listen"]);
+  exposer.RegisterCollectable(registry);
+  const unsigned short metrics_port = exposer.GetListeningPorts().front();
+
+  if (!flags["--endpoints"].empty()) {
+    const auto pods = ParseEndpoints(flags["--endpoints"]);
+    if (!pods || !file) {
+      std::cerr << "pipescale-router: --endpoints must read TASK=IP:PORT[,IP:PORT][;TASK=...] "
+                   "and needs --pipeline-file\n";
+      return 2;
+    }
+    std::map<std::string, std::shared_ptr<Endpoint>> known;
+    config.table.store(MakeTable(*file, *pods, known));
+    return Serve(config, flags, metrics, metrics_port);
+  }
+  auto cluster = pipescale::kube::LoadClusterConfig(flags["--kubeconfig"]);
+  if (!cluster) {
+    std::cerr << "pipescale-router: " << cluster.error().message << "\n";
+    return 2;
+  }
+  const pipescale::kube::Client client(*cluster);
+  Discovery discovery(client, config, file);
+  discovery.Start();
+  // Serve at once: until the pipeline and its pods are known, requests get 503 and the
+  // readiness probe fails, so no Service sends any here.
+  return Serve(config, flags, metrics, metrics_port);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {
-      {"--listen", "0.0.0.0:8080"}, {"--metrics-listen", "0.0.0.0:9090"},
-      {"--threads", "1"},           {"--grace-ms", "50"},
-      {"--max-in-flight", "4096"},  {"--port-file", ""},
-      {"--pipeline-file", ""},      {"--endpoints", ""}};
+  Flags flags = {{"--listen", "0.0.0.0:8080"},
+                 {"--metrics-listen", "0.0.0.0:9090"},
+                 {"--threads", "1"},
+                 {"--grace-ms", "50"},
+                 {"--max-in-flight", "4096"},
+                 {"--port-file", ""},
+                 {"--pipeline-file", ""},
+                 {"--pipeline", ""},
+                 {"--namespace", "default"},
+                 {"--kubeconfig", ""},
+                 {"--endpoints", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

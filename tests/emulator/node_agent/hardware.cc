@@ -26,10 +26,16 @@ std::map<std::string, std::string> EmulatedHardware(const nlohmann::json& pod,
       q = fit ? fit->coefficients
               : model::QuadraticLatency{0, 0, profile->latency.points.front().ms};
     }
+    std::string next;
+    for (const model::Edge& e : p.spec.tasks[ti].next) {
+      next += (next.empty() ? "" : ",") + e.task + "=" + std::to_string(e.ratio);
+    }
     return {
         {"PIPESCALE_LATENCY_MS",
          std::to_string(q.a) + "," + std::to_string(q.b) + "," + std::to_string(q.c)},
-        {"PIPESCALE_STARTUP_SECONDS", std::to_string(p.spec.hardware_classes[hi].startup_seconds)}};
+        {"PIPESCALE_STARTUP_SECONDS", std::to_string(p.spec.hardware_classes[hi].startup_seconds)},
+        {"PIPESCALE_MULTIPLICATIVE_FACTOR", std::to_string(v.multiplicative_factor)},
+        {"PIPESCALE_NEXT", next}};
   }
   return {};
 }

@@ -1,0 +1,31 @@
+// Which model pods a router may call: the Ready pods of its pipeline, found from the Pod
+// objects the cluster reports, each weighted by the capacity its plan gives it. Pure.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/pipeline.h"
+
+namespace pipescale::router {
+
+inline constexpr int kDefaultModelPort = 8080;  // the Open Inference Protocol's usual HTTP port
+
+struct PodEndpoint {
+  std::string name;     // the pod's, for logs
+  std::string address;  // ip:port
+  double weight = 1;    // requests per second one replica serves as planned
+  bool operator==(const PodEndpoint&) const = default;
+};
+
+// The pods of `pipeline` that may take requests, by task: labelled pipescale.io/pipeline and
+// pipescale.io/task, with an address, the Ready condition True and no deletion under way. The
+// port is the container port named "http", else the first declared, else kDefaultModelPort.
+// The weight is what one replica of its variant serves on its hardware class at the batch size
+// in its environment (b * 1000 / d(b)); 1 where the pipeline does not say.
+std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(
+    const model::Pipeline& pipeline, const std::vector<nlohmann::json>& pods);
+
+}  // namespace pipescale::router

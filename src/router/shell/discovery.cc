@@ -1,0 +1,104 @@
+#include "router/shell/discovery.h"
+
+#include "api/pipeline_parse.h"
+#include "common/log.h"
+
+namespace pipescale::router {
+
+std::shared_ptr<const RoutingTable> MakeTable(
+    const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
+    std::map<std::string, std::shared_ptr<Endpoint>>& known) {
+  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}});
+  std::map<std::string, std::shared_ptr<Endpoint>> kept;
+  for (const auto& [task, list] : pods) {
+    for (const PodEndpoint& pod : list) {
+      auto it = known.find(pod.address);
+      std::shared_ptr<Endpoint> e;
+      if (it != known.end() && it->second->weight == pod.weight) {
+        e = it->second;
+      } else {
+        e = std::make_shared<Endpoint>();
+        e->address = pod.address;
+        e->weight = pod.weight;
+      }
+      kept[pod.address] = e;
+      table->endpoints[task].push_back(std::move(e));
+    }
+  }
+  known = std::move(kept);
+  return table;
+}
+
+Discovery::Discovery(const kube::Client& client, RouterConfig& config,
+                     std::optional<model::Pipeline> fixed)
+    : config_(config), fixed_(std::move(fixed)) {
+  const std::string selector = "pipescale.io/pipeline=" + config.pipeline;
+  auto changed = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
+  pods_ = std::make_unique<kube::Informer>(
+      client,
+      kube::Informer::Options{
+          .type = kube::kPods, .namespace_name = config.namespace_name, .label_selector = selector},
+      changed);
+  if (!fixed_) {
+    config_maps_ = std::make_unique<kube::Informer>(
+        client,
+        kube::Informer::Options{.type = kube::kConfigMaps,
+                                .namespace_name = config.namespace_name,
+                                .label_selector = selector},
+        changed);
+  }
+}
+
+Discovery::~Discovery() {
+  pods_->Stop();
+  if (config_maps_) config_maps_->Stop();
+}
+
+void Discovery::Start() {
+  pods_->Start();
+  if (config_maps_) config_maps_->Start();
+}
+
+bool Discovery::WaitForSync(std::chrono::milliseconds timeout) {
+  const bool synced =
+      pods_->WaitForSync(timeout) && (!config_maps_ || config_maps_->WaitForSync(timeout));
+  if (synced) Rebuild();  // the handlers may all have run before the second informer synced
+  return synced;
+}
+
+std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {
+  const auto object =
+      config_maps_->Get(config_.namespace_name + "/" + config_.pipeline + "-routing");
+  std::string error;
+  if (!object) {
+    error = "no ConfigMap " + config_.pipeline + "-routing yet";
+  } else {
+    const auto& data = (*object)["data"];
+    const auto it = data.is_object() ? data.find(kPipelineKey) : data.end();
+    if (it == data.end() || !it->is_string()) {
+      error = "ConfigMap " + config_.pipeline + "-routing has no " + kPipelineKey;
+    } else {
+      auto parsed = api::ParsePipeline(it->get<std::string>());
+      if (parsed.pipeline) {
+        last_error_.clear();
+        return parsed.pipeline;
+      }
+      error = std::string(kPipelineKey) + ": " +
+              (parsed.errors.empty() ? "invalid" : parsed.errors[0].ToString());
+    }
+  }
+  if (error != last_error_) Log("warning", "keeping the last routing table", {{"reason", error}});
+  last_error_ = error;
+  return std::nullopt;
+}
+
+void Discovery::Rebuild() {
+  std::lock_guard lock(mu_);
+  if (!pods_->Synced() || (config_maps_ && !config_maps_->Synced())) return;
+  std::optional<model::Pipeline> pipeline = fixed_ ? fixed_ : PipelineFromConfigMap();
+  if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
+  const auto pods = ReadyEndpoints(*pipeline, pods_->List());
+  config_.table.store(MakeTable(*pipeline, pods, known_));
+}
+
+}  // namespace pipescale::router

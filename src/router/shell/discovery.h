@@ -1,0 +1,52 @@
+// Keeps a router's routing table current from the cluster without a restart: the pipeline from
+// its routing ConfigMap (key pipeline.json, written by the operator) or from a file, and the
+// Ready pods of each task from the Pod objects of the pipeline.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/informer.h"
+#include "model/pipeline.h"
+#include "router/endpoints.h"
+#include "router/shell/handler.h"
+
+namespace pipescale::router {
+
+inline constexpr const char* kPipelineKey = "pipeline.json";
+
+// A table for `pipeline` with these pods. An address in `known` with the same weight keeps its
+// Endpoint (and with it the count of requests outstanding there); `known` is updated.
+std::shared_ptr<const RoutingTable> MakeTable(
+    const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
+    std::map<std::string, std::shared_ptr<Endpoint>>& known);
+
+class Discovery {
+ public:
+  // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap.
+  Discovery(const kube::Client& client, RouterConfig& config,
+            std::optional<model::Pipeline> fixed);
+  ~Discovery();
+  Discovery(const Discovery&) = delete;
+  Discovery& operator=(const Discovery&) = delete;
+
+  void Start();
+  bool WaitForSync(std::chrono::milliseconds timeout);
+
+ private:
+  void Rebuild();
+  std::optional<model::Pipeline> PipelineFromConfigMap();
+
+  RouterConfig& config_;
+  std::optional<model::Pipeline> fixed_;
+  std::unique_ptr<kube::Informer> pods_, config_maps_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Endpoint>> known_;
+  std::string last_error_;
+};
+
+}  // namespace pipescale::router
