@@ -91,7 +91,8 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     if (ip.empty() || !IsReady(pod)) continue;
     const json containers = pod["spec"].value("containers", json::array());
     if (!containers.is_array()) continue;
-    out[task].push_back({Str(pod["metadata"], "name"), ip + ":" + std::to_string(PortOf(containers)),
+    out[task].push_back({Str(pod["metadata"], "name"),
+                         ip + ":" + std::to_string(PortOf(containers)),
                          WeightOf(pipeline, labels, containers)});
   }
   for (auto& [task, list] : out) {

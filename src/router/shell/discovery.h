@@ -28,8 +28,7 @@ std::shared_ptr<const RoutingTable> MakeTable(
 class Discovery {
  public:
   // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap.
-  Discovery(const kube::Client& client, RouterConfig& config,
-            std::optional<model::Pipeline> fixed);
+  Discovery(const kube::Client& client, RouterConfig& config, std::optional<model::Pipeline> fixed);
   ~Discovery();
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;

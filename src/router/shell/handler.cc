@@ -273,7 +273,8 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json 
     if (!walk.failure) walk.failure = {status, response.error().message};
     co_return;
   }
-  auto next = walk.table->graph.Next(walk.path, task, response->value("parameters", json::object()));
+  auto next =
+      walk.table->graph.Next(walk.path, task, response->value("parameters", json::object()));
   if (!next) {
     if (!walk.failure) walk.failure = {502, "task " + task + ": " + next.error().message};
     co_return;

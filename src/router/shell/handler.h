@@ -41,7 +41,7 @@ struct RoutingTable {
 struct RouterConfig {
   std::string pipeline, namespace_name;
   std::atomic<std::shared_ptr<const RoutingTable>> table;  // null until the pipeline is known
-  std::chrono::milliseconds grace{50};            // past the deadline before answering 504
+  std::chrono::milliseconds grace{50};                     // past the deadline before answering 504
   std::chrono::milliseconds call_timeout{30000};  // a call's limit when no deadline applies
   int max_in_flight = 4096;
   std::atomic<int> in_flight{0};

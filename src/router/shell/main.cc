@@ -137,16 +137,11 @@ int Run(Flags flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags = {{"--listen", "0.0.0.0:8080"},
-                 {"--metrics-listen", "0.0.0.0:9090"},
-                 {"--threads", "1"},
-                 {"--grace-ms", "50"},
-                 {"--max-in-flight", "4096"},
-                 {"--port-file", ""},
-                 {"--pipeline-file", ""},
-                 {"--pipeline", ""},
-                 {"--namespace", "default"},
-                 {"--kubeconfig", ""},
+  Flags flags = {{"--listen", "0.0.0.0:8080"}, {"--metrics-listen", "0.0.0.0:9090"},
+                 {"--threads", "1"},           {"--grace-ms", "50"},
+                 {"--max-in-flight", "4096"},  {"--port-file", ""},
+                 {"--pipeline-file", ""},      {"--pipeline", ""},
+                 {"--namespace", "default"},   {"--kubeconfig", ""},
                  {"--endpoints", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

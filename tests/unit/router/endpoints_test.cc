@@ -50,10 +50,10 @@ TEST(Endpoints, OnlyReadyPodsOfThePipelineWithAnAddress) {
   other["metadata"]["labels"]["pipescale.io/pipeline"] = "another";
   json leaving = Pod("l", "detect", "127.0.0.8");
   leaving["metadata"]["deletionTimestamp"] = "2026-11-25T09:00:00Z";
-  const auto e = ReadyEndpoints(Chain(), {Pod("b", "detect", "127.0.0.3"),
-                                          Pod("a", "detect", "127.0.0.2"),
-                                          Pod("n", "detect", "127.0.0.4", "False"),
-                                          Pod("p", "classify", ""), other, leaving});
+  const auto e =
+      ReadyEndpoints(Chain(), {Pod("b", "detect", "127.0.0.3"), Pod("a", "detect", "127.0.0.2"),
+                               Pod("n", "detect", "127.0.0.4", "False"), Pod("p", "classify", ""),
+                               other, leaving});
   ASSERT_EQ(e.size(), 1u);
   ASSERT_EQ(e.at("detect").size(), 2u);
   EXPECT_EQ(e.at("detect")[0].address, "127.0.0.2:8080");  // sorted, the default port
