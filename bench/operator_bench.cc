@@ -191,7 +191,9 @@ Placement Deployed(const kube::Client& client, const std::string& ns) {
 
 // What the operator's own decision makes of a measured rate.
 Placement Wanted(const json& object, double rps) {
-  reconciler::Observed o{object, {}, model::MetricsSnapshot{.path_rates_rps = {{"p", rps}}}, 0, {}};
+  reconciler::Observed o;
+  o.object = object;
+  o.metrics = model::MetricsSnapshot{.path_rates_rps = {{"p", rps}}};
   Placement out;
   const auto decision = reconciler::Decide(o);
   for (const auto& t : decision.status["plan"]["tasks"]) {

@@ -39,10 +39,20 @@ model::MetricsSnapshot Load(const json& object, double rps) {
   return m;
 }
 
+reconciler::Observed Observe(const json& object, std::map<std::string, json> deployments,
+                             model::MetricsSnapshot metrics, double now) {
+  reconciler::Observed o;
+  o.object = object;
+  o.deployments = std::move(deployments);
+  o.metrics = std::move(metrics);
+  o.now = now;
+  return o;
+}
+
 // The Deployments as the first decision creates them, so later decisions see a cluster that
 // already runs the plan for `rps`.
 std::map<std::string, json> Running(const json& object, double rps) {
-  reconciler::Observed o{object, {}, Load(object, rps), 1000, {}};
+  const reconciler::Observed o = Observe(object, {}, Load(object, rps), 1000);
   std::map<std::string, json> deployments;
   for (const auto& w : reconciler::Decide(o).writes) deployments[w.name] = w.body;
   return deployments;
@@ -56,7 +66,7 @@ const char* File(const benchmark::State& state) {
 void BM_DecideSteady(benchmark::State& state) {
   const json object = Example(File(state));
   const double rps = state.range(1);
-  reconciler::Observed o{object, Running(object, rps), Load(object, rps), 2000, {}};
+  const reconciler::Observed o = Observe(object, Running(object, rps), Load(object, rps), 2000);
   size_t writes = 0;
   for (auto _ : state) writes = reconciler::Decide(o).writes.size();
   state.counters["writes"] = static_cast<double>(writes);
@@ -66,7 +76,7 @@ void BM_DecideSteady(benchmark::State& state) {
 void BM_DecideLoadChange(benchmark::State& state) {
   const json object = Example(File(state));
   const double rps = state.range(1);
-  reconciler::Observed o{object, Running(object, rps), Load(object, 2 * rps), 2000, {}};
+  const reconciler::Observed o = Observe(object, Running(object, rps), Load(object, 2 * rps), 2000);
   size_t writes = 0;
   for (auto _ : state) writes = reconciler::Decide(o).writes.size();
   state.counters["writes"] = static_cast<double>(writes);
@@ -75,7 +85,7 @@ void BM_DecideLoadChange(benchmark::State& state) {
 // A new pipeline: every Deployment built from the templates.
 void BM_DecideFirst(benchmark::State& state) {
   const json object = Example(File(state));
-  reconciler::Observed o{object, {}, Load(object, state.range(1)), 1000, {}};
+  const reconciler::Observed o = Observe(object, {}, Load(object, state.range(1)), 1000);
   size_t writes = 0;
   for (auto _ : state) writes = reconciler::Decide(o).writes.size();
   state.counters["writes"] = static_cast<double>(writes);

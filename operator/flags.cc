@@ -16,6 +16,8 @@ constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipeli
   --leader-election-namespace NS     where the Lease lives (default: the config's namespace)
   --leader-election-id NAME          the Lease's name (default pipescale-operator)
   --prometheus-url URL               for pipelines without spec.metrics.prometheusURL
+  --router-cluster-role NAME         what each pipeline's router is bound to (default
+                                     pipescale-router, installed by the chart)
   --log-format text|json             (default text)
   --workers N                        concurrent reconciles (default 2)
   --version                          print the version and exit
@@ -37,7 +39,7 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (const char* flag :
        {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
         "--leader-elect", "--leader-election-namespace", "--leader-election-id", "--prometheus-url",
-        "--log-format", "--workers"}) {
+        "--router-cluster-role", "--log-format", "--workers"}) {
     if (const char* v = std::getenv(EnvName(flag).c_str()); v != nullptr)
       given.emplace_back(flag, v);
   }
@@ -84,6 +86,8 @@ Result<Flags> ParseFlags(int argc, char** argv) {
       f.leader_election_id = value;
     } else if (flag == "--prometheus-url") {
       f.prometheus_url = value;
+    } else if (flag == "--router-cluster-role") {
+      f.router_cluster_role = value;
     } else if (flag == "--log-format") {
       if (value != "text" && value != "json") {
         return Error{ErrorKind::kInvalid, "--log-format: must be text or json, got " + value};

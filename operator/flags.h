@@ -18,6 +18,7 @@ struct Flags {
   std::string leader_election_namespace;  // default: the config's namespace
   std::string leader_election_id = "pipescale-operator";
   std::string prometheus_url = "http://prometheus-operated.monitoring:9090";
+  std::string router_cluster_role = "pipescale-router";
   std::string log_format = "text";  // text | json
   int workers = 2;
 };

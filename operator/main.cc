@@ -93,6 +93,7 @@ class Operator {
             return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now);
           }));
       reconcilers_.back()->WatchCapacity(*nodes_, *pods_);
+      reconcilers_.back()->SetRouterClusterRole(flags.router_cluster_role);
     }
   }
 

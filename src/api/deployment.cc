@@ -11,16 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// The pipeline as controller of what the operator creates: deleting it deletes them.
-json OwnerReference(const Owner& owner) {
-  return {{"apiVersion", owner.api_version},
-          {"kind", owner.kind},
-          {"name", owner.name},
-          {"uid", owner.uid},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
 // Sets env `name` on a container, replacing an existing entry.
 void SetEnv(json& container, const std::string& name, const std::string& value) {
   json& env = container["env"];
@@ -60,6 +50,15 @@ json DefaultContainer() {
 }
 
 }  // namespace
+
+json OwnerReference(const Owner& owner) {
+  return {{"apiVersion", owner.api_version},
+          {"kind", owner.kind},
+          {"name", owner.name},
+          {"uid", owner.uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
 
 std::string DeploymentName(const model::Pipeline& pipeline, const model::Task& task,
                            const model::Variant& variant, const std::string& hardware_class) {

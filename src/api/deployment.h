@@ -28,6 +28,9 @@ struct Owner {
   std::string uid;
 };
 
+// The pipeline as controller of what the operator creates: deleting it deletes them.
+nlohmann::json OwnerReference(const Owner& owner);
+
 // A full Deployment for create. The first container gets the class's resources and the env
 // vars MAX_BATCH_SIZE (or the variant's batchSize.env) and PIPESCALE_{PIPELINE,TASK,VARIANT}.
 nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner,

@@ -799,6 +799,31 @@ void ParseBudget(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
 }
 
+void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* router = r.Object(spec, "router", "spec", false);
+  if (router == nullptr) return;
+  const std::string at = "spec.router";
+  r.OnlyKnown(*router, at,
+              {"image", "minReplicas", "maxReplicas", "requestsPerSecondPerReplica", "threads"});
+  model::RouterSpec& o = out.router.emplace();
+  if (auto image = r.String(*router, "image", at, false)) o.image = *image;
+  if (auto n = r.Integer(*router, "minReplicas", at, false, 0, limits::kMaxReplicas)) {
+    o.min_replicas = static_cast<int>(*n);
+  }
+  if (auto n = r.Integer(*router, "maxReplicas", at, false, 1, limits::kMaxReplicas)) {
+    o.max_replicas = static_cast<int>(*n);
+  }
+  if (o.min_replicas > o.max_replicas) {
+    r.Fail(at + ".minReplicas", "must not exceed maxReplicas (" + std::to_string(o.max_replicas) +
+                                    "), got " + std::to_string(o.min_replicas));
+  }
+  if (auto rps = r.Number(*router, "requestsPerSecondPerReplica", at, false,
+                          {.min = 0, .max = 1e7, .above_min = true})) {
+    o.requests_per_second_per_replica = *rps;
+  }
+  if (auto n = r.Integer(*router, "threads", at, false, 1, 64)) o.threads = static_cast<int>(*n);
+}
+
 void ParseMetrics(Reader& r, const json& spec, model::PipelineSpec& out) {
   const json* metrics = r.Object(spec, "metrics", "spec", false);
   if (metrics == nullptr) return;
@@ -902,6 +927,7 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
   ParseSlo(r, spec, out);
   ParseBudget(r, spec, out);
+  ParseRouter(r, spec, out);
   ParseMetrics(r, spec, out);
   ParseForecast(r, spec, out);
   ParseQuerySizes(r, spec, out);
@@ -1007,7 +1033,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   if (spec != nullptr) {
     r.OnlyKnown(*spec, "spec",
                 {"optimizer", "mode", "interval", "hardwareClasses", "tasks", "paths", "slo",
-                 "budget", "metrics", "forecast", "behavior", "querySizes"});
+                 "budget", "metrics", "forecast", "behavior", "querySizes", "router"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

@@ -131,6 +131,18 @@ struct QuerySize {
   bool operator==(const QuerySize&) const = default;
 };
 
+// The pipeline's front door (pipescale-router), when it asks for one: the operator runs it as
+// a Deployment and a Service and sizes it from the measured arrival rate.
+struct RouterSpec {
+  std::string image = "pipescale/router:dev";
+  int min_replicas = 1;
+  int max_replicas = 8;
+  double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
+  int threads = 1;                                 // event loops (cores) per replica
+
+  bool operator==(const RouterSpec&) const = default;
+};
+
 struct PipelineSpec {
   std::string optimizer = "fa2";  // a name of optimizer/registry.h; api checks it
   Mode mode = Mode::kApply;
@@ -144,6 +156,7 @@ struct PipelineSpec {
   Forecast forecast;
   Behavior behavior;
   std::vector<QuerySize> query_sizes;  // empty: every query is one request
+  std::optional<RouterSpec> router;    // none: requests reach the model pods another way
 
   bool operator==(const PipelineSpec&) const = default;
 };

@@ -5,6 +5,7 @@
 
 #include "api/deployment.h"
 #include "api/plan_json.h"
+#include "api/router_objects.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
@@ -272,6 +273,14 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   d.requeue_after_seconds = pipeline.spec.interval_seconds;
   d.memory = o.memory;
   ReportCapacity(o, d);
+  if (apply) {
+    // Before the metrics: the router is where they come from.
+    const std::optional<double> arrival =
+        o.metrics.ok() ? o.metrics->arrival_rate_rps : std::nullopt;
+    d.router = RouterWrites(pipeline, uid, o.router_cluster_role, o.router, arrival);
+    d.router_pipeline =
+        RouterPipelineWrite(pipeline, uid, o.routing_config_map, api::PipelineForRouter(o.object));
+  }
   if (!o.metrics.ok() || !o.metrics->Complete()) {
     d = Hold(o, pipeline, optimizer, generation, std::move(d));
     ReportUnschedulable(o, generation, d);

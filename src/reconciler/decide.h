@@ -16,6 +16,7 @@
 #include "model/plan.h"
 #include "reconciler/capacity.h"
 #include "reconciler/memory.h"
+#include "reconciler/router.h"
 #include "reconciler/writes.h"
 
 namespace pipescale::reconciler {
@@ -32,6 +33,8 @@ struct Observed {
   // What the cluster can place per hardware class; nullopt when the operator sees no nodes
   // (then only the spec's limits apply).
   std::optional<ClusterCapacity> capacity;
+  RouterObjects router;                                  // read when the pipeline asks for a router
+  std::string router_cluster_role = "pipescale-router";  // what its RoleBinding grants
 };
 
 // A Warning event to emit: reason and message.
@@ -42,14 +45,16 @@ struct Warning {
 
 // clang-tidy 14 blames the implicit members of this aggregate for what its members' allocations
 // may throw; nothing here is declared noexcept.
-struct Decision {                         // NOLINT(bugprone-exception-escape)
-  std::vector<DeploymentWrite> writes;    // empty in Recommend mode and while holding
-  nlohmann::json status;                  // the complete status to report
-  std::vector<std::string> events;        // PlanChanged messages
-  std::vector<Warning> warnings;          // e.g. Unschedulable, once per change
-  std::vector<Revert> reverts;            // changes made outside the operator, put back
-  Memory memory;                          // to pass back next time
-  std::optional<ConfigMapWrite> routing;  // Apply mode, when the tables changed
+struct Decision {                                 // NOLINT(bugprone-exception-escape)
+  std::vector<DeploymentWrite> writes;            // empty in Recommend mode and while holding
+  nlohmann::json status;                          // the complete status to report
+  std::vector<std::string> events;                // PlanChanged messages
+  std::vector<Warning> warnings;                  // e.g. Unschedulable, once per change
+  std::vector<Revert> reverts;                    // changes made outside the operator, put back
+  Memory memory;                                  // to pass back next time
+  std::optional<ConfigMapWrite> routing;          // Apply mode, when the tables changed
+  std::vector<ObjectWrite> router;                // Apply mode: the router's objects (spec.router)
+  std::optional<ConfigMapWrite> router_pipeline;  // and its graph, when it changed
   // When to look again; nullopt for an invalid spec, which waits for the next generation.
   std::optional<double> requeue_after_seconds;
   std::optional<model::Plan> plan;  // the plan decided on, when there is one

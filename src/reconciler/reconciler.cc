@@ -5,6 +5,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "api/router_objects.h"
 #include "common/log.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
@@ -155,6 +156,39 @@ Status Reconciler::Act(const std::string& ns, const ConfigMapWrite& write) const
   return Done{};
 }
 
+Status Reconciler::Act(const std::string& ns, const ObjectWrite& write) const {
+  if (!write.create) {
+    auto patched = client_.MergePatch(kube::ObjectPath(write.type, ns, write.name), write.body);
+    if (!patched) return patched.error();
+    return Done{};
+  }
+  auto created = client_.Create(kube::CollectionPath(write.type, ns), write.body);
+  // Created since it was read: the next reconcile compares it.
+  if (!created && created.error().kind != ErrorKind::kConflict) return created.error();
+  return Done{};
+}
+
+Result<RouterObjects> Reconciler::ObserveRouter(const model::Pipeline& pipeline) const {
+  RouterObjects out;
+  if (!pipeline.spec.router) return out;
+  const std::string name = api::RouterName(pipeline);
+  const std::string& ns = pipeline.namespace_name;
+  const std::pair<const kube::ResourceType*, std::optional<json>*> objects[] = {
+      {&kRouterServiceAccounts, &out.service_account},
+      {&kRouterRoleBindings, &out.role_binding},
+      {&kube::kDeployments, &out.deployment},
+      {&kRouterServices, &out.service}};
+  for (const auto& [type, slot] : objects) {
+    auto got = client_.Get(kube::ObjectPath(*type, ns, name));
+    if (got.ok()) {
+      *slot = std::move(*got);
+    } else if (got.error().kind != ErrorKind::kNotFound) {
+      return got.error();
+    }
+  }
+  return out;
+}
+
 Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   Outcome outcome;
   const auto object = pipelines_.Get(key);
@@ -174,7 +208,8 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
   // The routing ConfigMap, for an optimizer that hands the data plane anything.
   if (parsed.pipeline &&
-      optimizer::OptimizerOf(parsed.pipeline->spec).data_plane != optimizer::DataPlane::kNone) {
+      (parsed.pipeline->spec.router ||
+       optimizer::OptimizerOf(parsed.pipeline->spec).data_plane != optimizer::DataPlane::kNone)) {
     auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, parsed.pipeline->namespace_name,
                                                 api::RoutingConfigMapName(*parsed.pipeline)));
     if (routing.ok()) {
@@ -182,6 +217,12 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
     } else if (routing.error().kind != ErrorKind::kNotFound) {
       return routing.error();
     }
+  }
+  if (parsed.pipeline) {
+    auto router = ObserveRouter(*parsed.pipeline);
+    if (!router) return router.error();
+    observed.router = std::move(*router);
+    observed.router_cluster_role = router_cluster_role_;
   }
   observed.memory = Remembered(key, *object, parsed, observed.now);
   if (parsed.pipeline && nodes_ != nullptr && pods_ != nullptr) {
@@ -215,6 +256,14 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   if (decision.routing) {
     if (Status s = Act(ns, *decision.routing); !s) return s.error();
     outcome.routing_written = true;
+  }
+  if (decision.router_pipeline) {
+    if (Status s = Act(ns, *decision.router_pipeline); !s) return s.error();
+    outcome.routing_written = true;
+  }
+  for (const ObjectWrite& write : decision.router) {
+    if (Status s = Act(ns, write); !s) return s.error();
+    ++outcome.router_writes;
   }
 
   // Report.

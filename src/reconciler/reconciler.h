@@ -45,11 +45,15 @@ class Reconciler {
     pods_ = &pods;
   }
 
+  // The ClusterRole the RoleBinding of each pipeline's router grants (the chart installs it).
+  void SetRouterClusterRole(std::string name) { router_cluster_role_ = std::move(name); }
+
   struct Outcome {
     std::optional<double> requeue_after_seconds;
     int deployment_writes = 0;
     int rollouts = 0;              // Deployment writes that restart pods (a pod template change)
     bool routing_written = false;  // the routing ConfigMap
+    int router_writes = 0;         // the router's objects (spec.router)
     // Managed fields changed outside the operator and put back, e.g. "spec.replicas".
     std::vector<std::string> reverted_fields;
     bool status_written = false;
@@ -70,6 +74,8 @@ class Reconciler {
   std::map<std::string, nlohmann::json> ObserveDeployments(const nlohmann::json& object) const;
   Status Act(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
   Status Act(const std::string& ns, const ConfigMapWrite& write) const;
+  Status Act(const std::string& ns, const ObjectWrite& write) const;
+  Result<RouterObjects> ObserveRouter(const model::Pipeline& pipeline) const;
   Memory Remembered(const std::string& key, const nlohmann::json& object,
                     const api::ParsedPipeline& parsed, double now);
   void Emit(const nlohmann::json& object, const std::string& type, const std::string& reason,
@@ -78,6 +84,7 @@ class Reconciler {
   const kube::Client& client_;
   const kube::Informer& pipelines_;
   const kube::Informer& deployments_;
+  std::string router_cluster_role_ = "pipescale-router";
   MetricsReader metrics_;
   Clock clock_;
   HistoryReader history_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/deployment.h"
+#include "api/router_objects.h"
 #include "common/strings.h"
 #include "reconciler/fields.h"
 
@@ -73,7 +74,9 @@ std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, cons
     return ConfigMapWrite{true, name, api::BuildRoutingConfigMap(pipeline, owner, plan)};
   }
   const json data = api::RoutingConfigMapData(plan);
-  if (current->value("data", json::object()) == data) return std::nullopt;
+  json have = current->value("data", json::object());
+  if (have.is_object()) have.erase(api::kPipelineKey);  // the router's part (reconciler/router.h)
+  if (have == data) return std::nullopt;
   return ConfigMapWrite{false, name, {{"data", data}}};
 }
 

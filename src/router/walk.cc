@@ -90,6 +90,12 @@ std::string Graph::PathOf(const std::vector<std::string>& tasks) const {
   return "";
 }
 
+std::vector<std::string> Graph::paths() const {
+  std::vector<std::string> out;
+  for (const auto& [name, tasks] : paths_) out.push_back(name);
+  return out;
+}
+
 double Graph::DeadlineMs(const std::string& path) const {
   if (!path.empty()) {
     auto it = slo_ms_.find(path);

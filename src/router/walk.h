@@ -48,6 +48,7 @@ class Graph {
   double DeadlineMs(const std::string& path) const;
 
   const std::vector<std::string>& tasks() const { return tasks_; }
+  std::vector<std::string> paths() const;
 
  private:
   std::vector<std::string> tasks_;

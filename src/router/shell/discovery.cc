@@ -1,6 +1,7 @@
 #include "router/shell/discovery.h"
 
 #include "api/pipeline_parse.h"
+#include "api/router_objects.h"
 #include "common/log.h"
 
 namespace pipescale::router {
@@ -30,22 +31,23 @@ std::shared_ptr<const RoutingTable> MakeTable(
 }
 
 Discovery::Discovery(const kube::Client& client, RouterConfig& config,
-                     std::optional<model::Pipeline> fixed)
-    : config_(config), fixed_(std::move(fixed)) {
+                     std::optional<model::Pipeline> fixed,
+                     std::function<void(const RoutingTable&)> changed)
+    : config_(config), fixed_(std::move(fixed)), changed_(std::move(changed)) {
   const std::string selector = "pipescale.io/pipeline=" + config.pipeline;
-  auto changed = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
+  auto rebuild = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
   pods_ = std::make_unique<kube::Informer>(
       client,
       kube::Informer::Options{
           .type = kube::kPods, .namespace_name = config.namespace_name, .label_selector = selector},
-      changed);
+      rebuild);
   if (!fixed_) {
     config_maps_ = std::make_unique<kube::Informer>(
         client,
         kube::Informer::Options{.type = kube::kConfigMaps,
                                 .namespace_name = config.namespace_name,
                                 .label_selector = selector},
-        changed);
+        rebuild);
   }
 }
 
@@ -74,16 +76,16 @@ std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {
     error = "no ConfigMap " + config_.pipeline + "-routing yet";
   } else {
     const auto& data = (*object)["data"];
-    const auto it = data.is_object() ? data.find(kPipelineKey) : data.end();
+    const auto it = data.is_object() ? data.find(api::kPipelineKey) : data.end();
     if (it == data.end() || !it->is_string()) {
-      error = "ConfigMap " + config_.pipeline + "-routing has no " + kPipelineKey;
+      error = "ConfigMap " + config_.pipeline + "-routing has no " + api::kPipelineKey;
     } else {
       auto parsed = api::ParsePipeline(it->get<std::string>());
       if (parsed.pipeline) {
         last_error_.clear();
         return parsed.pipeline;
       }
-      error = std::string(kPipelineKey) + ": " +
+      error = std::string(api::kPipelineKey) + ": " +
               (parsed.errors.empty() ? "invalid" : parsed.errors[0].ToString());
     }
   }
@@ -98,7 +100,9 @@ void Discovery::Rebuild() {
   std::optional<model::Pipeline> pipeline = fixed_ ? fixed_ : PipelineFromConfigMap();
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = ReadyEndpoints(*pipeline, pods_->List());
-  config_.table.store(MakeTable(*pipeline, pods, known_));
+  auto table = MakeTable(*pipeline, pods, known_);
+  if (changed_) changed_(*table);
+  config_.table.store(std::move(table));
 }
 
 }  // namespace pipescale::router

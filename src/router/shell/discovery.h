@@ -3,6 +3,7 @@
 // Ready pods of each task from the Pod objects of the pipeline.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,8 +18,6 @@
 
 namespace pipescale::router {
 
-inline constexpr const char* kPipelineKey = "pipeline.json";
-
 // A table for `pipeline` with these pods. An address in `known` with the same weight keeps its
 // Endpoint (and with it the count of requests outstanding there); `known` is updated.
 std::shared_ptr<const RoutingTable> MakeTable(
@@ -28,7 +27,9 @@ std::shared_ptr<const RoutingTable> MakeTable(
 class Discovery {
  public:
   // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap.
-  Discovery(const kube::Client& client, RouterConfig& config, std::optional<model::Pipeline> fixed);
+  // `changed` is called with each new table, on an informer's thread.
+  Discovery(const kube::Client& client, RouterConfig& config, std::optional<model::Pipeline> fixed,
+            std::function<void(const RoutingTable&)> changed);
   ~Discovery();
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;
@@ -42,6 +43,7 @@ class Discovery {
 
   RouterConfig& config_;
   std::optional<model::Pipeline> fixed_;
+  std::function<void(const RoutingTable&)> changed_;
   std::unique_ptr<kube::Informer> pods_, config_maps_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Endpoint>> known_;

@@ -139,6 +139,12 @@ void RouterMetrics::Call(const std::string& task, unsigned code, double seconds)
   }
 }
 
+void RouterMetrics::DeclarePaths(const Graph& graph) {
+  for (const std::string& path : graph.paths()) {
+    requests_.Add(Labels({{"path", path}, {"code", "200"}}));
+  }
+}
+
 void RouterMetrics::Retry(const std::string& task) {
   retries_.Add(Labels({{"task", task}})).Increment();
 }

@@ -54,6 +54,9 @@ class RouterMetrics {
   void Call(const std::string& task, unsigned code, double seconds);
   void Retry(const std::string& task);
   void Late(const std::string& path);
+  // Every path's request counter at 0, so a path without requests yet reads as rate 0, not
+  // as missing (the operator holds its plan while a series is missing).
+  void DeclarePaths(const Graph& graph);
   prometheus::Gauge& in_flight() { return in_flight_; }
 
  private:

@@ -1,0 +1,107 @@
+#include "api/router_objects.h"
+
+namespace pipescale::api {
+namespace {
+
+using nlohmann::json;
+
+json Metadata(const model::Pipeline& pipeline, const Owner& owner) {
+  return {{"name", RouterName(pipeline)},
+          {"namespace", pipeline.namespace_name},
+          {"labels", RouterLabels(pipeline)},
+          {"ownerReferences", json::array({OwnerReference(owner)})}};
+}
+
+json RouterContainer(const model::Pipeline& pipeline, const model::RouterSpec& router) {
+  const std::string threads = std::to_string(router.threads);
+  return {
+      {"name", "router"},
+      {"image", router.image},
+      {"args",
+       {"--pipeline", pipeline.name, "--namespace", pipeline.namespace_name, "--threads", threads,
+        // The pod's own address: a local cluster's pods share one network namespace.
+        "--listen", "$(POD_IP):" + std::to_string(kRouterPort), "--metrics-listen",
+        "$(POD_IP):" + std::to_string(kRouterMetricsPort)}},
+      {"env",
+       {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
+      {"ports",
+       {{{"name", "http"}, {"containerPort", kRouterPort}},
+        {{"name", "metrics"}, {"containerPort", kRouterMetricsPort}}}},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}}, {"periodSeconds", 1}}},
+      {"resources", {{"requests", {{"cpu", threads}, {"memory", "64Mi"}}}}}};
+}
+
+}  // namespace
+
+std::string RouterName(const model::Pipeline& pipeline) { return pipeline.name + "-router"; }
+
+json RouterLabels(const model::Pipeline& pipeline) {
+  return {{"app.kubernetes.io/name", "pipescale-router"},
+          {"app.kubernetes.io/instance", pipeline.name},
+          {"app.kubernetes.io/component", "router"},
+          {"app.kubernetes.io/managed-by", "pipescale"},
+          {"pipescale.io/router", pipeline.name}};
+}
+
+json BuildRouterServiceAccount(const model::Pipeline& pipeline, const Owner& owner) {
+  return {
+      {"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", Metadata(pipeline, owner)}};
+}
+
+json BuildRouterRoleBinding(const model::Pipeline& pipeline, const Owner& owner,
+                            const std::string& cluster_role) {
+  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+          {"kind", "RoleBinding"},
+          {"metadata", Metadata(pipeline, owner)},
+          {"roleRef",
+           {{"apiGroup", "rbac.authorization.k8s.io"},
+            {"kind", "ClusterRole"},
+            {"name", cluster_role}}},
+          {"subjects",
+           {{{"kind", "ServiceAccount"},
+             {"name", RouterName(pipeline)},
+             {"namespace", pipeline.namespace_name}}}}};
+}
+
+json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, int replicas) {
+  const model::RouterSpec router = pipeline.spec.router.value_or(model::RouterSpec{});
+  const json selector = {{"pipescale.io/router", pipeline.name}};
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", Metadata(pipeline, owner)},
+          {"spec",
+           {{"replicas", replicas},
+            {"selector", {{"matchLabels", selector}}},
+            {"template",
+             {{"metadata", {{"labels", RouterLabels(pipeline)}}},
+              {"spec",
+               {{"serviceAccountName", RouterName(pipeline)},
+                // The requests in flight finish within the router's own 25 s drain.
+                {"terminationGracePeriodSeconds", 30},
+                {"containers", {RouterContainer(pipeline, router)}}}}}}}}};
+}
+
+json BuildRouterService(const model::Pipeline& pipeline, const Owner& owner) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Metadata(pipeline, owner)},
+          {"spec",
+           {{"selector", {{"pipescale.io/router", pipeline.name}}},
+            {"ports",
+             {{{"name", "http"}, {"port", kRouterPort}, {"targetPort", "http"}},
+              {{"name", "metrics"}, {"port", kRouterMetricsPort}, {"targetPort", "metrics"}}}}}}};
+}
+
+std::string PipelineForRouter(const json& object) {
+  const json meta = object.value("metadata", json::object());
+  return json{
+      {"apiVersion", object.value("apiVersion", "pipescale.io/v1alpha1")},
+      {"kind", object.value("kind", "InferencePipeline")},
+      {"metadata",
+       {{"name", meta.value("name", "")}, {"namespace", meta.value("namespace", "default")}}},
+      {"spec", object.value("spec", json::object())}}
+      .dump();
+}
+
+}  // namespace pipescale::api

@@ -1,0 +1,51 @@
+// The router a pipeline asks for (spec.router): its ServiceAccount, RoleBinding, Deployment and
+// Service created when missing, the Deployment's replicas and container kept as decided, and
+// the pipeline's graph in the routing ConfigMap. Replicas follow the measured arrival rate over
+// what one replica serves, and hold when the rate is not known.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "model/pipeline.h"
+#include "reconciler/writes.h"
+
+namespace pipescale::reconciler {
+
+inline const kube::ResourceType kRouterServiceAccounts{"v1", "serviceaccounts", true};
+inline const kube::ResourceType kRouterServices{"v1", "services", true};
+inline const kube::ResourceType kRouterRoleBindings{"rbac.authorization.k8s.io/v1", "rolebindings",
+                                                    true};
+
+// The router's objects as read; nullopt where absent.
+struct RouterObjects {
+  std::optional<nlohmann::json> service_account, role_binding, deployment, service;
+};
+
+// A create when `create`, else a JSON merge patch.
+struct ObjectWrite {
+  kube::ResourceType type;
+  std::string name;
+  bool create = false;
+  nlohmann::json body;
+};
+
+// ceil(arrival / per-replica capacity) within [min, max]; without a rate, what runs (or the
+// minimum when nothing does): never fewer replicas because the load is not known.
+int RouterReplicas(const model::RouterSpec& router, std::optional<double> arrival_rps,
+                   std::optional<int> running);
+
+std::vector<ObjectWrite> RouterWrites(const model::Pipeline& pipeline, const std::string& uid,
+                                      const std::string& cluster_role, const RouterObjects& current,
+                                      std::optional<double> arrival_rps);
+
+// The routing ConfigMap's pipeline.json, created or patched when it differs from `pipeline_json`.
+std::optional<ConfigMapWrite> RouterPipelineWrite(const model::Pipeline& pipeline,
+                                                  const std::string& uid,
+                                                  const std::optional<nlohmann::json>& current,
+                                                  const std::string& pipeline_json);
+
+}  // namespace pipescale::reconciler

@@ -1,0 +1,141 @@
+// The router a pipeline asks for: created whole, sized from the measured load, held when the
+// load is unknown, and left alone once it is as decided (a second reconcile writes nothing).
+#include "reconciler/router.h"
+
+#include <gtest/gtest.h>
+
+#include "api/pipeline_parse.h"
+#include "api/router_objects.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+
+model::Pipeline WithRouter(const std::string& router =
+                               "{minReplicas: 1, maxReplicas: 4, "
+                               "requestsPerSecondPerReplica: 100}") {
+  auto parsed = api::ParsePipeline(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain, namespace: apps}
+spec:
+  router: )" + router + R"(
+  hardwareClasses: [{name: cpu}]
+  tasks:
+    - {name: a, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+  paths: [{name: p, tasks: [a], sloMs: 100}]
+)");
+  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
+  return *parsed.pipeline;
+}
+
+// What the apiserver would hold after the writes: each created object as sent.
+RouterObjects Applied(const std::vector<ObjectWrite>& writes, RouterObjects current = {}) {
+  for (const ObjectWrite& w : writes) {
+    std::optional<json>* slot = w.type.plural == "serviceaccounts" ? &current.service_account
+                                : w.type.plural == "rolebindings"  ? &current.role_binding
+                                : w.type.plural == "deployments"   ? &current.deployment
+                                                                   : &current.service;
+    if (w.create) {
+      *slot = w.body;
+    } else {
+      (*slot)->merge_patch(w.body);
+    }
+  }
+  return current;
+}
+
+TEST(RouterReplicas, FollowTheRateWithinBoundsAndHoldWithoutIt) {
+  const model::RouterSpec spec = *WithRouter().spec.router;
+  EXPECT_EQ(RouterReplicas(spec, 0.0, 3), 1);           // no load: the minimum
+  EXPECT_EQ(RouterReplicas(spec, 250.0, 1), 3);         // ceil(250 / 100)
+  EXPECT_EQ(RouterReplicas(spec, 9000.0, 1), 4);        // the maximum
+  EXPECT_EQ(RouterReplicas(spec, std::nullopt, 3), 3);  // unknown load: what runs
+  EXPECT_EQ(RouterReplicas(spec, std::nullopt, std::nullopt), 1);
+  // Property: more load never means fewer replicas.
+  int last = 0;
+  for (double rps = 0; rps < 1000; rps += 7) {
+    const int n = RouterReplicas(spec, rps, 2);
+    EXPECT_GE(n, last);
+    last = n;
+  }
+}
+
+TEST(RouterWrites, NothingWithoutSpecRouter) {
+  model::Pipeline p = WithRouter();
+  p.spec.router.reset();
+  EXPECT_TRUE(RouterWrites(p, "uid", "role", {}, 50.0).empty());
+  EXPECT_FALSE(RouterPipelineWrite(p, "uid", std::nullopt, "{}"));
+}
+
+TEST(RouterWrites, CreatesEverythingOnceThenWritesNothing) {
+  const model::Pipeline p = WithRouter();
+  const auto first = RouterWrites(p, "uid-1", "pipescale-router", {}, 250.0);
+  ASSERT_EQ(first.size(), 4u);
+  for (const ObjectWrite& w : first) {
+    EXPECT_TRUE(w.create);
+    EXPECT_EQ(w.name, "chain-router");
+    EXPECT_EQ(w.body["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  }
+  const RouterObjects now = Applied(first);
+  EXPECT_EQ((*now.deployment)["spec"]["replicas"], 3);
+  EXPECT_EQ((*now.role_binding)["roleRef"]["name"], "pipescale-router");
+  EXPECT_EQ((*now.deployment)["spec"]["template"]["spec"]["serviceAccountName"], "chain-router");
+  EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now, 250.0).empty());
+  EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now, std::nullopt).empty());
+}
+
+TEST(RouterWrites, ResizesAndUpdatesOnlyTheDeployment) {
+  const RouterObjects now = Applied(RouterWrites(WithRouter(), "u", "r", {}, 50.0));
+  const auto more = RouterWrites(WithRouter(), "u", "r", now, 350.0);
+  ASSERT_EQ(more.size(), 1u);
+  EXPECT_FALSE(more[0].create);
+  EXPECT_EQ(Applied(more, now).deployment->at("spec")["replicas"], 4);
+  // A new image in the spec rolls the router; the replicas stay as measured.
+  const auto image = RouterWrites(WithRouter("{image: example/router:2}"), "u", "r", now, 50.0);
+  ASSERT_EQ(image.size(), 1u);
+  const json d = *Applied(image, now).deployment;
+  EXPECT_EQ(d["spec"]["template"]["spec"]["containers"][0]["image"], "example/router:2");
+  EXPECT_EQ(d["spec"]["template"]["spec"]["serviceAccountName"], "chain-router");
+}
+
+TEST(RouterPipelineWrite, WritesTheGraphOnlyWhenItChanged) {
+  const model::Pipeline p = WithRouter();
+  const auto create = RouterPipelineWrite(p, "u", std::nullopt, "{\"spec\":1}");
+  ASSERT_TRUE(create);
+  EXPECT_TRUE(create->create);
+  EXPECT_EQ(create->body["data"][api::kPipelineKey], "{\"spec\":1}");
+  json current = create->body;
+  current["data"]["routing.json"] = "{}";  // the optimizer's part does not matter here
+  EXPECT_FALSE(RouterPipelineWrite(p, "u", current, "{\"spec\":1}"));
+  const auto patch = RouterPipelineWrite(p, "u", current, "{\"spec\":2}");
+  ASSERT_TRUE(patch);
+  EXPECT_FALSE(patch->create);
+  EXPECT_EQ(patch->body, (json{{"data", {{api::kPipelineKey, "{\"spec\":2}"}}}}));
+}
+
+// The graph the router reads parses back into the pipeline the operator planned.
+TEST(RouterPipelineWrite, TheRouterReadsThePipelineBack) {
+  const json object = {
+      {"apiVersion", "pipescale.io/v1alpha1"},
+      {"kind", "InferencePipeline"},
+      {"metadata", {{"name", "x"}, {"namespace", "n"}, {"uid", "u"}}},
+      {"spec",
+       {{"hardwareClasses", {{{"name", "cpu"}}}},
+        {"tasks",
+         {{{"name", "a"},
+           {"variants",
+            {{{"name", "v"},
+              {"profiles",
+               {{{"hardwareClass", "cpu"}, {"latencyMs", {{"quadratic", {{"c", 5}}}}}}}}}}}}}},
+        {"paths", {{{"name", "p"}, {"tasks", {"a"}}, {"sloMs", 100}}}}}},
+      {"status", {{"plan", "ignored"}}}};
+  auto parsed = api::ParsePipeline(api::PipelineForRouter(object));
+  ASSERT_TRUE(parsed.pipeline) << parsed.errors[0].ToString();
+  EXPECT_EQ(parsed.pipeline->name, "x");
+  EXPECT_EQ(parsed.pipeline->namespace_name, "n");
+  EXPECT_EQ(parsed.pipeline->spec.paths[0].slo_ms, 100);
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
