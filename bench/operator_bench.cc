@@ -211,6 +211,7 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
   json object = Pipeline(ns, "bench", "2s",
                          {{"prometheusURL", env.at("PIPESCALE_PROMETHEUS")}, {"pathRate", query}});
   object["metadata"]["uid"] = "local";
+  object["spec"]["router"] = json::object();  // the load enters through it
   const std::string dir = env.at("PIPESCALE_DIR");
   const std::string file = dir + "/reaction-bench.json";
   std::ofstream(file) << object.dump();
@@ -223,11 +224,9 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
        "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
       dir + "/operator-reaction.log");
   // Steps between three levels, 20 s each, so every step settles before the next.
-  testing::Process load(
-      {binaries.at("loadgen"), "-f", file, "--namespace", ns, "--pods-url",
-       env.at("PIPESCALE_PODS_URL"), "--targets-dir", env.at("PIPESCALE_TARGETS_DIR"), "--trace",
-       "15:20,150:20,60:20,150:20,15:20,60:20,15:20"},
-      dir + "/loadgen-reaction.log");
+  testing::Process load({binaries.at("loadgen"), "-f", file, "--kubeconfig", env.at("KUBECONFIG"),
+                         "--trace", "15:20,150:20,60:20,150:20,15:20,60:20,15:20"},
+                        dir + "/loadgen-reaction.log");
   const metrics::PrometheusClient prometheus(env.at("PIPESCALE_PROMETHEUS"));
 
   // Each poll: does Prometheus's current answer call for a plan other than the deployed one?

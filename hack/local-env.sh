@@ -207,6 +207,16 @@ scrape_configs:
       - {source_labels: [__meta_kubernetes_pod_node_name], target_label: node}
       - {source_labels: [__meta_kubernetes_pod_controller_name], regex: '(.+)-[a-z0-9]+', target_label: deployment}
       - {regex: __meta_kubernetes_pod_label_pipescale_io_(.+), action: labelmap}
+  # Routers (spec.router), on their metrics port: their series carry their own namespace and
+  # pipeline labels, as the operator's default queries read them.
+  - job_name: pipescale-routers
+    honor_labels: true
+    http_sd_configs: [{url: '$sd_url', refresh_interval: 1s}]
+    relabel_configs:
+      - {source_labels: [__meta_kubernetes_pod_label_pipescale_io_router], regex: .+, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_phase], regex: Pending|Succeeded|Failed, action: drop}
+      - {source_labels: [__meta_kubernetes_pod_container_port_name], regex: metrics, action: keep}
+      - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
   # Operator pods (the Helm chart's), on their metrics port, as a PodMonitor would scrape them.
   - job_name: pipescale-operator-pods
     http_sd_configs: [{url: '$sd_url', refresh_interval: 1s}]
@@ -231,6 +241,8 @@ PROM
 
   # The CRD; wait until the API serves it.
   kubectl --kubeconfig "$dir/kubeconfig" apply -f "$root/crds/" >"$dir/kubectl.log" 2>&1
+  # What the operator binds each pipeline's router to (the chart installs it too).
+  kubectl --kubeconfig "$dir/kubeconfig" apply -f "$root/deploy/router-rbac.yaml" >>"$dir/kubectl.log" 2>&1
   wait_for 20 "the InferencePipeline CRD" kubectl --kubeconfig "$dir/kubeconfig" get inferencepipelines
 
   # The node agent registers the emulated nodes and runs the pods bound to them.

@@ -38,6 +38,7 @@ metadata:
 YAML
 render crd.yaml crd.yaml
 render operator.yaml serviceaccount.yaml rbac.yaml deployment.yaml service.yaml
+render router-rbac.yaml router-rbac.yaml
 render dashboards.yaml dashboards.yaml
 render monitoring.yaml servicemonitor.yaml prometheusrule.yaml -- --api-versions monitoring.coreos.com/v1
 cat >"$out/kustomization.yaml" <<'YAML'
@@ -50,5 +51,6 @@ resources:
   - namespace.yaml
   - crd.yaml
   - operator.yaml
+  - router-rbac.yaml
   - dashboards.yaml
 YAML

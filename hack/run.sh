@@ -5,12 +5,15 @@
 #    (hack/demo-nodes.yaml: 12 GPU shares) whose pods the node agent runs as
 #    pipescale-model-server processes
 #  - pipescale-operator, watching InferencePipelines
-#  - the FA2 paper's application (deploy/examples/fa2-gpu.yaml), driven by pipescale-loadgen
-#    with the paper's fluctuating trace (8 -> 27 -> 8 requests/s); at 27 the GPU shares run out
+#  - the FA2 paper's application (deploy/examples/fa2-gpu.yaml) behind its router
+#    (pipescale-router, which the operator runs), driven by pipescale-loadgen through the
+#    router with the paper's fluctuating trace (8 -> 27 -> 8 requests/s); at 27 the GPU shares
+#    run out
 # It prints the load, the plan, where its pods run and why a plan is short, as they change;
 # `kubectl get ipl,pods -o wide -w` works against the same cluster (the KUBECONFIG is printed).
 # Everything stops when the trace ends or on Ctrl-C.
-#   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps
+#   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps, or another shape of
+#                                          # pipescale-loadgen --trace (fa2:240, diurnal:...)
 #   EXAMPLE=deploy/examples/loki-traffic.yaml hack/run.sh   # another pipeline, its optimizer
 #   PIPESCALE_NODES=hack/nodes.yaml hack/run.sh               # other nodes
 #   RENDER_DASHBOARDS=docs hack/run.sh     # at the end, pictures of the Grafana dashboards
@@ -43,7 +46,7 @@ build_with_progress() {
   echo
 }
 build_with_progress pipescale pipescale-operator pipescale-model-server pipescale-node-agent \
-  pipescale-pod-sd pipescale-loadgen
+  pipescale-pod-sd pipescale-loadgen pipescale-router
 
 dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
 example=$(realpath "${EXAMPLE:-$root/deploy/examples/fa2-gpu.yaml}")
@@ -79,9 +82,8 @@ echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} 
 echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl,pods -o wide -w"
 echo
 
-"$build/tests/emulator/pipescale-loadgen" -f "$example" --namespace default \
-  --pods-url "$PIPESCALE_PODS_URL" --targets-dir "$PIPESCALE_TARGETS_DIR" --trace "$trace" \
-  2>"$dir/loadgen.log" &
+"$build/tests/emulator/pipescale-loadgen" -f "$example" --kubeconfig "$KUBECONFIG" \
+  --trace "$trace" --report "$dir/loadgen.json" >/dev/null 2>"$dir/loadgen.log" &
 loadgen=$!
 pids+=($loadgen)
 
@@ -152,3 +154,6 @@ rollouts=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
   sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')
 echo
 echo "rolling restarts the operator caused: ${rollouts:-unknown} in $((SECONDS - start)) s"
+echo
+echo "what the clients saw through the router (pipescale-loadgen; JSON in $dir/loadgen.json):"
+sed -n 's/^loadgen: //p' "$dir/loadgen.log" | sed -n '/^sent /,$p' | sed 's/^/  /'

@@ -48,6 +48,7 @@ metadata: {name: NAME, namespace: NAMESPACE}
 spec:
   optimizer: OPTIMIZER
   interval: 2s
+  router: {}
   hardwareClasses: [{name: cpu, costPerHour: 0.1, maxReplicas: 4}]
   tasks:
     - name: detect
@@ -130,9 +131,8 @@ class HelmChartTest : public testing::ClusterTest {
                                 int seconds) const {
     const std::string file = dir_ + "/" + ns + "-" + name + ".yaml";
     return std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_LOADGEN, "-f", file, "--namespace", ns, "--pods-url",
-                                 env().Var("PIPESCALE_PODS_URL"), "--targets-dir",
-                                 env().Var("PIPESCALE_TARGETS_DIR"), "--trace",
+        std::vector<std::string>{PIPESCALE_LOADGEN, "-f", file, "--kubeconfig",
+                                 env().Var("KUBECONFIG"), "--trace",
                                  std::to_string(rps) + ":" + std::to_string(seconds)},
         dir_ + "/loadgen-" + name + ".log");
   }
@@ -397,6 +397,11 @@ TEST_F(HelmChartTest, EveryRuleTheChartGrantsIsNeeded) {
       {cluster_role, "[\"configmaps\"]", false, "cannot get resource \\\"configmaps\\\""},
       {cluster_role, "[\"events\"]", false, "cannot create resource \\\"events\\\"", true},
       {cluster_role, "[\"nodes\",\"pods\"]", false, "cannot list resource \\\"nodes\\\""},
+      {cluster_role, "[\"serviceaccounts\",\"services\"]", false,
+       "cannot get resource \\\"serviceaccounts\\\""},
+      {cluster_role, "[\"rolebindings\"]", false, "cannot get resource \\\"rolebindings\\\""},
+      {cluster_role, "[\"clusterroles\"]", true,
+       "attempting to grant RBAC permissions not currently held"},
       {lease_role, "[\"leases\"]", false, "cannot create resource \\\"leases\\\""},
       {lease_role, "[\"leases\"]", true, "cannot get resource \\\"leases\\\""},
   };
@@ -414,7 +419,8 @@ TEST_F(HelmChartTest, EveryRuleTheChartGrantsIsNeeded) {
     Process op({PIPESCALE_OPERATOR, "--kubeconfig", kubeconfig, "--namespace", apps,
                 "--leader-elect", "--leader-election-namespace", ns_, "--metrics-bind-address",
                 "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--prometheus-url",
-                env().Var("PIPESCALE_PROMETHEUS"), "--log-format", "json"},
+                env().Var("PIPESCALE_PROMETHEUS"), "--log-format", "json", "--router-cluster-role",
+                sa + "-router"},
                dir_ + "/operator-" + std::to_string(++run) + ".log");
     const bool ok = Eventually([&] { return done(op.Log()); }, 30s, 100ms);
     EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();

@@ -1,8 +1,9 @@
-// End to end on the local cluster, every part real: pipescale-operator plans with FA2 from
-// what Prometheus scrapes off the load generator; the controllers turn its Deployments into
-// ReplicaSets and Pods, the scheduler places them on the emulated nodes, the node agent runs
-// them as model-server processes, and the traffic really flows through them. After each load
-// step the Deployments and their Ready pods must match the plan within the metrics lag plus
+// End to end on the local cluster, every part real: the load generator sends requests to the
+// pipeline's router, which the operator runs (spec.router) and which walks them through the
+// model pods; pipescale-operator plans with FA2 from what Prometheus scrapes off the router;
+// the controllers turn its Deployments into ReplicaSets and Pods, the scheduler places them on
+// the emulated nodes, and the node agent runs them as model-server and router processes. After each
+// load step the Deployments and their Ready pods must match the plan within the metrics lag plus
 // two intervals.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -33,6 +34,7 @@ kind: InferencePipeline
 metadata: {name: e2e, namespace: NAMESPACE}
 spec:
   interval: 2s
+  router: {}
   hardwareClasses: [{name: cpu, costPerHour: 0.1}]
   tasks:
     - name: detect
@@ -101,9 +103,8 @@ TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
   // two classify replicas from about 150 to 200 rps, so the noise of a 5 s rate window moves
   // only batch sizes, which the operator holds while they meet the SLO; at 15 rps one each.
   const auto t0 = std::chrono::steady_clock::now();
-  Process load({PIPESCALE_LOADGEN, "-f", file, "--namespace", ns, "--pods-url",
-                env.Var("PIPESCALE_PODS_URL"), "--targets-dir", env.Var("PIPESCALE_TARGETS_DIR"),
-                "--trace", "15:30,175:40,15:40"},
+  Process load({PIPESCALE_LOADGEN, "-f", file, "--kubeconfig", env.Var("KUBECONFIG"), "--trace",
+                "15:30,175:40,15:40"},
                dir + "/loadgen.log");
 
   auto status = [&] {

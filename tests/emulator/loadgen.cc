@@ -1,296 +1,291 @@
-// pipescale-loadgen: test and demo tooling. Sends Open Inference Protocol requests along a
-// pipeline's execution paths (each hop to a Ready pod of the task, weighted round robin by its
-// unbatched rate, found through the pod discovery endpoint Prometheus uses), open loop with
-// Poisson arrivals at the rates of a trace, and exports what a gateway would:
-// pipescale_requests_total and pipescale_request_duration_seconds per path. It registers itself
-// with Prometheus by a file in --targets-dir.
+// pipescale-loadgen: an open-loop client of a pipeline's router (a slow system does not slow
+// the load), for tests, benchmarks and the demo. It sends Open Inference Protocol requests with
+// Poisson arrivals at the rates of a trace (trace.h) or at a CSV's exact times, naming each
+// request's execution path by the paths' weights (or leaving the path to the models), and
+// reports what it sent and measured: the achieved rate, per-path latency percentiles and SLO
+// attainment, as JSON.
 //
-//   pipescale-loadgen -f PIPELINE.yaml --namespace NS --pods-url URL --targets-dir DIR
-//                     --trace RPS:SECONDS[,RPS:SECONDS...] [--workers 256]
-#include <curl/curl.h>
-#include <prometheus/counter.h>
-#include <prometheus/exposer.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-
-#include <atomic>
-#include <chrono>
+//   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
+//       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
+// With --kubeconfig the routers are the Ready pods labelled pipescale.io/router=<pipeline>,
+// followed as they change and taken in turn. The JSON report goes to stdout and --report.
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include "api/pipeline_parse.h"
+#include "api/router_objects.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "router/shell/upstream.h"
+#include "trace.h"
 
 namespace {
 
 using namespace pipescale;
+using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-namespace fs = std::filesystem;
+using Flags = std::map<std::string, std::string>;
+namespace asio = boost::asio;
 
-struct Job {
-  int path;
-  Clock::time_point arrived;
-};
+// One request: a 1x4 FP32 tensor, as a small image feature would be.
+json Body(const std::string& path) {
+  json body = {{"inputs",
+                {{{"name", "input"},
+                  {"shape", {1, 4}},
+                  {"datatype", "FP32"},
+                  {"data", {0.1, 0.2, 0.3, 0.4}}}}}};
+  if (!path.empty()) body["parameters"]["pipescale_path"] = path;
+  return body;
+}
 
-size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
-
-// One Open Inference Protocol request: a 1x4 FP32 tensor, as a small image feature would be.
-constexpr const char* kInferBody =
-    R"({"inputs": [{"name": "input", "shape": [1, 4], "datatype": "FP32", "data": [0.1, 0.2, 0.3, 0.4]}]})";
-
-// Each task's model servers, weighted by what one of them serves unbatched (1000 / d(1) of
-// its variant on its hardware class): smooth weighted round robin, MArk's balancer. Equal
-// weights, plain round robin, where a task runs on one class.
-class Endpoints {
+// The routers to send to: fixed, or the Ready router pods of the pipeline, in turn.
+class Routers {
  public:
-  Endpoints(std::string url, std::string ns, const model::Pipeline& pipeline)
-      : url_(std::move(url)), ns_(std::move(ns)), pipeline_(pipeline) {}
-
-  void Reload() {
-    std::map<std::string, std::vector<Endpoint>> fresh;
-    const auto j = nlohmann::json::parse(Fetch(url_), nullptr, false);
-    if (!j.is_array()) return;
-    const std::string label = "__meta_kubernetes_pod_label_pipescale_io_";
-    for (const auto& group : j) {
-      const auto& l = group["labels"];
-      if (l.value("__meta_kubernetes_namespace", "") != ns_ ||
-          l.value(label + "pipeline", "") != pipeline_.name ||
-          l.value("__meta_kubernetes_pod_ready", "") != "true") {
-        continue;
-      }
-      const std::string task = l.value(label + "task", "");
-      const double weight =
-          Weight(task, l.value(label + "variant", ""), l.value(label + "hardware_class", ""));
-      for (const auto& t : group["targets"]) {
-        fresh[task].push_back({t.get<std::string>(), weight, 0});
-      }
-    }
-    std::lock_guard lock(mu_);
-    // Keep each endpoint's running credit across reloads, so the rotation does not restart.
-    for (auto& [task, list] : fresh) {
-      for (Endpoint& e : list) {
-        for (const Endpoint& old : endpoints_[task]) {
-          if (old.target == e.target) e.credit = old.credit;
-        }
-      }
-    }
-    endpoints_ = std::move(fresh);
+  Routers(const Flags& flags, const model::Pipeline& pipeline) {
+    std::stringstream ss(flags.at("--router"));
+    for (std::string a; std::getline(ss, a, ',');) fixed_.push_back(a);
+    if (!fixed_.empty() || flags.at("--kubeconfig").empty()) return;
+    auto config = kube::LoadClusterConfig(flags.at("--kubeconfig"));
+    if (!config) return;
+    client_ = std::make_unique<kube::Client>(*config);
+    pods_ = std::make_unique<kube::Informer>(
+        *client_,
+        kube::Informer::Options{.type = kube::kPods,
+                                .namespace_name = pipeline.namespace_name,
+                                .label_selector = "pipescale.io/router=" + pipeline.name},
+        [](const std::string&, const json&) {});
+    pods_->Start();
   }
 
-  std::string Next(const std::string& task) {
-    std::lock_guard lock(mu_);
-    auto it = endpoints_.find(task);
-    if (it == endpoints_.end() || it->second.empty()) return "";
-    double total = 0;
-    Endpoint* best = nullptr;
-    for (Endpoint& e : it->second) {
-      e.credit += e.weight;
-      total += e.weight;
-      if (best == nullptr || e.credit > best->credit) best = &e;
-    }
-    best->credit -= total;
-    return best->target;
+  // The next router's ip:port, or "" when none is Ready.
+  std::string Next() {
+    std::vector<std::string> ready = fixed_;
+    if (pods_) ready = ReadyPods();
+    if (ready.empty()) return "";
+    return ready[turn_++ % ready.size()];
   }
 
  private:
-  struct Endpoint {
-    std::string target;
-    double weight = 1;
-    double credit = 0;
-  };
-
-  double Weight(const std::string& task, const std::string& variant,
-                const std::string& hardware_class) const {
-    const int t = pipeline_.TaskIndex(task);
-    if (t < 0) return 1;
-    for (const auto& v : pipeline_.spec.tasks[t].variants) {
-      if (v.name != variant) continue;
-      if (const auto* profile = v.FindProfile(hardware_class)) return 1000 / profile->latency.Ms(1);
+  std::vector<std::string> ReadyPods() const {
+    std::vector<std::string> out;
+    for (const json& pod : pods_->List()) {
+      const json status = pod.value("status", json::object());
+      bool ready = false;
+      for (const json& c : status.value("conditions", json::array())) {
+        ready |= c.value("type", "") == "Ready" && c.value("status", "") == "True";
+      }
+      if (ready && !pod["metadata"].contains("deletionTimestamp")) {
+        out.push_back(status.value("podIP", "") + ":" + std::to_string(api::kRouterPort));
+      }
     }
-    return 1;
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
-  static std::string Fetch(const std::string& url) {
-    std::string body;
-    CURL* curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 5L);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(
-        curl, CURLOPT_WRITEFUNCTION, +[](char* p, size_t size, size_t n, void* out) {
-          static_cast<std::string*>(out)->append(p, size * n);
-          return size * n;
-        });
-    if (curl_easy_perform(curl) != CURLE_OK) body.clear();
-    curl_easy_cleanup(curl);
-    return body;
-  }
-
-  std::string url_, ns_;
-  const model::Pipeline& pipeline_;
-  std::mutex mu_;
-  std::map<std::string, std::vector<Endpoint>> endpoints_;
+  std::vector<std::string> fixed_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Informer> pods_;
+  size_t turn_ = 0;
 };
+
+struct PathStats {
+  long sent = 0;
+  std::map<int, long> codes;  // by HTTP status, 0: no answer
+  std::vector<double> ok_ms;  // latencies of the answers with 200
+  double slo_ms = 0;
+};
+
+// The nearest-rank percentile: the smallest value with at least q of them at or below it.
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+json Report(const std::map<std::string, PathStats>& paths, double seconds) {
+  json out = {{"seconds", seconds}, {"paths", json::object()}};
+  long sent = 0;
+  for (const auto& [name, s] : paths) {
+    sent += s.sent;
+    long met = 0;
+    for (double ms : s.ok_ms) met += s.slo_ms <= 0 || ms <= s.slo_ms ? 1 : 0;
+    json codes = json::object();
+    for (const auto& [code, n] : s.codes) codes[std::to_string(code)] = n;
+    out["paths"][name] = {{"sent", s.sent},
+                          {"codes", codes},
+                          {"p50Ms", Percentile(s.ok_ms, 0.5)},
+                          {"p99Ms", Percentile(s.ok_ms, 0.99)},
+                          {"sloAttainment", s.sent > 0 ? static_cast<double>(met) / s.sent : 0}};
+  }
+  out["sent"] = sent;
+  out["achievedRps"] = seconds > 0 ? sent / seconds : 0;
+  return out;
+}
+
+class LoadGenerator {
+ public:
+  LoadGenerator(const Flags& flags, const model::Pipeline& pipeline, emulator::Trace trace)
+      : flags_(flags),
+        pipeline_(pipeline),
+        trace_(std::move(trace)),
+        routers_(flags, pipeline),
+        rng_(std::stoull(flags.at("--seed"))),
+        timeout_(std::chrono::seconds(std::stoi(flags.at("--timeout-s")))) {
+    for (const model::Path& p : pipeline.spec.paths) stats_[p.name].slo_ms = p.slo_ms;
+  }
+
+  json Run() {
+    start_ = Clock::now();
+    asio::co_spawn(context_, Arrivals(), asio::detached);
+    context_.run();
+    return Report(stats_, sent_seconds_);
+  }
+
+ private:
+  std::string PickPath() {
+    if (flags_.at("--mix") == "models" || pipeline_.spec.paths.empty()) return "";
+    double total = 0;
+    for (const model::Path& p : pipeline_.spec.paths) total += p.weight;
+    double pick = std::uniform_real_distribution<double>(0, total)(rng_);
+    for (const model::Path& p : pipeline_.spec.paths) {
+      if ((pick -= p.weight) < 0) return p.name;
+    }
+    return pipeline_.spec.paths.back().name;
+  }
+
+  asio::awaitable<void> Arrivals() {
+    asio::steady_timer timer(context_);
+    auto at = start_;
+    auto send = [&](Clock::time_point when) -> asio::awaitable<void> {
+      timer.expires_at(when);
+      co_await timer.async_wait(asio::use_awaitable);
+      ++outstanding_;
+      asio::co_spawn(context_, Send(PickPath()), asio::detached);
+    };
+    for (double s : trace_.arrivals) {
+      co_await send(start_ +
+                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
+    }
+    std::exponential_distribution<double> gap(1);
+    for (const emulator::Step& step : trace_.steps) {
+      std::cerr << "loadgen: " << step.rps << " requests/s for " << step.seconds << " s\n";
+      const auto end = at + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(step.seconds));
+      while (step.rps > 0) {
+        at += std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(gap(rng_) / step.rps));
+        if (at >= end) break;
+        co_await send(at);
+      }
+      at = end;
+    }
+    timer.expires_at(at);  // a quiet last step still lasts its time
+    co_await timer.async_wait(asio::use_awaitable);
+    sent_seconds_ = trace_.Seconds();
+  }
+
+  asio::awaitable<void> Send(std::string path) {
+    const std::string router = routers_.Next();
+    const auto sent = Clock::now();
+    int code = 0;
+    std::vector<std::string> taken = {path.empty() ? "unlisted" : path};
+    if (!router.empty()) {
+      auto reply = co_await pool_.Post(router, "/v2/models/" + pipeline_.name + "/infer",
+                                       Body(path).dump(), timeout_);
+      if (reply.ok()) {
+        code = static_cast<int>(reply->status);
+        const json body = json::parse(reply->body, nullptr, false);
+        if (path.empty() && body.is_object() && body.contains("parameters")) {
+          const json named = body["parameters"].value("pipescale_paths", json::array());
+          if (named.is_array() && !named.empty()) taken = named.get<std::vector<std::string>>();
+        }
+      }
+    }
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+    for (const std::string& p : taken) {
+      PathStats& s = stats_[p];
+      ++s.sent;
+      ++s.codes[code];
+      if (code == 200) s.ok_ms.push_back(ms);
+    }
+    if (--outstanding_ == 0 && sent_seconds_ > 0) context_.stop();
+  }
+
+  const Flags& flags_;
+  const model::Pipeline& pipeline_;
+  emulator::Trace trace_;
+  Routers routers_;
+  std::mt19937_64 rng_;
+  std::chrono::milliseconds timeout_;
+  asio::io_context context_{1};
+  router::UpstreamPool pool_{context_.get_executor()};
+  Clock::time_point start_;
+  std::map<std::string, PathStats> stats_;
+  int outstanding_ = 0;
+  double sent_seconds_ = 0;
+};
+
+// What the clients saw, one line per path, for a person reading the log.
+void PrintSummary(const json& report) {
+  std::fprintf(stderr, "loadgen: sent %ld requests in %.0f s (%.1f per second)\n",
+               report["sent"].get<long>(), report["seconds"].get<double>(),
+               report["achievedRps"].get<double>());
+  std::fprintf(stderr, "loadgen: %-16s %8s %8s %9s %9s %8s\n", "PATH", "SENT", "OK", "P50-MS",
+               "P99-MS", "IN-SLO");
+  for (const auto& [path, p] : report["paths"].items()) {
+    std::fprintf(stderr, "loadgen: %-16s %8ld %8ld %9.1f %9.1f %7.1f%%\n", path.c_str(),
+                 p["sent"].get<long>(), p["codes"].value("200", 0L), p["p50Ms"].get<double>(),
+                 p["p99Ms"].get<double>(), 100 * p["sloAttainment"].get<double>());
+  }
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags flags = {{"-f", ""},         {"--router", ""}, {"--kubeconfig", ""}, {"--trace", ""},
+                 {"--mix", "named"}, {"--seed", "42"}, {"--report", ""},     {"--timeout-s", "30"}};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!flags.contains(argv[i])) {
+      std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";
+      std::exit(2);
+    }
+    flags[argv[i]] = argv[i + 1];
+  }
+  return flags;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {{"--workers", "256"}};
-  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
-  auto parsed = api::ParsePipelineFile(flags["-f"]);
+  const Flags flags = ParseFlags(argc, argv);
+  auto parsed = api::ParsePipelineFile(flags.at("-f"));
   if (!parsed.pipeline) {
-    for (const auto& e : parsed.errors) std::fprintf(stderr, "%s\n", e.ToString().c_str());
+    for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
     return 2;
   }
-  const model::Pipeline& pipeline = *parsed.pipeline;
-  const std::string ns = flags.contains("--namespace") ? flags["--namespace"] : "default";
-  std::vector<std::pair<double, double>> trace;  // (rps, seconds)
-  std::stringstream ts(flags["--trace"]);
-  for (std::string step; std::getline(ts, step, ',');) {
-    const auto colon = step.find(':');
-    trace.emplace_back(std::stod(step.substr(0, colon)), std::stod(step.substr(colon + 1)));
+  std::string csv;
+  if (flags.at("--trace").starts_with("csv:")) {
+    std::ifstream in(flags.at("--trace").substr(4));
+    csv.assign(std::istreambuf_iterator<char>(in), {});
   }
-  if (trace.empty()) {
-    std::fprintf(stderr, "--trace RPS:SECONDS[,...] is required\n");
+  auto trace = emulator::ParseTrace(flags.at("--trace"), std::stoull(flags.at("--seed")), csv);
+  if (!trace) {
+    std::cerr << "pipescale-loadgen: " << trace.error().message << "\n";
     return 2;
   }
-
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  auto registry = std::make_shared<prometheus::Registry>();
-  auto& requests = prometheus::BuildCounter()
-                       .Name("pipescale_requests_total")
-                       .Help("Requests entering each execution path")
-                       .Register(*registry);
-  auto& failures = prometheus::BuildCounter()
-                       .Name("pipescale_request_failures_total")
-                       .Help("Requests that found no endpoint or failed a hop")
-                       .Register(*registry);
-  auto& durations = prometheus::BuildHistogram()
-                        .Name("pipescale_request_duration_seconds")
-                        .Help("End-to-end latency of each execution path")
-                        .Register(*registry);
-  std::vector<prometheus::Counter*> request_counters, failure_counters;
-  std::vector<prometheus::Histogram*> duration_histograms;
-  double total_weight = 0;
-  for (const auto& p : pipeline.spec.paths) {
-    const std::map<std::string, std::string> labels = {
-        {"namespace", ns}, {"pipeline", pipeline.name}, {"path", p.name}};
-    request_counters.push_back(&requests.Add(labels));
-    failure_counters.push_back(&failures.Add(labels));
-    duration_histograms.push_back(
-        &durations.Add(labels, prometheus::Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25,
-                                                                       0.5, 1, 2.5, 5, 10, 25}));
-    total_weight += p.weight;
+  if (flags.at("--router").empty() && flags.at("--kubeconfig").empty()) {
+    std::cerr << "pipescale-loadgen: --router IP:PORT or --kubeconfig F is required\n";
+    return 2;
   }
-  prometheus::Exposer exposer("127.0.0.1:0");
-  exposer.RegisterCollectable(registry);
-  const std::string target_file =
-      flags["--targets-dir"] + "/loadgen-" + ns + "-" + pipeline.name + ".json";
-  std::ofstream(target_file + ".tmp")
-      << R"([{"targets": ["127.0.0.1:)" << exposer.GetListeningPorts().front() << "\"]}]";
-  fs::rename(target_file + ".tmp", target_file);
-
-  Endpoints endpoints(flags["--pods-url"], ns, pipeline);
-  endpoints.Reload();
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Job> jobs;
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> workers;
-  for (int w = 0; w < std::stoi(flags["--workers"]); ++w) {
-    workers.emplace_back([&] {
-      CURL* curl = curl_easy_init();
-      curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Discard);
-      curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
-      curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-      curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, kInferBody);
-      while (true) {
-        Job job;
-        {
-          std::unique_lock lock(mu);
-          cv.wait(lock, [&] { return stop || !jobs.empty(); });
-          if (stop && jobs.empty()) break;
-          job = jobs.front();
-          jobs.pop_front();
-        }
-        bool ok = true;
-        for (const auto& task : pipeline.spec.paths[job.path].tasks) {
-          const std::string endpoint = endpoints.Next(task);
-          if (endpoint.empty()) {
-            ok = false;
-            break;
-          }
-          const std::string url = "http://" + endpoint + "/v2/models/" + task + "/infer";
-          curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-          long code = 0;
-          if (curl_easy_perform(curl) != CURLE_OK ||
-              (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code), code != 200)) {
-            ok = false;
-            break;
-          }
-        }
-        if (ok) {
-          duration_histograms[job.path]->Observe(
-              std::chrono::duration<double>(Clock::now() - job.arrived).count());
-        } else {
-          failure_counters[job.path]->Increment();
-        }
-      }
-      curl_easy_cleanup(curl);
-      curl_slist_free_all(headers);
-    });
-  }
-  std::thread reload([&] {
-    while (!stop) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      endpoints.Reload();
-    }
-  });
-
-  // Open loop: Poisson arrivals per path at the trace's rate, split by path weight.
-  std::mt19937_64 rng(42);
-  std::uniform_real_distribution<double> uniform(0, 1);
-  for (const auto& [rps, seconds] : trace) {
-    std::fprintf(stderr, "loadgen: %.1f rps for %.0f s\n", rps, seconds);
-    const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(seconds));
-    auto next = Clock::now();
-    while (Clock::now() < end) {
-      if (rps <= 0) {
-        std::this_thread::sleep_until(end);
-        break;
-      }
-      next += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(-std::log(1 - uniform(rng)) / rps));
-      std::this_thread::sleep_until(next);
-      double pick = uniform(rng) * total_weight;
-      int path = 0;
-      while (path + 1 < static_cast<int>(pipeline.spec.paths.size()) &&
-             (pick -= pipeline.spec.paths[path].weight) > 0) {
-        ++path;
-      }
-      request_counters[path]->Increment();
-      {
-        std::lock_guard lock(mu);
-        jobs.push_back({path, Clock::now()});
-      }
-      cv.notify_one();
-    }
-  }
-  stop = true;
-  cv.notify_all();
-  for (auto& w : workers) w.join();
-  reload.join();
-  std::remove(target_file.c_str());
+  LoadGenerator load(flags, *parsed.pipeline, std::move(*trace));
+  const json report = load.Run();
+  PrintSummary(report);
+  if (!flags.at("--report").empty()) std::ofstream(flags.at("--report")) << report.dump(2) << "\n";
+  std::cout << report.dump() << "\n";
   return 0;
 }

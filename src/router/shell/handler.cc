@@ -162,15 +162,10 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   }
   if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");
   if (target == "/v2/health/live") co_return Reply(200, "");
+  // Ready once the pipeline is known, even while a task has no pod: a request the router
+  // answers 503 is still demand the operator must see to scale that task up from zero.
   if (target == "/v2/health/ready" || target == model + "/ready") {
-    const auto table = config_.table.load();
-    if (!table) co_return ErrorReply(400, "the pipeline is not known yet");
-    for (const auto& task : table->graph.tasks()) {
-      auto it = table->endpoints.find(task);
-      if (it == table->endpoints.end() || it->second.empty()) {
-        co_return ErrorReply(400, "task " + task + " has no ready pod");
-      }
-    }
+    if (!config_.table.load()) co_return ErrorReply(400, "the pipeline is not known yet");
     co_return Reply(200, "");
   }
   if (target == model) {

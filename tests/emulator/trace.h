@@ -1,0 +1,41 @@
+// The load shapes pipescale-loadgen replays: rates over time (constant steps, the FA2 paper's
+// fluctuating 8 <-> 27 requests/s, normal-random, diurnal with bursts, or a CSV of rates) or
+// the exact arrival times of a CSV. Pure: parsing and shaping only, the seed passed in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace pipescale::emulator {
+
+struct Step {
+  double rps = 0;
+  double seconds = 0;
+  bool operator==(const Step&) const = default;
+};
+
+struct Trace {
+  std::vector<Step> steps;       // Poisson arrivals at each step's rate
+  std::vector<double> arrivals;  // or exactly these, in seconds from the start (ascending)
+  double Seconds() const;
+  double MeanRps() const;  // the requests the trace sends on average per second
+};
+
+// One of:
+//   RPS:SECONDS[,RPS:SECONDS...]       steps
+//   fa2:SECONDS                        8 and 27 requests/s in turns of 30 s (FA2, RTAS'22)
+//   normal:MEAN:SD:SECONDS             a rate drawn each second from N(MEAN, SD), at least 0
+//   diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST]
+//                                      a sine from LOW to HIGH over PERIOD s, in 1 s steps; with
+//                                      BURST, BURST times the rate for 5 s every PERIOD / 4
+//   csv:FILE (the file's text in `csv_text`)
+//                                      lines "SECONDS,RPS" (the rate from then on) or "SECONDS"
+//                                      (one request then); '#' starts a comment
+// kInvalid names what is wrong.
+Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed,
+                         const std::string& csv_text = "");
+
+}  // namespace pipescale::emulator

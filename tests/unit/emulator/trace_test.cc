@@ -1,0 +1,77 @@
+// The load generator's shapes: each one's length and mean rate are what its numbers say, and
+// a malformed one is refused with the reason.
+#include "trace.h"
+
+#include <gtest/gtest.h>
+
+namespace pipescale::emulator {
+namespace {
+
+TEST(Trace, StepsAreTakenAsWritten) {
+  const auto t = ParseTrace("8:60,27:90,8:90", 1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->steps, (std::vector<Step>{{8, 60}, {27, 90}, {8, 90}}));
+  EXPECT_DOUBLE_EQ(t->Seconds(), 240);
+  EXPECT_DOUBLE_EQ(t->MeanRps(), (8 * 60 + 27 * 90 + 8 * 90) / 240.0);
+}
+
+TEST(Trace, Fa2AlternatesEightAndTwentySeven) {
+  const auto t = ParseTrace("fa2:100", 1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->steps, (std::vector<Step>{{8, 30}, {27, 30}, {8, 30}, {27, 10}}));
+}
+
+// Normal: the same seed gives the same trace; the mean over many seconds is near MEAN, and
+// no rate is negative even when SD is larger than MEAN.
+TEST(Trace, NormalIsSeededCenteredAndNeverNegative) {
+  const auto a = ParseTrace("normal:50:10:2000", 7);
+  const auto b = ParseTrace("normal:50:10:2000", 7);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->steps, b->steps);
+  EXPECT_NEAR(a->MeanRps(), 50, 1);
+  const auto wide = ParseTrace("normal:5:50:500", 7);
+  for (const Step& s : wide->steps) EXPECT_GE(s.rps, 0);
+}
+
+// Diurnal: LOW at the start of each period, HIGH half-way; a burst multiplies the rate for 5 s
+// every quarter period.
+TEST(Trace, DiurnalSpansLowToHighAndBursts) {
+  const auto t = ParseTrace("diurnal:10:50:100:200", 1);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->steps.size(), 200u);
+  EXPECT_DOUBLE_EQ(t->steps[0].rps, 10);
+  EXPECT_DOUBLE_EQ(t->steps[50].rps, 50);
+  EXPECT_DOUBLE_EQ(t->steps[100].rps, 10);
+  EXPECT_NEAR(t->MeanRps(), 30, 0.5);
+  const auto burst = ParseTrace("diurnal:10:50:100:100:3", 1);
+  EXPECT_DOUBLE_EQ(burst->steps[0].rps, 30);
+  EXPECT_DOUBLE_EQ(burst->steps[26].rps, t->steps[26].rps * 3);
+  EXPECT_DOUBLE_EQ(burst->steps[30].rps, t->steps[30].rps);
+}
+
+TEST(Trace, CsvOfRatesOrOfArrivals) {
+  const auto rates = ParseTrace("csv:r", 1, "# t,rps\n10,5\n0,2\n20,0\n");
+  ASSERT_TRUE(rates.ok());
+  EXPECT_EQ(rates->steps, (std::vector<Step>{{2, 10}, {5, 10}, {0, 1}}));
+  const auto times = ParseTrace("csv:t", 1, "0.5\n0.1\n2\n");
+  ASSERT_TRUE(times.ok());
+  EXPECT_EQ(times->arrivals, (std::vector<double>{0.1, 0.5, 2}));
+  EXPECT_DOUBLE_EQ(times->MeanRps(), 1.5);
+}
+
+TEST(Trace, MalformedShapesSayWhy) {
+  for (const char* bad :
+       {"", "8", "8:x", "-1:10", "fa2", "normal:1:2", "diurnal:1:2:0:10", "nan:10", "8:10,,9:1"}) {
+    const auto t = ParseTrace(bad, 1);
+    EXPECT_FALSE(t.ok()) << bad;
+    if (!t.ok()) {
+      EXPECT_NE(t.error().message.find("--trace"), std::string::npos) << bad;
+    }
+  }
+  EXPECT_FALSE(ParseTrace("csv:f", 1, "1,2\n3\n").ok());  // rates and arrivals mixed
+  EXPECT_FALSE(ParseTrace("csv:f", 1, "1,2,3\n").ok());
+  EXPECT_FALSE(ParseTrace("csv:f", 1, "# nothing\n").ok());
+}
+
+}  // namespace
+}  // namespace pipescale::emulator
