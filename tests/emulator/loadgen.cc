@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -118,11 +119,15 @@ json Report(const std::map<std::string, PathStats>& paths, double seconds) {
     for (double ms : s.ok_ms) met += s.slo_ms <= 0 || ms <= s.slo_ms ? 1 : 0;
     json codes = json::object();
     for (const auto& [code, n] : s.codes) codes[std::to_string(code)] = n;
-    out["paths"][name] = {{"sent", s.sent},
-                          {"codes", codes},
-                          {"p50Ms", Percentile(s.ok_ms, 0.5)},
-                          {"p99Ms", Percentile(s.ok_ms, 0.99)},
-                          {"sloAttainment", s.sent > 0 ? static_cast<double>(met) / s.sent : 0}};
+    out["paths"][name] = {
+        {"sent", s.sent},
+        {"codes", codes},
+        {"meanMs", s.ok_ms.empty() ? 0.0
+                                   : std::accumulate(s.ok_ms.begin(), s.ok_ms.end(), 0.0) /
+                                         static_cast<double>(s.ok_ms.size())},
+        {"p50Ms", Percentile(s.ok_ms, 0.5)},
+        {"p99Ms", Percentile(s.ok_ms, 0.99)},
+        {"sloAttainment", s.sent > 0 ? static_cast<double>(met) / s.sent : 0}};
   }
   out["sent"] = sent;
   out["achievedRps"] = seconds > 0 ? sent / seconds : 0;

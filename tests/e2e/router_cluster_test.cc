@@ -1,0 +1,255 @@
+// pipescale-router on the local cluster, in front of model pods the node agent runs: what
+// Prometheus reports of it matches what the load generator sent and measured; branches and
+// fan-out follow the models' answers; it follows scale-ups, scale-downs and a killed pod with
+// no request lost beyond the retry rule, and sends nothing to a pod that is not Ready. The
+// router runs as a local process with the admin's kubeconfig (the operator-run router and its
+// RBAC are the end-to-end and chart tests').
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api/deployment.h"
+#include "api/pipeline_parse.h"
+#include "integration/harness/cluster_test.h"
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+#include "metrics/prometheus.h"
+#include "reconciler/reconciler.h"
+#include "support/shell.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::LocalEnv;
+using testing::Process;
+using namespace std::chrono_literals;
+
+// detect finds 1.5 objects per image on average; half of them go on to classify, all of them
+// to recognize. Nothing starts until 2 s after launch, so a new pod is not Ready for 2 s.
+constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: scene, namespace: NAMESPACE}
+spec:
+  mode: Recommend
+  hardwareClasses: [{name: cpu, startupSeconds: 2}]
+  tasks:
+    - name: detect
+      next: [{task: classify, ratio: 0.5}, {task: recognize, ratio: 1.0}]
+      variants: [{name: v, multiplicativeFactor: 1.5, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 20}}}]}]
+    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 10}}}]}]}
+    - {name: recognize, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 10}}}]}]}
+  paths:
+    - {name: cars, tasks: [detect, classify], sloMs: 500, weight: 0.6}
+    - {name: faces, tasks: [detect, recognize], sloMs: 500, weight: 0.4}
+)";
+
+std::string Read(const std::string& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+class RouterOnClusterTest : public testing::ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    if (IsSkipped()) return;
+    dir_ = ::testing::TempDir() + "/router-cluster-" + ns_;
+    std::filesystem::create_directories(dir_);
+    std::string text = kPipeline;
+    text.replace(text.find("NAMESPACE"), 9, ns_);
+    file_ = dir_ + "/pipeline.yaml";
+    std::ofstream(file_) << text;
+    pipeline_ = *api::ParsePipeline(text).pipeline;
+    const auto applied =
+        testing::RunShell("kubectl --kubeconfig " + LocalEnv::Get().Var("KUBECONFIG") +
+                          " apply -f " + file_ + " 2>&1");
+    ASSERT_EQ(applied.code, 0) << applied.out;
+    auto object = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, "scene"));
+    ASSERT_TRUE(object.ok());
+    uid_ = (*object)["metadata"]["uid"];
+    for (const char* task : {"detect", "classify", "recognize"}) Scale(task, 1);
+    StartRouter();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return ReadyPods("detect") == 1 && ReadyPods("classify") == 1 &&
+                 ReadyPods("recognize") == 1;
+        },
+        60s, 200ms));
+  }
+
+  void TearDown() override {
+    if (router_) router_->Stop(SIGTERM, 30s);
+    std::filesystem::remove(target_file_);
+  }
+
+  // The task's Deployment as the operator would write it, at `replicas`.
+  void Scale(const std::string& task, int replicas) {
+    const model::Task& t = pipeline_.spec.tasks[pipeline_.TaskIndex(task)];
+    const json d = api::BuildDeployment(pipeline_, {.name = "scene", .uid = uid_}, t, t.variants[0],
+                                        pipeline_.spec.hardware_classes[0], replicas, 1);
+    const std::string name = d["metadata"]["name"];
+    if (!client_->Get(kube::ObjectPath(kube::kDeployments, ns_, name)).ok()) {
+      ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), d).ok());
+    } else {
+      ASSERT_TRUE(client_
+                      ->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, name),
+                                   {{"spec", {{"replicas", replicas}}}})
+                      .ok());
+    }
+  }
+
+  std::vector<json> Pods(const std::string& task) const {
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ + "/pods?labelSelector=" +
+                             kube::QueryEscape("pipescale.io/task=" + task));
+    std::vector<json> out;
+    if (pods.ok()) {
+      for (const json& p : (*pods)["items"]) out.push_back(p);
+    }
+    return out;
+  }
+
+  int ReadyPods(const std::string& task) const {
+    int ready = 0;
+    for (const json& pod : Pods(task)) {
+      if (pod["metadata"].contains("deletionTimestamp")) continue;
+      for (const json& c : pod["status"].value("conditions", json::array())) {
+        ready += c.value("type", "") == "Ready" && c.value("status", "") == "True";
+      }
+    }
+    return ready;
+  }
+
+  void StartRouter() {
+    router_ = std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_ROUTER, "--pipeline-file", file_, "--kubeconfig",
+                                 LocalEnv::Get().Var("KUBECONFIG"), "--listen", "127.0.0.1:0",
+                                 "--metrics-listen", "127.0.0.1:0", "--port-file",
+                                 dir_ + "/router.port", "--threads", "2"},
+        dir_ + "/router.log");
+    ASSERT_TRUE(Eventually([&] { return !Read(dir_ + "/router.port").empty(); }, 10s))
+        << router_->Log();
+    std::istringstream ports(Read(dir_ + "/router.port"));
+    int metrics_port = 0;
+    ports >> port_ >> metrics_port;
+    // Scraped by the local Prometheus through file service discovery.
+    target_file_ = LocalEnv::Get().Var("PIPESCALE_TARGETS_DIR") + "/router-" + ns_ + ".json";
+    std::ofstream(target_file_) << R"([{"targets": ["127.0.0.1:)" << metrics_port << "\"]}]";
+  }
+
+  // Runs the load generator to its end; its report.
+  json Load(const std::string& trace, const std::string& mix = "named") {
+    Process load({PIPESCALE_LOADGEN, "-f", file_, "--router", "127.0.0.1:" + std::to_string(port_),
+                  "--trace", trace, "--mix", mix, "--report", dir_ + "/report.json"},
+                 dir_ + "/loadgen.log");
+    EXPECT_EQ(load.Stop(0, 120s), 0) << load.Log();
+    return json::parse(Read(dir_ + "/report.json"), nullptr, false);
+  }
+
+  // One value per `by` label of a PromQL query, once Prometheus has scraped the end.
+  std::map<std::string, double> Query(const std::string& promql, const std::string& by) const {
+    const metrics::PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+    std::map<std::string, double> out;
+    auto samples = prometheus.Query(promql);
+    if (samples.ok()) {
+      for (const auto& s : *samples) out[s.labels.count(by) ? s.labels.at(by) : ""] = s.value;
+    }
+    return out;
+  }
+
+  std::string Selector() const { return "namespace=\"" + ns_ + "\",pipeline=\"scene\""; }
+
+  std::string dir_, file_, uid_, target_file_;
+  model::Pipeline pipeline_;
+  std::unique_ptr<Process> router_;
+  int port_ = 0;
+};
+
+// Prometheus counts, per path, the requests the load generator sent (all answered), and the
+// mean latency it measured, within 5%: the router's view is the clients'.
+TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
+  const json report = Load("40:30");
+  ASSERT_TRUE(report.is_object());
+  std::this_thread::sleep_for(3s);  // a scrape after the last answer
+  const auto sent = Query("sum by (path) (pipescale_requests_total{" + Selector() + "})", "path");
+  const auto mean =
+      Query("sum by (path) (pipescale_request_duration_seconds_sum{" + Selector() +
+                "}) / sum by (path) (pipescale_request_duration_seconds_count{" + Selector() + "})",
+            "path");
+  for (const char* path : {"cars", "faces"}) {
+    const json& client = report["paths"][path];
+    ASSERT_GT(client["sent"].get<double>(), 300) << report.dump();
+    EXPECT_EQ(client["codes"].value("200", 0L), client["sent"].get<long>()) << report.dump();
+    EXPECT_NEAR(sent.at(path), client["sent"].get<double>(), 0.05 * client["sent"].get<double>());
+    EXPECT_NEAR(1000 * mean.at(path), client["meanMs"].get<double>(),
+                0.05 * client["meanMs"].get<double>());
+  }
+}
+
+// With the path left to the models, detect's answers decide: 1.5 objects per image, half of
+// them to classify, all to recognize. Over ~600 images the calls each task got must be within
+// 10% of those ratios (the draws' spread is about 3%).
+TEST_F(RouterOnClusterTest, BranchesAndFanOutFollowTheModelsAnswers) {
+  const json report = Load("30:20", "models");
+  ASSERT_TRUE(report.is_object());
+  std::this_thread::sleep_for(3s);
+  const auto calls =
+      Query("sum by (task) (pipescale_router_task_requests_total{" + Selector() + ",code=\"200\"})",
+            "task");
+  ASSERT_TRUE(calls.contains("detect") && calls.contains("classify") &&
+              calls.contains("recognize"));
+  EXPECT_GT(calls.at("detect"), 450);
+  EXPECT_NEAR(calls.at("classify") / calls.at("detect"), 1.5 * 0.5, 0.1 * 0.75);
+  EXPECT_NEAR(calls.at("recognize") / calls.at("detect"), 1.5 * 1.0, 0.1 * 1.5);
+  // And the emulator's own count of what it emitted agrees with the factor.
+  const auto factor = Query("sum by (task) (pipescale_model_emitted_requests_total{namespace=\"" +
+                                ns_ + "\"}) / sum by (task) (pipescale_model_requests_total{" +
+                                "namespace=\"" + ns_ + "\"})",
+                            "task");
+  EXPECT_NEAR(factor.at("detect"), 1.5, 0.1);
+}
+
+// Under steady load the detect Deployment goes 1 -> 3 -> 1 replicas and one of its pods is
+// killed outright: every request is still answered 200 (a failed call is retried once on
+// another pod). Until the kill no model server refused a request, so none reached a pod before
+// it was Ready (new pods refuse inference for their first 2 s).
+TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
+  double refused_before_kill = -1;
+  std::string killed;
+  std::thread changes([&] {
+    std::this_thread::sleep_for(4s);
+    Scale("detect", 3);
+    EXPECT_TRUE(Eventually([&] { return ReadyPods("detect") == 3; }, 30s, 200ms));
+    std::this_thread::sleep_for(3s);
+    const auto refused =
+        Query("sum(pipescale_model_request_failures_total{namespace=\"" + ns_ + "\"})", "");
+    if (refused.contains("")) refused_before_kill = refused.at("");
+    // The process listening on one detect pod's address, killed as a crash would be.
+    const std::string ip = Pods("detect").front()["status"].value("podIP", "");
+    killed =
+        testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
+            .out;
+    if (!killed.empty()) kill(std::atoi(killed.c_str()), SIGKILL);
+    std::this_thread::sleep_for(6s);
+    Scale("detect", 1);
+  });
+  const json report = Load("40:30");
+  changes.join();
+  ASSERT_TRUE(report.is_object());
+  EXPECT_FALSE(killed.empty()) << "no process listened on a detect pod's address";
+  EXPECT_EQ(refused_before_kill, 0);
+  long sent = 0, ok = 0;
+  for (const auto& [path, p] : report["paths"].items()) {
+    sent += p["sent"].get<long>();
+    ok += p["codes"].value("200", 0L);
+  }
+  EXPECT_GT(sent, 1000);
+  EXPECT_EQ(ok, sent) << report.dump();
+}
+
+}  // namespace
+}  // namespace pipescale
