@@ -59,6 +59,7 @@ class RouterOnClusterTest : public testing::ClusterTest {
     ClusterTest::SetUp();
     if (IsSkipped()) return;
     dir_ = ::testing::TempDir() + "/router-cluster-" + ns_;
+    std::filesystem::remove_all(dir_);  // a port file of an earlier run is not this router's
     std::filesystem::create_directories(dir_);
     std::string text = kPipeline;
     text.replace(text.find("NAMESPACE"), 9, ns_);

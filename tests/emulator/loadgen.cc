@@ -17,6 +17,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "api/pipeline_parse.h"
@@ -204,6 +205,9 @@ class LoadGenerator {
     if (!router.empty()) {
       auto reply = co_await pool_.Post(router, "/v2/models/" + pipeline_.name + "/infer",
                                        Body(path).dump(), timeout_);
+      if (!reply.ok() && errors_.insert(reply.error().message).second) {
+        std::cerr << "loadgen: no answer from " << router << ": " << reply.error().message << "\n";
+      }
       if (reply.ok()) {
         code = static_cast<int>(reply->status);
         const json body = json::parse(reply->body, nullptr, false);
@@ -235,6 +239,7 @@ class LoadGenerator {
   std::map<std::string, PathStats> stats_;
   int outstanding_ = 0;
   double sent_seconds_ = 0;
+  std::set<std::string> errors_;  // said once each
 };
 
 // What the clients saw, one line per path, for a person reading the log.

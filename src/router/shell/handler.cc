@@ -139,10 +139,12 @@ void RouterMetrics::Call(const std::string& task, unsigned code, double seconds)
   }
 }
 
-void RouterMetrics::DeclarePaths(const Graph& graph) {
+void RouterMetrics::Declare(const Graph& graph) {
   for (const std::string& path : graph.paths()) {
     requests_.Add(Labels({{"path", path}, {"code", "200"}}));
+    late_.Add(Labels({{"path", path}}));
   }
+  for (const std::string& task : graph.tasks()) retries_.Add(Labels({{"task", task}}));
 }
 
 void RouterMetrics::Retry(const std::string& task) {

@@ -54,9 +54,10 @@ class RouterMetrics {
   void Call(const std::string& task, unsigned code, double seconds);
   void Retry(const std::string& task);
   void Late(const std::string& path);
-  // Every path's request counter at 0, so a path without requests yet reads as rate 0, not
-  // as missing (the operator holds its plan while a series is missing).
-  void DeclarePaths(const Graph& graph);
+  // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
+  // not as missing (the operator holds its plan while a series is missing), and a dashboard
+  // shows no retries rather than no data.
+  void Declare(const Graph& graph);
   prometheus::Gauge& in_flight() { return in_flight_; }
 
  private:

@@ -119,7 +119,7 @@ int Run(Flags flags) {
     }
     std::map<std::string, std::shared_ptr<Endpoint>> known;
     config.table.store(MakeTable(*file, *pods, known));
-    metrics.DeclarePaths(config.table.load()->graph);
+    metrics.Declare(config.table.load()->graph);
     return Serve(config, flags, metrics, metrics_port);
   }
   auto cluster = pipescale::kube::LoadClusterConfig(flags["--kubeconfig"]);
@@ -129,7 +129,7 @@ int Run(Flags flags) {
   }
   const pipescale::kube::Client client(*cluster);
   Discovery discovery(client, config, file,
-                      [&metrics](const RoutingTable& table) { metrics.DeclarePaths(table.graph); });
+                      [&metrics](const RoutingTable& table) { metrics.Declare(table.graph); });
   discovery.Start();
   // Serve at once: until the pipeline and its pods are known, requests get 503 and the
   // readiness probe fails, so no Service sends any here.

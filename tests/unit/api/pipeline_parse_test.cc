@@ -539,7 +539,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
   EXPECT_TRUE(Has(errors,
                   "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, "
                   "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
-                  "querySizes"))
+                  "querySizes, router"))
       << Dump(errors);
   // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
   errors = Errors(Replace(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));

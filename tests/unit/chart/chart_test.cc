@@ -88,6 +88,10 @@ const std::set<std::string> kPipelineRules = {
     "apps/deployments: get,list,watch,create,patch,delete",
     "/configmaps: get,create,patch",
     "/events: create",
+    "/serviceaccounts: get,create",
+    "/services: get,create",
+    "rbac.authorization.k8s.io/rolebindings: get,create",
+    "rbac.authorization.k8s.io/clusterroles[rel-pipescale-router]: bind",
 };
 const std::set<std::string> kCapacityRules = {"/nodes: list,watch", "/pods: list,watch"};
 
@@ -146,7 +150,7 @@ TEST(Chart, WatchNamespacesGrantPipelineRightsOnlyThere) {
   const Rendered r = Template("--set 'watchNamespaces={team-a,team-b}'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Nodes are cluster-scoped: the capacity model's rights stay a ClusterRole.
-  EXPECT_EQ(Rules(r.Get("ClusterRole")), kCapacityRules);
+  EXPECT_EQ(Rules(r.Get("ClusterRole", "rel-pipescale")), kCapacityRules);
   int roles = 0;
   for (const auto& o : r.objects) {
     if (o["kind"].as<std::string>() != "Role" ||
@@ -160,6 +164,16 @@ TEST(Chart, WatchNamespacesGrantPipelineRightsOnlyThere) {
   EXPECT_EQ(roles, 2);
   EXPECT_EQ(r.Count("RoleBinding"), 3);  // two namespaces and the Lease
   EXPECT_TRUE(Has(Args(r.Get("Deployment")), "--namespace=team-a,team-b"));
+}
+
+// Each pipeline's router reads its pods and its routing ConfigMap through informers, nothing
+// else; the operator binds routers to this ClusterRole by the name it is given.
+TEST(Chart, RoutersGetOnlyWhatTheyRead) {
+  const Rendered r = Template("");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Rules(r.Get("ClusterRole", "rel-pipescale-router")),
+            (std::set<std::string>{"/pods: list,watch", "/configmaps: list,watch"}));
+  EXPECT_TRUE(Has(Args(r.Get("Deployment")), "--router-cluster-role=rel-pipescale-router"));
 }
 
 TEST(Chart, TheOperatorRunsLockedDown) {

@@ -1,0 +1,324 @@
+// What the router costs on the request path, against the floor this machine allows: the same
+// requests sent straight to a backend (direct), through a bare gateway on the same library that
+// only forwards (bare: Boost.Beast, the same upstream pool, no parsing, no policy), and through
+// pipescale-router with every policy of its own on (router). Paths of one, two and three tasks,
+// each task answered at once by a Beast backend, so what is measured is the gateway itself.
+// The gateway runs on core 0, the backend and this client on core 1.
+//
+//   router_bench [--seconds 5] [--rounds 3] [--connections 8] [--rate 1000]
+// Prints markdown: requests/s per core and CPU per request at saturation (closed loop), and
+// the latency a gateway adds at a fixed open-loop rate (p50, p99, p99.9), medians of rounds.
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+#include "router/shell/asio.h"
+#include "router/shell/upstream.h"
+
+namespace {
+
+using namespace pipescale::router;
+using pipescale::testing::Process;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr const char* kRequest =
+    R"({"id":"r","inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[0.1,0.2,0.3,0.4]}]})";
+constexpr const char* kReply =
+    R"({"model_name":"m","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,4],"data":[0.1,0.2,0.3,0.4]}]})";
+
+// Serves HTTP/1.1 keep-alive on `port` (0: any) with `answer`; writes the port to `port_file`.
+template <typename Answer>
+void Serve(const std::string& port_file, Answer answer) {
+  asio::io_context context{1};
+  tcp::acceptor acceptor(context, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  std::ofstream(port_file + ".tmp") << acceptor.local_endpoint().port() << "\n";
+  std::filesystem::rename(port_file + ".tmp", port_file);
+  auto session = [&](tcp::socket socket) -> asio::awaitable<void> {
+    beast::tcp_stream stream(std::move(socket));
+    beast::error_code ec;
+    stream.socket().set_option(tcp::no_delay(true), ec);
+    beast::flat_buffer buffer;
+    for (;;) {
+      HttpRequest request;
+      co_await http::async_read(stream, buffer, request, Redirect(ec));
+      if (ec) break;
+      HttpResponse response{http::status::ok, 11};
+      response.set(http::field::content_type, "application/json");
+      response.body() = co_await answer(request);
+      response.keep_alive(true);
+      response.prepare_payload();
+      co_await http::async_write(stream, response, Redirect(ec));
+      if (ec) break;
+    }
+  };
+  asio::co_spawn(
+      context,
+      [&]() -> asio::awaitable<void> {
+        for (;;) {
+          tcp::socket s = co_await acceptor.async_accept(asio::use_awaitable);
+          asio::co_spawn(context, session(std::move(s)), asio::detached);
+        }
+      },
+      asio::detached);
+  context.run();
+}
+
+// The backend: every task answers at once.
+void Backend(const std::string& port_file) {
+  Serve(port_file, [](const HttpRequest&) -> asio::awaitable<std::string> { co_return kReply; });
+}
+
+// The floor: forwards the body to the backend `tasks` times in turn, answers the last reply.
+void BareGateway(const std::string& port_file, const std::string& backend, int tasks) {
+  std::unique_ptr<UpstreamPool> pool;
+  Serve(port_file, [&](const HttpRequest& request) -> asio::awaitable<std::string> {
+    if (!pool) pool = std::make_unique<UpstreamPool>(co_await asio::this_coro::executor);
+    std::string body = request.body();
+    for (int t = 0; t < tasks; ++t) {
+      auto reply = co_await pool->Post(backend, "/v2/models/t/infer", body, 10s);
+      body = reply.ok() ? reply->body : "";
+    }
+    co_return body;
+  });
+}
+
+std::string ReadFile(const std::string& f) {
+  std::ifstream in(f);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string WaitPort(const std::string& file) {
+  pipescale::testing::Eventually([&] { return !ReadFile(file).empty(); }, 10s);
+  std::istringstream in(ReadFile(file));
+  std::string port;
+  in >> port;
+  return port;
+}
+
+// CPU seconds a process has used (user + system).
+double CpuSeconds(pid_t pid) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/stat"));
+  std::string field;
+  for (int i = 1; i <= 13; ++i) in >> field;
+  long user = 0, system = 0;
+  in >> user >> system;
+  return static_cast<double>(user + system) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+struct Run {
+  double rps = 0;
+  double cpu_us = 0;  // the gateway's CPU per request; 0 for direct
+  std::vector<double> ms;
+};
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+// One request: to `target` (ip:port) once, or, direct, to the backend once per task.
+asio::awaitable<bool> OneRequest(UpstreamPool& pool, const std::string& target,
+                                 const std::string& path, int calls) {
+  for (int i = 0; i < calls; ++i) {
+    auto reply = co_await pool.Post(target, path, kRequest, 10s);
+    if (!reply.ok() || reply->status != 200) co_return false;
+  }
+  co_return true;
+}
+
+// Closed loop with `connections` clients for `seconds` (rate 0), or open loop at `rate`.
+Run Measure(const std::string& target, const std::string& path, int calls, pid_t gateway,
+            int connections, double seconds, double rate) {
+  asio::io_context context{1};
+  UpstreamPool pool(context.get_executor());
+  Run run;
+  long done = 0;
+  const auto warm = Clock::now() + 1s;
+  const auto end =
+      warm + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  double cpu_start = 0;
+  auto timed = [&]() -> asio::awaitable<void> {
+    const auto sent = Clock::now();
+    const bool ok = co_await OneRequest(pool, target, path, calls);
+    if (ok && sent >= warm && sent < end) {
+      ++done;
+      run.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+    }
+  };
+  if (rate <= 0) {
+    for (int c = 0; c < connections; ++c) {
+      asio::co_spawn(
+          context,
+          [&]() -> asio::awaitable<void> {
+            while (Clock::now() < end) co_await timed();
+          },
+          asio::detached);
+    }
+  } else {
+    asio::co_spawn(
+        context,
+        [&]() -> asio::awaitable<void> {
+          asio::steady_timer timer(context);
+          std::mt19937_64 rng(1);
+          std::exponential_distribution<double> gap(rate);
+          for (auto at = Clock::now(); at < end;) {
+            at += std::chrono::duration_cast<Clock::duration>(
+                std::chrono::duration<double>(gap(rng)));
+            timer.expires_at(at);
+            co_await timer.async_wait(asio::use_awaitable);
+            asio::co_spawn(context, timed(), asio::detached);
+          }
+        },
+        asio::detached);
+  }
+  std::thread cpu([&] {
+    std::this_thread::sleep_until(warm);
+    if (gateway > 0) cpu_start = CpuSeconds(gateway);
+    std::this_thread::sleep_until(end);
+    if (gateway > 0 && done > 0) {
+      run.cpu_us = (CpuSeconds(gateway) - cpu_start) * 1e6 / static_cast<double>(done);
+    }
+  });
+  context.run();
+  cpu.join();
+  run.rps = static_cast<double>(done) / seconds;
+  return run;
+}
+
+void Pin(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+std::string Chain(const std::string& dir, int tasks) {
+  std::ostringstream yaml;
+  yaml << "apiVersion: pipescale.io/v1alpha1\nkind: InferencePipeline\n"
+       << "metadata: {name: chain, namespace: bench}\nspec:\n  hardwareClasses: [{name: cpu}]\n"
+       << "  tasks:\n";
+  std::string path;
+  for (int t = 1; t <= tasks; ++t) {
+    yaml << "    - {name: t" << t;
+    if (t < tasks) yaml << ", next: [{task: t" << t + 1 << "}]";
+    yaml << ", variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: "
+            "{c: 1}}}]}]}\n";
+    path += (t > 1 ? ", t" : "t") + std::to_string(t);
+  }
+  yaml << "  paths: [{name: p, tasks: [" << path << "], sloMs: 10000}]\n";
+  const std::string file = dir + "/chain" + std::to_string(tasks) + ".yaml";
+  std::ofstream(file) << yaml.str();
+  return file;
+}
+
+struct Row {
+  std::map<std::string, std::vector<Run>> saturated, paced;  // by gateway: rounds
+};
+
+double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
+
+void Print(const std::map<int, Row>& rows, double rate) {
+  std::printf(
+      "| tasks | gateway | requests/s (1 core) | CPU per request | added p50 | added p99 | added "
+      "p99.9 |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& [tasks, row] : rows) {
+    auto median = [&](const std::vector<Run>& runs, auto field) {
+      std::vector<double> v;
+      for (const Run& r : runs) v.push_back(field(r));
+      return Median(v);
+    };
+    const auto& direct = row.paced.at("direct");
+    for (const char* g : {"bare", "router"}) {
+      const double rps = median(row.saturated.at(g), [](const Run& r) { return r.rps; });
+      const double cpu = median(row.saturated.at(g), [](const Run& r) { return r.cpu_us; });
+      std::printf("| %d | %s | %.0f | %.1f µs |", tasks, g, rps, cpu);
+      for (double q : {0.5, 0.99, 0.999}) {
+        const double added =
+            median(row.paced.at(g), [&](const Run& r) { return Quantile(r.ms, q); }) -
+            median(direct, [&](const Run& r) { return Quantile(r.ms, q); });
+        std::printf(" %.3f ms |", added);
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("\n(added latency at %.0f requests/s open loop, over calling the backend directly)\n",
+              rate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags = {
+      {"--seconds", "5"}, {"--rounds", "3"}, {"--connections", "8"}, {"--rate", "1000"}};
+  if (argc >= 3 && std::string(argv[1]) == "--backend") {
+    Backend(argv[2]);
+    return 0;
+  }
+  if (argc >= 5 && std::string(argv[1]) == "--bare") {
+    BareGateway(argv[2], argv[3], std::atoi(argv[4]));
+    return 0;
+  }
+  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  const double seconds = std::stod(flags["--seconds"]);
+  const int rounds = std::stoi(flags["--rounds"]);
+  const int connections = std::stoi(flags["--connections"]);
+  const double rate = std::stod(flags["--rate"]);
+
+  const std::string dir = std::filesystem::temp_directory_path() / "pipescale-router-bench";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string self = std::filesystem::canonical("/proc/self/exe");
+  Pin(1);
+  Process backend({"/usr/bin/taskset", "-c", "1", self, "--backend", dir + "/backend.port"},
+                  dir + "/backend.log");
+  const std::string upstream = "127.0.0.1:" + WaitPort(dir + "/backend.port");
+
+  std::map<int, Row> rows;
+  for (int tasks = 1; tasks <= 3; ++tasks) {
+    const std::string file = Chain(dir, tasks);
+    std::string endpoints;
+    for (int t = 1; t <= tasks; ++t) {
+      endpoints += (t > 1 ? ";t" : "t") + std::to_string(t) + "=" + upstream;
+    }
+    const std::string tag = std::to_string(tasks);
+    Process bare({"/usr/bin/taskset", "-c", "0", self, "--bare", dir + "/bare" + tag + ".port",
+                  upstream, tag},
+                 dir + "/bare.log");
+    Process router(
+        {"/usr/bin/taskset", "-c", "0", PIPESCALE_ROUTER, "--pipeline-file", file, "--endpoints",
+         endpoints, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--threads", "1",
+         "--max-in-flight", "100000", "--port-file", dir + "/router" + tag + ".port"},
+        dir + "/router.log");
+    const std::map<std::string, std::pair<std::string, pid_t>> gateways = {
+        {"bare", {"127.0.0.1:" + WaitPort(dir + "/bare" + tag + ".port"), bare.pid()}},
+        {"router", {"127.0.0.1:" + WaitPort(dir + "/router" + tag + ".port"), router.pid()}}};
+    for (int r = 0; r < rounds; ++r) {
+      rows[tasks].paced["direct"].push_back(
+          Measure(upstream, "/v2/models/t1/infer", tasks, 0, connections, seconds, rate));
+      for (const auto& [name, g] : gateways) {
+        rows[tasks].saturated[name].push_back(
+            Measure(g.first, "/v2/models/chain/infer", 1, g.second, connections, seconds, 0));
+        rows[tasks].paced[name].push_back(
+            Measure(g.first, "/v2/models/chain/infer", 1, g.second, connections, seconds, rate));
+      }
+      std::fprintf(stderr, "router_bench: %d task(s), round %d done\n", tasks, r + 1);
+    }
+    bare.Stop(SIGTERM, 5s);
+    router.Stop(SIGTERM, 5s);
+  }
+  Print(rows, rate);
+  return 0;
+}
