@@ -22,15 +22,23 @@ HttpResponse ErrorReply(unsigned status, const std::string& message) {
   return Reply(status, ErrorBody(message));
 }
 
-// The next task's request: the outputs of the one before as its inputs.
-json NextRequest(const json& response, const json& previous) {
+// The next task's request: the outputs of the one before as its inputs, moved out of the
+// response (it is not needed after this).
+json NextRequest(json& response, const json& previous) {
   json next = {{"inputs", json::array()}};
-  for (const json& out : response.value("outputs", json::array())) {
-    if (!out.is_object()) continue;
-    next["inputs"].push_back({{"name", out.value("name", "input")},
-                              {"datatype", out.value("datatype", "FP32")},
-                              {"shape", out.value("shape", json::array())},
-                              {"data", out.value("data", json::array())}});
+  auto outputs = response.find("outputs");
+  if (outputs != response.end() && outputs->is_array()) {
+    for (json& out : *outputs) {
+      if (!out.is_object()) continue;
+      json input = json::object();
+      input["name"] = out.value("name", "input");
+      input["datatype"] = out.value("datatype", "FP32");
+      for (const char* key : {"shape", "data"}) {
+        auto it = out.find(key);
+        input[key] = it != out.end() ? std::move(*it) : json::array();
+      }
+      next["inputs"].push_back(std::move(input));
+    }
   }
   if (next["inputs"].empty()) next["inputs"] = previous.value("inputs", json::array());
   if (previous.contains("id")) next["id"] = previous["id"];
@@ -113,30 +121,38 @@ std::map<std::string, std::string> RouterMetrics::Labels(
   return more;
 }
 
+std::atomic<std::uint64_t> RouterMetrics::instances_{0};
+
 void RouterMetrics::Request(const std::string& path, unsigned code, double seconds,
                             int query_size) {
-  const std::string p = path.empty() ? "unlisted" : path;
-  requests_.Add(Labels({{"path", p}, {"code", std::to_string(code)}})).Increment();
+  const std::string& p = path.empty() ? kUnlisted : path;
+  const std::string c = std::to_string(code);
+  Cached(requests_, p + '\x1f' + c, [&] {
+    return &requests_.Add(Labels({{"path", p}, {"code", c}}));
+  }).Increment();
   if (code != 200) return;
-  duration_
-      .Add(Labels({{"path", p}}),
-           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                                   5, 10})
-      .Observe(seconds);
-  query_size_
-      .Add(Labels({{"path", p}}), prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64})
-      .Observe(query_size);
+  Cached(duration_, p, [&] {
+    return &duration_.Add(Labels({{"path", p}}),
+                          prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                  0.25, 0.5, 1, 2.5, 5, 10});
+  }).Observe(seconds);
+  Cached(query_size_, p, [&] {
+    return &query_size_.Add(Labels({{"path", p}}),
+                            prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
+  }).Observe(query_size);
 }
 
 void RouterMetrics::Call(const std::string& task, unsigned code, double seconds) {
-  calls_.Add(Labels({{"task", task}, {"code", std::to_string(code)}})).Increment();
-  if (code == 200) {
-    call_duration_
-        .Add(Labels({{"task", task}}),
-             prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                     0.5, 1, 5})
-        .Observe(seconds);
-  }
+  const std::string c = std::to_string(code);
+  Cached(calls_, task + '\x1f' + c, [&] {
+    return &calls_.Add(Labels({{"task", task}, {"code", c}}));
+  }).Increment();
+  if (code != 200) return;
+  Cached(call_duration_, task, [&] {
+    return &call_duration_.Add(Labels({{"task", task}}),
+                               prometheus::Histogram::BucketBoundaries{
+                                   0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5});
+  }).Observe(seconds);
 }
 
 void RouterMetrics::Declare(const Graph& graph) {
@@ -152,7 +168,7 @@ void RouterMetrics::Retry(const std::string& task) {
 }
 
 void RouterMetrics::Late(const std::string& path) {
-  late_.Add(Labels({{"path", path.empty() ? "unlisted" : path}})).Increment();
+  late_.Add(Labels({{"path", path.empty() ? kUnlisted : path}})).Increment();
 }
 
 asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request) {
@@ -183,7 +199,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
 }
 
 asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
-                                                    const std::string& task, json body,
+                                                    const std::string& task, json& body,
                                                     Clock::time_point deadline) {
   auto it = table.endpoints.find(task);
   if (it == table.endpoints.end() || it->second.empty()) {
@@ -292,9 +308,14 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json 
     co_return;
   }
   std::vector<std::pair<std::string, json>> calls;
-  const json request = NextRequest(*response, body);
+  json request = NextRequest(*response, body);
+  int left = 0;
+  for (const router::Call& c : *next) left += c.count;
   for (const router::Call& c : *next) {
-    for (int i = 0; i < c.count; ++i) calls.emplace_back(c.task, request);
+    // The last call takes the request itself: a chain copies nothing.
+    for (int i = 0; i < c.count; ++i) {
+      calls.emplace_back(c.task, --left == 0 ? std::move(request) : request);
+    }
   }
   co_await VisitAll(walk, std::move(calls), trail);
 }
@@ -338,7 +359,9 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
       start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
                                : config_.call_timeout);
   std::vector<std::pair<std::string, json>> calls;
-  for (const std::string& task : *entry) calls.emplace_back(task, parsed->body);
+  for (size_t i = 0; i < entry->size(); ++i) {
+    calls.emplace_back((*entry)[i], i + 1 == entry->size() ? std::move(parsed->body) : parsed->body);
+  }
   co_await VisitAll(walk, std::move(calls), {});
 
   // Never served past the deadline plus the grace: the client is told, and it is counted.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,26 @@ class RouterMetrics {
   prometheus::Gauge& in_flight() { return in_flight_; }
 
  private:
+  inline static const std::string kUnlisted = "unlisted";  // the path of a walk matching none
+
   std::map<std::string, std::string> Labels(std::map<std::string, std::string> more) const;
+
+  // Family::Add builds and hashes a label map and takes a lock at every call; on the request
+  // path each thread keeps the series it has used, keyed by this instance, the family and the
+  // label values. Series live as long as their family, which outlives every thread.
+  template <typename T, typename Add>
+  T& Cached(const prometheus::Family<T>& family, const std::string& values, Add add) const {
+    thread_local std::unordered_map<std::string, T*> cache;
+    std::string key(reinterpret_cast<const char*>(&id_), sizeof id_);
+    const void* f = &family;
+    key.append(reinterpret_cast<const char*>(&f), sizeof f).append(values);
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(std::move(key), add()).first;
+    return *it->second;
+  }
+
+  static std::atomic<std::uint64_t> instances_;
+  const std::uint64_t id_ = ++instances_;  // never reused, so no thread finds a dead series
   const RouterConfig& config_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
@@ -85,7 +105,7 @@ class PipelineHandler {
   struct Walk;
   asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
   asio::awaitable<Result<nlohmann::json>> Call(const RoutingTable& table, const std::string& task,
-                                               nlohmann::json body,
+                                               nlohmann::json& body,
                                                std::chrono::steady_clock::time_point deadline);
   asio::awaitable<void> Visit(Walk& walk, std::string task, nlohmann::json body,
                               std::vector<std::string> trail);
