@@ -150,8 +150,8 @@ void RouterMetrics::Call(const std::string& task, unsigned code, double seconds)
   if (code != 200) return;
   Cached(call_duration_, task, [&] {
     return &call_duration_.Add(Labels({{"task", task}}),
-                               prometheus::Histogram::BucketBoundaries{
-                                   0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5});
+                               prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025,
+                                                                       0.05, 0.1, 0.25, 0.5, 1, 5});
   }).Observe(seconds);
 }
 
@@ -360,7 +360,8 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
                                : config_.call_timeout);
   std::vector<std::pair<std::string, json>> calls;
   for (size_t i = 0; i < entry->size(); ++i) {
-    calls.emplace_back((*entry)[i], i + 1 == entry->size() ? std::move(parsed->body) : parsed->body);
+    calls.emplace_back((*entry)[i],
+                       i + 1 == entry->size() ? std::move(parsed->body) : parsed->body);
   }
   co_await VisitAll(walk, std::move(calls), {});
 

@@ -15,8 +15,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "router/shell/asio.h"
