@@ -45,6 +45,15 @@ json NextRequest(json& response, const json& previous) {
   return next;
 }
 
+// One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
+std::vector<std::pair<std::string, json>> Spread(const std::vector<std::string>& tasks, json body) {
+  std::vector<std::pair<std::string, json>> calls;
+  calls.reserve(tasks.size());
+  for (size_t i = 0; i + 1 < tasks.size(); ++i) calls.emplace_back(tasks[i], body);
+  if (!tasks.empty()) calls.emplace_back(tasks.back(), std::move(body));
+  return calls;
+}
+
 // Counts a request in flight for as long as it lives.
 class InFlight {
  public:
@@ -121,7 +130,10 @@ std::map<std::string, std::string> RouterMetrics::Labels(
   return more;
 }
 
-std::atomic<std::uint64_t> RouterMetrics::instances_{0};
+std::uint64_t RouterMetrics::NextId() {
+  static std::atomic<std::uint64_t> instances{0};
+  return ++instances;
+}
 
 void RouterMetrics::Request(const std::string& path, unsigned code, double seconds,
                             int query_size) {
@@ -307,16 +319,9 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json 
     walk.trails[trail] = Clock::now();
     co_return;
   }
-  std::vector<std::pair<std::string, json>> calls;
-  json request = NextRequest(*response, body);
-  int left = 0;
-  for (const router::Call& c : *next) left += c.count;
-  for (const router::Call& c : *next) {
-    // The last call takes the request itself: a chain copies nothing.
-    for (int i = 0; i < c.count; ++i) {
-      calls.emplace_back(c.task, --left == 0 ? std::move(request) : request);
-    }
-  }
+  std::vector<std::string> tasks;
+  for (const router::Call& c : *next) tasks.insert(tasks.end(), c.count, c.task);
+  auto calls = Spread(tasks, NextRequest(*response, body));
   co_await VisitAll(walk, std::move(calls), trail);
 }
 
@@ -358,11 +363,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   walk.deadline =
       start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
                                : config_.call_timeout);
-  std::vector<std::pair<std::string, json>> calls;
-  for (size_t i = 0; i < entry->size(); ++i) {
-    calls.emplace_back((*entry)[i],
-                       i + 1 == entry->size() ? std::move(parsed->body) : parsed->body);
-  }
+  auto calls = Spread(*entry, std::move((*parsed).body));
   co_await VisitAll(walk, std::move(calls), {});
 
   // Never served past the deadline plus the grace: the client is told, and it is counted.

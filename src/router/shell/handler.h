@@ -80,8 +80,8 @@ class RouterMetrics {
     return *it->second;
   }
 
-  static std::atomic<std::uint64_t> instances_;
-  const std::uint64_t id_ = ++instances_;  // never reused, so no thread finds a dead series
+  static std::uint64_t NextId();
+  const std::uint64_t id_ = NextId();  // never reused, so no thread finds a dead series
   const RouterConfig& config_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;

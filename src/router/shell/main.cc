@@ -27,7 +27,14 @@
 
 namespace {
 
-using namespace pipescale::router;
+using pipescale::router::Discovery;
+using pipescale::router::Endpoint;
+using pipescale::router::MakeTable;
+using pipescale::router::PodEndpoint;
+using pipescale::router::RouterConfig;
+using pipescale::router::RouterMetrics;
+using pipescale::router::RoutingTable;
+using pipescale::router::Server;
 using Flags = std::map<std::string, std::string>;
 
 // "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080"
