@@ -48,11 +48,6 @@ spec:
     - {name: faces, tasks: [detect, recognize], sloMs: 500, weight: 0.4}
 )";
 
-std::string Read(const std::string& file) {
-  std::ifstream in(file);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 class RouterOnClusterTest : public testing::ClusterTest {
  protected:
   void SetUp() override {
@@ -132,11 +127,10 @@ class RouterOnClusterTest : public testing::ClusterTest {
                                  "--metrics-listen", "127.0.0.1:0", "--port-file",
                                  dir_ + "/router.port", "--threads", "2"},
         dir_ + "/router.log");
-    ASSERT_TRUE(Eventually([&] { return !Read(dir_ + "/router.port").empty(); }, 10s))
-        << router_->Log();
-    std::istringstream ports(Read(dir_ + "/router.port"));
-    int metrics_port = 0;
-    ports >> port_ >> metrics_port;
+    const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
+    ASSERT_EQ(ports.size(), 2u) << router_->Log();
+    port_ = ports[0];
+    const int metrics_port = ports[1];
     // Scraped by the local Prometheus through file service discovery.
     target_file_ = LocalEnv::Get().Var("PIPESCALE_TARGETS_DIR") + "/router-" + ns_ + ".json";
     std::ofstream(target_file_) << R"([{"targets": ["127.0.0.1:)" << metrics_port << "\"]}]";
@@ -148,7 +142,7 @@ class RouterOnClusterTest : public testing::ClusterTest {
                   "--trace", trace, "--mix", mix, "--report", dir_ + "/report.json"},
                  dir_ + "/loadgen.log");
     EXPECT_EQ(load.Stop(0, 120s), 0) << load.Log();
-    return json::parse(Read(dir_ + "/report.json"), nullptr, false);
+    return json::parse(testing::ReadFile(dir_ + "/report.json"), nullptr, false);
   }
 
   // One value per `by` label of a PromQL query, once Prometheus has scraped the end.

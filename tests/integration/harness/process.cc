@@ -54,11 +54,24 @@ std::optional<int> Process::Stop(int signal, std::chrono::milliseconds timeout) 
   return std::nullopt;
 }
 
-std::string Process::Log() const {
-  std::ifstream in(log_file_);
+std::string Process::Log() const { return ReadFile(log_file_); }
+
+std::string ReadFile(const std::string& file) {
+  std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::vector<int> WaitForPorts(const std::string& file, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (ReadFile(file).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::istringstream in(ReadFile(file));
+  std::vector<int> ports;
+  for (int p; in >> p;) ports.push_back(p);
+  return ports;
 }
 
 int FreePort() {

@@ -30,6 +30,13 @@ class Process {
   std::optional<int> status_;
 };
 
+// A file's whole text, or "" when it cannot be read.
+std::string ReadFile(const std::string& file);
+
+// The ports a process of ours wrote to its --port-file ("PORT [METRICS_PORT]", written whole
+// by a rename), once it has; empty if it has not within `timeout`.
+std::vector<int> WaitForPorts(const std::string& file, std::chrono::milliseconds timeout);
+
 // A TCP port nothing listens on right now.
 int FreePort();
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "integration/harness/local_env.h"
+#include "support/pipelines.h"
 
 namespace pipescale::kube {
 namespace {
@@ -83,19 +84,7 @@ TEST(KubeClient, StatusSubresourceLeavesGenerationAlone) {
   const Client client(LocalEnv::Get().Config());
   const std::string ns = LocalEnv::Get().FreshNamespace(client);
   const ResourceType pipelines{"pipescale.io/v1alpha1", "inferencepipelines", true};
-  const nlohmann::json ipl = {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", "p"}}},
-      {"spec",
-       {{"hardwareClasses", {{{"name", "cpu"}}}},
-        {"tasks",
-         {{{"name", "a"},
-           {"variants",
-            {{{"name", "v"},
-              {"profiles",
-               {{{"hardwareClass", "cpu"}, {"latencyMs", {{"quadratic", {{"c", 5}}}}}}}}}}}}}},
-        {"paths", {{{"name", "p"}, {"tasks", {"a"}}, {"sloMs", 100}}}}}}};
+  const nlohmann::json ipl = testing::OneTaskPipeline("p");
   auto created = client.Create(CollectionPath(pipelines, ns), ipl);
   ASSERT_TRUE(created.ok()) << created.error().message;
   const int generation = (*created)["metadata"]["generation"];

@@ -28,13 +28,6 @@ struct Reply {
   double seconds = 0;
 };
 
-std::string Read(const std::string& file) {
-  std::ifstream in(file);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -52,8 +45,9 @@ class RouterTest : public ::testing::Test {
         std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", task, "--host", host, "--port",
                                  "0", "--port-file", port_file, "--latency-ms", latency_ms},
         dir_ + "/" + host + ".log"));
-    EXPECT_TRUE(Eventually([&] { return !Read(port_file).empty(); }, 10s));
-    return host + ":" + Read(port_file).substr(0, Read(port_file).find_first_of(" \n"));
+    const std::vector<int> ports = testing::WaitForPorts(port_file, 10s);
+    EXPECT_FALSE(ports.empty());
+    return host + ":" + (ports.empty() ? "0" : std::to_string(ports[0]));
   }
 
   void StartRouter(const std::string& endpoints, double slo_ms = 400) {
@@ -73,10 +67,10 @@ spec:
                                  "--metrics-listen", "127.0.0.1:0", "--port-file",
                                  dir_ + "/router.port", "--threads", "2"},
         dir_ + "/router.log");
-    ASSERT_TRUE(Eventually([&] { return !Read(dir_ + "/router.port").empty(); }, 10s))
-        << router_->Log();
-    std::istringstream ports(Read(dir_ + "/router.port"));
-    ports >> port_ >> metrics_port_;
+    const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
+    ASSERT_EQ(ports.size(), 2u) << router_->Log();
+    port_ = ports[0];
+    metrics_port_ = ports[1];
   }
 
   Reply Infer(const std::string& body, const std::string& path = "p") const {
@@ -90,7 +84,7 @@ spec:
     Reply r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.code = std::atoi(curl.out.c_str());
-    r.body = json::parse(Read(dir_ + "/reply.json"), nullptr, false);
+    r.body = json::parse(testing::ReadFile(dir_ + "/reply.json"), nullptr, false);
     return r;
   }
 

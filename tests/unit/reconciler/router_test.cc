@@ -6,6 +6,7 @@
 
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "support/pipelines.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -116,20 +117,9 @@ TEST(RouterPipelineWrite, WritesTheGraphOnlyWhenItChanged) {
 
 // The graph the router reads parses back into the pipeline the operator planned.
 TEST(RouterPipelineWrite, TheRouterReadsThePipelineBack) {
-  const json object = {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", "x"}, {"namespace", "n"}, {"uid", "u"}}},
-      {"spec",
-       {{"hardwareClasses", {{{"name", "cpu"}}}},
-        {"tasks",
-         {{{"name", "a"},
-           {"variants",
-            {{{"name", "v"},
-              {"profiles",
-               {{{"hardwareClass", "cpu"}, {"latencyMs", {{"quadratic", {{"c", 5}}}}}}}}}}}}}},
-        {"paths", {{{"name", "p"}, {"tasks", {"a"}}, {"sloMs", 100}}}}}},
-      {"status", {{"plan", "ignored"}}}};
+  json object = testing::OneTaskPipeline("x", "n");
+  object["metadata"]["uid"] = "u";
+  object["status"] = {{"plan", "ignored"}};
   auto parsed = api::ParsePipeline(api::PipelineForRouter(object));
   ASSERT_TRUE(parsed.pipeline) << parsed.errors[0].ToString();
   EXPECT_EQ(parsed.pipeline->name, "x");
