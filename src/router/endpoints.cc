@@ -91,9 +91,9 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     if (ip.empty() || !IsReady(pod)) continue;
     const json containers = pod["spec"].value("containers", json::array());
     if (!containers.is_array()) continue;
-    out[task].push_back({Str(pod["metadata"], "name"),
-                         ip + ":" + std::to_string(PortOf(containers)),
-                         WeightOf(pipeline, labels, containers)});
+    out[task].push_back(
+        {Str(pod["metadata"], "name"), ip + ":" + std::to_string(PortOf(containers)),
+         WeightOf(pipeline, labels, containers), Str(labels, "pipescale.io/variant")});
   }
   for (auto& [task, list] : out) {
     std::sort(list.begin(), list.end(),

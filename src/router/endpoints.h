@@ -17,6 +17,7 @@ struct PodEndpoint {
   std::string name;     // the pod's, for logs
   std::string address;  // ip:port
   double weight = 1;    // requests per second one replica serves as planned
+  std::string variant;  // its pipescale.io/variant label, for the per-variant metrics
   bool operator==(const PodEndpoint&) const = default;
 };
 

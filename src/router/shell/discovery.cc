@@ -15,12 +15,14 @@ std::shared_ptr<const RoutingTable> MakeTable(
     for (const PodEndpoint& pod : list) {
       auto it = known.find(pod.address);
       std::shared_ptr<Endpoint> e;
-      if (it != known.end() && it->second->weight == pod.weight) {
+      if (it != known.end() && it->second->weight == pod.weight &&
+          it->second->variant == pod.variant) {
         e = it->second;
       } else {
         e = std::make_shared<Endpoint>();
         e->address = pod.address;
         e->weight = pod.weight;
+        e->variant = pod.variant;
       }
       kept[pod.address] = e;
       table->endpoints[task].push_back(std::move(e));

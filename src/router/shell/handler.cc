@@ -117,6 +117,10 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
                 .Register(r)),
+      task_in_flight_(prometheus::BuildGauge()
+                          .Name("pipescale_router_task_in_flight_requests")
+                          .Help("Calls to each task's pods not yet answered")
+                          .Register(r)),
       in_flight_(prometheus::BuildGauge()
                      .Name("pipescale_router_in_flight_requests")
                      .Help("Requests the router is serving now")
@@ -154,17 +158,25 @@ void RouterMetrics::Request(const std::string& path, unsigned code, double secon
   }).Observe(query_size);
 }
 
-void RouterMetrics::Call(const std::string& task, unsigned code, double seconds) {
+void RouterMetrics::Call(const std::string& task, const std::string& variant, unsigned code,
+                         double seconds) {
   const std::string c = std::to_string(code);
-  Cached(calls_, task + '\x1f' + c, [&] {
-    return &calls_.Add(Labels({{"task", task}, {"code", c}}));
+  const std::string series = task + '\x1f' + variant;
+  Cached(calls_, series + '\x1f' + c, [&] {
+    return &calls_.Add(Labels({{"task", task}, {"variant", variant}, {"code", c}}));
   }).Increment();
   if (code != 200) return;
-  Cached(call_duration_, task, [&] {
-    return &call_duration_.Add(Labels({{"task", task}}),
+  Cached(call_duration_, series, [&] {
+    return &call_duration_.Add(Labels({{"task", task}, {"variant", variant}}),
                                prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025,
                                                                        0.05, 0.1, 0.25, 0.5, 1, 5});
   }).Observe(seconds);
+}
+
+prometheus::Gauge& RouterMetrics::TaskInFlight(const std::string& task) {
+  return Cached(task_in_flight_, task, [&] {
+    return &task_in_flight_.Add(Labels({{"task", task}}));
+  });
 }
 
 void RouterMetrics::Declare(const Graph& graph) {
@@ -172,7 +184,10 @@ void RouterMetrics::Declare(const Graph& graph) {
     requests_.Add(Labels({{"path", path}, {"code", "200"}}));
     late_.Add(Labels({{"path", path}}));
   }
-  for (const std::string& task : graph.tasks()) retries_.Add(Labels({{"task", task}}));
+  for (const std::string& task : graph.tasks()) {
+    retries_.Add(Labels({{"task", task}}));
+    task_in_flight_.Add(Labels({{"task", task}}));
+  }
 }
 
 void RouterMetrics::Retry(const std::string& task) {
@@ -233,12 +248,15 @@ asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
     body["parameters"]["pipescale_deadline_ms"] = remaining.count();
     Endpoint& pod = *pods[pick];
     ++pod.outstanding;
+    prometheus::Gauge& in_flight = metrics_.TaskInFlight(task);
+    in_flight.Increment();
     const auto sent = Clock::now();
     auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer", body.dump(),
                                      remaining + config_.grace);
+    in_flight.Decrement();
     --pod.outstanding;
     const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
-    metrics_.Call(task, reply.ok() ? reply->status : 0, seconds);
+    metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
       json parsed = json::parse(reply->body, nullptr, false);
       if (parsed.is_object()) co_return parsed;

@@ -28,6 +28,7 @@ namespace pipescale::router {
 struct Endpoint {
   std::string address;  // ip:port of a Ready pod
   double weight = 1;    // its planned capacity
+  std::string variant;  // the model variant it serves ("" when not known)
   std::atomic<int> outstanding{0};
 };
 
@@ -52,7 +53,8 @@ class RouterMetrics {
  public:
   RouterMetrics(prometheus::Registry& registry, const RouterConfig& config);
   void Request(const std::string& path, unsigned code, double seconds, int query_size);
-  void Call(const std::string& task, unsigned code, double seconds);
+  void Call(const std::string& task, const std::string& variant, unsigned code, double seconds);
+  prometheus::Gauge& TaskInFlight(const std::string& task);
   void Retry(const std::string& task);
   void Late(const std::string& path);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
@@ -90,6 +92,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Histogram>& call_duration_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Counter>& late_;
+  prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Gauge& in_flight_;
 };
 

@@ -47,7 +47,7 @@ std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
     if (eq == std::string::npos) return std::nullopt;
     auto& pods = out[item.substr(0, eq)];
     std::stringstream addresses(item.substr(eq + 1));
-    for (std::string a; std::getline(addresses, a, ',');) pods.push_back({a, a, 1});
+    for (std::string a; std::getline(addresses, a, ',');) pods.push_back({a, a, 1, ""});
   }
   return out;
 }

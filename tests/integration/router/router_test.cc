@@ -121,7 +121,8 @@ TEST_F(RouterTest, ServesAPathAndMeasuresIt) {
       std::string::npos);
   EXPECT_NE(
       m.find(
-          R"(pipescale_router_task_requests_total{code="200",namespace="demo",pipeline="chain",task="classify"} 20)"),
+          // Endpoints from the command line name no variant.
+          R"(pipescale_router_task_requests_total{code="200",namespace="demo",pipeline="chain",task="classify",variant=""} 20)"),
       std::string::npos);
 }
 

@@ -216,6 +216,14 @@ TEST(Chart, PrometheusOperatorObjectsOnlyWhereTheirApiExists) {
   const YAML::Node monitor = with.Get("ServiceMonitor");
   EXPECT_EQ(monitor["metadata"]["labels"]["release"].as<std::string>(), "kps");
   EXPECT_EQ(monitor["spec"]["endpoints"][0]["port"].as<std::string>(), "metrics");
+  EXPECT_EQ(without.Count("PodMonitor"), 0);
+  // Routers are scraped wherever their pipelines live, keeping their own namespace label.
+  const YAML::Node routers = with.Get("PodMonitor");
+  EXPECT_TRUE(routers["spec"]["namespaceSelector"]["any"].as<bool>());
+  EXPECT_EQ(
+      routers["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"].as<std::string>(),
+      "router");
+  EXPECT_TRUE(routers["spec"]["podMetricsEndpoints"][0]["honorLabels"].as<bool>());
   // The rule's groups are the alerts file, untouched by Helm's templating.
   const YAML::Node alerts = YAML::LoadFile(kRoot + "/helm/pipescale/files/alerts.yaml");
   const YAML::Node groups = with.Get("PrometheusRule")["spec"]["groups"];

@@ -58,6 +58,7 @@ TEST(Endpoints, OnlyReadyPodsOfThePipelineWithAnAddress) {
   ASSERT_EQ(e.at("detect").size(), 2u);
   EXPECT_EQ(e.at("detect")[0].address, "127.0.0.2:8080");  // sorted, the default port
   EXPECT_EQ(e.at("detect")[1].name, "b");
+  EXPECT_EQ(e.at("detect")[1].variant, "small");
 }
 
 TEST(Endpoints, ThePortNamedHttpElseTheFirstDeclared) {
