@@ -6,8 +6,8 @@
 // Like a detector it finds objects: each response names, in the parameter pipescale_next, how
 // many requests each next task gets: n objects (the multiplicative factor, rounded at random
 // to an integer with the same mean), each sent down every edge with the edge's ratio as its
-// chance; on a path the client named, all n go to every next task (the router takes the
-// path's).
+// chance, as Loki's model of a pipeline has it (on a path the client named, the router takes
+// the count of the path's next task; 0 ends the request there).
 //
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--startup-seconds S] [--batch-env NAME] [--max-wait-ms 1000]
@@ -142,7 +142,7 @@ class Server {
   }
 
   // Where this response's output goes: {"pipescale_next": {task: count}}; counted as emitted.
-  json Next(bool path_named) {
+  json Next() {
     std::lock_guard lock(rng_mu_);
     std::uniform_real_distribution<double> u(0, 1);
     const double whole = std::floor(options_.factor);
@@ -151,7 +151,7 @@ class Server {
     json counts = json::object();
     for (const auto& [task, ratio] : options_.next) {
       int taken = 0;
-      for (int i = 0; i < found; ++i) taken += path_named || u(rng_) < ratio ? 1 : 0;
+      for (int i = 0; i < found; ++i) taken += u(rng_) < ratio ? 1 : 0;
       counts[task] = taken;
     }
     return counts;
@@ -337,14 +337,12 @@ int OnInfer(mg_connection* conn, Server& server) {
                        {"shape", input["shape"]},
                        {"data", input["data"]}});
   }
-  const json parameters = request.value("parameters", json::object());
-  const bool path_named = parameters.is_object() && parameters.contains("pipescale_path");
   json response = {{"model_name", server.options().model},
                    {"model_version", "1"},
                    {"parameters", {{"batch_size", server.batch()}}},
                    {"outputs", outputs}};
   // A last task has no edges; what it would emit still counts, as its factor is measured.
-  json next = server.Next(path_named);
+  json next = server.Next();
   if (!next.empty()) response["parameters"]["pipescale_next"] = std::move(next);
   if (request.contains("id")) response["id"] = request["id"];
   return ReplyJson(conn, 200, response);
