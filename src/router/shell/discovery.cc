@@ -56,18 +56,21 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
 Discovery::~Discovery() {
   pods_->Stop();
   if (config_maps_) config_maps_->Stop();
+  if (first_table_.joinable()) first_table_.join();  // Stop ended its wait
 }
 
 void Discovery::Start() {
   pods_->Start();
   if (config_maps_) config_maps_->Start();
-}
-
-bool Discovery::WaitForSync(std::chrono::milliseconds timeout) {
-  const bool synced =
-      pods_->WaitForSync(timeout) && (!config_maps_ || config_maps_->WaitForSync(timeout));
-  if (synced) Rebuild();  // the handlers may all have run before the second informer synced
-  return synced;
+  // An informer calls its handler only for objects it lists; when the one synced last listed
+  // none (no model pod yet), no handler would run with both synced, and no table would be built
+  // until something changed. So once both have synced, build it.
+  first_table_ = std::thread([this] {
+    constexpr auto kForever = std::chrono::hours(24 * 365);
+    if (pods_->WaitForSync(kForever) && (!config_maps_ || config_maps_->WaitForSync(kForever))) {
+      Rebuild();
+    }
+  });
 }
 
 std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kube/informer.h"
@@ -34,8 +35,8 @@ class Discovery {
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;
 
+  // Starts following the cluster; the first table is built once both informers have synced.
   void Start();
-  bool WaitForSync(std::chrono::milliseconds timeout);
 
  private:
   void Rebuild();
@@ -48,6 +49,7 @@ class Discovery {
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Endpoint>> known_;
   std::string last_error_;
+  std::thread first_table_;  // waits for both informers' first lists (see Start)
 };
 
 }  // namespace pipescale::router
