@@ -21,6 +21,10 @@ struct PodEndpoint {
   bool operator==(const PodEndpoint&) const = default;
 };
 
+// The pod's Ready condition is True and no deletion is under way. Any JSON: false when it is
+// not a pod.
+bool PodReady(const nlohmann::json& pod);
+
 // The pods of `pipeline` that may take requests, by task: labelled pipescale.io/pipeline and
 // pipescale.io/task, with an address, the Ready condition True and no deletion under way. The
 // port is the container port named "http", else the first declared, else kDefaultModelPort.

@@ -22,8 +22,10 @@
 
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "common/json_fields.h"
 #include "kube/config.h"
 #include "kube/informer.h"
+#include "router/endpoints.h"
 #include "router/shell/upstream.h"
 #include "trace.h"
 
@@ -77,13 +79,9 @@ class Routers {
   std::vector<std::string> ReadyPods() const {
     std::vector<std::string> out;
     for (const json& pod : pods_->List()) {
-      const json status = pod.value("status", json::object());
-      bool ready = false;
-      for (const json& c : status.value("conditions", json::array())) {
-        ready |= c.value("type", "") == "Ready" && c.value("status", "") == "True";
-      }
-      if (ready && !pod["metadata"].contains("deletionTimestamp")) {
-        out.push_back(status.value("podIP", "") + ":" + std::to_string(api::kRouterPort));
+      const std::string ip = StringField(pod.value("status", json::object()), "podIP");
+      if (router::PodReady(pod) && !ip.empty()) {
+        out.push_back(ip + ":" + std::to_string(api::kRouterPort));
       }
     }
     std::sort(out.begin(), out.end());

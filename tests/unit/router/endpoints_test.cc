@@ -100,6 +100,10 @@ TEST(Endpoints, MalformedPodsArePassedOver) {
                                           labels_wrong, status_wrong, ports_wrong});
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e.at("detect")[0].address, "10.0.0.3:8080");
+  for (const json& not_a_pod : {json(), json::array(), json{{"metadata", 1}}, status_wrong}) {
+    EXPECT_FALSE(PodReady(not_a_pod)) << not_a_pod.dump();
+  }
+  EXPECT_TRUE(PodReady(Pod("r", "detect", "10.0.0.5")));
 }
 
 }  // namespace
