@@ -289,6 +289,39 @@ TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
       << Dump(errors);
 }
 
+// spec.router: absent means none; present, its defaults; every field checked with its name.
+TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
+  EXPECT_FALSE(ParsePipeline(kValid).pipeline->spec.router);
+  const std::string with = Replace(kValid, "  forecast:", "  router: {}\n  forecast:");
+  const auto defaults = ParsePipeline(with).pipeline->spec.router;
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(*defaults, model::RouterSpec{});
+  const auto set = ParsePipeline(Replace(kValid, "  forecast:",
+                                         "  router: {image: r:2, minReplicas: 2, maxReplicas: 3, "
+                                         "requestsPerSecondPerReplica: 500, threads: 4}\n"
+                                         "  forecast:"))
+                       .pipeline->spec.router;
+  ASSERT_TRUE(set);
+  EXPECT_EQ(*set, (model::RouterSpec{.image = "r:2",
+                                     .min_replicas = 2,
+                                     .max_replicas = 3,
+                                     .requests_per_second_per_replica = 500,
+                                     .threads = 4}));
+  auto errors = Errors(Replace(kValid, "  forecast:",
+                               "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
+                               "requestsPerSecondPerReplica: 0, replicas: 1}\n  forecast:"));
+  EXPECT_TRUE(Has(errors, "spec.router.minReplicas: must not exceed maxReplicas (2), got 5"))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.router.threads: must be >= 1, got 0")) << Dump(errors);
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.starts_with("spec.router.requestsPerSecondPerReplica: ");
+  })) << Dump(errors);
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.starts_with("spec.router.replicas: unknown field");
+  })) << Dump(errors);
+  EXPECT_FALSE(ParsePipeline(Replace(kValid, "  forecast:", "  router: 3\n  forecast:")).pipeline);
+}
+
 // --- Limits: every document is read within bounded stack, memory and time -----------------
 
 // The valid pipeline as JSON, to edit field by field.
