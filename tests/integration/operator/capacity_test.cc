@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "integration/harness/cluster_test.h"
@@ -110,6 +111,32 @@ class CapacityTest : public testing::ClusterTest {
       }
     }
     return ready;
+  }
+
+  // The replicas of a Deployment at rest: no rollout under way and exactly that many live pods,
+  // all Ready; -1 while it moves.
+  int Settled(const std::string& deployment, const std::string& selector) {
+    const json d = Deployment(deployment);
+    const int replicas = d["spec"].value("replicas", -1);
+    const auto phases = Pods(selector);
+    const int live = std::accumulate(phases.begin(), phases.end(), 0,
+                                     [](int n, const auto& phase) { return n + phase.second; });
+    const bool rest = !reconciler::RollingOut(d) && live == replicas &&
+                      ReadyPods(selector) == replicas &&
+                      Deployment(deployment)["spec"].value("replicas", -1) == replicas;
+    return rest ? replicas : -1;
+  }
+
+  // One line per pod: name, phase, Ready, terminating; for failure messages.
+  std::string PodSummary(const std::string& selector) {
+    std::string out;
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                             "/pods?labelSelector=" + kube::QueryEscape(selector));
+    for (const json& pod : pods.ok() ? (*pods)["items"] : json::array()) {
+      out += pod["metadata"].value("name", "") + " " + pod["status"].value("phase", "") +
+             (pod["metadata"].contains("deletionTimestamp") ? " terminating" : "") + "\n";
+    }
+    return out;
   }
 
   int Events(const std::string& reason) {
@@ -270,14 +297,17 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
                ? d["spec"]["template"]["spec"]["containers"][0]["env"][0].value("value", "")
                : "";
   };
+  // The baseline is taken at rest, once the measured rate has reached the load: earlier, the
+  // plan still grows with the ramping rate, and a rollout of its own may be under way.
+  int replicas = -1;
   ASSERT_TRUE(Eventually(
       [&] {
-        const int replicas = Deployment(deployment)["spec"].value("replicas", -1);
-        return replicas > 0 && ReadyPods(selector) == replicas && batch() != "" && batch() != "1";
+        const double rate = Status("roll").value(json::json_pointer("/observed/pathRates/p"), 0.0);
+        replicas = Settled(deployment, selector);
+        return rate > 140 && replicas > 0 && batch() != "" && batch() != "1";
       },
-      40s))
-      << Status("roll").dump() << op.process().Log();
-  const int replicas = Deployment(deployment)["spec"]["replicas"];
+      60s))
+      << Status("roll").dump() << PodSummary(selector) << op.process().Log();
   const std::string before = batch();
 
   // Batching no longer allowed: the plan moves to batch 1 (and may add replicas).
@@ -292,6 +322,7 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
   // Ready pods never fall below the smaller of the replicas before and the replicas asked for
   // now (the plan may also scale in on its own).
   int shortfall = 0;
+  std::string at_shortfall;
   ASSERT_TRUE(Eventually(
       [&] {
         const json d = Deployment(deployment);
@@ -300,12 +331,16 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
         // between the two reads is the plan's, not a loss (CI's loaded machine widens that gap).
         const int now = std::min(d["spec"].value("replicas", -1),
                                  Deployment(deployment)["spec"].value("replicas", -1));
-        shortfall = std::max(shortfall, std::min(replicas, now) - ready);
-        return batch() == "1" && !reconciler::RollingOut(d) && ready == now;
+        if (std::min(replicas, now) - ready > shortfall) {
+          shortfall = std::min(replicas, now) - ready;
+          at_shortfall = PodSummary(selector);
+        }
+        return batch() == "1" && Settled(deployment, selector) > 0;
       },
       60s, 100ms))
-      << Status("roll").dump();
-  EXPECT_EQ(shortfall, 0) << "Ready pods dropped below the plan during the rollout";
+      << Status("roll").dump() << PodSummary(selector);
+  EXPECT_EQ(shortfall, 0) << "Ready pods dropped below the plan during the rollout:\n"
+                          << at_shortfall;
 
   // A model server dies: the node agent restarts it in place.
   auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
@@ -319,20 +354,25 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
   const pid_t pid = ProcessOf(pod["metadata"]["name"], pod["status"]["podIP"]);
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const std::string name = pod["metadata"]["name"];
+  json seen;
   ASSERT_TRUE(Eventually(
       [&] {
-        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"]));
+        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, name));
+        if (p.ok()) seen = (*p)["status"];
         return p.ok() && (*p)["status"]["containerStatuses"][0].value("restartCount", 0) >= 1 &&
                (*p)["status"]["containerStatuses"][0].value("ready", false);
       },
-      30s));
+      30s))
+      << name << " " << seen.dump() << "\n"
+      << PodSummary(selector) << pool.Log();
 
   // A pod is deleted: the ReplicaSet replaces it; the plan does not move.
   const int planned = Deployment(deployment)["spec"]["replicas"];
-  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"])).ok());
+  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kube::kPods, ns_, name)).ok());
   ASSERT_TRUE(Eventually(
       [&] {
-        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, pod["metadata"]["name"]));
+        auto p = client_->Get(kube::ObjectPath(kube::kPods, ns_, name));
         return !p.ok() && ReadyPods(selector) == planned;
       },
       30s));
