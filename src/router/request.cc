@@ -1,9 +1,8 @@
 #include "router/request.h"
 
+#include <algorithm>
 #include <array>
-#include <functional>
-
-#include "common/strings.h"
+#include <charconv>
 
 namespace pipescale::router {
 namespace {
@@ -18,11 +17,24 @@ Error Invalid(const std::string& field, const std::string& why) {
   return Error{ErrorKind::kInvalid, field + ": " + why};
 }
 
-// Elements in `data`, flat or nested, or -1 when it holds something that is not a scalar.
-long CountElements(const json& data) {
-  if (!data.is_array()) return data.is_primitive() && !data.is_null() ? 1 : -1;
+bool IsString(std::string_view token) { return !token.empty() && token.front() == '"'; }
+
+// A string token's text (the scanner has checked its grammar; escapes are rare, so only then
+// is it decoded by a parser).
+std::string Text(std::string_view token) {
+  if (token.find('\\') == std::string_view::npos)
+    return std::string(token.substr(1, token.size() - 2));
+  return json::parse(token, nullptr, false).get<std::string>();
+}
+
+// Elements in `data` (its text), flat or nested, or -1 when it holds something that is not a
+// scalar.
+long CountElements(std::string_view data) {
+  if (data.front() == '{' || data == "null") return -1;
+  if (data.front() != '[') return 1;
   long n = 0;
-  for (const json& item : data) {
+  const std::vector<std::string_view> items = *ScanArray(data);  // scanned with the request
+  for (std::string_view item : items) {
     const long inner = CountElements(item);
     if (inner < 0) return -1;
     n += inner;
@@ -30,16 +42,20 @@ long CountElements(const json& data) {
   return n;
 }
 
-Result<long> CheckShape(const json& shape, const std::string& field) {
-  if (!shape.is_array() || shape.empty()) {
-    return Invalid(field, "must be a non-empty array of non-negative integers");
-  }
+// A non-negative integer token, or -1.
+long Dimension(std::string_view token) {
+  long value = -1;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  return error == std::errc() && end == token.data() + token.size() && value >= 0 ? value : -1;
+}
+
+Result<long> CheckShape(std::string_view shape, const std::string& field) {
+  const auto dims = shape.front() == '[' ? *ScanArray(shape) : std::vector<std::string_view>{};
+  if (dims.empty()) return Invalid(field, "must be a non-empty array of non-negative integers");
   long elements = 1;
-  for (const json& d : shape) {
-    if (!d.is_number_integer() || d.get<long>() < 0) {
-      return Invalid(field, "must be a non-empty array of non-negative integers");
-    }
-    const long dim = d.get<long>();
+  for (std::string_view d : dims) {
+    const long dim = Dimension(d);
+    if (dim < 0) return Invalid(field, "must be a non-empty array of non-negative integers");
     if (dim > 0 && elements > static_cast<long>(kMaxElements) / dim) {
       return Invalid(field, "holds more than " + std::to_string(kMaxElements) + " elements");
     }
@@ -48,92 +64,93 @@ Result<long> CheckShape(const json& shape, const std::string& field) {
   return elements;
 }
 
-Status CheckInput(const json& input, const std::string& field) {
-  if (!input.is_object()) return Invalid(field, "must be an object");
-  const auto name = input.find("name");
-  if (name == input.end() || !name->is_string() || name->get<std::string>().empty()) {
+// Checks one input tensor; its first dimension (the query's size).
+Result<long> CheckInput(std::string_view input, const std::string& field) {
+  auto members = ScanObject(input);
+  if (!members) return Invalid(field, "must be an object");
+  const std::string_view name = Find(*members, "name");
+  if (!IsString(name) || name == "\"\"")
     return Invalid(field + ".name", "must be a non-empty string");
-  }
-  const auto type = input.find("datatype");
-  if (type == input.end() || !type->is_string() ||
-      std::find(kDatatypes.begin(), kDatatypes.end(), type->get<std::string>()) ==
-          kDatatypes.end()) {
+  const std::string_view type = Find(*members, "datatype");
+  if (!IsString(type) || std::find(kDatatypes.begin(), kDatatypes.end(),
+                                   type.substr(1, type.size() - 2)) == kDatatypes.end()) {
     return Invalid(field + ".datatype", "must be one of the protocol's datatypes, e.g. FP32");
   }
-  const auto shape = input.find("shape");
-  if (shape == input.end()) return Invalid(field + ".shape", "is required");
-  auto elements = CheckShape(*shape, field + ".shape");
+  const std::string_view shape = Find(*members, "shape");
+  if (shape.empty()) return Invalid(field + ".shape", "is required");
+  auto elements = CheckShape(shape, field + ".shape");
   if (!elements) return elements.error();
-  const auto data = input.find("data");
-  if (data == input.end()) return Invalid(field + ".data", "is required");
-  const long count = CountElements(*data);
+  const std::string_view data = Find(*members, "data");
+  if (data.empty()) return Invalid(field + ".data", "is required");
+  const long count = CountElements(data);
   if (count < 0) return Invalid(field + ".data", "must hold only numbers, booleans or strings");
   if (count != *elements) {
     return Invalid(field + ".data", "holds " + std::to_string(count) +
                                         " elements, the shape says " + std::to_string(*elements));
   }
+  return Dimension(ScanArray(shape)->front());
+}
+
+Status CheckOutputs(std::string_view outputs) {
+  if (outputs.front() != '[') return Invalid("outputs", "must be an array");
+  const auto items = *ScanArray(outputs);
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto o = ScanObject(items[i]);
+    if (!o || !IsString(Find(*o, "name"))) {
+      return Invalid("outputs[" + std::to_string(i) + "].name", "must be a string");
+    }
+  }
   return Done{};
+}
+
+// The path the client named in the request's parameters, or "".
+Result<std::string> NamedPath(std::string_view parameters) {
+  if (parameters.empty()) return std::string();
+  auto members = ScanObject(parameters);
+  if (!members) return Invalid("parameters", "must be an object");
+  const std::string_view path = Find(*members, kPathParameter);
+  if (path.empty()) return std::string();
+  if (!IsString(path)) return Invalid("parameters.pipescale_path", "must be a string");
+  return Text(path);
 }
 
 }  // namespace
 
+// One scan checks the syntax and notes where each member lies; the checks below read those
+// spans (a nested value is scanned again only where a rule looks inside it), and numbers are
+// never converted but for the shape's.
 Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header) {
   if (body.size() > kMaxBodyBytes) {
     return Invalid("body", "is larger than " + std::to_string(kMaxBodyBytes) + " bytes");
   }
-  int depth = 0;
-  bool too_deep = false;
-  const json::parser_callback_t guard = [&](int d, json::parse_event_t event, json&) {
-    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
-      depth = d;
-      too_deep = too_deep || d > kMaxDepth;
-    }
-    return !too_deep;
-  };
-  json parsed = json::parse(body, guard, /*allow_exceptions=*/false);
-  if (too_deep) return Invalid("body", "is nested deeper than " + std::to_string(kMaxDepth));
-  if (parsed.is_discarded()) return Invalid("body", "is not JSON");
-  if (!parsed.is_object()) return Invalid("body", "must be a JSON object");
-
+  auto members = ScanObject(body);
+  if (!members) {
+    const std::string why = members.error().message;
+    return Invalid("body", why == "is not a JSON object" ? "must be a JSON object" : why);
+  }
   InferRequest out;
-  if (const auto id = parsed.find("id"); id != parsed.end()) {
-    if (!id->is_string()) return Invalid("id", "must be a string");
-    out.id = id->get<std::string>();
+  if (const std::string_view id = Find(*members, "id"); !id.empty()) {
+    if (!IsString(id)) return Invalid("id", "must be a string");
+    out.id = Text(id);
   }
-  const auto parameters = parsed.find("parameters");
-  if (parameters != parsed.end() && !parameters->is_object()) {
-    return Invalid("parameters", "must be an object");
+  auto path = NamedPath(Find(*members, "parameters"));
+  if (!path) return path.error();
+  const std::string_view inputs = Find(*members, "inputs");
+  const auto tensors = !inputs.empty() && inputs.front() == '[' ? *ScanArray(inputs)
+                                                                : std::vector<std::string_view>{};
+  if (tensors.empty()) return Invalid("inputs", "must be a non-empty array");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto first = CheckInput(tensors[i], "inputs[" + std::to_string(i) + "]");
+    if (!first) return first.error();
+    if (i == 0) out.query_size = static_cast<int>(std::clamp<long>(*first, 1, 1 << 20));
   }
-  const auto inputs = parsed.find("inputs");
-  if (inputs == parsed.end() || !inputs->is_array() || inputs->empty()) {
-    return Invalid("inputs", "must be a non-empty array");
+  if (const std::string_view outputs = Find(*members, "outputs"); !outputs.empty()) {
+    if (Status s = CheckOutputs(outputs); !s) return s.error();
   }
-  for (size_t i = 0; i < inputs->size(); ++i) {
-    if (Status s = CheckInput((*inputs)[i], "inputs[" + std::to_string(i) + "]"); !s) {
-      return s.error();
-    }
-  }
-  if (const auto outputs = parsed.find("outputs"); outputs != parsed.end()) {
-    if (!outputs->is_array()) return Invalid("outputs", "must be an array");
-    for (size_t i = 0; i < outputs->size(); ++i) {
-      const json& o = (*outputs)[i];
-      if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) {
-        return Invalid("outputs[" + std::to_string(i) + "].name", "must be a string");
-      }
-    }
-  }
-  const json& shape = (*inputs)[0]["shape"];
-  out.query_size =
-      static_cast<int>(std::max<long>(1, std::min<long>(shape[0].get<long>(), 1 << 20)));
-  if (!path_header.empty()) {
-    out.path = std::string(path_header);
-  } else if (parameters != parsed.end()) {
-    if (const auto p = parameters->find(kPathParameter); p != parameters->end()) {
-      if (!p->is_string()) return Invalid("parameters.pipescale_path", "must be a string");
-      out.path = p->get<std::string>();
-    }
-  }
-  out.body = std::move(parsed);
+  out.path = path_header.empty() ? *path : std::string(path_header);
+  auto text = ClientBody(*members);
+  if (!text) return Invalid("body", text.error().message);
+  out.body = std::move(*text);
   return out;
 }
 

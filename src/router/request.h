@@ -10,24 +10,24 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "router/body.h"
 
 namespace pipescale::router {
 
 inline constexpr size_t kMaxBodyBytes = 4 << 20;  // the model server's own limit
-inline constexpr int kMaxDepth = 32;              // tensor nesting, far beyond any real shape
+inline constexpr int kMaxDepth = kMaxNesting;     // tensor nesting, far beyond any real shape
 inline constexpr size_t kMaxElements = 1 << 22;   // the product of a tensor's shape
 
-// A header naming the execution path; else the request parameter `pipescale_path`.
+// A header naming the execution path; else the request parameter kPathParameter.
 inline constexpr std::string_view kPathHeader = "x-pipescale-path";
-inline constexpr std::string_view kPathParameter = "pipescale_path";
 
 // clang-tidy 14 blames this aggregate's implicit members for what its members may throw, as
 // with reconciler::Decision; nothing here is declared noexcept.
-struct InferRequest {   // NOLINT(bugprone-exception-escape)
-  nlohmann::json body;  // as received: passed on to the first task unchanged
-  std::string id;       // the request's own, or "" when it has none
-  std::string path;     // the path the client named, or "" (the models decide)
-  int query_size = 1;   // the leading dimension of the first input (a batch)
+struct InferRequest {  // NOLINT(bugprone-exception-escape)
+  Body body;           // as received, in the form it is passed on to the first task
+  std::string id;      // the request's own, or "" when it has none
+  std::string path;    // the path the client named, or "" (the models decide)
+  int query_size = 1;  // the leading dimension of the first input (a batch)
 };
 
 // kInvalid with a message naming the field ("inputs[0].shape: ..."), for a 400.

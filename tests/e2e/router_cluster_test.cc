@@ -3,7 +3,7 @@
 // fan-out follow the models' answers; it follows scale-ups, scale-downs and a killed pod with
 // no request lost beyond the retry rule, and sends nothing to a pod that is not Ready. The
 // router runs as a local process with the admin's kubeconfig (the operator-run router and its
-// RBAC are the end-to-end and chart tests').
+// RBAC are the end-to-end and chart tests'), except where a router pod's drain is tested.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -13,11 +13,14 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "api/router_objects.h"
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "metrics/prometheus.h"
 #include "reconciler/reconciler.h"
+#include "reconciler/router.h"
+#include "router/endpoints.h"
 #include "support/shell.h"
 
 namespace pipescale {
@@ -136,11 +139,16 @@ class RouterOnClusterTest : public testing::ClusterTest {
     std::ofstream(target_file_) << R"([{"targets": ["127.0.0.1:)" << metrics_port << "\"]}]";
   }
 
-  // Runs the load generator to its end; its report.
-  json Load(const std::string& trace, const std::string& mix = "named") {
-    Process load({PIPESCALE_LOADGEN, "-f", file_, "--router", "127.0.0.1:" + std::to_string(port_),
-                  "--trace", trace, "--mix", mix, "--report", dir_ + "/report.json"},
-                 dir_ + "/loadgen.log");
+  // Runs the load generator to its end, sending to `routers` (flags), by default the local
+  // router process; its report.
+  json Load(const std::string& trace, const std::string& mix = "named",
+            std::vector<std::string> routers = {}) {
+    if (routers.empty()) routers = {"--router", "127.0.0.1:" + std::to_string(port_)};
+    std::vector<std::string> argv = {
+        PIPESCALE_LOADGEN,    "-f", file_, "--trace", trace, "--mix", mix, "--report",
+        dir_ + "/report.json"};
+    argv.insert(argv.end(), routers.begin(), routers.end());
+    Process load(argv, dir_ + "/loadgen.log");
     EXPECT_EQ(load.Stop(0, 120s), 0) << load.Log();
     return json::parse(testing::ReadFile(dir_ + "/report.json"), nullptr, false);
   }
@@ -244,6 +252,65 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
   }
   EXPECT_GT(sent, 1000);
   EXPECT_EQ(ok, sent) << report.dump();
+}
+
+// The router as the operator runs it (its objects and routing ConfigMap, two replicas the node
+// agent runs as pods under the router's own ServiceAccount), the load generator following its
+// Ready pods. One router pod is deleted under steady load: it drains (serves on while clients
+// move away, then finishes what is in flight) and exits well within its grace period, and no
+// request is lost.
+TEST_F(RouterOnClusterTest, ADeletedRouterPodDrainsWithoutLosingARequest) {
+  pipeline_.spec.router = model::RouterSpec{.min_replicas = 2};
+  const std::string role = "pipescale-router";  // deploy/router-rbac.yaml, as the chart names it
+  for (const reconciler::ObjectWrite& w :
+       reconciler::RouterWrites(pipeline_, uid_, role, {}, std::nullopt)) {
+    ASSERT_TRUE(w.create);
+    auto created = client_->Create(kube::CollectionPath(w.type, ns_), w.body);
+    ASSERT_TRUE(created.ok()) << w.name << ": " << created.error().message;
+  }
+  auto object = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, "scene"));
+  ASSERT_TRUE(object.ok());
+  auto routing = reconciler::RouterPipelineWrite(pipeline_, uid_, std::nullopt,
+                                                 api::PipelineForRouter(*object));
+  ASSERT_TRUE(routing && routing->create);
+  ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kConfigMaps, ns_), routing->body).ok());
+  const std::string selector = "pipescale.io/router=scene";
+  auto routers = [&] {
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                             "/pods?labelSelector=" + kube::QueryEscape(selector));
+    std::vector<json> ready;
+    for (const json& pod : pods.ok() ? (*pods)["items"] : json::array()) {
+      if (router::PodReady(pod)) ready.push_back(pod);
+    }
+    return ready;
+  };
+  ASSERT_TRUE(Eventually([&] { return routers().size() == 2; }, 60s, 200ms));
+
+  std::string deleted;
+  std::chrono::duration<double> gone{};
+  std::thread change([&] {
+    std::this_thread::sleep_for(5s);
+    deleted = routers().front()["metadata"]["name"];
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(client_->Delete(kube::ObjectPath(kube::kPods, ns_, deleted)).ok());
+    EXPECT_TRUE(
+        Eventually([&] { return !client_->Get(kube::ObjectPath(kube::kPods, ns_, deleted)).ok(); },
+                   40s, 200ms));
+    gone = std::chrono::steady_clock::now() - start;
+  });
+  const json report = Load("40:20", "named", {"--kubeconfig", LocalEnv::Get().Var("KUBECONFIG")});
+  change.join();
+  ASSERT_TRUE(report.is_object());
+  long sent = 0, ok = 0;
+  for (const auto& [path, p] : report["paths"].items()) {
+    sent += p["sent"].get<long>();
+    ok += p["codes"].value("200", 0L);
+  }
+  EXPECT_GT(sent, 600);
+  EXPECT_EQ(ok, sent) << report.dump();
+  // Its drain (5 s, then what is in flight) ends long before the 30 s after which it would
+  // have been killed: the router exited by itself.
+  EXPECT_LT(gone.count(), 20) << deleted;
 }
 
 }  // namespace

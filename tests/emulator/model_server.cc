@@ -7,7 +7,9 @@
 // many requests each next task gets: n objects (the multiplicative factor, rounded at random
 // to an integer with the same mean), each sent down every edge with the edge's ratio as its
 // chance, as Loki's model of a pipeline has it (on a path the client named, the router takes
-// the count of the path's next task; 0 ends the request there).
+// the count of the path's next task; 0 ends the request there). Each response also says how
+// long the request waited for its batch (pipescale_queue_ms), from which the router splits a
+// task's time into queue and service.
 //
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--startup-seconds S] [--batch-env NAME] [--max-wait-ms 1000]
@@ -63,7 +65,7 @@ struct Options {
 };
 
 struct Ticket {
-  Clock::time_point arrived;
+  Clock::time_point arrived, batched;  // into the queue; out of it, into a batch
   std::promise<void> done;
 };
 
@@ -129,7 +131,8 @@ class Server {
   void Release() { in_flight_.fetch_sub(1); }
 
   // Blocks the calling (civetweb) thread until the request's batch has run.
-  void Infer() {
+  // Serves one request in a batch; the milliseconds it waited in the queue.
+  double Infer() {
     auto ticket = std::make_shared<Ticket>();
     ticket->arrived = Clock::now();
     auto done = ticket->done.get_future();
@@ -139,6 +142,7 @@ class Server {
     }
     cv_.notify_all();
     done.wait();
+    return std::chrono::duration<double, std::milli>(ticket->batched - ticket->arrived).count();
   }
 
   // Where this response's output goes: {"pipescale_next": {task: count}}; counted as emitted.
@@ -176,8 +180,10 @@ class Server {
                      [this] { return stop_ || static_cast<int>(queue_.size()) >= batch_; });
       if (stop_) return;
       std::vector<std::shared_ptr<Ticket>> batch;
+      const auto batched = Clock::now();
       while (!queue_.empty() && static_cast<int>(batch.size()) < batch_) {
         batch.push_back(queue_.front());
+        batch.back()->batched = batched;
         queue_.pop_front();
       }
       lock.unlock();
@@ -328,7 +334,7 @@ int OnInfer(mg_connection* conn, Server& server) {
     return ReplyError(conn, server, 503,
                       "model '" + server.options().model + "' is overloaded: its queue is full");
   }
-  server.Infer();
+  const double queued_ms = server.Infer();
   server.Release();
   json outputs = json::array();
   for (const json& input : request["inputs"]) {
@@ -337,10 +343,11 @@ int OnInfer(mg_connection* conn, Server& server) {
                        {"shape", input["shape"]},
                        {"data", input["data"]}});
   }
-  json response = {{"model_name", server.options().model},
-                   {"model_version", "1"},
-                   {"parameters", {{"batch_size", server.batch()}}},
-                   {"outputs", outputs}};
+  json response = {
+      {"model_name", server.options().model},
+      {"model_version", "1"},
+      {"parameters", {{"batch_size", server.batch()}, {"pipescale_queue_ms", queued_ms}}},
+      {"outputs", outputs}};
   // A last task has no edges; what it would emit still counts, as its factor is measured.
   json next = server.Next();
   if (!next.empty()) response["parameters"]["pipescale_next"] = std::move(next);

@@ -22,36 +22,18 @@ HttpResponse ErrorReply(unsigned status, const std::string& message) {
   return Reply(status, ErrorBody(message));
 }
 
-// The next task's request: the outputs of the one before as its inputs, moved out of the
-// response (it is not needed after this).
-json NextRequest(json& response, const json& previous) {
-  json next = {{"inputs", json::array()}};
-  auto outputs = response.find("outputs");
-  if (outputs != response.end() && outputs->is_array()) {
-    for (json& out : *outputs) {
-      if (!out.is_object()) continue;
-      json input = json::object();
-      input["name"] = out.value("name", "input");
-      input["datatype"] = out.value("datatype", "FP32");
-      for (const char* key : {"shape", "data"}) {
-        auto it = out.find(key);
-        input[key] = it != out.end() ? std::move(*it) : json::array();
-      }
-      next["inputs"].push_back(std::move(input));
-    }
-  }
-  if (next["inputs"].empty()) next["inputs"] = previous.value("inputs", json::array());
-  if (previous.contains("id")) next["id"] = previous["id"];
-  return next;
-}
-
 // One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
-std::vector<std::pair<std::string, json>> Spread(const std::vector<std::string>& tasks, json body) {
-  std::vector<std::pair<std::string, json>> calls;
+std::vector<std::pair<std::string, Body>> Spread(const std::vector<std::string>& tasks, Body body) {
+  std::vector<std::pair<std::string, Body>> calls;
   calls.reserve(tasks.size());
   for (size_t i = 0; i + 1 < tasks.size(); ++i) calls.emplace_back(tasks[i], body);
   if (!tasks.empty()) calls.emplace_back(tasks.back(), std::move(body));
   return calls;
+}
+
+// A task's calls take from a millisecond (a small model) to seconds (a large batch).
+prometheus::Histogram::BucketBoundaries CallBuckets() {
+  return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 }
 
 // Counts a request in flight for as long as it lives.
@@ -82,7 +64,7 @@ struct PipelineHandler::Walk {
   std::shared_ptr<const RoutingTable> table;
   std::string path;  // named by the client, or ""
   Clock::time_point start, deadline;
-  std::vector<json> outputs;                                     // of the tasks it ended at
+  std::vector<std::string> outputs;                              // of the tasks it ended at
   std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
   std::optional<std::pair<unsigned, std::string>> failure;       // the first: status, message
 };
@@ -109,6 +91,14 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                          .Name("pipescale_router_task_duration_seconds")
                          .Help("Time a task's pod took to answer (queue plus service)")
                          .Register(r)),
+      queue_(prometheus::BuildHistogram()
+                 .Name("pipescale_router_task_queue_seconds")
+                 .Help("Time a call waited in its pod's queue, as the model server reported it")
+                 .Register(r)),
+      service_(prometheus::BuildHistogram()
+                   .Name("pipescale_router_task_service_seconds")
+                   .Help("Time a call took past its pod's queue (batch, transfer, parsing)")
+                   .Register(r)),
       retries_(prometheus::BuildCounter()
                    .Name("pipescale_router_retries_total")
                    .Help("Calls sent again to another pod after a failure")
@@ -167,10 +157,18 @@ void RouterMetrics::Call(const std::string& task, const std::string& variant, un
   }).Increment();
   if (code != 200) return;
   Cached(call_duration_, series, [&] {
-    return &call_duration_.Add(Labels({{"task", task}, {"variant", variant}}),
-                               prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025,
-                                                                       0.05, 0.1, 0.25, 0.5, 1, 5});
+    return &call_duration_.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
   }).Observe(seconds);
+}
+
+void RouterMetrics::Split(const std::string& task, const std::string& variant, double queue_seconds,
+                          double service_seconds) {
+  const std::string series = task + '\x1f' + variant;
+  const auto add = [&](prometheus::Family<prometheus::Histogram>& family) {
+    return &family.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
+  };
+  Cached(queue_, series, [&] { return add(queue_); }).Observe(queue_seconds);
+  Cached(service_, series, [&] { return add(service_); }).Observe(service_seconds);
 }
 
 prometheus::Gauge& RouterMetrics::TaskInFlight(const std::string& task) {
@@ -211,6 +209,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   // answers 503 is still demand the operator must see to scale that task up from zero.
   if (target == "/v2/health/ready" || target == model + "/ready") {
     if (!config_.table.load()) co_return ErrorReply(400, "the pipeline is not known yet");
+    if (config_.draining.load()) co_return ErrorReply(503, "the router is shutting down");
     co_return Reply(200, "");
   }
   if (target == model) {
@@ -225,9 +224,10 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
 }
 
-asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
-                                                    const std::string& task, json& body,
-                                                    Clock::time_point deadline) {
+asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const Walk& walk,
+                                                                          const std::string& task,
+                                                                          const Body& body) {
+  const RoutingTable& table = *walk.table;
   auto it = table.endpoints.find(task);
   if (it == table.endpoints.end() || it->second.empty()) {
     co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
@@ -238,35 +238,36 @@ asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
   for (const auto& p : pods) candidates.push_back({p->weight, p->outstanding.load()});
   std::uniform_real_distribution<double> u(0, 1);
   int pick = PickOfTwo(candidates, u(rng_), u(rng_));
+  // A model that branches takes the client's path instead when told which it is.
+  std::vector<std::pair<std::string_view, std::string>> parameters = {{kDeadlineParameter, ""}};
+  if (!walk.path.empty()) parameters.emplace_back(kPathParameter, Quoted(walk.path));
   std::string last_error;
   for (int attempt = 0; attempt < 2 && pick >= 0; ++attempt) {
     const auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        std::chrono::duration_cast<std::chrono::milliseconds>(walk.deadline - Clock::now());
     if (remaining.count() <= 0) {
       co_return Error{ErrorKind::kExpired, "the deadline passed before task " + task};
     }
-    body["parameters"]["pipescale_deadline_ms"] = remaining.count();
+    parameters[0].second = std::to_string(remaining.count());
     Endpoint& pod = *pods[pick];
     ++pod.outstanding;
     prometheus::Gauge& in_flight = metrics_.TaskInFlight(task);
     in_flight.Increment();
     const auto sent = Clock::now();
-    auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer", body.dump(),
-                                     remaining + config_.grace);
+    auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
+                                     body.Render(parameters), remaining + config_.grace);
     in_flight.Decrement();
     --pod.outstanding;
     const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
     metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
-      json parsed = json::parse(reply->body, nullptr, false);
-      if (parsed.is_object()) co_return parsed;
-      co_return Error{ErrorKind::kInvalid, "task " + task + " answered something that is not JSON"};
+      co_return TaskReply{std::move(*reply).body, pod.variant, seconds};
     }
     if (reply.ok() && reply->status < 500) {
       co_return Error{ErrorKind::kInvalid, "task " + task + " refused the request (" +
                                                std::to_string(reply->status) + "): " + reply->body};
     }
-    if (Clock::now() >= deadline) {
+    if (Clock::now() >= walk.deadline) {
       co_return Error{ErrorKind::kExpired, "the deadline passed while task " + task + " served"};
     }
     last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
@@ -287,7 +288,7 @@ asio::awaitable<Result<json>> PipelineHandler::Call(const RoutingTable& table,
 }
 
 asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
-                                                std::vector<std::pair<std::string, json>> calls,
+                                                std::vector<std::pair<std::string, Body>> calls,
                                                 const std::vector<std::string>& trail) {
   if (calls.size() == 1) {
     co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail);
@@ -295,7 +296,7 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   }
   // Fan-out: every call at once, this coroutine resuming when the last ends (one thread: the
   // count needs no lock).
-  auto executor = co_await asio::this_coro::executor;
+  const auto& executor = pool_.executor();  // this coroutine's: the pool's loop
   auto pending = std::make_shared<std::pair<size_t, asio::steady_timer>>(
       calls.size(), asio::steady_timer(executor, Clock::time_point::max()));
   for (auto& [task, body] : calls) {
@@ -308,38 +309,46 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   co_await pending->second.async_wait(Redirect(ec));
 }
 
-asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, json body,
+asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body body,
                                              std::vector<std::string> trail) {
   trail.push_back(task);
-  // A model that branches takes the client's path instead when told which it is.
-  if (!walk.path.empty()) body["parameters"][kPathParameter] = walk.path;
-  auto response = co_await Call(*walk.table, task, body, walk.deadline);
-  if (!response) {
-    const ErrorKind kind = response.error().kind;
+  auto reply = co_await Call(walk, task, body);
+  if (!reply) {
+    const ErrorKind kind = reply.error().kind;
     const unsigned status = kind == ErrorKind::kExpired    ? 504
                             : kind == ErrorKind::kNotFound ? 503
                                                            : 502;
-    if (!walk.failure) walk.failure = {status, response.error().message};
+    if (!walk.failure) walk.failure = {status, reply.error().message};
     co_return;
   }
-  auto next =
-      walk.table->graph.Next(walk.path, task, response->value("parameters", json::object()));
+  // Read in place: `answer` points into the reply, which lives until this visit ends.
+  auto answer = ReadAnswer(reply->body);
+  if (answer) {
+    const auto queued = answer->parameters.find(kQueueParameter);
+    if (queued != answer->parameters.end() && queued->is_number() && *queued >= 0) {
+      const double queue = std::min(reply->seconds, queued->get<double>() / 1000);
+      metrics_.Split(task, reply->variant, queue, reply->seconds - queue);
+    }
+  }
+  auto next = answer ? walk.table->graph.Next(walk.path, task, answer->parameters)
+                     : Result<std::vector<router::Call>>(answer.error());
   if (!next) {
     if (!walk.failure) walk.failure = {502, "task " + task + ": " + next.error().message};
     co_return;
   }
   if (next->empty()) {
-    json outputs = response->value("outputs", json::array());
-    for (json& o : outputs) {
-      if (o.is_object()) o["name"] = task + "/" + o.value("name", "output");
-      walk.outputs.push_back(std::move(o));
+    auto named = NamedOutputs(task, answer->outputs);
+    if (!named) {
+      if (!walk.failure) walk.failure = {502, "task " + task + ": " + named.error().message};
+      co_return;
     }
+    for (std::string& o : *named) walk.outputs.push_back(std::move(o));
     walk.trails[trail] = Clock::now();
     co_return;
   }
   std::vector<std::string> tasks;
   for (const router::Call& c : *next) tasks.insert(tasks.end(), c.count, c.task);
-  auto calls = Spread(tasks, NextRequest(*response, body));
+  auto calls = Spread(tasks, NextBody(*answer, body));
   co_await VisitAll(walk, std::move(calls), trail);
 }
 
@@ -399,11 +408,11 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   }
   if (walk.trails.empty()) metrics_.Request(walk.path, status, 0, parsed->query_size);
   if (walk.failure) co_return ErrorReply(walk.failure->first, walk.failure->second);
-  json body = {{"model_name", config_.pipeline},
-               {"outputs", std::move(walk.outputs)},
-               {"parameters", {{"pipescale_paths", paths}}}};
-  if (!parsed->id.empty()) body["id"] = parsed->id;
-  co_return Reply(200, body.dump());
+  std::string body = R"({"model_name":)" + Quoted(config_.pipeline) + R"(,"outputs":[)";
+  for (size_t i = 0; i < walk.outputs.size(); ++i) (body += i > 0 ? "," : "") += walk.outputs[i];
+  body += R"(],"parameters":{"pipescale_paths":)" + json(paths).dump() + '}';
+  if (!parsed->id.empty()) body += R"(,"id":)" + Quoted(parsed->id);
+  co_return Reply(200, body + '}');
 }
 
 }  // namespace pipescale::router

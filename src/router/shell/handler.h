@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "router/body.h"
 #include "router/shell/asio.h"
 #include "router/shell/upstream.h"
 #include "router/walk.h"
@@ -47,6 +48,9 @@ struct RouterConfig {
   std::chrono::milliseconds call_timeout{30000};  // a call's limit when no deadline applies
   int max_in_flight = 4096;
   std::atomic<int> in_flight{0};
+  // Set at SIGTERM: the router still serves, but says it is not ready and closes each
+  // connection after its answer, so clients move to another replica while nothing is lost.
+  std::atomic<bool> draining{false};
 };
 
 class RouterMetrics {
@@ -54,6 +58,9 @@ class RouterMetrics {
   RouterMetrics(prometheus::Registry& registry, const RouterConfig& config);
   void Request(const std::string& path, unsigned code, double seconds, int query_size);
   void Call(const std::string& task, const std::string& variant, unsigned code, double seconds);
+  // A call's time split as the model reported it: waiting for its batch, then served.
+  void Split(const std::string& task, const std::string& variant, double queue_seconds,
+             double service_seconds);
   prometheus::Gauge& TaskInFlight(const std::string& task);
   void Retry(const std::string& task);
   void Late(const std::string& path);
@@ -90,6 +97,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Histogram>& query_size_;
   prometheus::Family<prometheus::Counter>& calls_;
   prometheus::Family<prometheus::Histogram>& call_duration_;
+  prometheus::Family<prometheus::Histogram>& queue_;
+  prometheus::Family<prometheus::Histogram>& service_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
@@ -103,17 +112,21 @@ class PipelineHandler {
       : config_(config), metrics_(metrics), pool_(pool), rng_(seed) {}
 
   asio::awaitable<HttpResponse> Handle(const HttpRequest& request);
+  bool draining() const { return config_.draining.load(std::memory_order_relaxed); }
 
  private:
   struct Walk;
   asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
-  asio::awaitable<Result<nlohmann::json>> Call(const RoutingTable& table, const std::string& task,
-                                               nlohmann::json& body,
-                                               std::chrono::steady_clock::time_point deadline);
-  asio::awaitable<void> Visit(Walk& walk, std::string task, nlohmann::json body,
+  struct TaskReply {
+    std::string body;  // a 200's
+    std::string variant;
+    double seconds = 0;  // from sending to the answer
+  };
+  asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
+                                          const Body& body);
+  asio::awaitable<void> Visit(Walk& walk, std::string task, Body body,
                               std::vector<std::string> trail);
-  asio::awaitable<void> VisitAll(Walk& walk,
-                                 std::vector<std::pair<std::string, nlohmann::json>> calls,
+  asio::awaitable<void> VisitAll(Walk& walk, std::vector<std::pair<std::string, Body>> calls,
                                  const std::vector<std::string>& trail);
 
   RouterConfig& config_;

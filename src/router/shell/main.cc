@@ -5,11 +5,13 @@
 //   pipescale-router (--pipeline NAME --namespace NS | --pipeline-file FILE)
 //       [--endpoints TASK=IP:PORT[,IP:PORT][;TASK=...]] [--kubeconfig F]
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
-//       [--grace-ms 50] [--max-in-flight 4096]
+//       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5]
 // The pipeline comes from the file, else from its routing ConfigMap; the pods from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
-// account), followed as they change. SIGTERM stops accepting, finishes the requests in flight
-// (up to 25 s) and exits 0.
+// account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
+// while it reports not ready and closes connections after each answer (clients move to another
+// replica), then stops accepting, finishes the requests in flight (up to 20 s) and exits 0;
+// both fit in a pod's default 30 s grace period.
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -82,6 +84,20 @@ void WritePortFile(const std::string& file, unsigned short port, unsigned short 
   std::rename((file + ".tmp").c_str(), file.c_str());
 }
 
+// SIGTERM and SIGINT, blocked in every thread from the start (threads inherit the mask of
+// the thread that creates them), so they reach only sigwait; one that comes while the router
+// drains stays pending instead of killing it.
+const sigset_t& TerminationSignals() {
+  static const sigset_t kSignals = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    return s;
+  }();
+  return kSignals;
+}
+
 int Serve(RouterConfig& config, Flags& flags, RouterMetrics& metrics, unsigned short metrics_port) {
   Server server(config, metrics, std::atoi(flags["--threads"].c_str()));
   const auto [host, port] = HostPort(flags["--listen"]);
@@ -91,17 +107,13 @@ int Serve(RouterConfig& config, Flags& flags, RouterMetrics& metrics, unsigned s
     return 1;
   }
   WritePortFile(flags["--port-file"], *bound, metrics_port);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   server.Start();
   std::cerr << "pipescale-router: serving pipeline " << config.namespace_name << "/"
             << config.pipeline << " on " << host << ":" << *bound << "\n";
   int signal = 0;
-  sigwait(&signals, &signal);
-  server.Drain(std::chrono::seconds(25));
+  sigwait(&TerminationSignals(), &signal);
+  server.Drain(std::chrono::seconds(std::atoi(flags["--drain-seconds"].c_str())),
+               std::chrono::seconds(20));
   return 0;
 }
 
@@ -146,12 +158,13 @@ int Run(Flags flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pthread_sigmask(SIG_BLOCK, &TerminationSignals(), nullptr);
   Flags flags = {{"--listen", "0.0.0.0:8080"}, {"--metrics-listen", "0.0.0.0:9090"},
                  {"--threads", "1"},           {"--grace-ms", "50"},
                  {"--max-in-flight", "4096"},  {"--port-file", ""},
                  {"--pipeline-file", ""},      {"--pipeline", ""},
                  {"--namespace", "default"},   {"--kubeconfig", ""},
-                 {"--endpoints", ""}};
+                 {"--endpoints", ""},          {"--drain-seconds", "5"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

@@ -29,7 +29,7 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler) {
     if (ec) break;  // closed, timed out or not HTTP: nothing to answer
     const HttpRequest request = parser.release();
     HttpResponse response = co_await handler.Handle(request);
-    response.keep_alive(request.keep_alive());
+    response.keep_alive(request.keep_alive() && !handler.draining());
     response.prepare_payload();
     stream.expires_after(120s);
     co_await http::async_write(stream, response, Redirect(ec));
@@ -102,7 +102,11 @@ void Server::Start() {
   }
 }
 
-void Server::Drain(std::chrono::milliseconds grace) {
+void Server::Drain(std::chrono::milliseconds delay, std::chrono::milliseconds grace) {
+  // Clients learn of the shutdown from the pod's deletion and the failing readiness; until
+  // they have, what they send is still served, on connections closed after each answer.
+  config_.draining = true;
+  std::this_thread::sleep_for(delay);
   for (auto& loop : loops_) {
     asio::post(loop->context, [l = loop.get()] {
       beast::error_code ec;

@@ -26,8 +26,10 @@ class Server {
   // Binds host:port (port 0: any) on every thread's socket; the port bound, or an error.
   Result<unsigned short> Listen(const std::string& host, unsigned short port);
   void Start();
-  // Stops accepting, lets the requests in flight finish within `grace`, then stops.
-  void Drain(std::chrono::milliseconds grace);
+  // Serves on for `delay` while telling clients to go (not ready, connections closed after
+  // each answer), then stops accepting, lets the requests in flight finish within `grace` and
+  // stops.
+  void Drain(std::chrono::milliseconds delay, std::chrono::milliseconds grace);
 
  private:
   struct Loop;

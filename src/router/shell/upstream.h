@@ -23,6 +23,8 @@ struct UpstreamReply {
 class UpstreamPool {
  public:
   explicit UpstreamPool(asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  // The event loop the pool's connections and their callers run on.
+  const asio::any_io_executor& executor() const { return executor_; }
 
   // POSTs `body` (JSON) to http://`address``target`; kTransient when the pod cannot be
   // reached, resets the connection or does not answer within `timeout`.

@@ -25,6 +25,7 @@ using namespace std::chrono_literals;
 struct Reply {
   int code = 0;
   json body;
+  std::string headers;
   double seconds = 0;
 };
 
@@ -50,7 +51,8 @@ class RouterTest : public ::testing::Test {
     return host + ":" + (ports.empty() ? "0" : std::to_string(ports[0]));
   }
 
-  void StartRouter(const std::string& endpoints, double slo_ms = 400) {
+  void StartRouter(const std::string& endpoints, double slo_ms = 400,
+                   const std::string& drain_seconds = "5") {
     std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
 kind: InferencePipeline
 metadata: {name: chain, namespace: demo}
@@ -62,10 +64,10 @@ spec:
   paths: [{name: p, tasks: [detect, classify], sloMs: )"
                                            << slo_ms << "}]\n";
     router_ = std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_ROUTER, "--pipeline-file", dir_ + "/pipeline.yaml",
-                                 "--endpoints", endpoints, "--listen", "127.0.0.1:0",
-                                 "--metrics-listen", "127.0.0.1:0", "--port-file",
-                                 dir_ + "/router.port", "--threads", "2"},
+        std::vector<std::string>{
+            PIPESCALE_ROUTER, "--pipeline-file", dir_ + "/pipeline.yaml", "--endpoints", endpoints,
+            "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--port-file",
+            dir_ + "/router.port", "--threads", "2", "--drain-seconds", drain_seconds},
         dir_ + "/router.log");
     const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
     ASSERT_EQ(ports.size(), 2u) << router_->Log();
@@ -78,13 +80,14 @@ spec:
     std::ofstream(file) << body;
     const auto start = std::chrono::steady_clock::now();
     const testing::ShellResult curl = testing::RunShell(
-        "curl -s -o " + dir_ + "/reply.json -w '%{http_code}' -H 'x-pipescale-path: " + path +
-        "' --data-binary @" + file + " http://127.0.0.1:" + std::to_string(port_) +
-        "/v2/models/chain/infer");
+        "curl -s -o " + dir_ + "/reply.json -D " + dir_ + "/headers -w '%{http_code}' " +
+        "-H 'x-pipescale-path: " + path + "' --data-binary @" + file +
+        " http://127.0.0.1:" + std::to_string(port_) + "/v2/models/chain/infer");
     Reply r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.code = std::atoi(curl.out.c_str());
     r.body = json::parse(testing::ReadFile(dir_ + "/reply.json"), nullptr, false);
+    r.headers = testing::ReadFile(dir_ + "/headers");
     return r;
   }
 
@@ -124,6 +127,19 @@ TEST_F(RouterTest, ServesAPathAndMeasuresIt) {
           // Endpoints from the command line name no variant.
           R"(pipescale_router_task_requests_total{code="200",namespace="demo",pipeline="chain",task="classify",variant=""} 20)"),
       std::string::npos);
+  // The model servers report how long each call waited for its batch: the router splits each
+  // call's time into that and the rest, which for 5 ms batches on idle servers is most of it.
+  const std::string labels = R"({namespace="demo",pipeline="chain",task="detect",variant=""})";
+  auto value = [&](const std::string& series) {
+    const size_t at = m.find(series + labels + " ");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size() + labels.size()));
+  };
+  EXPECT_EQ(value("pipescale_router_task_queue_seconds_count"), 20) << m;
+  const double queue = value("pipescale_router_task_queue_seconds_sum");
+  const double service = value("pipescale_router_task_service_seconds_sum");
+  EXPECT_GE(queue, 0);
+  EXPECT_GE(service, 20 * 0.005);
+  EXPECT_NEAR(queue + service, value("pipescale_router_task_duration_seconds_sum"), 1e-6);
 }
 
 TEST_F(RouterTest, ABadRequestIsToldWhatIsWrong) {
@@ -173,16 +189,24 @@ TEST_F(RouterTest, ARequestThatCannotMakeItsDeadlineIsAnsweredByIt) {
       << Metrics();
 }
 
-// SIGTERM while a request is in flight: it is answered, then the router exits 0.
-TEST_F(RouterTest, SigtermFinishesTheRequestsInFlight) {
+// SIGTERM while a request is in flight: the router drains. For the drain window it still serves
+// what clients send (their discovery has not caught up yet), reports not ready and closes each
+// connection after its answer; the request in flight is answered; then it exits 0.
+TEST_F(RouterTest, SigtermDrainsWithoutLosingARequest) {
   StartRouter("detect=" + Model("detect", "0,0,400") + ";classify=" + Model("classify", "0,0,5"),
-              2000);
+              2000, "1");
   Reply slow;
   std::thread client([&] { slow = Infer(kRequest); });
   std::this_thread::sleep_for(150ms);
-  EXPECT_EQ(router_->Stop(SIGTERM, 10s), 0) << router_->Log();
+  ASSERT_EQ(kill(router_->pid(), SIGTERM), 0);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(testing::HttpGet(port_, "/v2/health/ready").first, 503);
+  const Reply after = Infer(kRequest);
+  EXPECT_EQ(after.code, 200) << after.body;
+  EXPECT_NE(after.headers.find("Connection: close"), std::string::npos) << after.headers;
   client.join();
   EXPECT_EQ(slow.code, 200) << slow.body;
+  EXPECT_EQ(router_->Stop(SIGTERM, 10s), 0) << router_->Log();
 }
 
 }  // namespace

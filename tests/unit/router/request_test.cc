@@ -21,7 +21,12 @@ TEST(InferRequest, AValidRequestKeepsItsBodyIdPathAndQuerySize) {
   EXPECT_EQ(r->id, "r1");
   EXPECT_EQ(r->path, "cars");
   EXPECT_EQ(r->query_size, 2);
-  EXPECT_EQ(r->body["inputs"][0]["data"][1][2], 6);
+  // What goes on is the request as sent, the router's own parameters written in instead of
+  // any the client set.
+  nlohmann::json expected = nlohmann::json::parse(kValid);
+  expected["parameters"].erase("pipescale_path");
+  expected["parameters"]["pipescale_deadline_ms"] = 250;
+  EXPECT_EQ(nlohmann::json::parse(r->body.Render({{kDeadlineParameter, "250"}})), expected);
 }
 
 TEST(InferRequest, TheHeaderNamesThePathBeforeTheParameter) {

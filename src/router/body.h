@@ -1,0 +1,80 @@
+// Open Inference Protocol bodies as text on the request path: a JSON object's syntax is checked
+// once and its members noted as spans, and the next request is spliced from those spans, so the
+// router builds and serialises no JSON document per call. Pure.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace pipescale::router {
+
+inline constexpr int kMaxNesting = 32;  // arrays and objects in one another, far beyond OIP's
+
+// The router's own request parameters: the path the client named, and the milliseconds left
+// before the path's deadline (so a model server may refuse work it cannot finish in time).
+inline constexpr std::string_view kPathParameter = "pipescale_path";
+inline constexpr std::string_view kDeadlineParameter = "pipescale_deadline_ms";
+// A response parameter a model server may set: the milliseconds the request waited for its
+// batch, which splits the task's time as the router sees it into queue and service.
+inline constexpr const char* kQueueParameter = "pipescale_queue_ms";
+
+// A member of a scanned object: its key as written between the quotes (escapes left as they
+// are) and its value's text.
+struct Member {
+  std::string_view key;
+  std::string_view value;
+};
+
+// Done when `text` is exactly one JSON value nested at most kMaxNesting deep; else kInvalid
+// saying why ("is not JSON (at byte 12)", "is nested deeper than 32").
+Status CheckJson(std::string_view text);
+// The members of `text`, which must be exactly one JSON object (whitespace around it allowed)
+// nested at most kMaxNesting deep; kInvalid naming the offset of the first error otherwise.
+// Strings must be valid UTF-8, as JSON text must.
+Result<std::vector<Member>> ScanObject(std::string_view text);
+// The elements of `text`, which must be exactly one JSON array.
+Result<std::vector<std::string_view>> ScanArray(std::string_view text);
+// The value of the member keyed `key` (the last, if several), or "".
+std::string_view Find(const std::vector<Member>& members, std::string_view key);
+
+// A request to a task as the router holds it between calls: the object's members as text,
+// with the router's own parameters written in at each attempt.
+struct Body {
+  std::string inputs;      // the "inputs" array
+  std::string id;          // the "id" string token, or ""
+  std::string others;      // any other members, "key":value joined by commas
+  std::string parameters;  // the members of "parameters" but the router's own, joined
+
+  // The object, its parameters gaining `set` (keys and JSON values).
+  std::string Render(const std::vector<std::pair<std::string_view, std::string>>& set) const;
+};
+
+// A client's request (a scanned object) as a Body; the router's own parameters it carried are
+// dropped (it writes them itself).
+Result<Body> ClientBody(const std::vector<Member>& request);
+
+// What a model answered, read in place: `body` must outlive it. (clang-tidy 14 blames the
+// aggregate's implicit members for what nlohmann may throw, as with InferRequest.)
+struct Answer {               // NOLINT(bugprone-exception-escape)
+  std::string_view outputs;   // the "outputs" array, or "" when absent or empty
+  nlohmann::json parameters;  // the answer's parameters (small: what the walk reads), or {}
+};
+Result<Answer> ReadAnswer(std::string_view body);
+
+// The next task's request: the outputs before as its inputs (the previous inputs when the
+// model returned none), the client's id kept.
+Body NextBody(const Answer& answer, const Body& previous);
+
+// The answer's outputs for the client, each named "<task>/<name>"; kInvalid when an output is
+// not an object.
+Result<std::vector<std::string>> NamedOutputs(std::string_view task, std::string_view outputs);
+
+// A JSON string token for `text`.
+std::string Quoted(std::string_view text);
+
+}  // namespace pipescale::router
