@@ -164,6 +164,16 @@ class RouterOnClusterTest : public testing::ClusterTest {
     return out;
   }
 
+  // Requests the load generator's report counts as sent, and as answered 200, over all paths.
+  static std::pair<long, long> SentAndServed(const json& report) {
+    long sent = 0, ok = 0;
+    for (const auto& [path, p] : report["paths"].items()) {
+      sent += p["sent"].get<long>();
+      ok += p["codes"].value("200", 0L);
+    }
+    return {sent, ok};
+  }
+
   std::string Selector() const { return "namespace=\"" + ns_ + "\",pipeline=\"scene\""; }
 
   std::string dir_, file_, uid_, target_file_;
@@ -245,11 +255,7 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
   ASSERT_TRUE(report.is_object());
   EXPECT_FALSE(killed.empty()) << "no process listened on a detect pod's address";
   EXPECT_EQ(refused_before_kill, 0);
-  long sent = 0, ok = 0;
-  for (const auto& [path, p] : report["paths"].items()) {
-    sent += p["sent"].get<long>();
-    ok += p["codes"].value("200", 0L);
-  }
+  const auto [sent, ok] = SentAndServed(report);
   EXPECT_GT(sent, 1000);
   EXPECT_EQ(ok, sent) << report.dump();
 }
@@ -301,11 +307,7 @@ TEST_F(RouterOnClusterTest, ADeletedRouterPodDrainsWithoutLosingARequest) {
   const json report = Load("40:20", "named", {"--kubeconfig", LocalEnv::Get().Var("KUBECONFIG")});
   change.join();
   ASSERT_TRUE(report.is_object());
-  long sent = 0, ok = 0;
-  for (const auto& [path, p] : report["paths"].items()) {
-    sent += p["sent"].get<long>();
-    ok += p["codes"].value("200", 0L);
-  }
+  const auto [sent, ok] = SentAndServed(report);
   EXPECT_GT(sent, 600);
   EXPECT_EQ(ok, sent) << report.dump();
   // Its drain (5 s, then what is in flight) ends long before the 30 s after which it would

@@ -8,33 +8,20 @@
 #include <random>
 #include <string>
 
+#include "support/mutate.h"
+
 namespace pipescale::router {
 namespace {
 
 using nlohmann::json;
 
-// Mutations of a JSON text: bytes replaced, cut, duplicated, the tail dropped.
-std::string Mutate(std::string s, std::mt19937& rng) {
-  const int edits = 1 + static_cast<int>(rng() % 4);
-  for (int e = 0; e < edits && !s.empty(); ++e) {
-    const size_t at = rng() % s.size();
-    switch (rng() % 4) {
-      case 0:
-        s[at] = rng() % 4 == 0 ? static_cast<char>(0x80 + rng() % 0x80)
-                               : "{}[]\",:0-.eE\\ u1atfn"[rng() % 21];
-        break;
-      case 1:
-        s.erase(at, 1 + rng() % 4);
-        break;
-      case 2:
-        s.insert(at, s.substr(at, 1 + rng() % 8));
-        break;
-      default:
-        s.resize(at);
-        break;
-    }
-  }
-  return s;
+// A JSON text's mutations draw from the grammar's characters, and from bytes that lead or
+// continue UTF-8 sequences, so most reach deep into the scanner before they fail.
+std::string Mutate(const std::string& s, std::mt19937& rng) {
+  return testing::Mutate(s, rng, 4, [&] {
+    return rng() % 4 == 0 ? static_cast<char>(0x80 + rng() % 0x80)
+                          : "{}[]\",:0-.eE\\ u1atfn"[rng() % 21];
+  });
 }
 
 constexpr const char* kSeed =

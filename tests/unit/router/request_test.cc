@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 
+#include "support/mutate.h"
+
 namespace pipescale::router {
 namespace {
 
@@ -89,25 +91,8 @@ TEST(InferRequest, FuzzedRequestsNeverCrash) {
   const std::string seed = kValid;
   int errors = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string s = seed;
-    const int edits = 1 + static_cast<int>(rng() % 8);
-    for (int e = 0; e < edits && !s.empty(); ++e) {
-      const size_t at = rng() % s.size();
-      switch (rng() % 4) {
-        case 0:
-          s[at] = static_cast<char>(rng() % 256);
-          break;
-        case 1:
-          s.erase(at, 1 + rng() % 8);
-          break;
-        case 2:
-          s.insert(at, s.substr(at, 1 + rng() % 16));
-          break;
-        default:
-          s.resize(at);
-          break;
-      }
-    }
+    const std::string s =
+        testing::Mutate(seed, rng, 8, [&] { return static_cast<char>(rng() % 256); });
     auto r = ParseInferRequest(s, "");
     if (!r.ok()) {
       ++errors;
