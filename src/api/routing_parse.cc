@@ -1,0 +1,103 @@
+#include "api/routing_parse.h"
+
+#include <nlohmann/json.hpp>
+
+namespace pipescale::api {
+namespace {
+
+using nlohmann::json;
+
+Error Invalid(const std::string& field, const std::string& why) {
+  return Error{ErrorKind::kInvalid, "routing.json: " + field + ": " + why};
+}
+
+Result<std::string> Text(const json& object, const char* key, const std::string& field) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Invalid(field + "." + key, "must be a non-empty string");
+  }
+  return it->get<std::string>();
+}
+
+Result<double> Number(const json& object, const char* key, const std::string& field, double high) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number() || *it < 0 || *it > high) {
+    return Invalid(field + "." + key,
+                   high == 1 ? "must be a number in [0, 1]" : "must be a non-negative number");
+  }
+  return it->get<double>();
+}
+
+const json& Array(const json& doc, const char* key) {
+  static const json kEmpty = json::array();
+  auto it = doc.find(key);
+  return it != doc.end() && it->is_array() ? *it : kEmpty;
+}
+
+Result<model::RoutingTable> Table(const json& t, const std::string& field) {
+  if (!t.is_object()) return Invalid(field, "must be an object");
+  model::RoutingTable table;
+  for (auto [key, slot] : {std::pair{"path", &table.path}, {"task", &table.task}}) {
+    auto v = Text(t, key, field);
+    if (!v) return v.error();
+    *slot = *v;
+  }
+  table.from_variant = t.value("from", json()).is_string() ? t["from"].get<std::string>() : "";
+  const json& to = Array(t, "to");
+  for (size_t i = 0; i < to.size(); ++i) {
+    const std::string at = field + ".to[" + std::to_string(i) + "]";
+    if (!to[i].is_object()) return Invalid(at, "must be an object");
+    auto variant = Text(to[i], "variant", at);
+    auto fraction = variant ? Number(to[i], "fraction", at, 1) : Result<double>(variant.error());
+    if (!fraction) return fraction.error();
+    table.to.emplace_back(*variant, *fraction);
+  }
+  return table;
+}
+
+Result<model::BackupWorker> Backup(const json& b, const std::string& field) {
+  if (!b.is_object()) return Invalid(field, "must be an object");
+  auto task = Text(b, "task", field);
+  auto variant = task ? Text(b, "variant", field) : Result<std::string>(task.error());
+  auto spare = variant ? Number(b, "spareRps", field, 1e12) : Result<double>(variant.error());
+  if (!spare) return spare.error();
+  return model::BackupWorker{*task, *variant, *spare};
+}
+
+}  // namespace
+
+Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return Invalid("", "must be a JSON object");
+  model::AccuracyScalingPlan plan;
+  const std::string phase =
+      doc.value("phase", json()).is_string() ? doc["phase"].get<std::string>() : "";
+  bool known = false;
+  for (auto p : {model::Phase::kHardwareScaling, model::Phase::kAccuracyScaling,
+                 model::Phase::kOverloaded}) {
+    if (phase == model::PhaseName(p)) plan.phase = p, known = true;
+  }
+  if (!known) return Invalid("phase", "must be HardwareScaling, AccuracyScaling or Overloaded");
+  const json& tables = Array(doc, "tables");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    auto t = Table(tables[i], "tables[" + std::to_string(i) + "]");
+    if (!t) return t.error();
+    plan.routing.push_back(std::move(*t));
+  }
+  const json& backups = Array(doc, "backups");
+  for (size_t i = 0; i < backups.size(); ++i) {
+    auto b = Backup(backups[i], "backups[" + std::to_string(i) + "]");
+    if (!b) return b.error();
+    plan.backups.push_back(std::move(*b));
+  }
+  const json budgets = doc.value("budgetsMs", json::object());
+  if (!budgets.is_object()) return Invalid("budgetsMs", "must be an object");
+  for (const auto& [key, ms] : budgets.items()) {
+    if (!ms.is_number() || ms < 0)
+      return Invalid("budgetsMs." + key, "must be a non-negative number");
+    plan.drop_budget_ms[key] = ms.get<double>();
+  }
+  return plan;
+}
+
+}  // namespace pipescale::api

@@ -1,0 +1,17 @@
+// Reading back what a plan handed to the request path (the routing ConfigMap's `routing.json`,
+// as api::RoutingConfigMapData writes it), for the router. A ConfigMap anyone may edit: every
+// field is checked and a bad one named.
+#pragma once
+
+#include <string_view>
+
+#include "common/result.h"
+#include "model/plan.h"
+
+namespace pipescale::api {
+
+// Loki's part: phase, MostAccurateFirst tables, backups and drop budgets. kInvalid naming the
+// field ("routing.json: tables[1].to[0].fraction: must be a number in [0, 1]").
+Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text);
+
+}  // namespace pipescale::api
