@@ -23,6 +23,9 @@ LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipe
     // Fractions rounded in the ConfigMap may not add up to 1: scale them so they do.
     for (auto& entry : cumulative) entry.second = total > 0 ? entry.second / total : 1;
   }
+  for (const auto& [key, table] : routes_) {
+    any_path_.emplace(std::pair{std::get<1>(key), std::get<2>(key)}, &table);
+  }
   const auto accuracy = [&](const std::string& task, const std::string& variant) {
     const int i = pipeline.TaskIndex(task);
     const model::Variant* v = i < 0 ? nullptr : pipeline.spec.tasks[i].FindVariant(variant);
@@ -41,12 +44,18 @@ LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipe
 
 std::string LokiTables::Route(const std::string& path, const std::string& task,
                               const std::string& from, double u) const {
-  auto it = routes_.find({path, task, from});
-  if (it == routes_.end() || it->second.empty()) return "";
-  for (const auto& [variant, upto] : it->second) {
+  const std::vector<std::pair<std::string, double>>* table = nullptr;
+  if (path.empty()) {
+    auto it = any_path_.find({task, from});
+    if (it != any_path_.end()) table = it->second;
+  } else if (auto it = routes_.find({path, task, from}); it != routes_.end()) {
+    table = &it->second;
+  }
+  if (table == nullptr || table->empty()) return "";
+  for (const auto& [variant, upto] : *table) {
     if (u < upto) return variant;
   }
-  return it->second.back().first;
+  return table->back().first;
 }
 
 double LokiTables::BudgetMs(const std::string& task, const std::string& variant) const {

@@ -22,7 +22,8 @@ class LokiTables {
 
   // The variant of `task` a request gets, which came from `from` (the variant that served it
   // at the task before, "" at the first task), by the table of (path, task, from); `u` is
-  // uniform in [0, 1). "" when the plan has no table for it: any Ready pod of the task serves.
+  // uniform in [0, 1). With no path named (the models decide), the table of the first path
+  // that has one for (task, from). "" when the plan has none: any Ready pod of the task serves.
   std::string Route(const std::string& path, const std::string& task, const std::string& from,
                     double u) const;
 
@@ -37,7 +38,9 @@ class LokiTables {
   std::map<std::tuple<std::string, std::string, std::string>,
            std::vector<std::pair<std::string, double>>>
       routes_;
-  std::map<std::string, double> budgets_;                    // "task/variant" -> ms
+  std::map<std::pair<std::string, std::string>, const std::vector<std::pair<std::string, double>>*>
+      any_path_;                           // (task, from) -> the first path's table
+  std::map<std::string, double> budgets_;  // "task/variant" -> ms
   std::map<std::string, std::vector<std::string>> backups_;  // task -> variants
 };
 

@@ -83,6 +83,15 @@ Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string
   return out;
 }
 
+bool Graph::IsLast(const std::string& path, const std::string& task) const {
+  if (!path.empty()) {
+    auto it = paths_.find(path);
+    return it != paths_.end() && !it->second.empty() && it->second.back() == task;
+  }
+  auto it = edges_.find(task);
+  return it == edges_.end() || it->second.empty();
+}
+
 std::string Graph::PathOf(const std::vector<std::string>& tasks) const {
   for (const auto& [name, path_tasks] : paths_) {
     if (path_tasks == tasks) return name;

@@ -39,6 +39,10 @@ class Graph {
   Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
                                  const nlohmann::json& response_parameters) const;
 
+  // Whether a request at `task` ends there: the last task of the named path, or a task with no
+  // next edge when the models decide.
+  bool IsLast(const std::string& path, const std::string& task) const;
+
   // The execution path whose tasks are exactly `tasks` (a walk from an entry to a task with
   // nowhere to go), or "" when the pipeline lists none.
   std::string PathOf(const std::vector<std::string>& tasks) const;

@@ -2,14 +2,16 @@
 
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "api/routing_parse.h"
 #include "common/log.h"
 
 namespace pipescale::router {
 
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    std::map<std::string, std::shared_ptr<Endpoint>>& known) {
-  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}});
+    std::map<std::string, std::shared_ptr<Endpoint>>& known,
+    std::shared_ptr<const LokiTables> loki) {
+  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, std::move(loki)});
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   for (const auto& [task, list] : pods) {
     for (const PodEndpoint& pod : list) {
@@ -32,6 +34,17 @@ std::shared_ptr<const RoutingTable> MakeTable(
   return table;
 }
 
+std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
+                                           std::string& error) {
+  auto plan = api::ParseLokiRouting(text);
+  if (!plan) {
+    error = plan.error().message;
+    return nullptr;
+  }
+  error.clear();
+  return std::make_shared<const LokiTables>(*plan, pipeline);
+}
+
 Discovery::Discovery(const kube::Client& client, RouterConfig& config,
                      std::optional<model::Pipeline> fixed,
                      std::function<void(const RoutingTable&)> changed)
@@ -43,14 +56,12 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
       kube::Informer::Options{
           .type = kube::kPods, .namespace_name = config.namespace_name, .label_selector = selector},
       rebuild);
-  if (!fixed_) {
-    config_maps_ = std::make_unique<kube::Informer>(
-        client,
-        kube::Informer::Options{.type = kube::kConfigMaps,
-                                .namespace_name = config.namespace_name,
-                                .label_selector = selector},
-        rebuild);
-  }
+  config_maps_ = std::make_unique<kube::Informer>(
+      client,
+      kube::Informer::Options{.type = kube::kConfigMaps,
+                              .namespace_name = config.namespace_name,
+                              .label_selector = selector},
+      rebuild);
 }
 
 Discovery::~Discovery() {
@@ -99,13 +110,30 @@ std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {
   return std::nullopt;
 }
 
+std::shared_ptr<const LokiTables> Discovery::LokiFromConfigMap(const model::Pipeline& pipeline) {
+  const auto object =
+      config_maps_->Get(config_.namespace_name + "/" + config_.pipeline + "-routing");
+  const nlohmann::json data =
+      object ? object->value("data", nlohmann::json::object()) : nlohmann::json::object();
+  const auto it = data.is_object() ? data.find("routing.json") : data.end();
+  if (it == data.end() || !it->is_string()) return nullptr;  // not a Loki plan
+  std::string error;
+  auto loki = ReadLoki(it->get<std::string>(), pipeline, error);
+  if (!error.empty() && error != last_loki_error_) {
+    Log("warning", "routing to any Ready pod: the Loki plan's tables do not read",
+        {{"reason", error}});
+  }
+  last_loki_error_ = error;
+  return loki;
+}
+
 void Discovery::Rebuild() {
   std::lock_guard lock(mu_);
   if (!pods_->Synced() || (config_maps_ && !config_maps_->Synced())) return;
   std::optional<model::Pipeline> pipeline = fixed_ ? fixed_ : PipelineFromConfigMap();
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = ReadyEndpoints(*pipeline, pods_->List());
-  auto table = MakeTable(*pipeline, pods, known_);
+  auto table = MakeTable(*pipeline, pods, known_, LokiFromConfigMap(*pipeline));
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

@@ -23,11 +23,18 @@ namespace pipescale::router {
 // Endpoint (and with it the count of requests outstanding there); `known` is updated.
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    std::map<std::string, std::shared_ptr<Endpoint>>& known);
+    std::map<std::string, std::shared_ptr<Endpoint>>& known,
+    std::shared_ptr<const LokiTables> loki = nullptr);
+
+// A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
+// `error`, when it does not parse (the router then routes to any Ready pod).
+std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
+                                           std::string& error);
 
 class Discovery {
  public:
-  // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap.
+  // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap. A Loki
+  // plan's tables come from the ConfigMap either way.
   // `changed` is called with each new table, on an informer's thread.
   Discovery(const kube::Client& client, RouterConfig& config, std::optional<model::Pipeline> fixed,
             std::function<void(const RoutingTable&)> changed);
@@ -41,6 +48,7 @@ class Discovery {
  private:
   void Rebuild();
   std::optional<model::Pipeline> PipelineFromConfigMap();
+  std::shared_ptr<const LokiTables> LokiFromConfigMap(const model::Pipeline& pipeline);
 
   RouterConfig& config_;
   std::optional<model::Pipeline> fixed_;
@@ -48,7 +56,7 @@ class Discovery {
   std::unique_ptr<kube::Informer> pods_, config_maps_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Endpoint>> known_;
-  std::string last_error_;
+  std::string last_error_, last_loki_error_;
   std::thread first_table_;  // waits for both informers' first lists (see Start)
 };
 

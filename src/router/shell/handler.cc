@@ -103,6 +103,14 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                    .Name("pipescale_router_retries_total")
                    .Help("Calls sent again to another pod after a failure")
                    .Register(r)),
+      drops_(prometheus::BuildCounter()
+                 .Name("pipescale_router_drops_total")
+                 .Help("Requests Loki's policy dropped before a task, by reason")
+                 .Register(r)),
+      reroutes_(prometheus::BuildCounter()
+                    .Name("pipescale_router_reroutes_total")
+                    .Help("Requests behind their budget sent to a faster backup variant")
+                    .Register(r)),
       late_(prometheus::BuildCounter()
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
@@ -192,6 +200,14 @@ void RouterMetrics::Retry(const std::string& task) {
   retries_.Add(Labels({{"task", task}})).Increment();
 }
 
+void RouterMetrics::Drop(const std::string& task, const std::string& reason) {
+  drops_.Add(Labels({{"task", task}, {"reason", reason}})).Increment();
+}
+
+void RouterMetrics::Reroute(const std::string& task, const std::string& variant) {
+  reroutes_.Add(Labels({{"task", task}, {"variant", variant}})).Increment();
+}
+
 void RouterMetrics::Late(const std::string& path) {
   late_.Add(Labels({{"path", path.empty() ? kUnlisted : path}})).Increment();
 }
@@ -224,15 +240,20 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
 }
 
-asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const Walk& walk,
-                                                                          const std::string& task,
-                                                                          const Body& body) {
+asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
+    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
   const RoutingTable& table = *walk.table;
   auto it = table.endpoints.find(task);
   if (it == table.endpoints.end() || it->second.empty()) {
     co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
   }
-  const auto& pods = it->second;
+  // The plan's variant when it has a Ready pod; else any pod of the task serves.
+  std::vector<std::shared_ptr<Endpoint>> chosen;
+  if (!variant.empty()) {
+    std::copy_if(it->second.begin(), it->second.end(), std::back_inserter(chosen),
+                 [&](const auto& p) { return p->variant == variant; });
+  }
+  const auto& pods = chosen.empty() ? it->second : chosen;
   std::vector<Candidate> candidates;
   candidates.reserve(pods.size());
   for (const auto& p : pods) candidates.push_back({p->weight, p->outstanding.load()});
@@ -289,9 +310,10 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
 
 asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
                                                 std::vector<std::pair<std::string, Body>> calls,
-                                                const std::vector<std::string>& trail) {
+                                                const std::vector<std::string>& trail,
+                                                const Previous& previous) {
   if (calls.size() == 1) {
-    co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail);
+    co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail, previous);
     co_return;
   }
   // Fan-out: every call at once, this coroutine resuming when the last ends (one thread: the
@@ -300,7 +322,7 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   auto pending = std::make_shared<std::pair<size_t, asio::steady_timer>>(
       calls.size(), asio::steady_timer(executor, Clock::time_point::max()));
   for (auto& [task, body] : calls) {
-    asio::co_spawn(executor, Visit(walk, task, std::move(body), trail),
+    asio::co_spawn(executor, Visit(walk, task, std::move(body), trail, previous),
                    [pending](const std::exception_ptr&) {
                      if (--pending->first == 0) pending->second.cancel();
                    });
@@ -309,10 +331,38 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   co_await pending->second.async_wait(Redirect(ec));
 }
 
+std::optional<std::string> PipelineHandler::Plan(Walk& walk, const std::string& task,
+                                                 const Previous& previous) {
+  if (!walk.table->loki) return "";
+  const LokiTables& loki = *walk.table->loki;
+  std::uniform_real_distribution<double> u(0, 1);
+  const std::string planned = loki.Route(walk.path, task, previous.variant, u(rng_));
+  const double budget = previous.task.empty() ? -1 : loki.BudgetMs(previous.task, previous.variant);
+  const double remaining =
+      std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
+  const Verdict verdict = Decide(loki, config_.drop_policy, task, planned, previous.ms, budget,
+                                 remaining, walk.table->graph.IsLast(walk.path, task));
+  switch (verdict.kind) {
+    case Verdict::Kind::kGo:
+      return planned;
+    case Verdict::Kind::kReroute:
+      metrics_.Reroute(task, verdict.variant);
+      return verdict.variant;
+    case Verdict::Kind::kDrop:
+      metrics_.Drop(task, verdict.reason);
+      if (!walk.failure)
+        walk.failure = {504, "dropped before task " + task + ": " + verdict.reason};
+      return std::nullopt;
+  }
+  return planned;
+}
+
 asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body body,
-                                             std::vector<std::string> trail) {
+                                             std::vector<std::string> trail, Previous previous) {
   trail.push_back(task);
-  auto reply = co_await Call(walk, task, body);
+  const std::optional<std::string> variant = Plan(walk, task, previous);
+  if (!variant) co_return;
+  auto reply = co_await Call(walk, task, *variant, body);
   if (!reply) {
     const ErrorKind kind = reply.error().kind;
     const unsigned status = kind == ErrorKind::kExpired    ? 504
@@ -349,7 +399,10 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   std::vector<std::string> tasks;
   for (const router::Call& c : *next) tasks.insert(tasks.end(), c.count, c.task);
   auto calls = Spread(tasks, NextBody(*answer, body));
-  co_await VisitAll(walk, std::move(calls), trail);
+  // Coroutines get named values only: GCC 12 destroys a prvalue argument of a coroutine twice
+  // (AddressSanitizer caught it), and a temporary may end at the suspension.
+  const Previous here{task, reply->variant, reply->seconds * 1000};
+  co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
 asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request) {
@@ -391,7 +444,9 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
       start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
                                : config_.call_timeout);
   auto calls = Spread(*entry, std::move((*parsed).body));
-  co_await VisitAll(walk, std::move(calls), {});
+  const std::vector<std::string> start_trail;
+  const Previous entering;
+  co_await VisitAll(walk, std::move(calls), start_trail, entering);
 
   // Never served past the deadline plus the grace: the client is told, and it is counted.
   if (!walk.failure && Clock::now() > walk.deadline + config_.grace) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "router/body.h"
+#include "router/loki.h"
 #include "router/shell/asio.h"
 #include "router/shell/upstream.h"
 #include "router/walk.h"
@@ -38,6 +39,7 @@ struct Endpoint {
 struct RoutingTable {
   Graph graph;
   std::map<std::string, std::vector<std::shared_ptr<Endpoint>>> endpoints;  // by task
+  std::shared_ptr<const LokiTables> loki;  // a Loki plan's routing.json, or null
 };
 
 // What every thread shares: fixed after start, but for the atomics.
@@ -51,6 +53,7 @@ struct RouterConfig {
   // Set at SIGTERM: the router still serves, but says it is not ready and closes each
   // connection after its answer, so clients move to another replica while nothing is lost.
   std::atomic<bool> draining{false};
+  DropPolicy drop_policy = DropPolicy::kReroute;  // for requests behind a Loki plan's budgets
 };
 
 class RouterMetrics {
@@ -63,6 +66,9 @@ class RouterMetrics {
              double service_seconds);
   prometheus::Gauge& TaskInFlight(const std::string& task);
   void Retry(const std::string& task);
+  // Loki's data plane: a request dropped before `task`, and one sent to a backup variant.
+  void Drop(const std::string& task, const std::string& reason);
+  void Reroute(const std::string& task, const std::string& variant);
   void Late(const std::string& path);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
   // not as missing (the operator holds its plan while a series is missing), and a dashboard
@@ -100,6 +106,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Histogram>& queue_;
   prometheus::Family<prometheus::Histogram>& service_;
   prometheus::Family<prometheus::Counter>& retries_;
+  prometheus::Family<prometheus::Counter>& drops_;
+  prometheus::Family<prometheus::Counter>& reroutes_;
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Gauge& in_flight_;
@@ -122,12 +130,20 @@ class PipelineHandler {
     std::string variant;
     double seconds = 0;  // from sending to the answer
   };
+  // The call before a visit: its task, the variant that served it and how long it took.
+  struct Previous {
+    std::string task, variant;
+    double ms = 0;
+  };
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
-                                          const Body& body);
+                                          const std::string& variant, const Body& body);
+  // The variant of `task` the plan sends this request to ("" for any), or nullopt when Loki's
+  // policy drops it here.
+  std::optional<std::string> Plan(Walk& walk, const std::string& task, const Previous& previous);
   asio::awaitable<void> Visit(Walk& walk, std::string task, Body body,
-                              std::vector<std::string> trail);
+                              std::vector<std::string> trail, Previous previous);
   asio::awaitable<void> VisitAll(Walk& walk, std::vector<std::pair<std::string, Body>> calls,
-                                 const std::vector<std::string>& trail);
+                                 const std::vector<std::string>& trail, const Previous& previous);
 
   RouterConfig& config_;
   RouterMetrics& metrics_;

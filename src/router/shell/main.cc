@@ -3,10 +3,13 @@
 // every path.
 //
 //   pipescale-router (--pipeline NAME --namespace NS | --pipeline-file FILE)
-//       [--endpoints TASK=IP:PORT[,IP:PORT][;TASK=...]] [--kubeconfig F]
+//       [--endpoints TASK=IP:PORT[@VARIANT][,...][;TASK=...]] [--kubeconfig F]
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
-//       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5]
-// The pipeline comes from the file, else from its routing ConfigMap; the pods from
+//       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
+//       [--drop-policy none|last-task|per-task|reroute]
+// The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
+// (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
+// --routing-file; requests that fall behind are handled by --drop-policy. The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
@@ -39,7 +42,8 @@ using pipescale::router::RoutingTable;
 using pipescale::router::Server;
 using Flags = std::map<std::string, std::string>;
 
-// "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080"
+// "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7", where "@VARIANT" names the
+// variant a pod serves (Loki's tables route by variant).
 std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
     const std::string& text) {
   std::map<std::string, std::vector<PodEndpoint>> out;
@@ -49,7 +53,11 @@ std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
     if (eq == std::string::npos) return std::nullopt;
     auto& pods = out[item.substr(0, eq)];
     std::stringstream addresses(item.substr(eq + 1));
-    for (std::string a; std::getline(addresses, a, ',');) pods.push_back({a, a, 1, ""});
+    for (std::string a; std::getline(addresses, a, ',');) {
+      const auto at = a.find('@');
+      const std::string address = a.substr(0, at);
+      pods.push_back({address, address, 1, at == std::string::npos ? "" : a.substr(at + 1)});
+    }
   }
   return out;
 }
@@ -123,6 +131,16 @@ int Run(Flags flags) {
   RouterConfig config{.pipeline = flags["--pipeline"], .namespace_name = flags["--namespace"]};
   config.grace = std::chrono::milliseconds(std::atoi(flags["--grace-ms"].c_str()));
   config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
+  const std::map<std::string, pipescale::router::DropPolicy> policies = {
+      {"none", pipescale::router::DropPolicy::kNone},
+      {"last-task", pipescale::router::DropPolicy::kLastTask},
+      {"per-task", pipescale::router::DropPolicy::kPerTask},
+      {"reroute", pipescale::router::DropPolicy::kReroute}};
+  if (!policies.contains(flags["--drop-policy"])) {
+    std::cerr << "pipescale-router: --drop-policy must be none, last-task, per-task or reroute\n";
+    return 2;
+  }
+  config.drop_policy = policies.at(flags["--drop-policy"]);
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
@@ -136,8 +154,20 @@ int Run(Flags flags) {
                    "and needs --pipeline-file\n";
       return 2;
     }
+    std::shared_ptr<const pipescale::router::LokiTables> loki;
+    if (!flags["--routing-file"].empty()) {
+      std::ifstream in(flags["--routing-file"]);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::string error;
+      loki = pipescale::router::ReadLoki(text.str(), *file, error);
+      if (!loki) {
+        std::cerr << "pipescale-router: " << flags["--routing-file"] << ": " << error << "\n";
+        return 2;
+      }
+    }
     std::map<std::string, std::shared_ptr<Endpoint>> known;
-    config.table.store(MakeTable(*file, *pods, known));
+    config.table.store(MakeTable(*file, *pods, known, loki));
     metrics.Declare(config.table.load()->graph);
     return Serve(config, flags, metrics, metrics_port);
   }
@@ -164,7 +194,8 @@ int main(int argc, char** argv) {
                  {"--max-in-flight", "4096"},  {"--port-file", ""},
                  {"--pipeline-file", ""},      {"--pipeline", ""},
                  {"--namespace", "default"},   {"--kubeconfig", ""},
-                 {"--endpoints", ""},          {"--drain-seconds", "5"}};
+                 {"--endpoints", ""},          {"--drain-seconds", "5"},
+                 {"--routing-file", ""},       {"--drop-policy", "reroute"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

@@ -52,7 +52,8 @@ class RouterTest : public ::testing::Test {
   }
 
   void StartRouter(const std::string& endpoints, double slo_ms = 400,
-                   const std::string& drain_seconds = "5") {
+                   const std::string& drain_seconds = "5",
+                   const std::vector<std::string>& more = {}) {
     std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
 kind: InferencePipeline
 metadata: {name: chain, namespace: demo}
@@ -63,12 +64,24 @@ spec:
     - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
   paths: [{name: p, tasks: [detect, classify], sloMs: )"
                                            << slo_ms << "}]\n";
-    router_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            PIPESCALE_ROUTER, "--pipeline-file", dir_ + "/pipeline.yaml", "--endpoints", endpoints,
-            "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--port-file",
-            dir_ + "/router.port", "--threads", "2", "--drain-seconds", drain_seconds},
-        dir_ + "/router.log");
+    std::vector<std::string> argv = {PIPESCALE_ROUTER,
+                                     "--pipeline-file",
+                                     dir_ + "/pipeline.yaml",
+                                     "--endpoints",
+                                     endpoints,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--metrics-listen",
+                                     "127.0.0.1:0",
+                                     "--port-file",
+                                     dir_ + "/router.port",
+                                     "--threads",
+                                     "2",
+                                     "--drain-seconds",
+                                     drain_seconds};
+    argv.insert(argv.end(), more.begin(), more.end());
+    std::filesystem::remove(dir_ + "/router.port");  // a restarted router writes its own
+    router_ = std::make_unique<Process>(argv, dir_ + "/router.log");
     const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
     ASSERT_EQ(ports.size(), 2u) << router_->Log();
     port_ = ports[0];
@@ -207,6 +220,72 @@ TEST_F(RouterTest, SigtermDrainsWithoutLosingARequest) {
   client.join();
   EXPECT_EQ(slow.code, 200) << slow.body;
   EXPECT_EQ(router_->Stop(SIGTERM, 10s), 0) << router_->Log();
+}
+
+// Requests a model server at `address` has served, by its own count.
+double Served(const std::string& address) {
+  const std::string m = testing::RunShell("curl -s http://" + address + "/metrics").out;
+  const size_t at = m.find("pipescale_model_requests_total{");
+  const size_t space = at == std::string::npos ? at : m.find(' ', at);
+  return space == std::string::npos ? -1 : std::stod(m.substr(space + 1));
+}
+
+// A Loki plan's routing.json: after detect, a share `b7` of classify's requests goes to b7 and
+// the rest to b0; detect's budget is `detect_budget_ms`; b0 is the faster backup with room left.
+std::string LokiRouting(double b7, double detect_budget_ms) {
+  const json to_classify = {{{"variant", "b7"}, {"fraction", b7}},
+                            {{"variant", "b0"}, {"fraction", 1 - b7}}};
+  return json{
+      {"phase", "AccuracyScaling"},
+      {"tables",
+       {{{"path", "p"},
+         {"task", "detect"},
+         {"from", ""},
+         {"to", {{{"variant", "v"}, {"fraction", 1}}}}},
+        {{"path", "p"}, {"task", "classify"}, {"from", "v"}, {"to", to_classify}}}},
+      {"backups", {{{"task", "classify"}, {"variant", "b0"}, {"spareRps", 50}}}},
+      {"budgetsMs", {{"detect/v", detect_budget_ms}, {"classify/b7", 60}, {"classify/b0", 10}}}}
+      .dump();
+}
+
+// Loki's MostAccurateFirst tables decide which variant's pods serve: the model servers' own
+// counts split as the table says, within 4 standard deviations of 300 draws (0.09).
+TEST_F(RouterTest, LokisTablesSplitRequestsAcrossVariants) {
+  std::ofstream(dir_ + "/routing.json") << LokiRouting(0.8, 100);
+  const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
+  StartRouter("detect=" + Model("detect", "0,0,2") + "@v;classify=" + b7 + "@b7," + b0 + "@b0", 400,
+              "5", {"--routing-file", dir_ + "/routing.json"});
+  const int n = 300;
+  for (int i = 0; i < n; ++i) ASSERT_EQ(Infer(kRequest).code, 200);
+  EXPECT_NEAR(Served(b7) / n, 0.8, 0.09);
+  EXPECT_NEAR(Served(b0) / n, 0.2, 0.09);
+  EXPECT_EQ(Served(b7) + Served(b0), n);
+}
+
+// detect takes 30 ms against a 10 ms budget: rerouting sends every request planned for b7 to
+// the backup fast enough to make up the 20 ms (b0: 10 ms <= 60 - 20), counted; per-task
+// dropping answers 504 instead, before classify is called.
+TEST_F(RouterTest, ARequestBehindItsBudgetIsReroutedOrDropped) {
+  std::ofstream(dir_ + "/routing.json") << LokiRouting(1, 10);
+  const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
+  const std::string endpoints =
+      "detect=" + Model("detect", "0,0,30") + "@v;classify=" + b7 + "@b7," + b0 + "@b0";
+  StartRouter(endpoints, 400, "5", {"--routing-file", dir_ + "/routing.json"});
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Infer(kRequest).code, 200);
+  EXPECT_EQ(Served(b7), 0);
+  EXPECT_EQ(Served(b0), 20);
+  EXPECT_NE(Metrics().find(R"(pipescale_router_reroutes_total{namespace="demo",pipeline="chain",)"
+                           R"(task="classify",variant="b0"} 20)"),
+            std::string::npos)
+      << Metrics();
+  ASSERT_EQ(router_->Stop(SIGTERM, 10s), 0);
+  StartRouter(endpoints, 400, "1",
+              {"--routing-file", dir_ + "/routing.json", "--drop-policy", "per-task"});
+  const Reply dropped = Infer(kRequest);
+  EXPECT_EQ(dropped.code, 504);
+  EXPECT_NE(dropped.body.value("error", "").find("per-task budget"), std::string::npos)
+      << dropped.body;
+  EXPECT_EQ(Served(b0) + Served(b7), 20);  // the dropped request reached no classify pod
 }
 
 }  // namespace

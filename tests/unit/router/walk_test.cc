@@ -67,5 +67,16 @@ TEST(Walk, AWalkNamesThePathItTookAndTheDeadlineFollowsThePath) {
   EXPECT_EQ(g.DeadlineMs(""), 300);  // the models may send it down the slower path
 }
 
+// Where a request ends, for Loki's last-task dropping: a named path's last task, or a task
+// with nowhere to go.
+TEST(Walk, ARequestEndsAtItsPathsLastTaskOrWhereNoEdgeLeads) {
+  const Graph g(Traffic());
+  EXPECT_TRUE(g.IsLast("faces", "recognize"));
+  EXPECT_FALSE(g.IsLast("faces", "detect"));
+  EXPECT_FALSE(g.IsLast("", "detect"));
+  EXPECT_TRUE(g.IsLast("", "recognize"));
+  EXPECT_FALSE(g.IsLast("nowhere", "recognize"));
+}
+
 }  // namespace
 }  // namespace pipescale::router
