@@ -82,10 +82,10 @@ Verdict Decide(const LokiTables& tables, DropPolicy policy, const std::string& n
     case DropPolicy::kNone:
       return go;
     case DropPolicy::kLastTask:
-      return too_late_for_last ? Verdict{Kind::kDrop, "", "last task"} : go;
+      return too_late_for_last ? Verdict{Kind::kDrop, "", kLastTask} : go;
     case DropPolicy::kPerTask:
-      if (overrun > 0) return {Kind::kDrop, "", "per-task budget"};
-      return too_late_for_last ? Verdict{Kind::kDrop, "", "last task"} : go;
+      if (overrun > 0) return {Kind::kDrop, "", kPerTaskBudget};
+      return too_late_for_last ? Verdict{Kind::kDrop, "", kLastTask} : go;
     case DropPolicy::kReroute:
       break;
   }
@@ -98,7 +98,7 @@ Verdict Decide(const LokiTables& tables, DropPolicy policy, const std::string& n
     const double ms = tables.BudgetMs(next, variant);
     if (variant != planned && ms >= 0 && ms <= allowed) return {Kind::kReroute, variant, "behind"};
   }
-  return {Kind::kDrop, "", "no faster backup"};
+  return {Kind::kDrop, "", kNoFasterBackup};
 }
 
 }  // namespace pipescale::router

@@ -44,6 +44,12 @@ class LokiTables {
   std::map<std::string, std::vector<std::string>> backups_;  // task -> variants
 };
 
+// Why a request was dropped, as the router's drop counter names it.
+inline constexpr const char* kPerTaskBudget = "per-task budget";
+inline constexpr const char* kLastTask = "last task";
+inline constexpr const char* kNoFasterBackup = "no faster backup";
+inline constexpr const char* kDropReasons[] = {kPerTaskBudget, kLastTask, kNoFasterBackup};
+
 // What becomes of a request about to be sent to `next` (planned: `planned`, "" for any), having
 // spent `spent_ms` at the task before, whose budget is `budget_ms` (-1: none), with
 // `remaining_ms` left before its deadline; `last` when `next` is the path's last task.

@@ -14,6 +14,8 @@ Graph::Graph(const model::Pipeline& pipeline) {
     tasks_.push_back(t.name);
     auto& next = edges_[t.name];
     for (const model::Edge& e : t.next) next.push_back(e.task);
+    auto& variants = variants_[t.name];
+    for (const model::Variant& v : t.variants) variants.push_back(v.name);
   }
   for (const model::Path& p : pipeline.spec.paths) {
     paths_[p.name] = p.tasks;

@@ -52,12 +52,17 @@ class Graph {
   double DeadlineMs(const std::string& path) const;
 
   const std::vector<std::string>& tasks() const { return tasks_; }
+  // The variants of `task` the pipeline lists.
+  const std::vector<std::string>& variants(const std::string& task) const {
+    return variants_.at(task);
+  }
   std::vector<std::string> paths() const;
 
  private:
   std::vector<std::string> tasks_;
-  std::map<std::string, std::vector<std::string>> edges_;  // task -> next tasks
-  std::map<std::string, std::vector<std::string>> paths_;  // path -> its tasks
+  std::map<std::string, std::vector<std::string>> edges_;     // task -> next tasks
+  std::map<std::string, std::vector<std::string>> variants_;  // task -> its variants
+  std::map<std::string, std::vector<std::string>> paths_;     // path -> its tasks
   std::map<std::string, double> slo_ms_;
 };
 

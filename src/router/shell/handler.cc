@@ -193,6 +193,11 @@ void RouterMetrics::Declare(const Graph& graph) {
   for (const std::string& task : graph.tasks()) {
     retries_.Add(Labels({{"task", task}}));
     task_in_flight_.Add(Labels({{"task", task}}));
+    for (const char* reason : kDropReasons)
+      drops_.Add(Labels({{"task", task}, {"reason", reason}}));
+    for (const std::string& v : graph.variants(task)) {
+      reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
+    }
   }
 }
 
