@@ -1,7 +1,7 @@
 #include "router/body.h"
 
 #include <algorithm>
-#include <array>
+#include <charconv>
 
 namespace pipescale::router {
 namespace {
@@ -69,10 +69,7 @@ class Scanner {
       if (++pos_ >= t_.size()) return false;
       const char e = t_[pos_];
       if (e == 'u') {
-        if (pos_ + 4 >= t_.size() || !std::all_of(&t_[pos_ + 1], &t_[pos_ + 5], IsHex)) {
-          return false;
-        }
-        pos_ += 4;
+        if (!Escape()) return false;
       } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
         return false;
       }
@@ -81,6 +78,30 @@ class Scanner {
   }
 
  private:
+  // The four hex digits after "\u" at `at` (on the 'u'), or -1.
+  long Hex4(size_t at) const {
+    if (at + 4 >= t_.size() || !std::all_of(&t_[at + 1], &t_[at + 5], IsHex)) return -1;
+    long unit = 0;
+    std::from_chars(&t_[at + 1], &t_[at + 5], unit, 16);
+    return unit;
+  }
+
+  // A "\u" escape, the scanner on its 'u' and left on its last digit. UTF-16 surrogates come in
+  // pairs, a high one escaped right before a low one: a lone one names no character (the
+  // parsers the router's peers use refuse it, so it would come back as their error).
+  bool Escape() {
+    const long unit = Hex4(pos_);
+    if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return false;
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      const bool pair = t_.substr(pos_ + 5, 2) == "\\u";
+      const long low = pair ? Hex4(pos_ + 6) : -1;
+      if (low < 0xDC00 || low > 0xDFFF) return false;
+      pos_ += 6;
+    }
+    pos_ += 4;
+    return true;
+  }
+
   // One UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most U+10FFFF) starting at
   // the scanner, left on its last byte.
   bool Utf8() {

@@ -20,11 +20,13 @@ Error Invalid(const std::string& field, const std::string& why) {
 bool IsString(std::string_view token) { return !token.empty() && token.front() == '"'; }
 
 // A string token's text (the scanner has checked its grammar; escapes are rare, so only then
-// is it decoded by a parser).
+// is it decoded by a parser, which never gets to throw).
 std::string Text(std::string_view token) {
-  if (token.find('\\') == std::string_view::npos)
+  if (token.find('\\') == std::string_view::npos) {
     return std::string(token.substr(1, token.size() - 2));
-  return json::parse(token, nullptr, false).get<std::string>();
+  }
+  const json decoded = json::parse(token, nullptr, false);
+  return decoded.is_string() ? decoded.get<std::string>() : std::string();
 }
 
 // Elements in `data` (its text), flat or nested, or -1 when it holds something that is not a

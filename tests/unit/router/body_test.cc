@@ -20,12 +20,12 @@ using nlohmann::json;
 std::string Mutate(const std::string& s, std::mt19937& rng) {
   return testing::Mutate(s, rng, 4, [&] {
     return rng() % 4 == 0 ? static_cast<char>(0x80 + rng() % 0x80)
-                          : "{}[]\",:0-.eE\\ u1atfn"[rng() % 21];
+                          : "{}[]\",:0-.eE\\ u1atfndD8C"[rng() % 25];
   });
 }
 
 constexpr const char* kSeed =
-    R"({"id": "a\"b\\u0041 é 😀", "parameters": {"k": [1, -2.5e3, true, null]},
+    R"({"id": "a\"b\\u0041 é 😀 \ud83d\ude00", "parameters": {"k": [1, -2.5e3, true, null]},
         "outputs": [{"name": "y", "datatype": "FP32", "shape": [1, 2], "data": [0.5, 1E-2]}],
         "nested": {"a": {"b": [[], {}, ""]}}})";
 
@@ -64,6 +64,12 @@ TEST(Body, ArraysAndNestingLimits) {
   EXPECT_FALSE(ScanArray("[1] [2]").ok());
   EXPECT_FALSE(ScanObject(R"({"a": 01})").ok());
   EXPECT_FALSE(ScanObject("{\"a\": \"tab\there\"}").ok());  // a raw control character
+  // UTF-16 surrogates escaped in pairs only, as every JSON parser the router talks to wants.
+  EXPECT_TRUE(ScanObject(R"({"a": "\ud83d\ude00"})").ok());
+  for (const char* lone : {R"({"a": "\ud83d"})", R"({"a": "\ude00"})", R"({"a": "\ud83dx"})",
+                           R"({"a": "\ud83d\u0041"})", R"({"a": "\ud83d\"})"}) {
+    EXPECT_FALSE(ScanObject(lone).ok()) << lone;
+  }
   std::string deep = std::string(kMaxNesting - 1, '[') + std::string(kMaxNesting - 1, ']');
   EXPECT_TRUE(ScanObject("{\"a\": " + deep + "}").ok());
   EXPECT_FALSE(ScanObject("{\"a\": [" + deep + "]}").ok());

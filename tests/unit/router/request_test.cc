@@ -59,6 +59,9 @@ TEST(InferRequest, EachMistakeNamesItsField) {
        "inputs[0].shape: holds more than"},
       {R"({"outputs": {}, "inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]})",
        "outputs: must be an array"},
+      // A lone surrogate escape names no character: refused, not decoded into a crash.
+      {R"({"id": "\ud800", "inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]})",
+       "body: is not JSON"},
   };
   for (const auto& [body, expected] : cases) {
     auto r = ParseInferRequest(body, "");
