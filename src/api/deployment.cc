@@ -191,7 +191,7 @@ nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
       {"tables", RoutingToJson(*loki, /*rounded=*/true)},
       {"backups", BackupsToJson(*loki, /*rounded=*/true)},
       {"budgetsMs", DropBudgetsToJson(*loki, /*rounded=*/true)}};
-  return {{"routing.json", routing.dump()}};
+  return {{kLokiRoutingKey, routing.dump()}};
 }
 
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,

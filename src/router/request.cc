@@ -51,19 +51,24 @@ long Dimension(std::string_view token) {
   return error == std::errc() && end == token.data() + token.size() && value >= 0 ? value : -1;
 }
 
-Result<long> CheckShape(std::string_view shape, const std::string& field) {
+struct Shape {
+  long elements = 1;
+  long first = 0;  // the leading dimension: the query's size
+};
+
+Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
   const auto dims = shape.front() == '[' ? *ScanArray(shape) : std::vector<std::string_view>{};
   if (dims.empty()) return Invalid(field, "must be a non-empty array of non-negative integers");
-  long elements = 1;
+  Shape out{.elements = 1, .first = Dimension(dims.front())};
   for (std::string_view d : dims) {
     const long dim = Dimension(d);
     if (dim < 0) return Invalid(field, "must be a non-empty array of non-negative integers");
-    if (dim > 0 && elements > static_cast<long>(kMaxElements) / dim) {
+    if (dim > 0 && out.elements > static_cast<long>(kMaxElements) / dim) {
       return Invalid(field, "holds more than " + std::to_string(kMaxElements) + " elements");
     }
-    elements *= dim;
+    out.elements *= dim;
   }
-  return elements;
+  return out;
 }
 
 // Checks one input tensor; its first dimension (the query's size).
@@ -80,17 +85,18 @@ Result<long> CheckInput(std::string_view input, const std::string& field) {
   }
   const std::string_view shape = Find(*members, "shape");
   if (shape.empty()) return Invalid(field + ".shape", "is required");
-  auto elements = CheckShape(shape, field + ".shape");
-  if (!elements) return elements.error();
+  auto checked = CheckShape(shape, field + ".shape");
+  if (!checked) return checked.error();
+  const long elements = checked->elements;
   const std::string_view data = Find(*members, "data");
   if (data.empty()) return Invalid(field + ".data", "is required");
   const long count = CountElements(data);
   if (count < 0) return Invalid(field + ".data", "must hold only numbers, booleans or strings");
-  if (count != *elements) {
+  if (count != elements) {
     return Invalid(field + ".data", "holds " + std::to_string(count) +
-                                        " elements, the shape says " + std::to_string(*elements));
+                                        " elements, the shape says " + std::to_string(elements));
   }
-  return Dimension(ScanArray(shape)->front());
+  return checked->first;
 }
 
 Status CheckOutputs(std::string_view outputs) {

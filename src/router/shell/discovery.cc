@@ -66,34 +66,31 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
 
 Discovery::~Discovery() {
   pods_->Stop();
-  if (config_maps_) config_maps_->Stop();
+  config_maps_->Stop();
   if (first_table_.joinable()) first_table_.join();  // Stop ended its wait
 }
 
 void Discovery::Start() {
   pods_->Start();
-  if (config_maps_) config_maps_->Start();
+  config_maps_->Start();
   // An informer calls its handler only for objects it lists; when the one synced last listed
   // none (no model pod yet), no handler would run with both synced, and no table would be built
   // until something changed. So once both have synced, build it.
   first_table_ = std::thread([this] {
     constexpr auto kForever = std::chrono::hours(24 * 365);
-    if (pods_->WaitForSync(kForever) && (!config_maps_ || config_maps_->WaitForSync(kForever))) {
+    if (pods_->WaitForSync(kForever) && config_maps_->WaitForSync(kForever)) {
       Rebuild();
     }
   });
 }
 
-std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {
-  const auto object =
-      config_maps_->Get(config_.namespace_name + "/" + config_.pipeline + "-routing");
+std::optional<model::Pipeline> Discovery::PipelineFromConfigMap(const nlohmann::json* data) {
   std::string error;
-  if (!object) {
+  if (data == nullptr) {
     error = "no ConfigMap " + config_.pipeline + "-routing yet";
   } else {
-    const auto& data = (*object)["data"];
-    const auto it = data.is_object() ? data.find(api::kPipelineKey) : data.end();
-    if (it == data.end() || !it->is_string()) {
+    const auto it = data->find(api::kPipelineKey);
+    if (it == data->end() || !it->is_string()) {
       error = "ConfigMap " + config_.pipeline + "-routing has no " + api::kPipelineKey;
     } else {
       auto parsed = api::ParsePipeline(it->get<std::string>());
@@ -110,12 +107,9 @@ std::optional<model::Pipeline> Discovery::PipelineFromConfigMap() {
   return std::nullopt;
 }
 
-std::shared_ptr<const LokiTables> Discovery::LokiFromConfigMap(const model::Pipeline& pipeline) {
-  const auto object =
-      config_maps_->Get(config_.namespace_name + "/" + config_.pipeline + "-routing");
-  const nlohmann::json data =
-      object ? object->value("data", nlohmann::json::object()) : nlohmann::json::object();
-  const auto it = data.is_object() ? data.find("routing.json") : data.end();
+std::shared_ptr<const LokiTables> Discovery::LokiFromConfigMap(const nlohmann::json& data,
+                                                               const model::Pipeline& pipeline) {
+  const auto it = data.find(api::kLokiRoutingKey);
   if (it == data.end() || !it->is_string()) return nullptr;  // not a Loki plan
   std::string error;
   auto loki = ReadLoki(it->get<std::string>(), pipeline, error);
@@ -129,11 +123,16 @@ std::shared_ptr<const LokiTables> Discovery::LokiFromConfigMap(const model::Pipe
 
 void Discovery::Rebuild() {
   std::lock_guard lock(mu_);
-  if (!pods_->Synced() || (config_maps_ && !config_maps_->Synced())) return;
-  std::optional<model::Pipeline> pipeline = fixed_ ? fixed_ : PipelineFromConfigMap();
+  if (!pods_->Synced() || !config_maps_->Synced()) return;
+  const auto object =
+      config_maps_->Get(config_.namespace_name + "/" + config_.pipeline + "-routing");
+  nlohmann::json data = object ? object->value("data", nlohmann::json::object()) : nlohmann::json();
+  if (!data.is_object()) data = nlohmann::json::object();  // from outside: anything may be there
+  std::optional<model::Pipeline> pipeline =
+      fixed_ ? fixed_ : PipelineFromConfigMap(object ? &data : nullptr);
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = ReadyEndpoints(*pipeline, pods_->List());
-  auto table = MakeTable(*pipeline, pods, known_, LokiFromConfigMap(*pipeline));
+  auto table = MakeTable(*pipeline, pods, known_, LokiFromConfigMap(data, *pipeline));
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

@@ -47,8 +47,11 @@ class Discovery {
 
  private:
   void Rebuild();
-  std::optional<model::Pipeline> PipelineFromConfigMap();
-  std::shared_ptr<const LokiTables> LokiFromConfigMap(const model::Pipeline& pipeline);
+  // The pipeline's and the Loki plan's parts of the routing ConfigMap's `data` (null or {} when
+  // there is no ConfigMap), each failure logged once.
+  std::optional<model::Pipeline> PipelineFromConfigMap(const nlohmann::json* data);
+  std::shared_ptr<const LokiTables> LokiFromConfigMap(const nlohmann::json& data,
+                                                      const model::Pipeline& pipeline);
 
   RouterConfig& config_;
   std::optional<model::Pipeline> fixed_;

@@ -67,6 +67,11 @@ struct PipelineHandler::Walk {
   std::vector<std::string> outputs;                              // of the tasks it ended at
   std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
   std::optional<std::pair<unsigned, std::string>> failure;       // the first: status, message
+
+  // The request fails with the first failure of any of its visits.
+  void Fail(unsigned status, std::string message) {
+    if (!failure) failure = {status, std::move(message)};
+  }
 };
 
 RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config)
@@ -193,8 +198,9 @@ void RouterMetrics::Declare(const Graph& graph) {
   for (const std::string& task : graph.tasks()) {
     retries_.Add(Labels({{"task", task}}));
     task_in_flight_.Add(Labels({{"task", task}}));
-    for (const char* reason : kDropReasons)
+    for (const char* reason : kDropReasons) {
       drops_.Add(Labels({{"task", task}, {"reason", reason}}));
+    }
     for (const std::string& v : graph.variants(task)) {
       reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
     }
@@ -355,8 +361,7 @@ std::optional<std::string> PipelineHandler::Plan(Walk& walk, const std::string& 
       return verdict.variant;
     case Verdict::Kind::kDrop:
       metrics_.Drop(task, verdict.reason);
-      if (!walk.failure)
-        walk.failure = {504, "dropped before task " + task + ": " + verdict.reason};
+      walk.Fail(504, "dropped before task " + task + ": " + verdict.reason);
       return std::nullopt;
   }
   return planned;
@@ -373,7 +378,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
     const unsigned status = kind == ErrorKind::kExpired    ? 504
                             : kind == ErrorKind::kNotFound ? 503
                                                            : 502;
-    if (!walk.failure) walk.failure = {status, reply.error().message};
+    walk.Fail(status, reply.error().message);
     co_return;
   }
   // Read in place: `answer` points into the reply, which lives until this visit ends.
@@ -388,13 +393,13 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   auto next = answer ? walk.table->graph.Next(walk.path, task, answer->parameters)
                      : Result<std::vector<router::Call>>(answer.error());
   if (!next) {
-    if (!walk.failure) walk.failure = {502, "task " + task + ": " + next.error().message};
+    walk.Fail(502, "task " + task + ": " + next.error().message);
     co_return;
   }
   if (next->empty()) {
     auto named = NamedOutputs(task, answer->outputs);
     if (!named) {
-      if (!walk.failure) walk.failure = {502, "task " + task + ": " + named.error().message};
+      walk.Fail(502, "task " + task + ": " + named.error().message);
       co_return;
     }
     for (std::string& o : *named) walk.outputs.push_back(std::move(o));
@@ -454,8 +459,8 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   co_await VisitAll(walk, std::move(calls), start_trail, entering);
 
   // Never served past the deadline plus the grace: the client is told, and it is counted.
-  if (!walk.failure && Clock::now() > walk.deadline + config_.grace) {
-    walk.failure = {504, "served after the deadline of " + std::to_string(deadline_ms) + " ms"};
+  if (Clock::now() > walk.deadline + config_.grace) {
+    walk.Fail(504, "served after the deadline of " + std::to_string(deadline_ms) + " ms");
   }
   const unsigned status = walk.failure ? walk.failure->first : 200;
   if (status == 504) metrics_.Late(walk.path);
