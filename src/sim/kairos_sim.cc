@@ -7,13 +7,12 @@
 #include <random>
 
 #include "common/check.h"
+#include "router/pools.h"
 
 namespace pipescale::sim {
 
-using optimizer::kairos::Dispatch;
 using optimizer::kairos::HeterogeneityCoefficient;
 using optimizer::kairos::Instance;
-using optimizer::kairos::Query;
 
 SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
                    const std::vector<int>& counts, const BatchMix& mix, double qps, double qos_ms,
@@ -39,81 +38,52 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
   for (const auto& [b, p] : mix) weights.push_back(p);
   std::discrete_distribution<size_t> size(weights.begin(), weights.end());
 
-  struct Waiting {
-    double arrived;
-    int batch;
-  };
-  std::vector<Waiting> queue;
-  const size_t cap = 2 * pool.size();
-  std::vector<double> latencies;
+  // The router's queue, with each query taking exactly its predicted time.
+  router::KairosQueue queue({.latency_ms = latency_ms,
+                             .coefficient = coefficient,
+                             .qos_ms = qos_ms,
+                             .xi = options.xi,
+                             .queue_per_replica = 2,
+                             .fcfs = policy == Policy::kFcfs});
+  std::vector<router::PoolReplica> replicas;
+  for (size_t j = 0; j < pool.size(); ++j) {
+    replicas.push_back({static_cast<int>(j), pool[j].hardware_class});
+  }
+  queue.SetReplicas(replicas);
+  std::vector<double> arrived_at, latencies;  // by query
+  std::vector<int> size_of;
   latencies.reserve(options.queries);
   int dropped = 0;
   double next_arrival = gap(rng);
   int arrived = 0;
 
   auto dispatch = [&](double now) {
-    std::vector<int> idle;
-    for (size_t j = 0; j < pool.size(); ++j) {
-      if (pool[j].busy_ms <= now) idle.push_back(static_cast<int>(j));
+    for (const router::KairosQueue::Start& s : queue.Match(now)) {
+      const double done = now + latency_ms[pool[s.replica].hardware_class](size_of[s.query]);
+      pool[s.replica].busy_ms = done;
+      latencies.push_back(done - arrived_at[s.query]);
     }
-    if (idle.empty() || queue.empty()) return;
-    std::vector<std::pair<size_t, int>> pairs;  // (queue index, instance)
-    if (policy == Policy::kFcfs) {
-      for (size_t i = 0; i < queue.size() && i < idle.size(); ++i) pairs.emplace_back(i, idle[i]);
-    } else {
-      // Every instance takes part, busy ones through their remaining time; only the pairs
-      // with an idle instance are dispatched now.
-      std::vector<Query> queries;
-      queries.reserve(queue.size());
-      for (const Waiting& w : queue) queries.push_back({w.batch, now - w.arrived});
-      std::vector<Instance> all;
-      all.reserve(pool.size());
-      for (const Instance& in : pool) {
-        all.push_back({in.hardware_class, std::max(0.0, in.busy_ms - now)});
-      }
-      const std::vector<int> match =
-          Dispatch(queries, all, latency_ms, coefficient, qos_ms, options.xi);
-      for (size_t i = 0; i < match.size(); ++i) {
-        if (match[i] >= 0 && pool[match[i]].busy_ms <= now) pairs.emplace_back(i, match[i]);
-      }
-    }
-    std::vector<char> taken(queue.size(), false);
-    for (const auto& [i, j] : pairs) {
-      const double done = now + latency_ms[pool[j].hardware_class](queue[i].batch);
-      pool[j].busy_ms = done;
-      latencies.push_back(done - queue[i].arrived);
-      taken[i] = true;
-    }
-    std::vector<Waiting> rest;
-    for (size_t i = 0; i < queue.size(); ++i) {
-      if (!taken[i]) rest.push_back(queue[i]);
-    }
-    queue = std::move(rest);
   };
 
-  while (arrived < options.queries || !queue.empty()) {
+  while (arrived < options.queries || queue.waiting() > 0) {
     double next_done = std::numeric_limits<double>::infinity();
     for (const Instance& in : pool) {
-      if (in.busy_ms > 0 &&
-          (next_done == std::numeric_limits<double>::infinity() || in.busy_ms < next_done)) {
-        next_done = in.busy_ms;
-      }
+      if (in.busy_ms > 0) next_done = std::min(next_done, in.busy_ms);
     }
-    // Completions already past are not events; only those still ahead of the clock are.
     double now = 0;
     if (arrived < options.queries && next_arrival <= next_done) {
       now = next_arrival;
-      ++arrived;
-      if (queue.size() >= cap) {
-        ++dropped;
-      } else {
-        queue.push_back({now, mix[size(rng)].first});
-      }
+      arrived_at.push_back(now);
+      size_of.push_back(mix[size(rng)].first);
+      if (!queue.Arrive(arrived++, size_of.back(), now)) ++dropped;
       next_arrival = now + gap(rng);
     } else {
       now = next_done;
-      for (Instance& in : pool) {
-        if (in.busy_ms <= now) in.busy_ms = 0;  // idle from here on
+      for (size_t j = 0; j < pool.size(); ++j) {
+        if (pool[j].busy_ms > 0 && pool[j].busy_ms <= now) {
+          pool[j].busy_ms = 0;  // idle from here on
+          queue.Complete(static_cast<int>(j));
+        }
       }
     }
     dispatch(now);

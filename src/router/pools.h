@@ -1,0 +1,83 @@
+// Kairos's and MArk's halves in the request path, for a task served by a pool of replicas across
+// hardware classes: Kairos's queue (one query in flight per replica, waiting queries matched to
+// replicas at least cost at every arrival and completion) and MArk's spill to the warm burst
+// class. Pure: the caller passes the time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace pipescale::router {
+
+struct PoolReplica {
+  int id = 0;              // the caller's name for it
+  int hardware_class = 0;  // an index into KairosQueue::Options's per-class vectors
+};
+
+class KairosQueue {
+ public:
+  struct Options {
+    std::vector<std::function<double(int)>> latency_ms;  // by class: ms for a query of a size
+    std::vector<double> coefficient;                     // by class: Kairos's C_j
+    double qos_ms = 0;
+    double xi = 0.98;
+    int queue_per_replica = 2;  // Kairos's queue holds at most this many queries per replica
+    bool fcfs = false;          // first come, first served to the first idle replica (the baseline)
+  };
+  explicit KairosQueue(Options options) : options_(std::move(options)) {}
+
+  // The replicas that serve now. One that stays keeps its query in flight; one that goes is
+  // forgotten (its Complete is then ignored); a new one is idle.
+  void SetReplicas(std::span<const PoolReplica> replicas);
+
+  // A query of `size` rows arrives; false when the queue is full (Kairos drops it).
+  bool Arrive(std::uint64_t query, int size, double now_ms);
+  // A waiting query gives up (its deadline passed).
+  void Leave(std::uint64_t query);
+  // The replica's query is done: it is idle.
+  void Complete(int replica);
+
+  // Which waiting queries start now, and where: Kairos's matching over every replica (a busy
+  // one through the time it still needs, as predicted when its query started), of which only
+  // the pairs with an idle replica start; or first come, first served. Each replica chosen is
+  // busy from here until Complete.
+  struct Start {
+    std::uint64_t query = 0;
+    int replica = 0;
+    bool operator==(const Start&) const = default;
+  };
+  std::vector<Start> Match(double now_ms);
+
+  size_t waiting() const { return queue_.size(); }
+  size_t capacity() const { return replicas_.size() * options_.queue_per_replica; }
+
+ private:
+  struct Waiting {
+    std::uint64_t query;
+    int size;
+    double arrived_ms;
+  };
+  struct Replica {
+    PoolReplica spec;
+    bool busy = false;
+    double done_ms = 0;  // predicted, while busy
+  };
+  std::vector<std::pair<size_t, size_t>> Pairs(double now_ms) const;  // (queue, replica)
+
+  Options options_;
+  std::vector<Waiting> queue_;  // in arrival order
+  std::vector<Replica> replicas_;
+};
+
+// MArk's bouncer for one request: whether every main replica would serve it past `rt_max_ms`,
+// each predicted from the requests it already holds, served in batches of its batch size.
+struct MainReplica {
+  int outstanding = 0;  // requests sent and not yet answered
+  int batch = 1;        // its batch size
+  double batch_ms = 0;  // d(batch) on its class
+};
+bool ShouldSpill(std::span<const MainReplica> main, double rt_max_ms);
+
+}  // namespace pipescale::router
