@@ -182,7 +182,7 @@ nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
     // Kairos and MArk: who serves which query sizes, for a dispatcher (kairos::Dispatch).
     const nlohmann::ordered_json data = {{"optimizer", plan.report.optimizer},
                                          {"pools", PoolsToJson(*pools, /*rounded=*/true)}};
-    return {{"pools.json", data.dump()}};
+    return {{kPoolsRoutingKey, data.dump()}};
   }
   const model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
   if (loki == nullptr) return nlohmann::json::object();

@@ -44,6 +44,7 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
 // {"optimizer", "pools": PoolsToJson} (api/plan_json.h, rounded so that noise in the rates does
 // not rewrite it); other plans nothing.
 inline constexpr const char* kLokiRoutingKey = "routing.json";
+inline constexpr const char* kPoolsRoutingKey = "pools.json";
 std::string RoutingConfigMapName(const model::Pipeline& pipeline);
 nlohmann::json RoutingConfigMapData(const model::Plan& plan);
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,

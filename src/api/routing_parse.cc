@@ -2,13 +2,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/deployment.h"
+
 namespace pipescale::api {
 namespace {
 
 using nlohmann::json;
 
+// `field` starts with the ConfigMap key it is in: "routing.json: tables[1].to[0].fraction".
 Error Invalid(const std::string& field, const std::string& why) {
-  return Error{ErrorKind::kInvalid, "routing.json: " + field + ": " + why};
+  return Error{ErrorKind::kInvalid, field + ": " + why};
+}
+
+Result<int> Count(const json& object, const char* key, const std::string& field, int low) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer() || *it < low || *it > 1'000'000) {
+    return Invalid(field + "." + key, "must be an integer from " + std::to_string(low));
+  }
+  return it->get<int>();
 }
 
 Result<std::string> Text(const json& object, const char* key, const std::string& field) {
@@ -64,11 +75,79 @@ Result<model::BackupWorker> Backup(const json& b, const std::string& field) {
   return model::BackupWorker{*task, *variant, *spare};
 }
 
+Result<model::PoolMember> Member(const json& m, const std::string& field) {
+  if (!m.is_object()) return Invalid(field, "must be an object");
+  model::PoolMember member;
+  auto hardware_class = Text(m, "hardwareClass", field);
+  if (!hardware_class) return hardware_class.error();
+  member.hardware_class = *hardware_class;
+  for (auto [key, slot, low] : {std::tuple{"replicas", &member.replicas, 0},
+                                std::tuple{"maxQuery", &member.max_query, 1}}) {
+    auto v = Count(m, key, field, low);
+    if (!v) return v.error();
+    *slot = *v;
+  }
+  auto coefficient = Number(m, "coefficient", field, 1);
+  auto capacity =
+      coefficient ? Number(m, "capacityRps", field, 1e12) : Result<double>(coefficient.error());
+  if (!capacity) return capacity.error();
+  member.coefficient = *coefficient;
+  member.capacity_rps = *capacity;
+  return member;
+}
+
+Result<model::Pool> Pool(const json& p, const std::string& field) {
+  if (!p.is_object()) return Invalid(field, "must be an object");
+  model::Pool pool;
+  auto task = Text(p, "task", field);
+  auto qos = task ? Number(p, "qosMs", field, 1e9) : Result<double>(task.error());
+  if (!qos) return qos.error();
+  pool.task = *task;
+  pool.qos_ms = *qos;
+  const json& members = Array(p, "members");
+  for (size_t i = 0; i < members.size(); ++i) {
+    auto m = Member(members[i], field + ".members[" + std::to_string(i) + "]");
+    if (!m) return m.error();
+    pool.members.push_back(std::move(*m));
+  }
+  if (p.contains("spillClass")) {
+    auto spill = Text(p, "spillClass", field);
+    if (!spill) return spill.error();
+    pool.spill_class = *spill;
+  }
+  if (p.contains("upperBoundQps")) {
+    auto bound = Number(p, "upperBoundQps", field, 1e12);
+    if (!bound) return bound.error();
+    pool.upper_bound_qps = *bound;
+  }
+  return pool;
+}
+
 }  // namespace
 
-Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
+Result<PoolsRouting> ParsePoolsRouting(std::string_view text) {
+  const std::string root = std::string(kPoolsRoutingKey) + ": ";
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return Invalid("", "must be a JSON object");
+  if (!doc.is_object()) return Invalid(kPoolsRoutingKey, "must be a JSON object");
+  PoolsRouting out;
+  const json optimizer = doc.value("optimizer", json());
+  if (!optimizer.is_string() || optimizer.get<std::string>().empty()) {
+    return Invalid(root + "optimizer", "must be a non-empty string");
+  }
+  out.optimizer = optimizer.get<std::string>();
+  const json& pools = Array(doc, "pools");
+  for (size_t i = 0; i < pools.size(); ++i) {
+    auto pool = Pool(pools[i], root + "pools[" + std::to_string(i) + "]");
+    if (!pool) return pool.error();
+    out.plan.pools.push_back(std::move(*pool));
+  }
+  return out;
+}
+
+Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
+  const std::string root = std::string(kLokiRoutingKey) + ": ";
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return Invalid(kLokiRoutingKey, "must be a JSON object");
   model::AccuracyScalingPlan plan;
   const std::string phase =
       doc.value("phase", json()).is_string() ? doc["phase"].get<std::string>() : "";
@@ -77,24 +156,25 @@ Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
                  model::Phase::kOverloaded}) {
     if (phase == model::PhaseName(p)) plan.phase = p, known = true;
   }
-  if (!known) return Invalid("phase", "must be HardwareScaling, AccuracyScaling or Overloaded");
+  if (!known)
+    return Invalid(root + "phase", "must be HardwareScaling, AccuracyScaling or Overloaded");
   const json& tables = Array(doc, "tables");
   for (size_t i = 0; i < tables.size(); ++i) {
-    auto t = Table(tables[i], "tables[" + std::to_string(i) + "]");
+    auto t = Table(tables[i], root + "tables[" + std::to_string(i) + "]");
     if (!t) return t.error();
     plan.routing.push_back(std::move(*t));
   }
   const json& backups = Array(doc, "backups");
   for (size_t i = 0; i < backups.size(); ++i) {
-    auto b = Backup(backups[i], "backups[" + std::to_string(i) + "]");
+    auto b = Backup(backups[i], root + "backups[" + std::to_string(i) + "]");
     if (!b) return b.error();
     plan.backups.push_back(std::move(*b));
   }
   const json budgets = doc.value("budgetsMs", json::object());
-  if (!budgets.is_object()) return Invalid("budgetsMs", "must be an object");
+  if (!budgets.is_object()) return Invalid(root + "budgetsMs", "must be an object");
   for (const auto& [key, ms] : budgets.items()) {
     if (!ms.is_number() || ms < 0)
-      return Invalid("budgetsMs." + key, "must be a non-negative number");
+      return Invalid(root + "budgetsMs." + key, "must be a non-negative number");
     plan.drop_budget_ms[key] = ms.get<double>();
   }
   return plan;

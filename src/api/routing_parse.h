@@ -1,8 +1,9 @@
-// Reading back what a plan handed to the request path (the routing ConfigMap's `routing.json`,
-// as api::RoutingConfigMapData writes it), for the router. A ConfigMap anyone may edit: every
-// field is checked and a bad one named.
+// Reading back what a plan handed to the request path (the routing ConfigMap's `routing.json`
+// and `pools.json`, as api::RoutingConfigMapData writes them), for the router. A ConfigMap anyone
+// may edit: every field is checked and a bad one named.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "common/result.h"
@@ -13,5 +14,12 @@ namespace pipescale::api {
 // Loki's part: phase, MostAccurateFirst tables, backups and drop budgets. kInvalid naming the
 // field ("routing.json: tables[1].to[0].fraction: must be a number in [0, 1]").
 Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text);
+
+// Kairos's and MArk's part (`pools.json`): which optimizer wrote it and each task's pool.
+struct PoolsRouting {
+  std::string optimizer;
+  model::PoolPlan plan;
+};
+Result<PoolsRouting> ParsePoolsRouting(std::string_view text);
 
 }  // namespace pipescale::api

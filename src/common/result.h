@@ -11,11 +11,12 @@
 namespace pipescale {
 
 enum class ErrorKind {
-  kInvalid,    // the input is wrong; retrying will not help
-  kNotFound,   // the thing asked for does not exist
-  kConflict,   // a concurrent writer won; re-read and retry
-  kTransient,  // the outside world failed (network, timeout, 5xx); retry with backoff
-  kExpired,    // a resourceVersion is too old (HTTP 410 Gone); relist
+  kInvalid,      // the input is wrong; retrying will not help
+  kNotFound,     // the thing asked for does not exist
+  kConflict,     // a concurrent writer won; re-read and retry
+  kTransient,    // the outside world failed (network, timeout, 5xx); retry with backoff
+  kExpired,      // a resourceVersion is too old (HTTP 410 Gone), or a deadline passed
+  kUnavailable,  // at capacity now (a full queue); try again later
 };
 
 const char* ErrorKindName(ErrorKind kind);

@@ -124,6 +124,8 @@ const char* ErrorKindName(ErrorKind kind) {
       return "Transient";
     case ErrorKind::kExpired:
       return "Expired";
+    case ErrorKind::kUnavailable:
+      return "Unavailable";
   }
   return "Unknown";
 }

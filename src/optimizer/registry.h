@@ -21,7 +21,12 @@ namespace pipescale::optimizer {
 enum class DataPlane {
   kNone,           // nothing: every replica of a Deployment is alike
   kRoutingTables,  // Loki: MostAccurateFirst tables, early-drop budgets, backups
-  kPools,          // Kairos, MArk: per task the replicas across classes, for a dispatcher
+  // Kairos: per task the replicas across classes; one query in flight per replica, waiting
+  // queries matched to replicas at least cost.
+  kMatchedPools,
+  // MArk: per task the replicas across classes; a request spills to the warm burst class when
+  // every main replica would serve it late.
+  kSpillPools,
 };
 
 // Which Deployments a task runs: what tells two of a task's Deployments apart.

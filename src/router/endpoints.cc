@@ -47,21 +47,17 @@ int BatchOf(const json& containers, const std::string& env) {
   return 1;
 }
 
-double WeightOf(const model::Pipeline& pipeline, const json& labels, const json& containers) {
-  const int t = pipeline.TaskIndex(StringField(labels, "pipescale.io/task"));
-  if (t < 0) return 1;
-  for (const model::Variant& v : pipeline.spec.tasks[t].variants) {
-    if (v.name != StringField(labels, "pipescale.io/variant")) continue;
-    const model::Profile* p = v.FindProfile(StringField(labels, "pipescale.io/hardware-class"));
-    if (p == nullptr) return 1;
-    const int batch = std::min(BatchOf(containers, v.batch_env), v.max_batch);
-    const double ms = p->latency.Ms(batch);
-    return ms > 0 ? batch * 1000 / ms : 1;
-  }
-  return 1;
-}
-
 }  // namespace
+
+void Profile(const model::Pipeline& pipeline, const std::string& task, PodEndpoint& pod) {
+  const int t = pipeline.TaskIndex(task);
+  const model::Variant* v = t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(pod.variant);
+  const model::Profile* p = v == nullptr ? nullptr : v->FindProfile(pod.hardware_class);
+  if (p == nullptr) return;
+  pod.batch = std::clamp(pod.batch, 1, v->max_batch);
+  pod.batch_ms = p->latency.Ms(pod.batch);
+  if (pod.batch_ms > 0) pod.weight = pod.batch * 1000 / pod.batch_ms;
+}
 
 bool PodReady(const json& pod) {
   if (Object(pod, "metadata").contains("deletionTimestamp")) return false;
@@ -89,9 +85,16 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     if (ip.empty() || !PodReady(pod)) continue;
     const json containers = pod["spec"].value("containers", json::array());
     if (!containers.is_array()) continue;
-    out[task].push_back(
-        {StringField(pod["metadata"], "name"), ip + ":" + std::to_string(PortOf(containers)),
-         WeightOf(pipeline, labels, containers), StringField(labels, "pipescale.io/variant")});
+    PodEndpoint endpoint{.name = StringField(pod["metadata"], "name"),
+                         .address = ip + ":" + std::to_string(PortOf(containers)),
+                         .variant = StringField(labels, "pipescale.io/variant"),
+                         .hardware_class = StringField(labels, "pipescale.io/hardware-class")};
+    const int t = pipeline.TaskIndex(task);
+    const model::Variant* v =
+        t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(endpoint.variant);
+    if (v != nullptr) endpoint.batch = BatchOf(containers, v->batch_env);
+    Profile(pipeline, task, endpoint);
+    out[task].push_back(std::move(endpoint));
   }
   for (auto& [task, list] : out) {
     std::sort(list.begin(), list.end(),

@@ -14,12 +14,20 @@ namespace pipescale::router {
 inline constexpr int kDefaultModelPort = 8080;  // the Open Inference Protocol's usual HTTP port
 
 struct PodEndpoint {
-  std::string name;     // the pod's, for logs
-  std::string address;  // ip:port
-  double weight = 1;    // requests per second one replica serves as planned
-  std::string variant;  // its pipescale.io/variant label, for the per-variant metrics
+  std::string name;            // the pod's, for logs
+  std::string address;         // ip:port
+  double weight = 1;           // requests per second one replica serves as planned
+  std::string variant;         // its pipescale.io/variant label, for the per-variant metrics
+  std::string hardware_class;  // its pipescale.io/hardware-class label, for the pools
+  int batch = 1;               // the batch size in its environment
+  double batch_ms = 0;         // d(batch) of its variant on its class; 0 where not known
   bool operator==(const PodEndpoint&) const = default;
 };
+
+// Fills the weight and batch_ms of `pod` (a pod of `task`) from the pipeline's profile of its
+// variant on its class, its batch capped at the variant's largest; left as they are where the
+// pipeline does not say.
+void Profile(const model::Pipeline& pipeline, const std::string& task, PodEndpoint& pod);
 
 // The pod's Ready condition is True and no deletion is under way. Any JSON: false when it is
 // not a pod.
@@ -28,8 +36,8 @@ bool PodReady(const nlohmann::json& pod);
 // The pods of `pipeline` that may take requests, by task: labelled pipescale.io/pipeline and
 // pipescale.io/task, with an address, the Ready condition True and no deletion under way. The
 // port is the container port named "http", else the first declared, else kDefaultModelPort.
-// The weight is what one replica of its variant serves on its hardware class at the batch size
-// in its environment (b * 1000 / d(b)); 1 where the pipeline does not say.
+// Each is profiled (Profile): its weight is what one replica of its variant serves on its
+// hardware class at the batch size in its environment (b * 1000 / d(b)); 1 where not known.
 std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(
     const model::Pipeline& pipeline, const std::vector<nlohmann::json>& pods);
 

@@ -11,6 +11,10 @@
 
 namespace pipescale::router {
 
+// Why a request was dropped at a pool, as the router's drop counter names it (Kairos drops a
+// query that arrives at a full queue).
+inline constexpr const char* kPoolFull = "pool queue full";
+
 struct PoolReplica {
   int id = 0;              // the caller's name for it
   int hardware_class = 0;  // an index into KairosQueue::Options's per-class vectors
@@ -27,6 +31,8 @@ class KairosQueue {
     bool fcfs = false;          // first come, first served to the first idle replica (the baseline)
   };
   explicit KairosQueue(Options options) : options_(std::move(options)) {}
+  // New costs and limits; what waits and what is in flight stay.
+  void Reconfigure(Options options) { options_ = std::move(options); }
 
   // The replicas that serve now. One that stays keeps its query in flight; one that goes is
   // forgotten (its Complete is then ignored); a new one is idle.

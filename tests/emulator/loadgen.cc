@@ -3,7 +3,7 @@
 // Poisson arrivals at the rates of a trace (trace.h) or at a CSV's exact times, naming each
 // request's execution path by the paths' weights (or leaving the path to the models), and
 // reports what it sent and measured: the achieved rate, per-path latency percentiles and SLO
-// attainment, as JSON.
+// attainment, as JSON. Each query's size is drawn from the pipeline's spec.querySizes.
 //
 //   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
 //       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
@@ -37,13 +37,12 @@ using Clock = std::chrono::steady_clock;
 using Flags = std::map<std::string, std::string>;
 namespace asio = boost::asio;
 
-// One request: a 1x4 FP32 tensor, as a small image feature would be.
-json Body(const std::string& path) {
+// One query: `rows` 1x4 FP32 tensors in a batch, as small image features would be.
+json Body(const std::string& path, int rows) {
+  json data = json::array();
+  for (int i = 0; i < rows; ++i) data.insert(data.end(), {0.1, 0.2, 0.3, 0.4});
   json body = {{"inputs",
-                {{{"name", "input"},
-                  {"shape", {1, 4}},
-                  {"datatype", "FP32"},
-                  {"data", {0.1, 0.2, 0.3, 0.4}}}}}};
+                {{{"name", "input"}, {"shape", {rows, 4}}, {"datatype", "FP32"}, {"data", data}}}}};
   if (!path.empty()) body["parameters"]["pipescale_path"] = path;
   return body;
 }
@@ -164,6 +163,19 @@ class LoadGenerator {
     return pipeline_.spec.paths.back().name;
   }
 
+  // A query's size, drawn from the pipeline's spec.querySizes (1 when it lists none).
+  int PickRows() {
+    const auto& sizes = pipeline_.spec.query_sizes;
+    if (sizes.empty()) return 1;
+    double total = 0;
+    for (const model::QuerySize& q : sizes) total += q.weight;
+    double pick = std::uniform_real_distribution<double>(0, total)(rng_);
+    for (const model::QuerySize& q : sizes) {
+      if ((pick -= q.weight) < 0) return q.size;
+    }
+    return sizes.back().size;
+  }
+
   asio::awaitable<void> Arrivals() {
     asio::steady_timer timer(context_);
     auto at = start_;
@@ -171,7 +183,10 @@ class LoadGenerator {
       timer.expires_at(when);
       co_await timer.async_wait(asio::use_awaitable);
       ++outstanding_;
-      asio::co_spawn(context_, Send(PickPath()), asio::detached);
+      // Named values only: GCC 12 destroys a coroutine's prvalue argument twice.
+      std::string path = PickPath();
+      const int rows = PickRows();
+      asio::co_spawn(context_, Send(std::move(path), rows), asio::detached);
     };
     for (double s : trace_.arrivals) {
       co_await send(start_ +
@@ -195,14 +210,14 @@ class LoadGenerator {
     sent_seconds_ = trace_.Seconds();
   }
 
-  asio::awaitable<void> Send(std::string path) {
+  asio::awaitable<void> Send(std::string path, int rows) {
     const std::string router = routers_.Next();
     const auto sent = Clock::now();
     int code = 0;
     std::vector<std::string> taken = {path.empty() ? "unlisted" : path};
     if (!router.empty()) {
       auto reply = co_await pool_.Post(router, "/v2/models/" + pipeline_.name + "/infer",
-                                       Body(path).dump(), timeout_);
+                                       Body(path, rows).dump(), timeout_);
       if (!reply.ok() && errors_.insert(reply.error().message).second) {
         std::cerr << "loadgen: no answer from " << router << ": " << reply.error().message << "\n";
       }

@@ -2,6 +2,7 @@
 // GPU). It speaks the Open Inference Protocol (KServe v2 REST, as Triton and MLServer do) for
 // one model, gathers requests into batches of up to the batch size its environment names
 // (MAX_BATCH_SIZE, as the operator sets it), runs each batch for d(b) = a b^2 + b b + c ms,
+// b counting rows (a request of shape [4, ...] is 4, as a Kairos query of size 4 is),
 // answers not-ready until its start-up delay has passed, and exports Prometheus metrics.
 // Like a detector it finds objects: each response names, in the parameter pipescale_next, how
 // many requests each next task gets: n objects (the multiplicative factor, rounded at random
@@ -65,6 +66,7 @@ struct Options {
 };
 
 struct Ticket {
+  int rows = 1;                        // the leading dimension of its first input
   Clock::time_point arrived, batched;  // into the queue; out of it, into a batch
   std::promise<void> done;
 };
@@ -83,6 +85,11 @@ class Server {
                      .Help("Inference requests served")
                      .Register(*registry_)
                      .Add(labels);
+    rows_ = &prometheus::BuildCounter()
+                 .Name("pipescale_model_rows_total")
+                 .Help("Rows served: each request's leading dimension (a query's size)")
+                 .Register(*registry_)
+                 .Add(labels);
     failures_ = &prometheus::BuildCounter()
                      .Name("pipescale_model_request_failures_total")
                      .Help("Inference requests refused: malformed, unknown model or not ready")
@@ -132,8 +139,9 @@ class Server {
 
   // Blocks the calling (civetweb) thread until the request's batch has run.
   // Serves one request in a batch; the milliseconds it waited in the queue.
-  double Infer() {
+  double Infer(int rows) {
     auto ticket = std::make_shared<Ticket>();
+    ticket->rows = std::max(1, rows);
     ticket->arrived = Clock::now();
     auto done = ticket->done.get_future();
     {
@@ -181,19 +189,22 @@ class Server {
       if (stop_) return;
       std::vector<std::shared_ptr<Ticket>> batch;
       const auto batched = Clock::now();
+      int rows = 0;
       while (!queue_.empty() && static_cast<int>(batch.size()) < batch_) {
         batch.push_back(queue_.front());
         batch.back()->batched = batched;
+        rows += batch.back()->rows;
         queue_.pop_front();
       }
       lock.unlock();
-      std::this_thread::sleep_for(std::chrono::microseconds(
-          static_cast<long>(BatchMs(static_cast<int>(batch.size())) * 1000)));
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(static_cast<long>(BatchMs(rows) * 1000)));
       const auto now = Clock::now();
       batches_->Observe(static_cast<double>(batch.size()));
       for (auto& t : batch) {
         latency_->Observe(std::chrono::duration<double>(now - t->arrived).count());
         requests_->Increment();
+        rows_->Increment(t->rows);
         t->done.set_value();
       }
       lock.lock();
@@ -205,6 +216,7 @@ class Server {
   Clock::time_point started_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Counter* requests_;
+  prometheus::Counter* rows_;
   prometheus::Counter* failures_;
   prometheus::Counter* emitted_;
   prometheus::Histogram* latency_;
@@ -334,7 +346,10 @@ int OnInfer(mg_connection* conn, Server& server) {
     return ReplyError(conn, server, 503,
                       "model '" + server.options().model + "' is overloaded: its queue is full");
   }
-  const double queued_ms = server.Infer();
+  const json& shape = request["inputs"][0]["shape"];
+  // The data's size matches the shape and the body is at most 4 MiB, which bounds the rows.
+  const double queued_ms =
+      server.Infer(shape.empty() ? 1 : static_cast<int>(std::min(shape[0].get<long>(), 1L << 20)));
   server.Release();
   json outputs = json::array();
   for (const json& input : request["inputs"]) {

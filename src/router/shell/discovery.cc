@@ -1,5 +1,6 @@
 #include "router/shell/discovery.h"
 
+#include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
 #include "api/routing_parse.h"
@@ -7,31 +8,97 @@
 
 namespace pipescale::router {
 
+namespace {
+
+// The Kairos matcher's view of a task's replicas: each costed by its variant's profile on its
+// class and its class's coefficient in the plan.
+std::vector<Matcher::Replica> MatchedReplicas(const model::Pipeline& pipeline,
+                                              const model::Pool& pool,
+                                              const std::vector<std::shared_ptr<Endpoint>>& pods) {
+  const int t = pipeline.TaskIndex(pool.task);
+  std::vector<Matcher::Replica> out;
+  for (const auto& e : pods) {
+    const model::Variant* v = t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(e->variant);
+    const model::Profile* p = v == nullptr ? nullptr : v->FindProfile(e->hardware_class);
+    std::function<double(int)> latency = [ms = e->batch_ms](int) { return ms; };
+    if (p != nullptr) latency = [l = p->latency](int rows) { return l.Ms(std::max(1, rows)); };
+    double coefficient = 1;
+    for (const model::PoolMember& m : pool.members) {
+      if (m.hardware_class == e->hardware_class) coefficient = m.coefficient;
+    }
+    out.push_back({e, e->variant + "/" + e->hardware_class, std::move(latency), coefficient});
+  }
+  return out;
+}
+
+void AddPools(const model::Pipeline& pipeline, const PoolsPart& pools, bool fcfs, Known& known,
+              RoutingTable& table) {
+  static const std::vector<std::shared_ptr<Endpoint>> kNone;
+  for (const model::Pool& pool : pools.plan.pools) {
+    TaskPool& out = table.pools[pool.task];
+    if (pools.kind == optimizer::DataPlane::kSpillPools) {
+      out.spill_class = pool.spill_class;
+      out.rt_max_ms = pool.qos_ms;
+      continue;
+    }
+    auto& matcher = known.matchers[pool.task];
+    if (!matcher) matcher = std::make_shared<Matcher>();
+    const auto pods = table.endpoints.find(pool.task);
+    matcher->Configure(
+        pool.qos_ms, fcfs,
+        MatchedReplicas(pipeline, pool, pods == table.endpoints.end() ? kNone : pods->second));
+    out.matcher = matcher;
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    std::map<std::string, std::shared_ptr<Endpoint>>& known,
-    std::shared_ptr<const LokiTables> loki) {
-  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, std::move(loki)});
+    Known& known, const DataPlaneParts& parts, bool fcfs) {
+  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, parts.loki, {}});
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   for (const auto& [task, list] : pods) {
     for (const PodEndpoint& pod : list) {
-      auto it = known.find(pod.address);
+      auto it = known.endpoints.find(pod.address);
       std::shared_ptr<Endpoint> e;
-      if (it != known.end() && it->second->weight == pod.weight &&
-          it->second->variant == pod.variant) {
+      if (it != known.endpoints.end() && it->second->weight == pod.weight &&
+          it->second->variant == pod.variant && it->second->hardware_class == pod.hardware_class &&
+          it->second->batch == pod.batch && it->second->batch_ms == pod.batch_ms) {
         e = it->second;
       } else {
         e = std::make_shared<Endpoint>();
         e->address = pod.address;
         e->weight = pod.weight;
         e->variant = pod.variant;
+        e->hardware_class = pod.hardware_class;
+        e->batch = pod.batch;
+        e->batch_ms = pod.batch_ms;
       }
       kept[pod.address] = e;
       table->endpoints[task].push_back(std::move(e));
     }
   }
-  known = std::move(kept);
+  known.endpoints = std::move(kept);
+  if (parts.pools) AddPools(pipeline, *parts.pools, fcfs, known, *table);
   return table;
+}
+
+std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string& error) {
+  auto read = api::ParsePoolsRouting(text);
+  if (!read) {
+    error = read.error().message;
+    return nullptr;
+  }
+  const optimizer::Descriptor* d = optimizer::FindOptimizer(read->optimizer);
+  if (d == nullptr || (d->data_plane != optimizer::DataPlane::kMatchedPools &&
+                       d->data_plane != optimizer::DataPlane::kSpillPools)) {
+    error = std::string(api::kPoolsRoutingKey) + ": optimizer: " + read->optimizer +
+            " hands no pools to the request path";
+    return nullptr;
+  }
+  error.clear();
+  return std::make_shared<const PoolsPart>(PoolsPart{d->data_plane, std::move(read->plan)});
 }
 
 std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
@@ -107,18 +174,21 @@ std::optional<model::Pipeline> Discovery::PipelineFromConfigMap(const nlohmann::
   return std::nullopt;
 }
 
-std::shared_ptr<const LokiTables> Discovery::LokiFromConfigMap(const nlohmann::json& data,
-                                                               const model::Pipeline& pipeline) {
-  const auto it = data.find(api::kLokiRoutingKey);
-  if (it == data.end() || !it->is_string()) return nullptr;  // not a Loki plan
+DataPlaneParts Discovery::PartsFromConfigMap(const nlohmann::json& data,
+                                             const model::Pipeline& pipeline) {
+  DataPlaneParts parts;
   std::string error;
-  auto loki = ReadLoki(it->get<std::string>(), pipeline, error);
-  if (!error.empty() && error != last_loki_error_) {
-    Log("warning", "routing to any Ready pod: the Loki plan's tables do not read",
+  if (const auto it = data.find(api::kLokiRoutingKey); it != data.end() && it->is_string()) {
+    parts.loki = ReadLoki(it->get<std::string>(), pipeline, error);
+  } else if (const auto p = data.find(api::kPoolsRoutingKey); p != data.end() && p->is_string()) {
+    parts.pools = ReadPools(p->get<std::string>(), error);
+  }
+  if (!error.empty() && error != last_parts_error_) {
+    Log("warning", "routing to any Ready pod: the plan's data-plane part does not read",
         {{"reason", error}});
   }
-  last_loki_error_ = error;
-  return loki;
+  last_parts_error_ = error;
+  return parts;
 }
 
 void Discovery::Rebuild() {
@@ -132,7 +202,8 @@ void Discovery::Rebuild() {
       fixed_ ? fixed_ : PipelineFromConfigMap(object ? &data : nullptr);
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = ReadyEndpoints(*pipeline, pods_->List());
-  auto table = MakeTable(*pipeline, pods, known_, LokiFromConfigMap(data, *pipeline));
+  auto table =
+      MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs);
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

@@ -14,22 +14,46 @@
 
 #include "kube/informer.h"
 #include "model/pipeline.h"
+#include "optimizer/registry.h"
 #include "router/endpoints.h"
 #include "router/shell/handler.h"
 
 namespace pipescale::router {
 
-// A table for `pipeline` with these pods. An address in `known` with the same weight keeps its
-// Endpoint (and with it the count of requests outstanding there); `known` is updated.
+// A Kairos or MArk plan's pools as the router applies them.
+struct PoolsPart {
+  optimizer::DataPlane kind = optimizer::DataPlane::kMatchedPools;
+  model::PoolPlan plan;
+};
+
+// What a plan hands the request path besides the pipeline (each part null when absent).
+struct DataPlaneParts {
+  std::shared_ptr<const LokiTables> loki;
+  std::shared_ptr<const PoolsPart> pools;
+};
+
+// What outlives one routing table: the Endpoints by address (with the requests outstanding at
+// each) and the Kairos matchers by task (with their queues and replicas in flight).
+struct Known {
+  std::map<std::string, std::shared_ptr<Endpoint>> endpoints;
+  std::map<std::string, std::shared_ptr<Matcher>> matchers;
+};
+
+// A table for `pipeline` with these pods. An address in `known` that is profiled the same
+// keeps its Endpoint; a pool's matcher is kept and given the new replicas; `known` is updated.
+// `fcfs`: the matchers serve first come, first served (the baseline Kairos is measured against).
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    std::map<std::string, std::shared_ptr<Endpoint>>& known,
-    std::shared_ptr<const LokiTables> loki = nullptr);
+    Known& known, const DataPlaneParts& parts = {}, bool fcfs = false);
 
 // A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
 // `error`, when it does not parse (the router then routes to any Ready pod).
 std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
                                            std::string& error);
+
+// A Kairos or MArk plan's pools from `pools.json` text; null, with a reason in `error`, when
+// it does not parse or names an optimizer without pools.
+std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string& error);
 
 class Discovery {
  public:
@@ -50,16 +74,15 @@ class Discovery {
   // The pipeline's and the Loki plan's parts of the routing ConfigMap's `data` (null or {} when
   // there is no ConfigMap), each failure logged once.
   std::optional<model::Pipeline> PipelineFromConfigMap(const nlohmann::json* data);
-  std::shared_ptr<const LokiTables> LokiFromConfigMap(const nlohmann::json& data,
-                                                      const model::Pipeline& pipeline);
+  DataPlaneParts PartsFromConfigMap(const nlohmann::json& data, const model::Pipeline& pipeline);
 
   RouterConfig& config_;
   std::optional<model::Pipeline> fixed_;
   std::function<void(const RoutingTable&)> changed_;
   std::unique_ptr<kube::Informer> pods_, config_maps_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Endpoint>> known_;
-  std::string last_error_, last_loki_error_;
+  Known known_;
+  std::string last_error_, last_parts_error_;
   std::thread first_table_;  // waits for both informers' first lists (see Start)
 };
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "router/picker.h"
+#include "router/pools.h"
 #include "router/request.h"
 
 namespace pipescale::router {
@@ -63,6 +64,7 @@ class InFlight {
 struct PipelineHandler::Walk {
   std::shared_ptr<const RoutingTable> table;
   std::string path;  // named by the client, or ""
+  int rows = 1;      // the query's size (its first input's leading dimension)
   Clock::time_point start, deadline;
   std::vector<std::string> outputs;                              // of the tasks it ended at
   std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
@@ -116,6 +118,15 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                     .Name("pipescale_router_reroutes_total")
                     .Help("Requests behind their budget sent to a faster backup variant")
                     .Register(r)),
+      spills_(prometheus::BuildCounter()
+                  .Name("pipescale_router_spills_total")
+                  .Help("Requests MArk's bouncer sent to the warm burst class: every main "
+                        "replica would have answered past the response-time limit")
+                  .Register(r)),
+      pool_waiting_(prometheus::BuildGauge()
+                        .Name("pipescale_router_pool_waiting_requests")
+                        .Help("Requests waiting in a task's Kairos queue for a replica")
+                        .Register(r)),
       late_(prometheus::BuildCounter()
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
@@ -201,6 +212,9 @@ void RouterMetrics::Declare(const Graph& graph) {
     for (const char* reason : kDropReasons) {
       drops_.Add(Labels({{"task", task}, {"reason", reason}}));
     }
+    drops_.Add(Labels({{"task", task}, {"reason", kPoolFull}}));
+    spills_.Add(Labels({{"task", task}}));
+    pool_waiting_.Add(Labels({{"task", task}}));
     for (const std::string& v : graph.variants(task)) {
       reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
     }
@@ -217,6 +231,14 @@ void RouterMetrics::Drop(const std::string& task, const std::string& reason) {
 
 void RouterMetrics::Reroute(const std::string& task, const std::string& variant) {
   reroutes_.Add(Labels({{"task", task}, {"variant", variant}})).Increment();
+}
+
+void RouterMetrics::Spill(const std::string& task) {
+  Cached(spills_, task, [&] { return &spills_.Add(Labels({{"task", task}})); }).Increment();
+}
+
+prometheus::Gauge& RouterMetrics::PoolWaiting(const std::string& task) {
+  return Cached(pool_waiting_, task, [&] { return &pool_waiting_.Add(Labels({{"task", task}})); });
 }
 
 void RouterMetrics::Late(const std::string& path) {
@@ -251,37 +273,97 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
 }
 
-asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
-    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
+PipelineHandler::Lease::~Lease() {
+  if (matcher && pod) matcher->Release(*pod);
+}
+
+std::vector<std::shared_ptr<Endpoint>> PipelineHandler::Candidates(const RoutingTable& table,
+                                                                   const std::string& task,
+                                                                   const std::string& variant,
+                                                                   const Endpoint* tried) {
+  std::vector<std::shared_ptr<Endpoint>> all, chosen;
+  for (const auto& p : table.endpoints.at(task)) {
+    if (p.get() != tried) all.push_back(p);
+  }
+  // The plan's variant when it has a Ready pod; else any pod of the task serves.
+  if (!variant.empty()) {
+    std::copy_if(all.begin(), all.end(), std::back_inserter(chosen),
+                 [&](const auto& p) { return p->variant == variant; });
+  }
+  if (!chosen.empty()) all = std::move(chosen);
+  const auto pool = table.pools.find(task);
+  if (pool == table.pools.end() || pool->second.spill_class.empty()) return all;
+  // MArk: the main classes, unless every main replica would answer late and the burst class
+  // has a replica.
+  std::vector<std::shared_ptr<Endpoint>> main, burst;
+  std::vector<MainReplica> load;
+  for (const auto& p : all) {
+    if (p->hardware_class == pool->second.spill_class) {
+      burst.push_back(p);
+    } else {
+      main.push_back(p);
+      load.push_back({p->outstanding.load(), p->batch, p->batch_ms});
+    }
+  }
+  if (!config_.spill) return main;  // the baseline: the burst class takes nothing
+  if (!burst.empty() && ShouldSpill(load, pool->second.rt_max_ms)) {
+    metrics_.Spill(task);
+    return burst;
+  }
+  return main.empty() ? burst : main;
+}
+
+asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk& walk,
+                                                                      const std::string& task,
+                                                                      const std::string& variant,
+                                                                      const Endpoint* tried) {
   const RoutingTable& table = *walk.table;
   auto it = table.endpoints.find(task);
   if (it == table.endpoints.end() || it->second.empty()) {
     co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
   }
-  // The plan's variant when it has a Ready pod; else any pod of the task serves.
-  std::vector<std::shared_ptr<Endpoint>> chosen;
-  if (!variant.empty()) {
-    std::copy_if(it->second.begin(), it->second.end(), std::back_inserter(chosen),
-                 [&](const auto& p) { return p->variant == variant; });
+  const auto pool = table.pools.find(task);
+  if (pool != table.pools.end() && pool->second.matcher) {
+    const std::shared_ptr<Matcher> matcher = pool->second.matcher;
+    auto replica = co_await matcher->Acquire(walk.rows, walk.deadline);
+    metrics_.PoolWaiting(task).Set(static_cast<double>(matcher->waiting()));
+    if (!replica) {
+      if (replica.error().kind == ErrorKind::kUnavailable) metrics_.Drop(task, kPoolFull);
+      co_return Error{replica.error().kind, "task " + task + ": " + replica.error().message};
+    }
+    co_return Lease(std::move(*replica), matcher);
   }
-  const auto& pods = chosen.empty() ? it->second : chosen;
+  const auto pods = Candidates(table, task, variant, tried);
   std::vector<Candidate> candidates;
   candidates.reserve(pods.size());
   for (const auto& p : pods) candidates.push_back({p->weight, p->outstanding.load()});
   std::uniform_real_distribution<double> u(0, 1);
-  int pick = PickOfTwo(candidates, u(rng_), u(rng_));
+  const int pick = PickOfTwo(candidates, u(rng_), u(rng_));
+  if (pick < 0) co_return Error{ErrorKind::kNotFound, "task " + task + " has no other pod"};
+  co_return Lease(pods[pick], nullptr);
+}
+
+asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
+    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
   // A model that branches takes the client's path instead when told which it is.
   std::vector<std::pair<std::string_view, std::string>> parameters = {{kDeadlineParameter, ""}};
   if (!walk.path.empty()) parameters.emplace_back(kPathParameter, Quoted(walk.path));
   std::string last_error;
-  for (int attempt = 0; attempt < 2 && pick >= 0; ++attempt) {
+  std::shared_ptr<Endpoint> tried;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto lease = co_await Pick(walk, task, variant, tried.get());
+    if (!lease) {
+      if (attempt == 0) co_return lease.error();
+      break;  // no other pod to try
+    }
+    if (attempt == 1) metrics_.Retry(task);
     const auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(walk.deadline - Clock::now());
     if (remaining.count() <= 0) {
       co_return Error{ErrorKind::kExpired, "the deadline passed before task " + task};
     }
     parameters[0].second = std::to_string(remaining.count());
-    Endpoint& pod = *pods[pick];
+    Endpoint& pod = *lease->pod;
     ++pod.outstanding;
     prometheus::Gauge& in_flight = metrics_.TaskInFlight(task);
     in_flight.Increment();
@@ -303,18 +385,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
       co_return Error{ErrorKind::kExpired, "the deadline passed while task " + task + " served"};
     }
     last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
-    // Once more, on another pod (a failed or reset pod must not fail the request alone).
-    std::vector<Candidate> rest;
-    std::vector<int> index;
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (static_cast<int>(i) != pick) {
-        rest.push_back(candidates[i]);
-        index.push_back(static_cast<int>(i));
-      }
-    }
-    const int next = PickOfTwo(rest, u(rng_), u(rng_));
-    pick = next < 0 ? -1 : index[next];
-    if (pick >= 0 && attempt == 0) metrics_.Retry(task);
+    tried = lease->pod;  // once more, on another pod: a failed pod must not fail it alone
   }
   co_return Error{ErrorKind::kTransient, "task " + task + " failed: " + last_error};
 }
@@ -375,9 +446,9 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   auto reply = co_await Call(walk, task, *variant, body);
   if (!reply) {
     const ErrorKind kind = reply.error().kind;
-    const unsigned status = kind == ErrorKind::kExpired    ? 504
-                            : kind == ErrorKind::kNotFound ? 503
-                                                           : 502;
+    const unsigned status = kind == ErrorKind::kExpired                                       ? 504
+                            : kind == ErrorKind::kNotFound || kind == ErrorKind::kUnavailable ? 503
+                                                                                              : 502;
     walk.Fail(status, reply.error().message);
     co_return;
   }
@@ -448,6 +519,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
     co_return ErrorReply(404, entry.error().message);
   }
   walk.path = parsed->path;
+  walk.rows = parsed->query_size;
   walk.start = start;
   const double deadline_ms = graph.DeadlineMs(parsed->path);
   walk.deadline =

@@ -22,16 +22,27 @@
 #include "router/body.h"
 #include "router/loki.h"
 #include "router/shell/asio.h"
+#include "router/shell/matcher.h"
 #include "router/shell/upstream.h"
 #include "router/walk.h"
 
 namespace pipescale::router {
 
 struct Endpoint {
-  std::string address;  // ip:port of a Ready pod
-  double weight = 1;    // its planned capacity
-  std::string variant;  // the model variant it serves ("" when not known)
+  std::string address;         // ip:port of a Ready pod
+  double weight = 1;           // its planned capacity
+  std::string variant;         // the model variant it serves ("" when not known)
+  std::string hardware_class;  // the class it runs on ("" when not known)
+  int batch = 1;               // its batch size
+  double batch_ms = 0;         // d(batch) on its class, 0 when not known
   std::atomic<int> outstanding{0};
+};
+
+// A task served by a pool across hardware classes (Kairos's and MArk's pools.json).
+struct TaskPool {
+  std::shared_ptr<Matcher> matcher;  // Kairos: requests wait for a replica with none in flight
+  std::string spill_class;           // MArk: the warm burst class that takes late requests
+  double rt_max_ms = 0;              // MArk: the response-time limit a main replica must meet
 };
 
 // The pipeline's graph and its pods as one request sees them: replaced whole when either
@@ -40,6 +51,7 @@ struct RoutingTable {
   Graph graph;
   std::map<std::string, std::vector<std::shared_ptr<Endpoint>>> endpoints;  // by task
   std::shared_ptr<const LokiTables> loki;  // a Loki plan's routing.json, or null
+  std::map<std::string, TaskPool> pools;   // by task, from a pools.json
 };
 
 // What every thread shares: fixed after start, but for the atomics.
@@ -54,6 +66,10 @@ struct RouterConfig {
   // connection after its answer, so clients move to another replica while nothing is lost.
   std::atomic<bool> draining{false};
   DropPolicy drop_policy = DropPolicy::kReroute;  // for requests behind a Loki plan's budgets
+  // The baselines the pools' policies are measured against: first come, first served instead
+  // of Kairos's matching; no spill to MArk's burst class.
+  bool fcfs = false;
+  bool spill = true;
 };
 
 class RouterMetrics {
@@ -69,6 +85,9 @@ class RouterMetrics {
   // Loki's data plane: a request dropped before `task`, and one sent to a backup variant.
   void Drop(const std::string& task, const std::string& reason);
   void Reroute(const std::string& task, const std::string& variant);
+  // The pools: a request MArk's bouncer sent to the burst class, and Kairos's queue length.
+  void Spill(const std::string& task);
+  prometheus::Gauge& PoolWaiting(const std::string& task);
   void Late(const std::string& path);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
   // not as missing (the operator holds its plan while a series is missing), and a dashboard
@@ -108,6 +127,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Counter>& drops_;
   prometheus::Family<prometheus::Counter>& reroutes_;
+  prometheus::Family<prometheus::Counter>& spills_;
+  prometheus::Family<prometheus::Gauge>& pool_waiting_;
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Gauge& in_flight_;
@@ -137,6 +158,27 @@ class PipelineHandler {
   };
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
                                           const std::string& variant, const Body& body);
+  // A pod for the call, held until its answer: a matched pool's replica goes back to its
+  // matcher when the lease ends.
+  struct Lease {
+    std::shared_ptr<Endpoint> pod;
+    std::shared_ptr<Matcher> matcher;
+    Lease(std::shared_ptr<Endpoint> p, std::shared_ptr<Matcher> m)
+        : pod(std::move(p)), matcher(std::move(m)) {}
+    Lease(Lease&&) = default;  // leaves the moved-from lease empty
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease();
+  };
+  // Which pod: the matcher's, else the power of two choices among the plan's variant's pods
+  // (MArk's main or burst class), other than `tried`.
+  asio::awaitable<Result<Lease>> Pick(const Walk& walk, const std::string& task,
+                                      const std::string& variant, const Endpoint* tried);
+  std::vector<std::shared_ptr<Endpoint>> Candidates(const RoutingTable& table,
+                                                    const std::string& task,
+                                                    const std::string& variant,
+                                                    const Endpoint* tried);
   // The variant of `task` the plan sends this request to ("" for any), or nullopt when Loki's
   // policy drops it here.
   std::optional<std::string> Plan(Walk& walk, const std::string& task, const Previous& previous);

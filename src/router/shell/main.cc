@@ -3,13 +3,17 @@
 // every path.
 //
 //   pipescale-router (--pipeline NAME --namespace NS | --pipeline-file FILE)
-//       [--endpoints TASK=IP:PORT[@VARIANT][,...][;TASK=...]] [--kubeconfig F]
+//       [--endpoints TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...]] [--kubeconfig F]
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
-//       [--drop-policy none|last-task|per-task|reroute]
+//       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
+//       [--pool-dispatch matching|fcfs] [--spill on|off]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
 // (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
-// --routing-file; requests that fall behind are handled by --drop-policy. The pods come from
+// --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
+// plan's pools come from pools.json or --pools-file: Kairos's matcher runs each pool (or, to
+// compare, first come first served), MArk's main classes spill to the burst class (unless
+// --spill off). The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
@@ -42,24 +46,63 @@ using pipescale::router::RoutingTable;
 using pipescale::router::Server;
 using Flags = std::map<std::string, std::string>;
 
-// "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7", where "@VARIANT" names the
-// variant a pod serves (Loki's tables route by variant).
+// "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7/gpu/8", where "@VARIANT"
+// names the variant a pod serves (Loki's tables route by variant), "/CLASS" its hardware class
+// and "/BATCH" its batch size (the pools cost replicas by both), each profiled by `pipeline`.
 std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
-    const std::string& text) {
+    const std::string& text, const pipescale::model::Pipeline& pipeline) {
   std::map<std::string, std::vector<PodEndpoint>> out;
   std::stringstream tasks(text);
   for (std::string item; std::getline(tasks, item, ';');) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) return std::nullopt;
-    auto& pods = out[item.substr(0, eq)];
+    const std::string task = item.substr(0, eq);
+    auto& pods = out[task];
     std::stringstream addresses(item.substr(eq + 1));
     for (std::string a; std::getline(addresses, a, ',');) {
       const auto at = a.find('@');
-      const std::string address = a.substr(0, at);
-      pods.push_back({address, address, 1, at == std::string::npos ? "" : a.substr(at + 1)});
+      PodEndpoint pod{.name = a.substr(0, at), .address = a.substr(0, at)};
+      std::stringstream rest(at == std::string::npos ? "" : a.substr(at + 1));
+      std::string batch;
+      std::getline(rest, pod.variant, '/');
+      std::getline(rest, pod.hardware_class, '/');
+      std::getline(rest, batch, '/');
+      pod.batch = std::max(1, std::atoi(batch.c_str()));
+      Profile(pipeline, task, pod);
+      pods.push_back(std::move(pod));
     }
   }
   return out;
+}
+
+// The contents of `file`, or nullopt when it cannot be read.
+std::optional<std::string> ReadText(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// --routing-file (a Loki plan's routing.json) and --pools-file (a Kairos or MArk plan's
+// pools.json), for a router not reading them from its ConfigMap; false after saying why.
+bool ReadParts(Flags& flags, const pipescale::model::Pipeline& pipeline,
+               pipescale::router::DataPlaneParts& parts) {
+  for (const char* flag : {"--routing-file", "--pools-file"}) {
+    if (flags[flag].empty()) continue;
+    const auto text = ReadText(flags[flag]);
+    std::string error = text ? "" : "cannot be read";
+    if (text && std::string(flag) == "--routing-file") {
+      parts.loki = pipescale::router::ReadLoki(*text, pipeline, error);
+    } else if (text) {
+      parts.pools = pipescale::router::ReadPools(*text, error);
+    }
+    if (!error.empty()) {
+      std::cerr << "pipescale-router: " << flags[flag] << ": " << error << "\n";
+      return false;
+    }
+  }
+  return true;
 }
 
 std::pair<std::string, unsigned short> HostPort(const std::string& text) {
@@ -141,6 +184,16 @@ int Run(Flags flags) {
     return 2;
   }
   config.drop_policy = policies.at(flags["--drop-policy"]);
+  if (flags["--pool-dispatch"] != "matching" && flags["--pool-dispatch"] != "fcfs") {
+    std::cerr << "pipescale-router: --pool-dispatch must be matching or fcfs\n";
+    return 2;
+  }
+  config.fcfs = flags["--pool-dispatch"] == "fcfs";
+  if (flags["--spill"] != "on" && flags["--spill"] != "off") {
+    std::cerr << "pipescale-router: --spill must be on or off\n";
+    return 2;
+  }
+  config.spill = flags["--spill"] == "on";
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
@@ -148,26 +201,17 @@ int Run(Flags flags) {
   const unsigned short metrics_port = exposer.GetListeningPorts().front();
 
   if (!flags["--endpoints"].empty()) {
-    const auto pods = ParseEndpoints(flags["--endpoints"]);
-    if (!pods || !file) {
-      std::cerr << "pipescale-router: --endpoints must read TASK=IP:PORT[,IP:PORT][;TASK=...] "
+    const auto pods = file ? ParseEndpoints(flags["--endpoints"], *file) : std::nullopt;
+    if (!pods) {
+      std::cerr << "pipescale-router: --endpoints must read "
+                   "TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...] "
                    "and needs --pipeline-file\n";
       return 2;
     }
-    std::shared_ptr<const pipescale::router::LokiTables> loki;
-    if (!flags["--routing-file"].empty()) {
-      std::ifstream in(flags["--routing-file"]);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::string error;
-      loki = pipescale::router::ReadLoki(text.str(), *file, error);
-      if (!loki) {
-        std::cerr << "pipescale-router: " << flags["--routing-file"] << ": " << error << "\n";
-        return 2;
-      }
-    }
-    std::map<std::string, std::shared_ptr<Endpoint>> known;
-    config.table.store(MakeTable(*file, *pods, known, loki));
+    pipescale::router::DataPlaneParts parts;
+    if (!ReadParts(flags, *file, parts)) return 2;
+    pipescale::router::Known known;
+    config.table.store(MakeTable(*file, *pods, known, parts, config.fcfs));
     metrics.Declare(config.table.load()->graph);
     return Serve(config, flags, metrics, metrics_port);
   }
@@ -189,13 +233,23 @@ int Run(Flags flags) {
 
 int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &TerminationSignals(), nullptr);
-  Flags flags = {{"--listen", "0.0.0.0:8080"}, {"--metrics-listen", "0.0.0.0:9090"},
-                 {"--threads", "1"},           {"--grace-ms", "50"},
-                 {"--max-in-flight", "4096"},  {"--port-file", ""},
-                 {"--pipeline-file", ""},      {"--pipeline", ""},
-                 {"--namespace", "default"},   {"--kubeconfig", ""},
-                 {"--endpoints", ""},          {"--drain-seconds", "5"},
-                 {"--routing-file", ""},       {"--drop-policy", "reroute"}};
+  Flags flags = {{"--listen", "0.0.0.0:8080"},
+                 {"--metrics-listen", "0.0.0.0:9090"},
+                 {"--threads", "1"},
+                 {"--grace-ms", "50"},
+                 {"--max-in-flight", "4096"},
+                 {"--port-file", ""},
+                 {"--pipeline-file", ""},
+                 {"--pipeline", ""},
+                 {"--namespace", "default"},
+                 {"--kubeconfig", ""},
+                 {"--endpoints", ""},
+                 {"--drain-seconds", "5"},
+                 {"--routing-file", ""},
+                 {"--drop-policy", "reroute"},
+                 {"--pools-file", ""},
+                 {"--pool-dispatch", "matching"},
+                 {"--spill", "on"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

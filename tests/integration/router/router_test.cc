@@ -38,23 +38,31 @@ class RouterTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
 
-  // A model server for `task` on its own loopback address; its ip:port.
-  std::string Model(const std::string& task, const std::string& latency_ms) {
+  // A model server for `task` on its own loopback address, batching up to `batch` requests
+  // and waiting at most `max_wait_ms` for a batch to fill; its ip:port.
+  std::string Model(const std::string& task, const std::string& latency_ms, int batch = 1,
+                    int max_wait_ms = 1000) {
     const std::string host = "127.0.7." + std::to_string(++hosts_);
     const std::string port_file = dir_ + "/" + host + ".port";
+    setenv("MAX_BATCH_SIZE", std::to_string(batch).c_str(), 1);  // the child inherits it
     processes_.push_back(std::make_unique<Process>(
         std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", task, "--host", host, "--port",
-                                 "0", "--port-file", port_file, "--latency-ms", latency_ms},
+                                 "0", "--port-file", port_file, "--latency-ms", latency_ms,
+                                 "--max-wait-ms", std::to_string(max_wait_ms)},
         dir_ + "/" + host + ".log"));
     const std::vector<int> ports = testing::WaitForPorts(port_file, 10s);
     EXPECT_FALSE(ports.empty());
     return host + ":" + (ports.empty() ? "0" : std::to_string(ports[0]));
   }
 
+  // `pipeline_`, else the two-task chain with `slo_ms` on its path.
   void StartRouter(const std::string& endpoints, double slo_ms = 400,
                    const std::string& drain_seconds = "5",
                    const std::vector<std::string>& more = {}) {
-    std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
+    if (!pipeline_.empty()) {
+      std::ofstream(dir_ + "/pipeline.yaml") << pipeline_;
+    } else {
+      std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
 kind: InferencePipeline
 metadata: {name: chain, namespace: demo}
 spec:
@@ -63,7 +71,8 @@ spec:
     - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
     - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
   paths: [{name: p, tasks: [detect, classify], sloMs: )"
-                                           << slo_ms << "}]\n";
+                                             << slo_ms << "}]\n";
+    }
     std::vector<std::string> argv = {PIPESCALE_ROUTER,
                                      "--pipeline-file",
                                      dir_ + "/pipeline.yaml",
@@ -106,10 +115,21 @@ spec:
 
   std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
 
+  // Runs the load generator (Poisson arrivals at `trace`, query sizes from the pipeline's
+  // querySizes) against the router to its end; its report.
+  json Load(const std::string& trace) const {
+    Process load({PIPESCALE_LOADGEN, "-f", dir_ + "/pipeline.yaml", "--trace", trace, "--router",
+                  "127.0.0.1:" + std::to_string(port_), "--report", dir_ + "/report.json"},
+                 dir_ + "/loadgen.log");
+    EXPECT_EQ(load.Stop(0, 60s), 0) << load.Log();
+    return json::parse(testing::ReadFile(dir_ + "/report.json"), nullptr, false);
+  }
+
   static constexpr const char* kRequest =
       R"({"id": "r", "inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]})";
 
   std::string dir_;
+  std::string pipeline_;  // the router's pipeline, when not the default chain
   int hosts_ = 0;
   int port_ = 0, metrics_port_ = 0;
   std::vector<std::unique_ptr<Process>> processes_;
@@ -222,12 +242,17 @@ TEST_F(RouterTest, SigtermDrainsWithoutLosingARequest) {
   EXPECT_EQ(router_->Stop(SIGTERM, 10s), 0) << router_->Log();
 }
 
-// Requests a model server at `address` has served, by its own count.
-double Served(const std::string& address) {
+// A model server's own metric (its first series), -1 when it has none.
+double ModelMetric(const std::string& address, const std::string& name) {
   const std::string m = testing::RunShell("curl -s http://" + address + "/metrics").out;
-  const size_t at = m.find("pipescale_model_requests_total{");
+  const size_t at = m.find(name + "{");
   const size_t space = at == std::string::npos ? at : m.find(' ', at);
   return space == std::string::npos ? -1 : std::stod(m.substr(space + 1));
+}
+
+// Requests a model server at `address` has served, by its own count.
+double Served(const std::string& address) {
+  return ModelMetric(address, "pipescale_model_requests_total");
 }
 
 // A Loki plan's routing.json: after detect, a share `b7` of classify's requests goes to b7 and
@@ -286,6 +311,146 @@ TEST_F(RouterTest, ARequestBehindItsBudgetIsReroutedOrDropped) {
   EXPECT_NE(dropped.body.value("error", "").find("per-task budget"), std::string::npos)
       << dropped.body;
   EXPECT_EQ(Served(b0) + Served(b7), 20);  // the dropped request reached no classify pod
+}
+
+// One task on a fast class (gpu: 2 ms + 1 ms per row), a class quick on small queries only
+// (`cpu`, by default 1 ms + 0.4 ms per row squared) and a burst class (20 ms); queries of
+// `sizes`.
+std::string PoolPipeline(
+    const std::string& cpu = "{a: 0.4, c: 1}",
+    const std::string& sizes = "[{size: 1, weight: 1}, {size: 10, weight: 1}]") {
+  return R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain, namespace: demo}
+spec:
+  hardwareClasses: [{name: gpu}, {name: cpu}, {name: burst}]
+  querySizes: )" +
+         sizes + R"(
+  tasks:
+    - name: classify
+      variants:
+        - name: v
+          batchSize: {max: 8}
+          profiles:
+            - {hardwareClass: gpu, latencyMs: {quadratic: {b: 1, c: 2}}}
+            - {hardwareClass: cpu, latencyMs: {quadratic: )" +
+         cpu + R"(}}
+            - {hardwareClass: burst, latencyMs: {quadratic: {c: 20}}}
+  paths: [{name: p, tasks: [classify], sloMs: 400}]
+)";
+}
+
+// Kairos's pools.json for that task: C(cpu) = 12 / 41, the largest query on each class; a
+// 10-row query takes 41 ms on the cpu, past 0.98 x the 30 ms QoS, a 1-row one 1.4 ms.
+std::string KairosPools() {
+  return json{{"optimizer", "kairos"},
+              {"pools",
+               {{{"task", "classify"},
+                 {"qosMs", 30},
+                 {"members",
+                  {{{"hardwareClass", "gpu"},
+                    {"replicas", 1},
+                    {"maxQuery", 10},
+                    {"coefficient", 1},
+                    {"capacityRps", 150}},
+                   {{"hardwareClass", "cpu"},
+                    {"replicas", 1},
+                    {"maxQuery", 10},
+                    {"coefficient", 0.29},
+                    {"capacityRps", 40}}}}}}}}
+      .dump();
+}
+
+// Under Kairos's matcher each replica holds one query at a time: every batch its model server
+// ran held one request, though the servers batch up to 8 and the load overlaps (without the
+// pools the same load makes batches of several). And the matcher sends the 10-row queries to
+// the gpu and the 1-row ones to the cpu, where first come first served mixes them: the rows
+// per request each class served are within 1.5 of the all-or-nothing split (10 and 1) under
+// the matcher, and not under first come first served.
+TEST_F(RouterTest, KairosRunsOneQueryPerReplicaAndSendsBigQueriesToTheFastClass) {
+  pipeline_ = PoolPipeline();
+  std::ofstream(dir_ + "/pools.json") << KairosPools();
+  // A Kairos replica serves a query as one batch at once: its server waits for nothing more.
+  const std::string gpu = Model("classify", "0,1,2", 8, 0);
+  const std::string cpu = Model("classify", "0.4,0,1", 8, 0);
+  const std::string endpoints = "classify=" + gpu + "@v/gpu/8," + cpu + "@v/cpu/8";
+  const auto rows_per_request = [](const std::string& address, double rows0, double served0) {
+    return (ModelMetric(address, "pipescale_model_rows_total") - rows0) /
+           (Served(address) - served0);
+  };
+  for (const std::string dispatch : {"matching", "fcfs"}) {
+    const double gpu_rows = ModelMetric(gpu, "pipescale_model_rows_total"), gpu_n = Served(gpu);
+    const double cpu_rows = ModelMetric(cpu, "pipescale_model_rows_total"), cpu_n = Served(cpu);
+    StartRouter(endpoints, 400, "0",
+                {"--pools-file", dir_ + "/pools.json", "--pool-dispatch", dispatch});
+    const json report = Load("40:4");
+    EXPECT_GT(report["paths"]["p"]["codes"].value("200", 0), 120) << report;
+    SCOPED_TRACE(dispatch);
+    for (const std::string& server : {gpu, cpu}) {
+      EXPECT_EQ(ModelMetric(server, "pipescale_model_batch_size_sum"),
+                ModelMetric(server, "pipescale_model_batch_size_count"));
+    }
+    const double on_gpu = rows_per_request(gpu, gpu_rows, gpu_n);
+    const double on_cpu = rows_per_request(cpu, cpu_rows, cpu_n);
+    std::cerr << dispatch << ": rows per request on the gpu " << on_gpu << ", on the cpu " << on_cpu
+              << "; p99 " << report["paths"]["p"].value("p99Ms", 0.0) << " ms\n";
+    if (dispatch == "matching") {
+      EXPECT_GT(on_gpu, 8.5);
+      EXPECT_LT(on_cpu, 2.5);
+    } else {
+      EXPECT_LT(on_gpu, 8.5);
+      EXPECT_GT(on_cpu, 2.5);
+    }
+    ASSERT_EQ(router_->Stop(SIGTERM, 10s), 0);
+  }
+  StartRouter(endpoints, 400, "0");  // no pools: the power of two choices, calls overlap
+  Load("40:4");
+  EXPECT_GT(ModelMetric(gpu, "pipescale_model_batch_size_sum") +
+                ModelMetric(cpu, "pipescale_model_batch_size_sum"),
+            ModelMetric(gpu, "pipescale_model_batch_size_count") +
+                ModelMetric(cpu, "pipescale_model_batch_size_count"));
+}
+
+// MArk's bouncer: the main class (one 20 ms replica) takes a request while it can answer within
+// the 50 ms limit, i.e. with at most one ahead of it; past that the warm burst replica does.
+// At 70 requests/s (main alone serves 50) with spill the SLO holds for at least 97% and every
+// spilled request was served by the burst replica; without spill the queue grows past the SLO.
+// At 5 requests/s nothing spills.
+TEST_F(RouterTest, MarkSpillsToTheBurstClassOnlyWhenEveryMainReplicaWouldBeLate) {
+  pipeline_ = PoolPipeline("{c: 20}", "[{size: 1, weight: 1}]");
+  std::ofstream(dir_ + "/pools.json") << json{
+      {"optimizer", "mark"},
+      {"pools",
+       {{{"task", "classify"},
+         {"qosMs", 50},
+         {"spillClass", "burst"},
+         {"members",
+          {{{"hardwareClass", "cpu"},
+            {"replicas", 1},
+            {"maxQuery", 1},
+            {"coefficient", 1},
+            {"capacityRps", 50}}}}}}}}.dump();
+  const std::string main = Model("classify", "0,0,20"), burst = Model("classify", "0,0,20");
+  const std::string endpoints = "classify=" + main + "@v/cpu/1," + burst + "@v/burst/1";
+  const auto spills = [&] {
+    const std::string m = Metrics();
+    const size_t at = m.find("pipescale_router_spills_total{");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(m.find(' ', at) + 1));
+  };
+  StartRouter(endpoints, 400, "0", {"--pools-file", dir_ + "/pools.json"});
+  Load("5:3");
+  EXPECT_EQ(spills(), 0);
+  EXPECT_EQ(Served(burst), 0);
+  const json with = Load("70:4");
+  EXPECT_GT(spills(), 0);
+  EXPECT_EQ(spills(), Served(burst));
+  EXPECT_GE(with["paths"]["p"].value("sloAttainment", 0.0), 0.97) << with;
+  ASSERT_EQ(router_->Stop(SIGTERM, 10s), 0);
+  StartRouter(endpoints, 400, "0", {"--pools-file", dir_ + "/pools.json", "--spill", "off"});
+  const double burst_before = Served(burst);
+  const json without = Load("70:4");
+  EXPECT_EQ(Served(burst), burst_before);
+  EXPECT_LT(without["paths"]["p"].value("sloAttainment", 1.0), 0.9) << without;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Reading Loki's routing.json back, as the router does: what the operator writes reads back the
-// same, and a ConfigMap edited into nonsense is named field by field without a crash.
+// Reading Loki's routing.json and the pools' pools.json back, as the router does: what the operator
+// writes reads back the same, and a ConfigMap edited into nonsense is named field by field without
+// a crash.
 #include "api/routing_parse.h"
 
 #include <gtest/gtest.h>
@@ -37,7 +38,7 @@ TEST(LokiRouting, WhatTheOperatorWritesReadsBackTheSame) {
 
 TEST(LokiRouting, EachMistakeNamesItsField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"[]", "routing.json: : must be a JSON object"},
+      {"[]", "routing.json: must be a JSON object"},
       {R"({"phase": "Fast"})", "routing.json: phase:"},
       {R"({"phase": "HardwareScaling", "tables": [3]})", "tables[0]: must be an object"},
       {R"({"phase": "HardwareScaling", "tables": [{"task": "a"}]})", "tables[0].path"},
@@ -55,22 +56,77 @@ TEST(LokiRouting, EachMistakeNamesItsField) {
   }
 }
 
-TEST(LokiRouting, MutatedConfigMapsNeverCrash) {
-  model::Plan plan;
-  plan.detail = Loki();
-  const std::string seed = RoutingConfigMapData(plan)["routing.json"];
+// 20,000 mutations of what the operator writes under `key`: none crashes the parser, and every
+// error names the key first.
+template <typename Parse>
+void NeverCrashes(const model::Plan& plan, const std::string& key, Parse parse) {
+  const std::string seed = RoutingConfigMapData(plan)[key];
   std::mt19937 rng(3);
   int errors = 0;
   for (int i = 0; i < 20000; ++i) {
     const std::string text =
         testing::Mutate(seed, rng, 6, [&] { return "{}[]\",:0-.1"[rng() % 11]; });
-    auto r = ParseLokiRouting(text);
+    auto r = parse(text);
     if (!r.ok()) {
       ++errors;
-      EXPECT_EQ(r.error().message.rfind("routing.json: ", 0), 0u) << r.error().message;
+      EXPECT_EQ(r.error().message.rfind(key + ": ", 0), 0u) << r.error().message;
     }
   }
   EXPECT_GT(errors, 1000);
+}
+
+TEST(LokiRouting, MutatedConfigMapsNeverCrash) {
+  model::Plan plan;
+  plan.detail = Loki();
+  NeverCrashes(plan, kLokiRoutingKey, ParseLokiRouting);
+}
+
+model::Plan Pools(const std::string& optimizer) {
+  model::PoolPlan pools;
+  pools.pools = {{.task = "classify",
+                  .qos_ms = 120.5,
+                  .members = {{"gpu", 2, 16, 1, 410.25}, {"cpu", 3, 4, 0.2125, 35}},
+                  .spill_class = optimizer == "mark" ? "burst" : "",
+                  .upper_bound_qps = optimizer == "kairos" ? 530.5 : 0}};
+  model::Plan plan;
+  plan.report.optimizer = optimizer;
+  plan.detail = pools;
+  return plan;
+}
+
+TEST(PoolsRouting, WhatTheOperatorWritesReadsBackTheSame) {
+  for (const std::string optimizer : {"kairos", "mark"}) {
+    const model::Plan plan = Pools(optimizer);
+    auto read = ParsePoolsRouting(RoutingConfigMapData(plan)[kPoolsRoutingKey].get<std::string>());
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    EXPECT_EQ(read->optimizer, optimizer);
+    EXPECT_EQ(read->plan.pools, plan.pools()->pools);
+  }
+}
+
+TEST(PoolsRouting, EachMistakeNamesItsField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"3", "pools.json: must be a JSON object"},
+      {R"({"pools": []})", "pools.json: optimizer: must be a non-empty string"},
+      {R"({"optimizer": "kairos", "pools": [{"task": "a"}]})", "pools[0].qosMs"},
+      {R"({"optimizer": "kairos", "pools": [{"task": "a", "qosMs": 5, "members": [
+           {"hardwareClass": "gpu", "replicas": 1.5}]}]})",
+       "pools[0].members[0].replicas: must be an integer from 0"},
+      {R"({"optimizer": "kairos", "pools": [{"task": "a", "qosMs": 5, "members": [
+           {"hardwareClass": "gpu", "replicas": 1, "maxQuery": 0}]}]})",
+       "members[0].maxQuery: must be an integer from 1"},
+      {R"({"optimizer": "mark", "pools": [{"task": "a", "qosMs": 5, "spillClass": 4}]})",
+       "pools[0].spillClass"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto r = ParsePoolsRouting(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(PoolsRouting, MutatedConfigMapsNeverCrash) {
+  NeverCrashes(Pools("mark"), kPoolsRoutingKey, ParsePoolsRouting);
 }
 
 }  // namespace
