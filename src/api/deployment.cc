@@ -99,7 +99,7 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   if (!hardware_class.limits.empty()) {
     container["resources"]["limits"].update(QuantityMap(hardware_class.limits));
   }
-  SetEnv(container, variant.batch_env, std::to_string(batch_size));
+  if (!variant.RouterBatches()) SetEnv(container, variant.batch_env, std::to_string(batch_size));
   SetEnv(container, "PIPESCALE_PIPELINE", pipeline.name);
   SetEnv(container, "PIPESCALE_TASK", task.name);
   SetEnv(container, "PIPESCALE_VARIANT", variant.name);
@@ -162,7 +162,7 @@ std::optional<json> ManagedPatch(const json& deployment, const std::string& batc
   const ManagedFields now = ReadManagedFields(deployment, batch_env);
   json patch = json::object();
   if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
-  if (now.batch_size != batch_size) {
+  if (!batch_env.empty() && now.batch_size != batch_size) {
     const json* container = FirstContainer(deployment);
     if (container == nullptr) return std::nullopt;  // not a Deployment we can manage
     patch["spec"]["template"]["spec"]["containers"] = json::array(
@@ -177,7 +177,10 @@ std::string RoutingConfigMapName(const model::Pipeline& pipeline) {
   return pipeline.name + "-routing";
 }
 
-nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
+namespace {
+
+// Kairos's and MArk's pools, or Loki's tables; {} for other plans.
+nlohmann::json OptimizerPart(const model::Plan& plan) {
   if (const auto* pools = plan.pools()) {
     // Kairos and MArk: who serves which query sizes, for a dispatcher (kairos::Dispatch).
     const nlohmann::ordered_json data = {{"optimizer", plan.report.optimizer},
@@ -194,6 +197,15 @@ nlohmann::json RoutingConfigMapData(const model::Plan& plan) {
   return {{kLokiRoutingKey, routing.dump()}};
 }
 
+}  // namespace
+
+nlohmann::json RoutingConfigMapData(const model::Pipeline& pipeline, const model::Plan& plan) {
+  nlohmann::json data = OptimizerPart(plan);
+  const nlohmann::ordered_json batches = BatchesToJson(RouterBatches(pipeline, plan));
+  if (!batches.empty()) data[kBatchingKey] = nlohmann::ordered_json{{"batches", batches}}.dump();
+  return data;
+}
+
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,
                                      const model::Plan& plan) {
   return {
@@ -205,7 +217,7 @@ nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owne
         {"labels",
          {{"pipescale.io/pipeline", pipeline.name}, {"app.kubernetes.io/managed-by", "pipescale"}}},
         {"ownerReferences", json::array({OwnerReference(owner)})}}},
-      {"data", RoutingConfigMapData(plan)}};
+      {"data", RoutingConfigMapData(pipeline, plan)}};
 }
 
 }  // namespace pipescale::api

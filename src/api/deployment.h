@@ -43,10 +43,12 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
 // BackupsToJson, "budgetsMs": DropBudgetsToJson}; Kairos's and MArk's `pools.json`:
 // {"optimizer", "pools": PoolsToJson} (api/plan_json.h, rounded so that noise in the rates does
 // not rewrite it); other plans nothing.
+// Variants whose batches the router forms add `batching.json`: {"batches": BatchesToJson}.
 inline constexpr const char* kLokiRoutingKey = "routing.json";
 inline constexpr const char* kPoolsRoutingKey = "pools.json";
+inline constexpr const char* kBatchingKey = "batching.json";
 std::string RoutingConfigMapName(const model::Pipeline& pipeline);
-nlohmann::json RoutingConfigMapData(const model::Plan& plan);
+nlohmann::json RoutingConfigMapData(const model::Pipeline& pipeline, const model::Plan& plan);
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,
                                      const model::Plan& plan);
 

@@ -525,8 +525,15 @@ void ParseBatchSize(Reader& r, const json& v, const std::string& path, model::Va
   const json* bs = r.Object(v, "batchSize", path, false);
   if (bs == nullptr) return;
   const std::string bpath = Reader::At(path, "batchSize");
-  r.OnlyKnown(*bs, bpath, {"env", "max"});
+  r.OnlyKnown(*bs, bpath, {"env", "max", "formedBy"});
   if (auto env = r.String(*bs, "env", bpath, false)) out.batch_env = *env;
+  if (auto by = r.String(*bs, "formedBy", bpath, false)) {
+    if (*by == "router") {
+      out.batch_env.clear();  // the env var (the CRD defaults it) is not set
+    } else if (*by != "server") {
+      r.Fail(Reader::At(bpath, "formedBy"), "must be server or router, got " + *by);
+    }
+  }
   if (auto max = r.Integer(*bs, "max", bpath, false, 1, limits::kMaxBatch)) {
     out.max_batch = static_cast<int>(*max);
   }

@@ -1,5 +1,6 @@
 #include "api/plan_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -124,6 +125,38 @@ ordered_json PoolsToJson(const model::PoolPlan& plan, bool rounded) {
     if (!p.spill_class.empty()) pool["spillClass"] = p.spill_class;
     if (p.upper_bound_qps > 0) pool["upperBoundQps"] = n.Quantity(p.upper_bound_qps);
     out.push_back(std::move(pool));
+  }
+  return out;
+}
+
+std::vector<RouterBatch> RouterBatches(const model::Pipeline& pipeline, const model::Plan& plan) {
+  std::vector<RouterBatch> out;
+  std::vector<int> replicas;
+  for (const model::TaskPlan& t : plan.tasks) {
+    const model::Variant* v = pipeline.FindVariant(t.task, t.variant);
+    if (v == nullptr || !v->RouterBatches()) continue;
+    const RouterBatch b{t.task, t.variant, t.batch_size, std::round(t.queue_ms)};
+    auto same = std::find_if(out.begin(), out.end(), [&](const RouterBatch& o) {
+      return o.task == t.task && o.variant == t.variant;
+    });
+    if (same == out.end()) {
+      out.push_back(b);
+      replicas.push_back(t.replicas);
+    } else if (t.replicas > replicas[same - out.begin()]) {
+      *same = b;
+      replicas[same - out.begin()] = t.replicas;
+    }
+  }
+  return out;
+}
+
+ordered_json BatchesToJson(const std::vector<RouterBatch>& batches) {
+  ordered_json out = ordered_json::array();
+  for (const RouterBatch& b : batches) {
+    out.push_back({{"task", b.task},
+                   {"variant", b.variant},
+                   {"batchSize", b.batch_size},
+                   {"waitMs", b.wait_ms}});
   }
   return out;
 }

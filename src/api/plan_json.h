@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "model/pipeline.h"
 #include "model/plan.h"
 
 namespace pipescale::api {
@@ -43,6 +44,19 @@ nlohmann::ordered_json DropBudgetsToJson(const model::AccuracyScalingPlan& plan,
 // Per task its QoS, members (class, replicas, largest query, Kairos coefficient, capacity),
 // the spill class and Kairos's bound.
 nlohmann::ordered_json PoolsToJson(const model::PoolPlan& plan, bool rounded);
+
+// A batch the router forms (batchSize.formedBy: router): per task and variant, the plan's batch
+// size (of its class with the most replicas) and how long the first request may wait for the
+// batch to fill (the plan's queueMs, in whole ms so that noise in the rates does not rewrite it).
+struct RouterBatch {
+  std::string task, variant;
+  int batch_size = 1;
+  double wait_ms = 0;
+  bool operator==(const RouterBatch&) const = default;
+};
+std::vector<RouterBatch> RouterBatches(const model::Pipeline& pipeline, const model::Plan& plan);
+// [{"task", "variant", "batchSize", "waitMs"}].
+nlohmann::ordered_json BatchesToJson(const std::vector<RouterBatch>& batches);
 
 std::string PlanToTable(const model::Plan& plan);
 

@@ -123,7 +123,32 @@ Result<model::Pool> Pool(const json& p, const std::string& field) {
   return pool;
 }
 
+Result<RouterBatch> Batch(const json& b, const std::string& field) {
+  if (!b.is_object()) return Invalid(field, "must be an object");
+  RouterBatch out;
+  auto task = Text(b, "task", field);
+  auto variant = task ? Text(b, "variant", field) : Result<std::string>(task.error());
+  auto size = variant ? Count(b, "batchSize", field, 1) : Result<int>(variant.error());
+  auto wait = size ? Number(b, "waitMs", field, 3'600'000) : Result<double>(size.error());
+  if (!wait) return wait.error();
+  return RouterBatch{*task, *variant, *size, *wait};
+}
+
 }  // namespace
+
+Result<std::vector<RouterBatch>> ParseBatching(std::string_view text) {
+  const std::string root = std::string(kBatchingKey) + ": ";
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return Invalid(kBatchingKey, "must be a JSON object");
+  std::vector<RouterBatch> out;
+  const json& batches = Array(doc, "batches");
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto b = Batch(batches[i], root + "batches[" + std::to_string(i) + "]");
+    if (!b) return b.error();
+    out.push_back(std::move(*b));
+  }
+  return out;
+}
 
 Result<PoolsRouting> ParsePoolsRouting(std::string_view text) {
   const std::string root = std::string(kPoolsRoutingKey) + ": ";

@@ -1,11 +1,12 @@
-// Reading back what a plan handed to the request path (the routing ConfigMap's `routing.json`
-// and `pools.json`, as api::RoutingConfigMapData writes them), for the router. A ConfigMap anyone
-// may edit: every field is checked and a bad one named.
+// Reading back what a plan handed to the request path (the routing ConfigMap's `routing.json`,
+// `pools.json` and `batching.json`, as api::RoutingConfigMapData writes them), for the router. A
+// ConfigMap anyone may edit: every field is checked and a bad one named.
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "api/plan_json.h"
 #include "common/result.h"
 #include "model/plan.h"
 
@@ -21,5 +22,8 @@ struct PoolsRouting {
   model::PoolPlan plan;
 };
 Result<PoolsRouting> ParsePoolsRouting(std::string_view text);
+
+// The batches the router forms (`batching.json`).
+Result<std::vector<RouterBatch>> ParseBatching(std::string_view text);
 
 }  // namespace pipescale::api

@@ -34,6 +34,20 @@ int Pipeline::TaskIndex(const std::string& task) const {
   return -1;
 }
 
+const Variant* Pipeline::FindVariant(const std::string& task, const std::string& variant) const {
+  const int t = TaskIndex(task);
+  return t < 0 ? nullptr : spec.tasks[t].FindVariant(variant);
+}
+
+bool Pipeline::RouterBatches() const {
+  for (const Task& t : spec.tasks) {
+    for (const Variant& v : t.variants) {
+      if (v.RouterBatches()) return true;
+    }
+  }
+  return false;
+}
+
 int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {
   for (size_t i = 0; i < spec.hardware_classes.size(); ++i) {
     if (spec.hardware_classes[i].name == hardware_class) return static_cast<int>(i);

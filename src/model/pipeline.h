@@ -46,12 +46,15 @@ struct Variant {
   double multiplicative_factor = 1;  // requests emitted per request served (Loki)
   std::string template_json;         // pod template, passed through to Deployments
   std::string deployment_name;       // adopt an existing Deployment instead of creating one
+  // The environment variable that tells the model server its batch size; "" when the router
+  // forms the batches (batchSize.formedBy: router) and the server takes each as one request.
   std::string batch_env = "MAX_BATCH_SIZE";
   int max_batch = 32;
   std::vector<Profile> profiles;
 
   // The profile for `hardware_class`, or nullptr when the variant cannot run there.
   const Profile* FindProfile(const std::string& hardware_class) const;
+  bool RouterBatches() const { return batch_env.empty(); }
 
   bool operator==(const Variant&) const = default;
 };
@@ -170,6 +173,10 @@ struct Pipeline {
   // Index of the task or hardware class with that name, or -1.
   int TaskIndex(const std::string& task) const;
   int HardwareClassIndex(const std::string& hardware_class) const;
+  // The variant `variant` of task `task`, or nullptr.
+  const Variant* FindVariant(const std::string& task, const std::string& variant) const;
+  // Whether the router forms the batches of any variant (batchSize.formedBy: router).
+  bool RouterBatches() const;
 
   bool operator==(const Pipeline&) const = default;
 };

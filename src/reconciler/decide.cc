@@ -327,7 +327,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   if (apply) {
     d.reverts = FindReverts(applied, o.deployments, planned);
-    if (optimizer.data_plane != optimizer::DataPlane::kNone) {
+    if (optimizer.data_plane != optimizer::DataPlane::kNone || pipeline.RouterBatches()) {
       d.routing = RoutingWrite(pipeline, uid, o.routing_config_map, plan);
     }
   }

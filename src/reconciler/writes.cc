@@ -73,7 +73,7 @@ std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, cons
     const api::Owner owner{.name = pipeline.name, .uid = uid};
     return ConfigMapWrite{true, name, api::BuildRoutingConfigMap(pipeline, owner, plan)};
   }
-  const json data = api::RoutingConfigMapData(plan);
+  const json data = api::RoutingConfigMapData(pipeline, plan);
   json have = current->value("data", json::object());
   if (have.is_object()) have.erase(api::kPipelineKey);  // the router's part (reconciler/router.h)
   if (have == data) return std::nullopt;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "api/deployment.h"
 #include "api/document.h"
 
 namespace pipescale::api {
@@ -376,6 +377,29 @@ TEST(ParsePipelineLimits, DocumentSizeDepthAndAliases) {
   ASSERT_TRUE(parsed.pipeline) << Dump(Errors(shared));
   EXPECT_EQ(parsed.pipeline->spec.tasks[1].variants[0].template_json,
             parsed.pipeline->spec.tasks[0].variants[0].template_json);
+}
+
+// batchSize.formedBy: router means no env var is set (even the one the CRD defaults), and the
+// Deployment the operator builds carries none, nor does its patch when the batch changes.
+TEST(ParsePipeline, TheRouterMayFormTheBatches) {
+  const ParsedPipeline parsed =
+      ParsePipeline(Replace(kValid, "batchSize: {env: MAX_BATCH_SIZE, max: 64}",
+                            "batchSize: {env: MAX_BATCH_SIZE, max: 64, formedBy: router}"));
+  ASSERT_TRUE(parsed.pipeline) << Dump(Errors(kValid));
+  const model::Task& task = parsed.pipeline->spec.tasks[0];
+  const model::Variant& v = task.variants[0];
+  EXPECT_TRUE(v.RouterBatches());
+  EXPECT_TRUE(parsed.pipeline->RouterBatches());
+  const auto& hw = parsed.pipeline->spec.hardware_classes[0];
+  const auto deployment = BuildDeployment(*parsed.pipeline, {}, task, v, hw, 2, 8);
+  EXPECT_EQ(deployment.dump().find("MAX_BATCH_SIZE"), std::string::npos) << deployment.dump();
+  EXPECT_EQ(ManagedPatch(deployment, v.batch_env, 2, 16), std::nullopt);
+  const auto server = ParsePipeline(kValid);
+  EXPECT_FALSE(server.pipeline->spec.tasks[0].variants[0].RouterBatches());
+  EXPECT_TRUE(Has(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")),
+                  "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, got "
+                  "client"))
+      << Dump(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")));
 }
 
 TEST(ParsePipelineLimits, NumbersAreReadAtFullWidth) {

@@ -27,7 +27,7 @@ model::AccuracyScalingPlan Loki() {
 TEST(LokiRouting, WhatTheOperatorWritesReadsBackTheSame) {
   model::Plan plan;
   plan.detail = Loki();
-  const auto data = RoutingConfigMapData(plan);
+  const auto data = RoutingConfigMapData(model::Pipeline{}, plan);
   auto read = ParseLokiRouting(data["routing.json"].get<std::string>());
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->phase, model::Phase::kAccuracyScaling);
@@ -59,8 +59,9 @@ TEST(LokiRouting, EachMistakeNamesItsField) {
 // 20,000 mutations of what the operator writes under `key`: none crashes the parser, and every
 // error names the key first.
 template <typename Parse>
-void NeverCrashes(const model::Plan& plan, const std::string& key, Parse parse) {
-  const std::string seed = RoutingConfigMapData(plan)[key];
+void NeverCrashes(const model::Plan& plan, const std::string& key, Parse parse,
+                  const model::Pipeline& pipeline = {}) {
+  const std::string seed = RoutingConfigMapData(pipeline, plan)[key];
   std::mt19937 rng(3);
   int errors = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -97,7 +98,8 @@ model::Plan Pools(const std::string& optimizer) {
 TEST(PoolsRouting, WhatTheOperatorWritesReadsBackTheSame) {
   for (const std::string optimizer : {"kairos", "mark"}) {
     const model::Plan plan = Pools(optimizer);
-    auto read = ParsePoolsRouting(RoutingConfigMapData(plan)[kPoolsRoutingKey].get<std::string>());
+    auto read = ParsePoolsRouting(
+        RoutingConfigMapData(model::Pipeline{}, plan)[kPoolsRoutingKey].get<std::string>());
     ASSERT_TRUE(read.ok()) << read.error().message;
     EXPECT_EQ(read->optimizer, optimizer);
     EXPECT_EQ(read->plan.pools, plan.pools()->pools);
@@ -127,6 +129,52 @@ TEST(PoolsRouting, EachMistakeNamesItsField) {
 
 TEST(PoolsRouting, MutatedConfigMapsNeverCrash) {
   NeverCrashes(Pools("mark"), kPoolsRoutingKey, ParsePoolsRouting);
+}
+
+// A pipeline whose classify/v the router batches, and detect/d the server.
+model::Pipeline RouterBatched() {
+  model::Pipeline p;
+  p.spec.tasks = {{.name = "detect", .variants = {{.name = "d"}}},
+                  {.name = "classify", .variants = {{.name = "v", .batch_env = ""}}}};
+  return p;
+}
+
+// Only the variants the router batches are listed, each once: the batch of its class with the
+// most replicas, its wait rounded to whole milliseconds.
+TEST(Batching, WhatTheOperatorWritesReadsBackTheSame) {
+  model::Plan plan;
+  plan.tasks = {
+      {.task = "detect", .variant = "d", .replicas = 2, .batch_size = 4, .queue_ms = 3},
+      {.task = "classify", .variant = "v", .replicas = 1, .batch_size = 2},
+      {.task = "classify", .variant = "v", .replicas = 3, .batch_size = 8, .queue_ms = 12.4}};
+  const auto data = RoutingConfigMapData(RouterBatched(), plan);
+  ASSERT_TRUE(data.contains(kBatchingKey)) << data.dump();
+  auto read = ParseBatching(data[kBatchingKey].get<std::string>());
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(*read, (std::vector<RouterBatch>{{"classify", "v", 8, 12}}));
+  EXPECT_FALSE(RoutingConfigMapData(model::Pipeline{}, plan).contains(kBatchingKey))
+      << "no variant is batched by the router";
+}
+
+TEST(Batching, EachMistakeNamesItsField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[]", "batching.json: must be a JSON object"},
+      {R"({"batches": [{"task": "a", "variant": "v", "batchSize": 0, "waitMs": 1}]})",
+       "batching.json: batches[0].batchSize: must be an integer from 1"},
+      {R"({"batches": [{"task": "a", "variant": "v", "batchSize": 2, "waitMs": -1}]})",
+       "batches[0].waitMs"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto r = ParseBatching(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(Batching, MutatedConfigMapsNeverCrash) {
+  model::Plan plan;
+  plan.tasks = {{.task = "classify", .variant = "v", .replicas = 1, .batch_size = 8}};
+  NeverCrashes(plan, kBatchingKey, ParseBatching, RouterBatched());
 }
 
 }  // namespace
