@@ -81,7 +81,24 @@ std::shared_ptr<const RoutingTable> MakeTable(
   }
   known.endpoints = std::move(kept);
   if (parts.pools) AddPools(pipeline, *parts.pools, fcfs, known, *table);
+  for (const api::RouterBatch& b : parts.batches) {
+    // Kept across tables: a new batch size applies to the next batch formed.
+    auto& batcher = known.batchers[b.task + "/" + b.variant];
+    if (!batcher) batcher = std::make_shared<Batcher>(b.batch_size, b.wait_ms);
+    batcher->Configure(b.batch_size, b.wait_ms);
+    table->batchers[b.task].emplace_back(b.variant, batcher);
+  }
   return table;
+}
+
+std::vector<api::RouterBatch> ReadBatches(const std::string& text, std::string& error) {
+  auto read = api::ParseBatching(text);
+  if (!read) {
+    error = read.error().message;
+    return {};
+  }
+  error.clear();
+  return *read;
 }
 
 std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string& error) {
@@ -182,6 +199,10 @@ DataPlaneParts Discovery::PartsFromConfigMap(const nlohmann::json& data,
     parts.loki = ReadLoki(it->get<std::string>(), pipeline, error);
   } else if (const auto p = data.find(api::kPoolsRoutingKey); p != data.end() && p->is_string()) {
     parts.pools = ReadPools(p->get<std::string>(), error);
+  }
+  if (const auto b = data.find(api::kBatchingKey);
+      error.empty() && b != data.end() && b->is_string()) {
+    parts.batches = ReadBatches(b->get<std::string>(), error);
   }
   if (!error.empty() && error != last_parts_error_) {
     Log("warning", "routing to any Ready pod: the plan's data-plane part does not read",

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/plan_json.h"
 #include "kube/informer.h"
 #include "model/pipeline.h"
 #include "optimizer/registry.h"
@@ -30,6 +31,7 @@ struct PoolsPart {
 struct DataPlaneParts {
   std::shared_ptr<const LokiTables> loki;
   std::shared_ptr<const PoolsPart> pools;
+  std::vector<api::RouterBatch> batches;  // batchSize.formedBy: router
 };
 
 // What outlives one routing table: the Endpoints by address (with the requests outstanding at
@@ -37,6 +39,7 @@ struct DataPlaneParts {
 struct Known {
   std::map<std::string, std::shared_ptr<Endpoint>> endpoints;
   std::map<std::string, std::shared_ptr<Matcher>> matchers;
+  std::map<std::string, std::shared_ptr<Batcher>> batchers;  // by "task/variant"
 };
 
 // A table for `pipeline` with these pods. An address in `known` that is profiled the same
@@ -50,6 +53,10 @@ std::shared_ptr<const RoutingTable> MakeTable(
 // `error`, when it does not parse (the router then routes to any Ready pod).
 std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
                                            std::string& error);
+
+// The batches the router forms, from `batching.json` text; empty, with a reason in `error`,
+// when it does not parse.
+std::vector<api::RouterBatch> ReadBatches(const std::string& text, std::string& error);
 
 // A Kairos or MArk plan's pools from `pools.json` text; null, with a reason in `error`, when
 // it does not parse or names an optimizer without pools.

@@ -112,7 +112,8 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                    .Register(r)),
       drops_(prometheus::BuildCounter()
                  .Name("pipescale_router_drops_total")
-                 .Help("Requests Loki's policy dropped before a task, by reason")
+                 .Help("Requests dropped before a task, by reason: Loki's budgets, a full "
+                       "Kairos queue")
                  .Register(r)),
       reroutes_(prometheus::BuildCounter()
                     .Name("pipescale_router_reroutes_total")
@@ -127,6 +128,10 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                         .Name("pipescale_router_pool_waiting_requests")
                         .Help("Requests waiting in a task's Kairos queue for a replica")
                         .Register(r)),
+      batch_rows_(prometheus::BuildHistogram()
+                      .Name("pipescale_router_batch_rows")
+                      .Help("Rows of each batch the router formed (batchSize.formedBy: router)")
+                      .Register(r)),
       late_(prometheus::BuildCounter()
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
@@ -239,6 +244,13 @@ void RouterMetrics::Spill(const std::string& task) {
 
 prometheus::Gauge& RouterMetrics::PoolWaiting(const std::string& task) {
   return Cached(pool_waiting_, task, [&] { return &pool_waiting_.Add(Labels({{"task", task}})); });
+}
+
+void RouterMetrics::Batch(const std::string& task, int rows) {
+  Cached(batch_rows_, task, [&] {
+    return &batch_rows_.Add(Labels({{"task", task}}),
+                            prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128});
+  }).Observe(rows);
 }
 
 void RouterMetrics::Late(const std::string& path) {
@@ -390,6 +402,29 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
   co_return Error{ErrorKind::kTransient, "task " + task + " failed: " + last_error};
 }
 
+std::pair<std::shared_ptr<Batcher>, std::string> RoutingTable::BatcherFor(
+    const std::string& task, const std::string& variant) const {
+  const auto it = batchers.find(task);
+  if (it == batchers.end()) return {nullptr, variant};
+  for (const auto& [v, batcher] : it->second) {
+    if (variant.empty() || v == variant) return {batcher, v};
+  }
+  return {nullptr, variant};
+}
+
+asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(
+    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
+  const auto found = walk.table->BatcherFor(task, variant);
+  const std::shared_ptr<Batcher>& batcher = found.first;
+  const std::string& batch_variant = found.second;
+  if (!batcher) co_return co_await Call(walk, task, variant, body);
+  const Batcher::Send send = [&](const Body& batch, int rows) {
+    metrics_.Batch(task, rows);
+    return Call(walk, task, batch_variant, batch);
+  };
+  co_return co_await batcher->Submit(body, walk.deadline, send);
+}
+
 asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
                                                 std::vector<std::pair<std::string, Body>> calls,
                                                 const std::vector<std::string>& trail,
@@ -443,7 +478,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   trail.push_back(task);
   const std::optional<std::string> variant = Plan(walk, task, previous);
   if (!variant) co_return;
-  auto reply = co_await Call(walk, task, *variant, body);
+  auto reply = co_await Send(walk, task, *variant, body);
   if (!reply) {
     const ErrorKind kind = reply.error().kind;
     const unsigned status = kind == ErrorKind::kExpired                                       ? 504

@@ -22,6 +22,7 @@
 #include "router/body.h"
 #include "router/loki.h"
 #include "router/shell/asio.h"
+#include "router/shell/batcher.h"
 #include "router/shell/matcher.h"
 #include "router/shell/upstream.h"
 #include "router/walk.h"
@@ -52,6 +53,13 @@ struct RoutingTable {
   std::map<std::string, std::vector<std::shared_ptr<Endpoint>>> endpoints;  // by task
   std::shared_ptr<const LokiTables> loki;  // a Loki plan's routing.json, or null
   std::map<std::string, TaskPool> pools;   // by task, from a pools.json
+  // Batches the router forms, by task: (variant, its batcher), from a batching.json.
+  std::map<std::string, std::vector<std::pair<std::string, std::shared_ptr<Batcher>>>> batchers;
+
+  // The batcher of `task` for `variant` ("": the task's first), with its variant; null when
+  // the router forms no batches there.
+  std::pair<std::shared_ptr<Batcher>, std::string> BatcherFor(const std::string& task,
+                                                              const std::string& variant) const;
 };
 
 // What every thread shares: fixed after start, but for the atomics.
@@ -87,6 +95,8 @@ class RouterMetrics {
   void Reroute(const std::string& task, const std::string& variant);
   // The pools: a request MArk's bouncer sent to the burst class, and Kairos's queue length.
   void Spill(const std::string& task);
+  // A batch the router formed, by its rows.
+  void Batch(const std::string& task, int rows);
   prometheus::Gauge& PoolWaiting(const std::string& task);
   void Late(const std::string& path);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
@@ -129,6 +139,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& reroutes_;
   prometheus::Family<prometheus::Counter>& spills_;
   prometheus::Family<prometheus::Gauge>& pool_waiting_;
+  prometheus::Family<prometheus::Histogram>& batch_rows_;
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Gauge& in_flight_;
@@ -146,17 +157,16 @@ class PipelineHandler {
  private:
   struct Walk;
   asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
-  struct TaskReply {
-    std::string body;  // a 200's
-    std::string variant;
-    double seconds = 0;  // from sending to the answer
-  };
+  using TaskReply = CallReply;
   // The call before a visit: its task, the variant that served it and how long it took.
   struct Previous {
     std::string task, variant;
     double ms = 0;
   };
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
+                                          const std::string& variant, const Body& body);
+  // Call, or through the task's batcher when the router forms its batches.
+  asio::awaitable<Result<TaskReply>> Send(const Walk& walk, const std::string& task,
                                           const std::string& variant, const Body& body);
   // A pod for the call, held until its answer: a matched pool's replica goes back to its
   // matcher when the lease ends.

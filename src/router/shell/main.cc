@@ -7,13 +7,14 @@
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
 //       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
-//       [--pool-dispatch matching|fcfs] [--spill on|off]
+//       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
 // (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
 // plan's pools come from pools.json or --pools-file: Kairos's matcher runs each pool (or, to
 // compare, first come first served), MArk's main classes spill to the burst class (unless
-// --spill off). The pods come from
+// --spill off). Variants whose batches the router forms (batching.json or --batching-file) have
+// their requests queued and sent in batches of the plan's size. The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
@@ -84,18 +85,21 @@ std::optional<std::string> ReadText(const std::string& file) {
   return text.str();
 }
 
-// --routing-file (a Loki plan's routing.json) and --pools-file (a Kairos or MArk plan's
-// pools.json), for a router not reading them from its ConfigMap; false after saying why.
+// --routing-file (a Loki plan's routing.json), --pools-file (a Kairos or MArk plan's
+// pools.json) and --batching-file (the batches the router forms, batching.json), for a router
+// not reading them from its ConfigMap; false after saying why.
 bool ReadParts(Flags& flags, const pipescale::model::Pipeline& pipeline,
                pipescale::router::DataPlaneParts& parts) {
-  for (const char* flag : {"--routing-file", "--pools-file"}) {
+  for (const std::string flag : {"--routing-file", "--pools-file", "--batching-file"}) {
     if (flags[flag].empty()) continue;
     const auto text = ReadText(flags[flag]);
     std::string error = text ? "" : "cannot be read";
-    if (text && std::string(flag) == "--routing-file") {
+    if (text && flag == "--routing-file") {
       parts.loki = pipescale::router::ReadLoki(*text, pipeline, error);
-    } else if (text) {
+    } else if (text && flag == "--pools-file") {
       parts.pools = pipescale::router::ReadPools(*text, error);
+    } else if (text) {
+      parts.batches = pipescale::router::ReadBatches(*text, error);
     }
     if (!error.empty()) {
       std::cerr << "pipescale-router: " << flags[flag] << ": " << error << "\n";
@@ -249,7 +253,8 @@ int main(int argc, char** argv) {
                  {"--drop-policy", "reroute"},
                  {"--pools-file", ""},
                  {"--pool-dispatch", "matching"},
-                 {"--spill", "on"}};
+                 {"--spill", "on"},
+                 {"--batching-file", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
