@@ -17,6 +17,7 @@
 #include "optimizer/fit.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
+#include "router/loki.h"
 
 namespace pipescale::api {
 namespace {
@@ -811,7 +812,8 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
   if (router == nullptr) return;
   const std::string at = "spec.router";
   r.OnlyKnown(*router, at,
-              {"image", "minReplicas", "maxReplicas", "requestsPerSecondPerReplica", "threads"});
+              {"image", "minReplicas", "maxReplicas", "requestsPerSecondPerReplica", "threads",
+               "dropPolicy"});
   model::RouterSpec& o = out.router.emplace();
   if (auto image = r.String(*router, "image", at, false)) o.image = *image;
   if (auto n = r.Integer(*router, "minReplicas", at, false, 0, limits::kMaxReplicas)) {
@@ -829,6 +831,13 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
     o.requests_per_second_per_replica = *rps;
   }
   if (auto n = r.Integer(*router, "threads", at, false, 1, 64)) o.threads = static_cast<int>(*n);
+  if (auto policy = r.String(*router, "dropPolicy", at, false)) {
+    if (router::ParseDropPolicy(*policy)) {
+      o.drop_policy = *policy;
+    } else {
+      r.Fail(at + ".dropPolicy", "must be none, last-task, per-task or reroute, got " + *policy);
+    }
+  }
 }
 
 void ParseMetrics(Reader& r, const json& spec, model::PipelineSpec& out) {

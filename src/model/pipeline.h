@@ -142,6 +142,7 @@ struct RouterSpec {
   int max_replicas = 8;
   double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
   int threads = 1;                                 // event loops (cores) per replica
+  std::string drop_policy = "reroute";  // a Loki plan's late requests (router::DropPolicy)
 
   bool operator==(const RouterSpec&) const = default;
 };

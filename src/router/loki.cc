@@ -69,6 +69,13 @@ const std::vector<std::string>& LokiTables::Backups(const std::string& task) con
   return it == backups_.end() ? kNone : it->second;
 }
 
+std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
+  for (const auto& [policy, n] : kDropPolicyNames) {
+    if (name == n) return policy;
+  }
+  return std::nullopt;
+}
+
 Verdict Decide(const LokiTables& tables, DropPolicy policy, const std::string& next,
                const std::string& planned, double spent_ms, double budget_ms, double remaining_ms,
                bool last) {

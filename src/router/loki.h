@@ -4,8 +4,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/pipeline.h"
@@ -15,6 +18,13 @@ namespace pipescale::router {
 
 // The paper's ablation (its Fig. 7), weakest first; the router runs kReroute unless told.
 enum class DropPolicy { kNone, kLastTask, kPerTask, kReroute };
+// "none", "last-task", "per-task", "reroute": spec.router.dropPolicy and --drop-policy.
+inline constexpr std::pair<DropPolicy, const char*> kDropPolicyNames[] = {
+    {DropPolicy::kNone, "none"},
+    {DropPolicy::kLastTask, "last-task"},
+    {DropPolicy::kPerTask, "per-task"},
+    {DropPolicy::kReroute, "reroute"}};
+std::optional<DropPolicy> ParseDropPolicy(std::string_view name);
 
 class LokiTables {
  public:

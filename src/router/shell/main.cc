@@ -178,16 +178,12 @@ int Run(Flags flags) {
   RouterConfig config{.pipeline = flags["--pipeline"], .namespace_name = flags["--namespace"]};
   config.grace = std::chrono::milliseconds(std::atoi(flags["--grace-ms"].c_str()));
   config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
-  const std::map<std::string, pipescale::router::DropPolicy> policies = {
-      {"none", pipescale::router::DropPolicy::kNone},
-      {"last-task", pipescale::router::DropPolicy::kLastTask},
-      {"per-task", pipescale::router::DropPolicy::kPerTask},
-      {"reroute", pipescale::router::DropPolicy::kReroute}};
-  if (!policies.contains(flags["--drop-policy"])) {
+  const auto drop_policy = pipescale::router::ParseDropPolicy(flags["--drop-policy"]);
+  if (!drop_policy) {
     std::cerr << "pipescale-router: --drop-policy must be none, last-task, per-task or reroute\n";
     return 2;
   }
-  config.drop_policy = policies.at(flags["--drop-policy"]);
+  config.drop_policy = *drop_policy;
   if (flags["--pool-dispatch"] != "matching" && flags["--pool-dispatch"] != "fcfs") {
     std::cerr << "pipescale-router: --pool-dispatch must be matching or fcfs\n";
     return 2;

@@ -299,7 +299,8 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   EXPECT_EQ(*defaults, model::RouterSpec{});
   const auto set = ParsePipeline(Replace(kValid, "  forecast:",
                                          "  router: {image: r:2, minReplicas: 2, maxReplicas: 3, "
-                                         "requestsPerSecondPerReplica: 500, threads: 4}\n"
+                                         "requestsPerSecondPerReplica: 500, threads: 4, "
+                                         "dropPolicy: per-task}\n"
                                          "  forecast:"))
                        .pipeline->spec.router;
   ASSERT_TRUE(set);
@@ -307,10 +308,15 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
                                      .min_replicas = 2,
                                      .max_replicas = 3,
                                      .requests_per_second_per_replica = 500,
-                                     .threads = 4}));
+                                     .threads = 4,
+                                     .drop_policy = "per-task"}));
   auto errors = Errors(Replace(kValid, "  forecast:",
                                "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
-                               "requestsPerSecondPerReplica: 0, replicas: 1}\n  forecast:"));
+                               "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all}\n"
+                               "  forecast:"));
+  EXPECT_TRUE(
+      Has(errors, "spec.router.dropPolicy: must be none, last-task, per-task or reroute, got all"))
+      << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.router.minReplicas: must not exceed maxReplicas (2), got 5"))
       << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.router.threads: must be >= 1, got 0")) << Dump(errors);
