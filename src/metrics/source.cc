@@ -17,6 +17,19 @@ const std::map<std::string, std::string>& DefaultQueries() {
       // One series per (task, variant) that served requests in the window.
       {"multiplicativeFactor",
        R"(sum by (task, variant) (rate(pipescale_model_emitted_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task, variant) (rate(pipescale_model_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) > 0)"},
+      // The router's data plane, by reason, task or (task, variant), over the last minute.
+      {"routerDrops",
+       R"(sum by (reason) (rate(pipescale_router_drops_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+      {"routerReroutes",
+       R"(sum(rate(pipescale_router_reroutes_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+      {"routerSpillShare",
+       R"(sum by (task) (rate(pipescale_router_spills_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+      {"routerPoolWaiting",
+       R"(max by (task) (pipescale_router_pool_waiting_requests{namespace="{{namespace}}",pipeline="{{pipeline}}"}))"},
+      {"routerBatchRows",
+       R"(sum by (task) (rate(pipescale_router_batch_rows_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_batch_rows_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+      {"routerVariantRate",
+       R"(sum by (task, variant) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",code="200"}[1m])))"},
   };
   return kQueries;
 }
@@ -52,6 +65,53 @@ Result<std::optional<double>> One(const PrometheusClient& prometheus, const std:
   if (!samples) return Named(name, samples.error());
   if (samples->empty() || std::isnan(samples->front().value)) return std::optional<double>{};
   return std::optional<double>{samples->front().value};
+}
+
+// Each series' value by its `labels` joined with '/', finite values only.
+Result<std::map<std::string, double>> ByLabels(const PrometheusClient& prometheus,
+                                               const model::Pipeline& pipeline,
+                                               const std::string& name,
+                                               const std::vector<std::string>& labels) {
+  const std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
+                                                     {"namespace", pipeline.namespace_name}};
+  auto samples = prometheus.Query(Render(QueryFor(pipeline, name), values));
+  if (!samples) return Named(name, samples.error());
+  std::map<std::string, double> out;
+  for (const Sample& s : *samples) {
+    std::string key;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const auto it = s.labels.find(labels[i]);
+      if (i > 0) key += '/';
+      if (it != s.labels.end()) key += it->second;
+    }
+    if (std::isfinite(s.value)) out[key] = s.value;
+  }
+  return out;
+}
+
+Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheus,
+                                               const model::Pipeline& pipeline) {
+  model::DataPlaneSnapshot out;
+  const std::pair<const char*, std::map<std::string, double>*> by_task[] = {
+      {"routerSpillShare", &out.spill_share},
+      {"routerPoolWaiting", &out.pool_waiting},
+      {"routerBatchRows", &out.batch_rows}};
+  for (const auto& [name, into] : by_task) {
+    auto read = ByLabels(prometheus, pipeline, name, {"task"});
+    if (!read) return read.error();
+    *into = std::move(*read);
+  }
+  auto drops = ByLabels(prometheus, pipeline, "routerDrops", {"reason"});
+  auto reroutes = drops ? ByLabels(prometheus, pipeline, "routerReroutes", {})
+                        : Result<std::map<std::string, double>>(drops.error());
+  auto variants = reroutes
+                      ? ByLabels(prometheus, pipeline, "routerVariantRate", {"task", "variant"})
+                      : Result<std::map<std::string, double>>(reroutes.error());
+  if (!variants) return variants.error();
+  out.drops_rps = std::move(*drops);
+  out.reroutes_rps = reroutes->empty() ? 0 : reroutes->begin()->second;
+  out.variant_rps = std::move(*variants);
+  return out;
 }
 
 }  // namespace
@@ -93,6 +153,11 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
       if (task == s.labels.end() || variant == s.labels.end() || !std::isfinite(s.value)) continue;
       snapshot.multiplicative_factors[task->second + "/" + variant->second] = s.value;
     }
+  }
+  if (pipeline.spec.router) {
+    auto data_plane = ReadDataPlane(prometheus, pipeline);
+    if (!data_plane) return data_plane.error();
+    snapshot.data_plane = std::move(*data_plane);
   }
   return snapshot;
 }

@@ -8,6 +8,20 @@
 
 namespace pipescale::model {
 
+// What the router's data plane did, as its metrics say (over the last minute): informative,
+// never a reason to hold or change a plan.
+struct DataPlaneSnapshot {
+  std::map<std::string, double> drops_rps;     // by reason, every task's
+  double reroutes_rps = 0;                     // late requests sent to a faster backup variant
+  std::map<std::string, double> spill_share;   // by task: of its calls, sent to the burst class
+  std::map<std::string, double> pool_waiting;  // by task: requests in Kairos's queue (most of any
+                                               // router)
+  std::map<std::string, double> batch_rows;    // by task: mean rows of the batches formed
+  std::map<std::string, double> variant_rps;   // by "task/variant": calls answered 200
+
+  bool operator==(const DataPlaneSnapshot&) const = default;
+};
+
 struct MetricsSnapshot {
   std::map<std::string, double> path_rates_rps;   // measured rate per execution path
   std::map<std::string, double> path_latency_ms;  // measured tail latency per path
@@ -18,6 +32,7 @@ struct MetricsSnapshot {
   // Series that were absent or stale, e.g. `pathRate{path="car-qa"}`. A missing value is
   // never read as 0: the operator keeps its current plan instead.
   std::vector<std::string> missing;
+  std::optional<DataPlaneSnapshot> data_plane;  // read when the pipeline runs a router
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

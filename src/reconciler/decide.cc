@@ -181,7 +181,8 @@ void Apply(bool apply, const GuardOutcome& guard, std::vector<DeploymentWrite> w
 
 // status.plan, the PlanChanged event and the solver record when a Deployment changes, the
 // totals and what was observed.
-void Report(const Observed& o, const optimizer::Descriptor& optimizer, const model::Plan& plan,
+void Report(const Observed& o, const model::Pipeline& pipeline,
+            const optimizer::Descriptor& optimizer, const model::Plan& plan,
             const std::vector<PlannedDeployment>& planned, const Spend& spend, const Demand& demand,
             Decision& d) {
   const json plan_status = PlanStatus(plan, planned);
@@ -211,6 +212,9 @@ void Report(const Observed& o, const optimizer::Descriptor& optimizer, const mod
   }
   if (o.metrics->arrival_rate_rps) {
     d.status["observed"]["arrivalRate"] = api::RoundQuantity(*o.metrics->arrival_rate_rps);
+  }
+  if (o.metrics->data_plane) {
+    d.status["observed"]["dataPlane"] = DataPlaneStatus(pipeline, plan, *o.metrics->data_plane);
   }
 }
 
@@ -342,7 +346,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   if (apply) ReportUnschedulable(o, generation, d);
   SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
-  Report(o, optimizer, plan, planned, spend, d.memory.demand, d);
+  Report(o, pipeline, optimizer, plan, planned, spend, d.memory.demand, d);
   d.status["memory"] = MemoryToStatus(d.memory, optimizer);
   d.plan = std::move(plan);
   return d;

@@ -105,4 +105,49 @@ Spend RunningSpend(const model::Pipeline& pipeline,
   return out;
 }
 
+namespace {
+
+json Rounded(const std::map<std::string, double>& values, double (*round)(double)) {
+  json out = json::object();
+  for (const auto& [key, v] : values) out[key] = round(v);
+  return out;
+}
+
+// Per task, the call-weighted mean of its answering variants' accuracy over its most accurate
+// one's; their product over the tasks that answered. nullopt when none did.
+std::optional<double> ServedAccuracy(const model::Pipeline& pipeline,
+                                     const std::map<std::string, double>& variant_rps) {
+  std::optional<double> product;
+  for (const model::Task& task : pipeline.spec.tasks) {
+    const double best = task.MostAccurateVariant().accuracy;
+    double calls = 0, weighted = 0;
+    for (const model::Variant& v : task.variants) {
+      const auto it = variant_rps.find(task.name + "/" + v.name);
+      if (it == variant_rps.end() || best <= 0) continue;
+      calls += it->second;
+      weighted += it->second * v.accuracy / best;
+    }
+    if (calls > 0) product = product.value_or(1) * weighted / calls;
+  }
+  return product;
+}
+
+}  // namespace
+
+json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
+                     const model::DataPlaneSnapshot& observed) {
+  json out = {{"dropsPerSecond", Rounded(observed.drops_rps, api::RoundQuantity)},
+              {"reroutesPerSecond", api::RoundQuantity(observed.reroutes_rps)},
+              {"spillShare", Rounded(observed.spill_share, api::RoundFraction)},
+              {"poolWaiting", Rounded(observed.pool_waiting, api::RoundQuantity)},
+              {"batchRows", Rounded(observed.batch_rows, api::RoundQuantity)}};
+  if (const auto* loki = plan.accuracy_scaling()) {
+    out["plannedAccuracy"] = api::RoundFraction(loki->accuracy);
+    if (auto served = ServedAccuracy(pipeline, observed.variant_rps)) {
+      out["servedAccuracy"] = api::RoundFraction(*served);
+    }
+  }
+  return out;
+}
+
 }  // namespace pipescale::reconciler

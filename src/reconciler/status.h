@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/metrics_snapshot.h"
+#include "model/pipeline.h"
 #include "model/plan.h"
 #include "optimizer/registry.h"
 #include "reconciler/budget_guard.h"
@@ -24,6 +26,13 @@ nlohmann::json PlanStatus(const model::Plan& plan, const std::vector<PlannedDepl
 // optimizer places them (by variant or by hardware class).
 std::string PlanDiff(const nlohmann::json& before, const nlohmann::json& after,
                      optimizer::Placement placement);
+
+// status.observed.dataPlane: what the router did over the last minute (drops by reason,
+// reroutes, spill share, Kairos's queue, rows per batch formed) and, for a plan that scales
+// accuracy, the accuracy served (the variants that answered, each normalised to its task's
+// most accurate, multiplied along the tasks) beside the planned.
+nlohmann::json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
+                               const model::DataPlaneSnapshot& observed);
 
 // The Feasible condition: over budget, overloaded, infeasible (with the plan's reasons) or met.
 void SetFeasible(nlohmann::json& conditions, const model::Plan& plan, const GuardOutcome& guard,

@@ -37,6 +37,9 @@ prometheus::Histogram::BucketBoundaries CallBuckets() {
   return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 }
 
+// Rows of a batch the router forms.
+prometheus::Histogram::BucketBoundaries BatchBuckets() { return {1, 2, 4, 8, 16, 32, 64, 128}; }
+
 // Counts a request in flight for as long as it lives.
 class InFlight {
  public:
@@ -220,6 +223,7 @@ void RouterMetrics::Declare(const Graph& graph) {
     drops_.Add(Labels({{"task", task}, {"reason", kPoolFull}}));
     spills_.Add(Labels({{"task", task}}));
     pool_waiting_.Add(Labels({{"task", task}}));
+    batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
     for (const std::string& v : graph.variants(task)) {
       reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
     }
@@ -248,8 +252,7 @@ prometheus::Gauge& RouterMetrics::PoolWaiting(const std::string& task) {
 
 void RouterMetrics::Batch(const std::string& task, int rows) {
   Cached(batch_rows_, task, [&] {
-    return &batch_rows_.Add(Labels({{"task", task}}),
-                            prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128});
+    return &batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
   }).Observe(rows);
 }
 

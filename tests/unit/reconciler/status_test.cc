@@ -1,0 +1,45 @@
+// status.observed.dataPlane: what the router's metrics say, rounded, and the accuracy served
+// against the planned for a plan that scales accuracy.
+#include "reconciler/status.h"
+
+#include <gtest/gtest.h>
+
+namespace pipescale::reconciler {
+namespace {
+
+// detect: yolo-x (0.8) and yolo-s (0.6); classify: b7 (0.9) and b0 (0.45).
+model::Pipeline TwoTasks() {
+  model::Pipeline p;
+  p.spec.tasks = {
+      {.name = "detect",
+       .variants = {{.name = "yolo-x", .accuracy = 0.8}, {.name = "yolo-s", .accuracy = 0.6}}},
+      {.name = "classify",
+       .variants = {{.name = "b7", .accuracy = 0.9}, {.name = "b0", .accuracy = 0.45}}}};
+  return p;
+}
+
+// detect serves 3:1 yolo-x (mean 0.75 x 1 + 0.25 x 0.75 = 0.9375 of the best), classify 1:1
+// (0.75): served 0.703125; only a Loki plan reports accuracy.
+TEST(DataPlaneStatus, TheAccuracyServedWeighsEachVariantByItsCalls) {
+  model::DataPlaneSnapshot seen;
+  seen.variant_rps = {
+      {"detect/yolo-x", 30}, {"detect/yolo-s", 10}, {"classify/b7", 20}, {"classify/b0", 20}};
+  seen.drops_rps = {{"per-task budget", 1.23456}};
+  seen.spill_share = {{"classify", 0.125}};
+  model::Plan loki;
+  model::AccuracyScalingPlan scaling;
+  scaling.accuracy = 0.8;
+  loki.detail = scaling;
+  const auto status = DataPlaneStatus(TwoTasks(), loki, seen);
+  EXPECT_DOUBLE_EQ(status["servedAccuracy"].get<double>(), 0.7031);
+  EXPECT_DOUBLE_EQ(status["plannedAccuracy"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(status["dropsPerSecond"]["per-task budget"].get<double>(), 1.23);
+  EXPECT_DOUBLE_EQ(status["spillShare"]["classify"].get<double>(), 0.125);
+  EXPECT_FALSE(DataPlaneStatus(TwoTasks(), model::Plan{}, seen).contains("servedAccuracy"));
+  seen.variant_rps.clear();
+  EXPECT_FALSE(DataPlaneStatus(TwoTasks(), loki, seen).contains("servedAccuracy"))
+      << "no call answered: nothing to say, not 0";
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
