@@ -1,0 +1,304 @@
+// The data plane the operator hands its router, on the local cluster with every part real: the
+// operator plans from Prometheus and writes the routing ConfigMap, the router it runs (spec.router)
+// reads it without a restart and applies it to the load generator's requests, and the status
+// reports, from Prometheus, what the router did.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api/deployment.h"
+#include "api/routing_parse.h"
+#include "integration/harness/cluster_test.h"
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+#include "metrics/prometheus.h"
+#include "reconciler/reconciler.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::Eventually;
+using testing::LocalEnv;
+using testing::Process;
+using namespace std::chrono_literals;
+
+class DataPlaneTest : public testing::ClusterTest {
+ protected:
+  // Starts the operator for this namespace and applies `pipeline` (NAMESPACE and PROMETHEUS
+  // filled in).
+  void Start(std::string pipeline) {
+    dir_ = ::testing::TempDir() + "/data-plane-" + ns_;
+    std::filesystem::create_directories(dir_);
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"NAMESPACE", ns_},
+                                   {"PROMETHEUS", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")}}) {
+      pipeline.replace(pipeline.find(from), from.size(), to);
+    }
+    file_ = dir_ + "/pipeline.yaml";
+    std::ofstream(file_) << pipeline;
+    name_ = api::ParsePipeline(pipeline).pipeline->name;
+    operator_ = std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_OPERATOR, "--kubeconfig",
+                                 LocalEnv::Get().Var("KUBECONFIG"), "--namespace", ns_,
+                                 "--metrics-bind-address", "127.0.0.1:0",
+                                 "--health-probe-bind-address", "127.0.0.1:0"},
+        dir_ + "/operator.log");
+    ASSERT_EQ(std::system(("kubectl --kubeconfig " + LocalEnv::Get().Var("KUBECONFIG") +
+                           " apply -f " + file_ + " >/dev/null")
+                              .c_str()),
+              0);
+  }
+
+  void TearDown() override {
+    if (load_) load_->Stop(SIGTERM, 10s);
+    if (operator_) {
+      EXPECT_EQ(operator_->Stop(SIGTERM, 10s), 0) << operator_->Log();
+    }
+  }
+
+  // Open-loop load at `trace` through the router pods, until the test ends.
+  void StartLoad(const std::string& trace) {
+    load_ = std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_LOADGEN, "-f", file_, "--kubeconfig",
+                                 LocalEnv::Get().Var("KUBECONFIG"), "--trace", trace},
+        dir_ + "/loadgen.log");
+  }
+
+  json Status() const {
+    auto o = client_->Get(kube::ObjectPath(reconciler::kInferencePipelines, ns_, name_));
+    return o.ok() ? o->value("status", json::object()) : json::object();
+  }
+
+  // The routing ConfigMap's value at `key`, or "".
+  std::string Routing(const std::string& key) const {
+    auto cm = client_->Get(kube::ObjectPath(kube::kConfigMaps, ns_, name_ + "-routing"));
+    if (!cm.ok()) return "";
+    const json data = cm->value("data", json::object());
+    return data.contains(key) && data[key].is_string() ? data[key].get<std::string>() : "";
+  }
+
+  // One value per `by` label of a PromQL query over this pipeline's series (SELECTOR filled in).
+  std::map<std::string, double> Query(std::string promql, const std::string& by) const {
+    const std::string selector = "namespace=\"" + ns_ + "\",pipeline=\"" + name_ + "\"";
+    for (size_t at; (at = promql.find("SELECTOR")) != std::string::npos;) {
+      promql.replace(at, 8, selector);
+    }
+    const metrics::PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+    std::map<std::string, double> out;
+    if (auto samples = prometheus.Query(promql); samples.ok()) {
+      for (const auto& s : *samples) out[s.labels.count(by) ? s.labels.at(by) : ""] = s.value;
+    }
+    return out;
+  }
+
+  std::string dir_, file_, name_;
+  std::unique_ptr<Process> operator_, load_;
+};
+
+// classify's batches are formed by the router (formedBy: router): at 60 requests/s FA2 plans
+// one replica at a batch of 2 or more (d(b) = 40 + 2b ms; one at a time serves 24/s). The
+// routing ConfigMap carries the plan's batch, the model Deployment no batch variable, the router
+// forms batches of more than one request on average (as the operator reads it back from
+// Prometheus into the status), and no batch change ever rolls the model pods: the Deployment
+// keeps its one ReplicaSet.
+TEST_F(DataPlaneTest, TheRouterFormsThePlansBatchesWithoutRestartingAPod) {
+  if (IsSkipped()) return;
+  Start(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: batched, namespace: NAMESPACE}
+spec:
+  interval: 2s
+  router: {}
+  hardwareClasses: [{name: cpu, costPerHour: 0.1}]
+  tasks:
+    - name: classify
+      variants:
+        - name: v
+          batchSize: {formedBy: router, max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {b: 2, c: 40}}}]
+  paths: [{name: p, tasks: [classify], sloMs: 400}]
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)");
+  StartLoad("60:75");
+  int batch = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json s = Status();
+        if (!s.contains("plan")) return false;
+        batch = s["plan"]["tasks"][0].value("batchSize", 0);
+        auto written = api::ParseBatching(Routing(api::kBatchingKey));
+        return batch >= 2 && written.ok() && written->size() == 1 &&
+               (*written)[0].batch_size == batch;
+      },
+      60s, 500ms))
+      << Status().dump() << "\n"
+      << Routing(api::kBatchingKey) << operator_->Log();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json rows = Status()["observed"].value("dataPlane", json::object());
+        return rows.value("batchRows", json::object()).value("classify", 0.0) >= 1.5;
+      },
+      40s, 1s))
+      << Status().dump();
+  const auto deployments = client_->Get(kube::CollectionPath(kube::kDeployments, ns_) +
+                                        "?labelSelector=pipescale.io%2Ftask%3Dclassify");
+  ASSERT_TRUE(deployments.ok());
+  ASSERT_EQ((*deployments)["items"].size(), 1u);
+  const json& d = (*deployments)["items"][0];
+  EXPECT_EQ(d.dump().find("MAX_BATCH_SIZE"), std::string::npos) << d.dump();
+  const auto sets = client_->Get("/apis/apps/v1/namespaces/" + ns_ + "/replicasets");
+  ASSERT_TRUE(sets.ok());
+  int classify_sets = 0;
+  for (const json& rs : (*sets)["items"]) {
+    classify_sets += rs["metadata"]["name"].get<std::string>().starts_with(
+        d["metadata"]["name"].get<std::string>());
+  }
+  EXPECT_EQ(classify_sets, 1) << "a batch change rolled the model pods";
+}
+
+// Loki on a cluster of two replicas: at 150 requests/s its most accurate variant b7 (66 per
+// second at its batch of 4) cannot serve everything, so the plan scales accuracy and its
+// MostAccurateFirst table sends part of classify's requests to b0. The router's calls split as
+// the operator's routing.json says, within 0.1 over the last 20 s, and the status reports the
+// accuracy served within 0.1 of the planned.
+TEST_F(DataPlaneTest, LokisTablesFromTheOperatorSplitTheRequests) {
+  if (IsSkipped()) return;
+  Start(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: loki, namespace: NAMESPACE}
+spec:
+  optimizer: loki
+  interval: 2s
+  router: {}
+  hardwareClasses: [{name: cpu, costPerHour: 0.1}]
+  budget: {maxReplicas: 2}
+  tasks:
+    - name: classify
+      variants:
+        - name: b7
+          accuracy: 0.9
+          batchSize: {max: 4}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {b: 10, c: 20}}}]
+        - name: b0
+          accuracy: 0.7
+          batchSize: {max: 4}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {b: 2, c: 4}}}]
+  paths: [{name: p, tasks: [classify], sloMs: 2000}]
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)");
+  StartLoad("150:90");
+  double b7 = -1;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto loki = api::ParseLokiRouting(Routing(api::kLokiRoutingKey));
+        if (!loki.ok() || loki->phase != model::Phase::kAccuracyScaling) return false;
+        for (const auto& [variant, fraction] : loki->routing.at(0).to) {
+          if (variant == "b7") b7 = fraction;
+        }
+        return b7 > 0 && b7 < 1 && Status()["plan"]["tasks"].size() == 2;
+      },
+      90s, 1s))
+      << Status().dump() << "\n"
+      << Routing(api::kLokiRoutingKey);
+  // Both variants' pods serve, and the router has sent to them for 20 s under these tables.
+  std::map<std::string, double> calls;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        calls = Query(
+            "sum by (variant) (increase(pipescale_router_task_requests_total{SELECTOR}[20s]))",
+            "variant");
+        return calls["b7"] > 100 && calls["b0"] > 100;
+      },
+      60s, 2s))
+      << Status().dump();
+  std::this_thread::sleep_for(20s);
+  calls = Query("sum by (variant) (increase(pipescale_router_task_requests_total{SELECTOR}[20s]))",
+                "variant");
+  auto loki = api::ParseLokiRouting(Routing(api::kLokiRoutingKey));
+  ASSERT_TRUE(loki.ok());
+  for (const auto& [variant, fraction] : loki->routing.at(0).to) {
+    if (variant == "b7") b7 = fraction;
+  }
+  std::cerr << "b7's share: planned " << b7 << ", routed "
+            << calls["b7"] / (calls["b7"] + calls["b0"]) << "\n";
+  EXPECT_NEAR(calls["b7"] / (calls["b7"] + calls["b0"]), b7, 0.1)
+      << "b7 " << calls["b7"] << ", b0 " << calls["b0"];
+  const json data_plane = Status()["observed"].value("dataPlane", json::object());
+  ASSERT_TRUE(data_plane.contains("servedAccuracy")) << Status().dump();
+  EXPECT_NEAR(data_plane["servedAccuracy"].get<double>(),
+              data_plane["plannedAccuracy"].get<double>(), 0.1)
+      << data_plane.dump();
+}
+
+// Kairos over a gpu (8 ms + 4 ms per row) and a cpu (4 ms + 1.6 ms per row squared), queries
+// of 1 row (3 in 4) or 10: at 60 requests/s the plan runs one of each, and the router it runs
+// reads the pools from the operator's pools.json. Each model server runs one query at a time
+// (every batch it ran held one request, though it would batch whatever waits: its template
+// says not to wait for more), and the matcher keeps the 10-row queries, which the cpu cannot
+// serve within 0.98 x the 120 ms QoS, off the cpu: it serves fewer rows per query than the gpu.
+TEST_F(DataPlaneTest, KairosMatchesQueriesToTheOperatorsPool) {
+  if (IsSkipped()) return;
+  Start(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: kairos, namespace: NAMESPACE}
+spec:
+  optimizer: kairos
+  interval: 2s
+  router: {}
+  hardwareClasses: [{name: gpu, costPerHour: 0.5, maxReplicas: 2}, {name: cpu, costPerHour: 0.1, maxReplicas: 4}]
+  budget: {costPerHour: 1.0}
+  querySizes: [{size: 1, weight: 3}, {size: 10, weight: 1}]
+  tasks:
+    - name: classify
+      variants:
+        - name: v
+          batchSize: {max: 10}
+          template: {spec: {containers: [{name: model, image: pipescale/model-server:dev, args: ["--max-wait-ms=0"], ports: [{name: http, containerPort: 8080}], readinessProbe: {httpGet: {path: /v2/health/ready, port: http}, periodSeconds: 1}}]}}
+          profiles:
+            - {hardwareClass: gpu, latencyMs: {quadratic: {b: 4, c: 8}}}
+            - {hardwareClass: cpu, latencyMs: {quadratic: {a: 1.6, c: 4}}}
+  paths: [{name: p, tasks: [classify], sloMs: 120}]
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)");
+  StartLoad("60:90");
+  const auto per_class = [&](const std::string& what) {
+    return Query("sum by (hardware_class) (increase(" + what + "{SELECTOR}[20s]))",
+                 "hardware_class");
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto pools = api::ParsePoolsRouting(Routing(api::kPoolsRoutingKey));
+        const auto served = per_class("pipescale_model_requests_total");
+        return pools.ok() && served.count("gpu") && served.at("gpu") > 100 && served.count("cpu") &&
+               served.at("cpu") > 100;
+      },
+      120s, 2s))
+      << Status().dump() << "\n"
+      << Routing(api::kPoolsRoutingKey);
+  std::this_thread::sleep_for(20s);  // 20 s under the matcher with both classes
+  const auto batch_sum = per_class("pipescale_model_batch_size_sum");
+  const auto batch_count = per_class("pipescale_model_batch_size_count");
+  const auto rows = per_class("pipescale_model_rows_total");
+  const auto served = per_class("pipescale_model_requests_total");
+  for (const char* c : {"gpu", "cpu"}) {
+    EXPECT_NEAR(batch_sum.at(c) / batch_count.at(c), 1, 0.01) << c << ": requests per batch";
+  }
+  const double gpu_rows = rows.at("gpu") / served.at("gpu");
+  const double cpu_rows = rows.at("cpu") / served.at("cpu");
+  std::cerr << "rows per query: gpu " << gpu_rows << ", cpu " << cpu_rows << "\n";
+  EXPECT_GT(gpu_rows, cpu_rows + 1);
+  EXPECT_TRUE(Status()["observed"]["dataPlane"]["poolWaiting"].contains("classify"))
+      << Status().dump();
+}
+
+}  // namespace
+}  // namespace pipescale
