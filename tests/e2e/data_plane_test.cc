@@ -300,5 +300,82 @@ spec:
       << Status().dump();
 }
 
+// MArk with one main cpu replica (25 ms a request: 40 per second) and a warm burst replica: at
+// 15 requests/s nothing spills once the main replica is Ready; in a burst to 90 requests/s the main
+// replica's queue would make requests late, the router's bouncer sends them to the burst replica,
+// and the status reports the spill share.
+TEST_F(DataPlaneTest, MarkSpillsABurstToTheWarmBurstClass) {
+  if (IsSkipped()) return;
+  Start(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: mark, namespace: NAMESPACE}
+spec:
+  optimizer: mark
+  interval: 2s
+  router: {}
+  hardwareClasses:
+    - {name: cpu, costPerHour: 0.1, maxReplicas: 4, startupSeconds: 5}
+    - {name: burst, costPerHour: 0.08, burst: {minWarm: 1}}
+  tasks:
+    - name: classify
+      variants:
+        - name: v
+          batchSize: {max: 1}
+          profiles:
+            - {hardwareClass: cpu, latencyMs: {quadratic: {c: 25}}}
+            - {hardwareClass: burst, latencyMs: {quadratic: {c: 25}}}
+  paths: [{name: p, tasks: [classify], sloMs: 200}]
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)");
+  StartLoad("15:40,90:20,15:20");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto burst_served = [&] {
+    return Query(
+        "sum by (hardware_class) (increase(pipescale_model_requests_total{SELECTOR}[10s]))",
+        "hardware_class")["burst"];
+  };
+  const auto spilled = [&] {
+    return Query("sum(increase(pipescale_router_spills_total{SELECTOR}[10s]))", "")[""];
+  };
+  // Quiet: both classes' pods up and serving, nothing spilled over the last 10 s.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Query(
+                   "sum by (hardware_class) (increase(pipescale_model_requests_total{SELECTOR}"
+                   "[10s]))",
+                   "hardware_class")["cpu"] > 50;
+      },
+      35s, 1s))
+      << Status().dump();
+  // Before the cpu pod is Ready everything goes to the burst class; 10 s on, nothing does.
+  std::this_thread::sleep_for(11s);
+  EXPECT_EQ(spilled(), 0)
+      << "call ms "
+      << Query(
+             "1000 * sum(rate(pipescale_router_task_duration_seconds_sum{SELECTOR}[10s])) / "
+             "sum(rate(pipescale_router_task_duration_seconds_count{SELECTOR}[10s]))",
+             "")[""]
+      << ", in flight " << Query("max(pipescale_router_task_in_flight_requests{SELECTOR})", "")[""]
+      << ", model ms "
+      << Query(
+             "1000 * sum by (hardware_class) "
+             "(rate(pipescale_model_request_duration_seconds_sum{SELECTOR}[10s])) / "
+             "sum by (hardware_class) "
+             "(rate(pipescale_model_request_duration_seconds_count{SELECTOR}[10s]))",
+             "hardware_class")["cpu"];
+  EXPECT_EQ(burst_served(), 0);
+  std::this_thread::sleep_until(t0 + 40s);  // the burst
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json share = Status()["observed"].value("dataPlane", json::object());
+        return spilled() > 20 && burst_served() > 20 &&
+               share.value("spillShare", json::object()).value("classify", 0.0) > 0;
+      },
+      20s, 1s))
+      << Status().dump() << "\nspilled " << spilled() << ", burst served " << burst_served();
+}
+
 }  // namespace
 }  // namespace pipescale
