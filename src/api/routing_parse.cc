@@ -198,8 +198,11 @@ Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
   const json budgets = doc.value("budgetsMs", json::object());
   if (!budgets.is_object()) return Invalid(root + "budgetsMs", "must be an object");
   for (const auto& [key, ms] : budgets.items()) {
-    if (!ms.is_number() || ms < 0)
-      return Invalid(root + "budgetsMs." + key, "must be a non-negative number");
+    if (!ms.is_number() || ms < 0) {
+      std::string field = root;
+      (field += "budgetsMs.") += key;
+      return Invalid(field, "must be a non-negative number");
+    }
     plan.drop_budget_ms[key] = ms.get<double>();
   }
   return plan;

@@ -115,7 +115,7 @@ std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string&
     return nullptr;
   }
   error.clear();
-  return std::make_shared<const PoolsPart>(PoolsPart{d->data_plane, std::move(read->plan)});
+  return std::make_shared<const PoolsPart>(PoolsPart{d->data_plane, std::move((*read).plan)});
 }
 
 std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,

@@ -340,7 +340,7 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
   const auto pool = table.pools.find(task);
   if (pool != table.pools.end() && pool->second.matcher) {
     const std::shared_ptr<Matcher> matcher = pool->second.matcher;
-    auto replica = co_await matcher->Acquire(walk.rows, walk.deadline);
+    auto replica = co_await matcher->Acquire(pool_.executor(), walk.rows, walk.deadline);
     metrics_.PoolWaiting(task).Set(static_cast<double>(matcher->waiting()));
     if (!replica) {
       if (replica.error().kind == ErrorKind::kUnavailable) metrics_.Drop(task, kPoolFull);

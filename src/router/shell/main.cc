@@ -38,7 +38,6 @@
 namespace {
 
 using pipescale::router::Discovery;
-using pipescale::router::Endpoint;
 using pipescale::router::MakeTable;
 using pipescale::router::PodEndpoint;
 using pipescale::router::RouterConfig;

@@ -45,9 +45,9 @@ void Matcher::Start(const std::vector<KairosQueue::Start>& starts) {
   }
 }
 
-asio::awaitable<Result<std::shared_ptr<Endpoint>>> Matcher::Acquire(int rows,
-                                                                    Clock::time_point deadline) {
-  auto waiter = std::make_shared<Waiter>(co_await asio::this_coro::executor);
+asio::awaitable<Result<std::shared_ptr<Endpoint>>> Matcher::Acquire(
+    const asio::any_io_executor& executor, int rows, Clock::time_point deadline) {
+  auto waiter = std::make_shared<Waiter>(executor);
   waiter->wake.expires_at(deadline);
   std::uint64_t query = 0;
   {

@@ -38,7 +38,9 @@ class Matcher {
   // The replica a query of `rows` rows is started on. kUnavailable when the queue is full,
   // kNotFound when the task has no replica, kExpired when `deadline` passes first. The caller
   // calls Release when the replica's answer comes.
-  asio::awaitable<Result<std::shared_ptr<Endpoint>>> Acquire(int rows, Clock::time_point deadline);
+  // `executor` is the calling coroutine's loop, where it waits.
+  asio::awaitable<Result<std::shared_ptr<Endpoint>>> Acquire(const asio::any_io_executor& executor,
+                                                             int rows, Clock::time_point deadline);
   void Release(const Endpoint& replica);
 
   size_t waiting() const;
