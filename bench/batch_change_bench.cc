@@ -3,7 +3,7 @@
 // rolls every pod) or the router forms the batches (the batch in the routing ConfigMap's
 // batching.json). The bench makes the write the operator would make, under load through a
 // router, and times it to the first batch of the new size and to every replica on it.
-// Run through bench/batch-change-bench.sh, which starts the cluster.
+// Run through bench/on-local-cluster.sh batch_change_bench, which starts the cluster.
 //
 //   batch_change_bench [--replicas 3] [--startup-seconds 5]
 // The model servers take --startup-seconds to load before they are Ready, as a model does.
@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
     if (flag == "--replicas") replicas = std::atoi(argv[i + 1]);
     if (flag == "--startup-seconds") startup = std::atoi(argv[i + 1]);
   }
-  if (!LocalEnv::Available()) Die("needs the local cluster: run bench/batch-change-bench.sh");
+  if (!LocalEnv::Available())
+    Die("needs the local cluster: run bench/on-local-cluster.sh batch_change_bench");
   const kube::Client client(LocalEnv::Get().Config());
   std::printf("### A batch change from 4 to 8, %d replicas starting in %d s, 150 requests/s\n\n",
               replicas, startup);

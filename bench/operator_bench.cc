@@ -1,5 +1,5 @@
-// The operator process measured on the local cluster of real parts (bench/operator-bench.sh
-// starts it and points $PIPESCALE_LOCAL_ENV at it). Two numbers of the spec:
+// The operator process measured on the local cluster of real parts (bench/on-local-cluster.sh
+// operator_bench starts it and points $PIPESCALE_LOCAL_ENV at it). Two numbers of the spec:
 //  - scale: N pipelines in one operator; how long until every one has a plan applied, and the
 //    operator's resident memory (VmRSS, peak VmHWM) with them all cached and reconciled.
 //  - reaction: one pipeline under a stepped load through model-server pods on the emulated nodes;
@@ -41,7 +41,8 @@ using Clock = std::chrono::steady_clock;
 
 std::map<std::string, std::string> ReadEnvFile() {
   const char* path = std::getenv("PIPESCALE_LOCAL_ENV");
-  if (path == nullptr) Die("PIPESCALE_LOCAL_ENV is not set; run bench/operator-bench.sh");
+  if (path == nullptr)
+    Die("PIPESCALE_LOCAL_ENV is not set; run bench/on-local-cluster.sh operator_bench");
   std::map<std::string, std::string> vars;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {

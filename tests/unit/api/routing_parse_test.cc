@@ -13,6 +13,16 @@
 namespace pipescale::api {
 namespace {
 
+// Each text fails to parse with a message containing its expected part.
+template <typename Parse>
+void ExpectErrors(const std::vector<std::pair<std::string, std::string>>& cases, Parse parse) {
+  for (const auto& [text, expected] : cases) {
+    auto r = parse(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+  }
+}
+
 model::AccuracyScalingPlan Loki() {
   model::AccuracyScalingPlan plan;
   plan.phase = model::Phase::kAccuracyScaling;
@@ -49,11 +59,7 @@ TEST(LokiRouting, EachMistakeNamesItsField) {
        "backups[0].spareRps"},
       {R"({"phase": "Overloaded", "budgetsMs": {"a/v": "soon"}})", "budgetsMs.a/v"},
   };
-  for (const auto& [text, expected] : cases) {
-    auto r = ParseLokiRouting(text);
-    ASSERT_FALSE(r.ok()) << text;
-    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
-  }
+  ExpectErrors(cases, ParseLokiRouting);
 }
 
 // 20,000 mutations of what the operator writes under `key`: none crashes the parser, and every
@@ -120,11 +126,7 @@ TEST(PoolsRouting, EachMistakeNamesItsField) {
       {R"({"optimizer": "mark", "pools": [{"task": "a", "qosMs": 5, "spillClass": 4}]})",
        "pools[0].spillClass"},
   };
-  for (const auto& [text, expected] : cases) {
-    auto r = ParsePoolsRouting(text);
-    ASSERT_FALSE(r.ok()) << text;
-    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
-  }
+  ExpectErrors(cases, ParsePoolsRouting);
 }
 
 TEST(PoolsRouting, MutatedConfigMapsNeverCrash) {
@@ -164,11 +166,7 @@ TEST(Batching, EachMistakeNamesItsField) {
       {R"({"batches": [{"task": "a", "variant": "v", "batchSize": 2, "waitMs": -1}]})",
        "batches[0].waitMs"},
   };
-  for (const auto& [text, expected] : cases) {
-    auto r = ParseBatching(text);
-    ASSERT_FALSE(r.ok()) << text;
-    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
-  }
+  ExpectErrors(cases, ParseBatching);
 }
 
 TEST(Batching, MutatedConfigMapsNeverCrash) {
