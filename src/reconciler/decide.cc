@@ -331,7 +331,9 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   if (apply) {
     d.reverts = FindReverts(applied, o.deployments, planned);
-    if (optimizer.data_plane != optimizer::DataPlane::kNone || pipeline.RouterBatches()) {
+    // Also when the plan hands nothing over but a ConfigMap exists: its stale parts go.
+    if (optimizer.data_plane != optimizer::DataPlane::kNone || pipeline.RouterBatches() ||
+        o.routing_config_map) {
       d.routing = RoutingWrite(pipeline, uid, o.routing_config_map, plan);
     }
   }

@@ -75,9 +75,16 @@ std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, cons
   }
   const json data = api::RoutingConfigMapData(pipeline, plan);
   json have = current->value("data", json::object());
-  if (have.is_object()) have.erase(api::kPipelineKey);  // the router's part (reconciler/router.h)
+  if (!have.is_object()) have = json::object();
+  have.erase(api::kPipelineKey);  // the router's part (reconciler/router.h)
   if (have == data) return std::nullopt;
-  return ConfigMapWrite{false, name, {{"data", data}}};
+  // A merge patch: a key the plan no longer hands over (another optimizer's, batches the
+  // servers form again) is removed, not left for the router to apply.
+  json patch = data;
+  for (const auto& [key, value] : have.items()) {
+    if (!data.contains(key)) patch[key] = nullptr;
+  }
+  return ConfigMapWrite{false, name, {{"data", patch}}};
 }
 
 std::string Revert::Message() const {

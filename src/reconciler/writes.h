@@ -48,7 +48,8 @@ std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
                                             const Deployments& deployments,
                                             const std::set<std::string>& planned_names);
 
-// The routing ConfigMap's create or data patch; nullopt when `current` already holds the data.
+// The routing ConfigMap's create or data patch (a merge patch: keys the plan no longer hands
+// over are set to null); nullopt when `current` already holds the data.
 std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, const std::string& uid,
                                            const std::optional<nlohmann::json>& current,
                                            const model::Plan& plan);

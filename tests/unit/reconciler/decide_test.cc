@@ -60,7 +60,7 @@ struct World {
       if (d.routing->create) {
         routing = d.routing->body;
       } else {
-        (*routing)["data"] = d.routing->body["data"];
+        routing->merge_patch(d.routing->body);  // as the API server applies a merge patch
       }
     }
     memory = d.memory;
@@ -509,6 +509,21 @@ TEST(Decide, LokiWritesItsVariantsAndRoutingTablesOnce) {
   EXPECT_LT(busy.status["plan"]["accuracy"].get<double>(), 1.0);
   EXPECT_TRUE(w.deployments.contains("shop-classify-fast-cpu"));
   EXPECT_NE(w.routing->dump().find("fast"), std::string::npos);
+}
+
+// A pipeline moved from Loki to FA2: the routing ConfigMap loses Loki's tables (the router
+// would go on applying them), and once it has, nothing more is written.
+TEST(Decide, AnotherOptimizerRemovesTheTablesItNoLongerHands) {
+  World w;
+  w.object = LokiPipeline();
+  w.Step(Rate(50), 1000);
+  ASSERT_TRUE(w.routing && w.routing->at("data").contains("routing.json"));
+  w.object["spec"]["optimizer"] = "fa2";
+  const Decision moved = w.Step(Rate(50), 1010);
+  ASSERT_TRUE(moved.routing.has_value());
+  EXPECT_TRUE(moved.routing->body["data"]["routing.json"].is_null()) << moved.routing->body;
+  EXPECT_FALSE(w.routing->at("data").contains("routing.json")) << *w.routing;
+  EXPECT_FALSE(w.Step(Rate(50), 1020).routing.has_value());
 }
 
 TEST(Decide, LokiPlansForTheSmoothedDemand) {
