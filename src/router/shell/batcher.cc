@@ -45,8 +45,11 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
   Result<CallReply> reply = Error{ErrorKind::kInvalid, ""};
   auto stacked = StackInputs(inputs);
   if (stacked) {
-    Body request = *batch[0]->body;  // its id, parameters and other members speak for all
-    request.inputs = std::move(*stacked);
+    const Body& first = *batch[0]->body;  // its id, parameters and other members speak for all
+    const Body request{.inputs = std::move(*stacked),
+                       .id = first.id,
+                       .others = first.others,
+                       .parameters = first.parameters};
     int total = 0;
     for (int r : rows) total += r;
     reply = co_await send(request, total);

@@ -292,32 +292,33 @@ PipelineHandler::Lease::~Lease() {
   if (matcher && pod) matcher->Release(*pod);
 }
 
-std::vector<std::shared_ptr<Endpoint>> PipelineHandler::Candidates(const RoutingTable& table,
-                                                                   const std::string& task,
-                                                                   const std::string& variant,
-                                                                   const Endpoint* tried) {
-  std::vector<std::shared_ptr<Endpoint>> all, chosen;
+PipelineHandler::Pods PipelineHandler::Candidates(const RoutingTable& table,
+                                                  const std::string& task,
+                                                  const std::string& variant,
+                                                  const Endpoint* tried) {
+  Pods all, chosen;
   for (const auto& p : table.endpoints.at(task)) {
-    if (p.get() != tried) all.push_back(p);
+    if (p.get() != tried) all.push_back(&p);
   }
   // The plan's variant when it has a Ready pod; else any pod of the task serves.
   if (!variant.empty()) {
     std::copy_if(all.begin(), all.end(), std::back_inserter(chosen),
-                 [&](const auto& p) { return p->variant == variant; });
+                 [&](const auto* p) { return (*p)->variant == variant; });
   }
   if (!chosen.empty()) all = std::move(chosen);
   const auto pool = table.pools.find(task);
   if (pool == table.pools.end() || pool->second.spill_class.empty()) return all;
   // MArk: the main classes, unless every main replica would answer late and the burst class
   // has a replica.
-  std::vector<std::shared_ptr<Endpoint>> main, burst;
+  Pods main, burst;
   std::vector<MainReplica> load;
-  for (const auto& p : all) {
-    if (p->hardware_class == pool->second.spill_class) {
+  for (const auto* p : all) {
+    const Endpoint& e = **p;
+    if (e.hardware_class == pool->second.spill_class) {
       burst.push_back(p);
     } else {
       main.push_back(p);
-      load.push_back({p->outstanding.load(), p->batch, p->batch_ms});
+      load.push_back({e.outstanding.load(), e.batch, e.batch_ms});
     }
   }
   if (!config_.spill) return main;  // the baseline: the burst class takes nothing
@@ -351,11 +352,11 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
   const auto pods = Candidates(table, task, variant, tried);
   std::vector<Candidate> candidates;
   candidates.reserve(pods.size());
-  for (const auto& p : pods) candidates.push_back({p->weight, p->outstanding.load()});
+  for (const auto* p : pods) candidates.push_back({(*p)->weight, (*p)->outstanding.load()});
   std::uniform_real_distribution<double> u(0, 1);
   const int pick = PickOfTwo(candidates, u(rng_), u(rng_));
   if (pick < 0) co_return Error{ErrorKind::kNotFound, "task " + task + " has no other pod"};
-  co_return Lease(pods[pick], nullptr);
+  co_return Lease(*pods[pick], nullptr);
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(

@@ -185,10 +185,11 @@ class PipelineHandler {
   // (MArk's main or burst class), other than `tried`.
   asio::awaitable<Result<Lease>> Pick(const Walk& walk, const std::string& task,
                                       const std::string& variant, const Endpoint* tried);
-  std::vector<std::shared_ptr<Endpoint>> Candidates(const RoutingTable& table,
-                                                    const std::string& task,
-                                                    const std::string& variant,
-                                                    const Endpoint* tried);
+  // The table's pods a call may go to (pointers into it: no reference count is touched per
+  // call), or none.
+  using Pods = std::vector<const std::shared_ptr<Endpoint>*>;
+  Pods Candidates(const RoutingTable& table, const std::string& task, const std::string& variant,
+                  const Endpoint* tried);
   // The variant of `task` the plan sends this request to ("" for any), or nullopt when Loki's
   // policy drops it here.
   std::optional<std::string> Plan(Walk& walk, const std::string& task, const Previous& previous);
