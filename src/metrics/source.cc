@@ -92,25 +92,23 @@ Result<std::map<std::string, double>> ByLabels(const PrometheusClient& prometheu
 Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheus,
                                                const model::Pipeline& pipeline) {
   model::DataPlaneSnapshot out;
-  const std::pair<const char*, std::map<std::string, double>*> by_task[] = {
-      {"routerSpillShare", &out.spill_share},
-      {"routerPoolWaiting", &out.pool_waiting},
-      {"routerBatchRows", &out.batch_rows}};
-  for (const auto& [name, into] : by_task) {
-    auto read = ByLabels(prometheus, pipeline, name, {"task"});
+  std::map<std::string, double> reroutes;  // one series, no label
+  const struct {
+    const char* name;
+    std::vector<std::string> labels;
+    std::map<std::string, double>* into;
+  } reads[] = {{"routerSpillShare", {"task"}, &out.spill_share},
+               {"routerPoolWaiting", {"task"}, &out.pool_waiting},
+               {"routerBatchRows", {"task"}, &out.batch_rows},
+               {"routerDrops", {"reason"}, &out.drops_rps},
+               {"routerReroutes", {}, &reroutes},
+               {"routerVariantRate", {"task", "variant"}, &out.variant_rps}};
+  for (const auto& r : reads) {
+    auto read = ByLabels(prometheus, pipeline, r.name, r.labels);
     if (!read) return read.error();
-    *into = std::move(*read);
+    *r.into = std::move(*read);
   }
-  auto drops = ByLabels(prometheus, pipeline, "routerDrops", {"reason"});
-  auto reroutes = drops ? ByLabels(prometheus, pipeline, "routerReroutes", {})
-                        : Result<std::map<std::string, double>>(drops.error());
-  auto variants = reroutes
-                      ? ByLabels(prometheus, pipeline, "routerVariantRate", {"task", "variant"})
-                      : Result<std::map<std::string, double>>(reroutes.error());
-  if (!variants) return variants.error();
-  out.drops_rps = std::move(*drops);
-  out.reroutes_rps = reroutes->empty() ? 0 : reroutes->begin()->second;
-  out.variant_rps = std::move(*variants);
+  out.reroutes_rps = reroutes.empty() ? 0 : reroutes.begin()->second;
   return out;
 }
 
