@@ -161,10 +161,14 @@ Profile DeriveProfile(const std::function<double(int)>& base_ms,
         break;
       }
     }
+    // f counts the queries this class serves within QoS, those below s. (The artifact counts s
+    // too, one step of its dense 10-row grid; on a sparse mix such as {1, 10} that would count
+    // every 10-row query as served by a class that cannot serve one.)
     double base_small = 0;
     for (const auto& [b, prob] : mix) {
-      if (b <= a.violating_batch) a.small_ratio += prob;
-      if (b < a.violating_batch) base_small += prob * base_ms(b);
+      if (b >= a.violating_batch) continue;
+      a.small_ratio += prob;
+      base_small += prob * base_ms(b);
     }
     a.time_ratio = base_small / mean_base;
     a.qps = qps_below(ms, a.violating_batch);
@@ -206,7 +210,8 @@ Bound UpperBound(const Profile& profile, const std::vector<int>& counts) {
     tau = std::max(tau, a.time_ratio);
     s = std::max(s, a.violating_batch);
   }
-  if (!any) return {u * profile.base_qps, Regime::kHomogeneous};
+  // Auxiliary classes that serve no query of the mix (every size is s or more) add nothing.
+  if (!any || f <= 1e-12) return {u * profile.base_qps, Regime::kHomogeneous};
   if (f >= 1 - 1e-12) {
     // An auxiliary class that serves every query size within QoS is no auxiliary: the pool
     // is additive, each class at its own threshold (an upper bound for the others).

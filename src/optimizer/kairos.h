@@ -74,7 +74,7 @@ using BatchMix = std::vector<std::pair<int, double>>;
 struct AuxiliaryProfile {
   std::string name;
   int violating_batch = 0;          // s: the smallest batch this class cannot serve within QoS
-  double small_ratio = 0;           // f: share of queries with batch <= s
+  double small_ratio = 0;           // f: share of queries with batch < s
   double time_ratio = 0;            // share of the base class's busy time spent on batches < s
   double qps = 0;                   // Q_a: its throughput serving only batches < s
   std::map<int, double> qps_below;  // its throughput on batches < s' for other thresholds s'

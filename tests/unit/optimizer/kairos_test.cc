@@ -119,6 +119,41 @@ TEST(KairosMatching, DispatchNeverTradesAFeasiblePairForALateOne) {
   EXPECT_EQ(std::count(a.begin(), a.end(), -1), 1);
 }
 
+// On any mix, sparse or dense, the bound never counts on an auxiliary class for a query it
+// cannot serve: the queries of size s and above reach the base alone, so at the bound they
+// arrive no faster than u base instances serve them. (With f counting size s itself, as the
+// artifact's dense grid does, a {1, 10} mix whose 10-row queries the cpu cannot serve was
+// bounded at 204 queries/s where the gpu serves 28.)
+TEST(KairosProfile, TheBoundNeverSendsTheAuxiliaryAQueryItCannotServe) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> size(1, 40), count(1, 4), replicas(0, 12);
+  std::uniform_real_distribution<double> weight(0.05, 1);
+  const auto base = [](int b) { return 8 + 4.0 * b; };
+  const auto cpu = [](int b) { return 4 + 1.6 * b * b; };
+  for (int round = 0; round < 2000; ++round) {
+    std::map<int, double> drawn;
+    for (int k = count(rng); k > 0; --k) drawn[size(rng)] += weight(rng);
+    double total = 0;
+    for (const auto& [b, w] : drawn) total += w;
+    BatchMix mix;
+    for (const auto& [b, w] : drawn) mix.emplace_back(b, w / total);
+    const Profile p = DeriveProfile(base, {{"cpu", cpu}}, mix, 120);
+    const int s = p.auxiliary[0].violating_batch;
+    double large_share = 0, large_ms = 0;  // of the queries of size s and above, on the base
+    for (const auto& [b, prob] : mix) {
+      if (b < s) continue;
+      large_share += prob;
+      large_ms += prob * base(b);
+    }
+    EXPECT_NEAR(p.auxiliary[0].small_ratio, 1 - large_share, 1e-12);
+    if (large_share == 0) continue;
+    const int u = 1 + replicas(rng) % 3, v = replicas(rng);
+    const Bound bound = UpperBound(p, {u, v});
+    EXPECT_LE(bound.qps * large_share, u * 1000 * large_share / large_ms * (1 + 1e-9))
+        << "u " << u << ", v " << v << ", s " << s;
+  }
+}
+
 TEST(KairosProfile, DerivedFromTheLatencyTablesMatchesTheShippedProfile) {
   const auto summary = Summary();
   const BatchMix mix = Mix();
