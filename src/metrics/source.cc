@@ -1,6 +1,7 @@
 #include "metrics/source.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "optimizer/registry.h"
 
@@ -30,6 +31,9 @@ const std::map<std::string, std::string>& DefaultQueries() {
        R"(sum by (task) (rate(pipescale_router_batch_rows_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_batch_rows_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
       {"routerVariantRate",
        R"(sum by (task, variant) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",code="200"}[1m])))"},
+      // Kairos's query-size mix: queries by size bucket over two minutes, every path's.
+      {"querySizes",
+       R"(sum by (le) (increase(pipescale_router_query_size_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
   };
   return kQueries;
 }
@@ -112,6 +116,18 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheu
   return out;
 }
 
+// Cumulative queries by bucket upper bound, from series by their `le` label ("+Inf" included);
+// a label that is not a number is left out.
+std::map<double, double> SizeBuckets(const std::map<std::string, double>& by_le) {
+  std::map<double, double> out;
+  for (const auto& [le, count] : by_le) {
+    char* end = nullptr;
+    const double bound = std::strtod(le.c_str(), &end);
+    if (end != le.c_str() && *end == '\0' && !std::isnan(bound) && bound > 0) out[bound] = count;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
@@ -156,6 +172,11 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     auto data_plane = ReadDataPlane(prometheus, pipeline);
     if (!data_plane) return data_plane.error();
     snapshot.data_plane = std::move(*data_plane);
+    if (optimizer::OptimizerOf(pipeline.spec).memory.measured_mix) {
+      auto sizes = ByLabels(prometheus, pipeline, "querySizes", {"le"});
+      if (!sizes) return sizes.error();
+      snapshot.query_sizes = SizeBuckets(*sizes);
+    }
   }
   return snapshot;
 }

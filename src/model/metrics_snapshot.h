@@ -29,6 +29,9 @@ struct MetricsSnapshot {
   // Measured requests emitted per request served, by "task/variant" (Loki). Optional: the
   // spec's multiplicativeFactor stands in where a variant has no measurement.
   std::map<std::string, double> multiplicative_factors;
+  // The router's queries by size over the querySizes window (Kairos): cumulative counts by
+  // bucket upper bound (+Inf as infinity). Optional: the spec's querySizes stand in.
+  std::map<double, double> query_sizes;
   // Series that were absent or stale, e.g. `pathRate{path="car-qa"}`. A missing value is
   // never read as 0: the operator keeps its current plan instead.
   std::vector<std::string> missing;

@@ -61,6 +61,7 @@ const std::array kOptimizers = {
                .in_spec = true,
                .data_plane = DataPlane::kMatchedPools,
                .placement = Placement::kPerClass,
+               .memory = {.measured_mix = true},
                .solve = Kairos},
     Descriptor{.name = "mark",
                .summary = "SLO-aware batching, predictive cost-aware provisioning, SLO guard",

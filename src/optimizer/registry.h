@@ -57,6 +57,7 @@ struct Memory {
   bool rate_history = false;      // one rate per path per interval, to forecast from (MArk)
   bool slo_guard = false;         // late paths get replicas, then a quiet time (MArk)
   bool measured_factors = false;  // measured multiplicative factors replace the spec's (Loki)
+  bool measured_mix = false;      // the router's query sizes replace the spec's on a shift (Kairos)
   // Keeps the batch sizes it applied while they meet the SLOs at the same replicas (FA2).
   bool holds_applied_batches = false;
 };

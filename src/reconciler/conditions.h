@@ -28,6 +28,8 @@ inline constexpr const char* kUnschedulable = "Unschedulable";
 inline constexpr const char* kBatchHeld = "BatchHeld";
 // An event's: a field the operator manages was changed outside it and has been set back.
 inline constexpr const char* kChangeReverted = "ChangeReverted";
+// An event's: the router's measured query sizes moved past kMixShift; Kairos plans for them.
+inline constexpr const char* kQuerySizesShifted = "QuerySizesShifted";
 }  // namespace reason
 
 // RFC 3339 UTC, as Kubernetes writes times.

@@ -183,8 +183,8 @@ void Apply(bool apply, const GuardOutcome& guard, std::vector<DeploymentWrite> w
 // totals and what was observed.
 void Report(const Observed& o, const model::Pipeline& pipeline,
             const optimizer::Descriptor& optimizer, const model::Plan& plan,
-            const std::vector<PlannedDeployment>& planned, const Spend& spend, const Demand& demand,
-            Decision& d) {
+            const std::vector<PlannedDeployment>& planned, const Spend& spend,
+            const DemandStep& step, Decision& d) {
   const json plan_status = PlanStatus(plan, planned);
   const json previous = d.status.value("plan", json::object());
   // Predicted latencies move with every rate and are status, not news.
@@ -207,7 +207,7 @@ void Report(const Observed& o, const model::Pipeline& pipeline,
   d.status["observed"] = {{"pathRates", rates}};
   if (optimizer.memory.demand_ewma) {
     json smoothed = json::object();
-    for (const auto& [path, rate] : demand.rps) smoothed[path] = api::RoundQuantity(rate);
+    for (const auto& [path, rate] : step.demand.rps) smoothed[path] = api::RoundQuantity(rate);
     d.status["observed"]["demand"] = smoothed;
   }
   if (o.metrics->arrival_rate_rps) {
@@ -216,6 +216,7 @@ void Report(const Observed& o, const model::Pipeline& pipeline,
   if (o.metrics->data_plane) {
     d.status["observed"]["dataPlane"] = DataPlaneStatus(pipeline, plan, *o.metrics->data_plane);
   }
+  if (step.mix) d.status["observed"]["querySizes"] = QueryMixStatus(*step.mix);
 }
 
 // status.capacity, per hardware class, when the operator sees the cluster's nodes.
@@ -299,7 +300,14 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
   model::Pipeline measured =
       o.capacity ? WithinCapacity(pipeline, *o.capacity, o.deployments) : pipeline;
-  if (optimizer.memory.measured_factors) UseMeasuredFactors(measured, *o.metrics);
+  UseMeasured(measured, optimizer, *o.metrics, step);
+  if (step.mix && step.mix->changed) {
+    d.notices.push_back(
+        {reason::kQuerySizesShifted,
+         StrFormat("the router's query sizes moved %.2f from the planned mix "
+                   "(more than %.2f): planning for %s",
+                   *step.mix->shift, kMixShift, MixText(step.mix->planned).c_str())});
+  }
   model::Plan plan = optimizer.solve(measured, step.workload, step.input);
   if (plan.tasks.empty()) {
     // The solver's time budget passed before any plan: hold what runs rather than read an
@@ -348,7 +356,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   if (apply) ReportUnschedulable(o, generation, d);
   SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
-  Report(o, pipeline, optimizer, plan, planned, spend, d.memory.demand, d);
+  Report(o, pipeline, optimizer, plan, planned, spend, step, d);
   d.status["memory"] = MemoryToStatus(d.memory, optimizer);
   d.plan = std::move(plan);
   return d;

@@ -37,8 +37,8 @@ struct Observed {
   std::string router_cluster_role = "pipescale-router";  // what its RoleBinding grants
 };
 
-// A Warning event to emit: reason and message.
-struct Warning {
+// An event to emit besides PlanChanged: reason and message.
+struct Event {
   std::string reason;
   std::string message;
 };
@@ -49,7 +49,8 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   std::vector<DeploymentWrite> writes;            // empty in Recommend mode and while holding
   nlohmann::json status;                          // the complete status to report
   std::vector<std::string> events;                // PlanChanged messages
-  std::vector<Warning> warnings;                  // e.g. Unschedulable, once per change
+  std::vector<Event> warnings;                    // e.g. Unschedulable, once per change
+  std::vector<Event> notices;                     // Normal ones, e.g. QuerySizesShifted
   std::vector<Revert> reverts;                    // changes made outside the operator, put back
   Memory memory;                                  // to pass back next time
   std::optional<ConfigMapWrite> routing;          // Apply mode, when the tables changed

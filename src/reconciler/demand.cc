@@ -76,16 +76,24 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
     ReadRunning(pipeline, deployments, step);
   }
   if (optimizer.memory.slo_guard) GuardLatePaths(pipeline, metrics, now, step);
+  if (optimizer.memory.measured_mix) {
+    step.mix = StepMix(pipeline, before.query_mix, metrics.query_sizes, now);
+    step.demand.query_mix = step.mix->memory;
+  }
   return step;
 }
 
-void UseMeasuredFactors(model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
-  for (auto& task : pipeline.spec.tasks) {
-    for (auto& v : task.variants) {
-      auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
-      if (it != metrics.multiplicative_factors.end()) v.multiplicative_factor = it->second;
+void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
+                 const model::MetricsSnapshot& metrics, const DemandStep& step) {
+  if (optimizer.memory.measured_factors) {
+    for (auto& task : pipeline.spec.tasks) {
+      for (auto& v : task.variants) {
+        auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
+        if (it != metrics.multiplicative_factors.end()) v.multiplicative_factor = it->second;
+      }
     }
   }
+  if (step.mix) pipeline.spec.query_sizes = step.mix->planned;
 }
 
 }  // namespace pipescale::reconciler

@@ -11,6 +11,7 @@
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "optimizer/registry.h"
+#include "reconciler/query_mix.h"
 
 namespace pipescale::reconciler {
 
@@ -22,6 +23,7 @@ struct Demand {
   std::map<std::string, double> rps;                  // Loki: the EWMA per path
   std::map<std::string, std::vector<double>> series;  // MArk: oldest first, bounded
   double guard_quiet_until = 0;                       // MArk: no guard action before this
+  MixMemory query_mix;                                // Kairos: the query sizes adopted
 
   bool operator==(const Demand&) const = default;
 };
@@ -31,15 +33,18 @@ struct DemandStep {
   model::Workload workload;
   optimizer::PlannerInput input;
   Demand demand;
+  std::optional<MixStep> mix;  // Kairos: the query sizes to plan for
 };
 
-// Advances `before` by the measured rates at `now` (once per interval), as the optimizer's
-// memory asks, and reads what runs from the pipeline's Deployments (by name).
+// Advances `before` by the measured rates at `now` (once per interval) and query sizes, as the
+// optimizer's memory asks, and reads what runs from the pipeline's Deployments (by name).
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, nlohmann::json>& deployments, double now);
 
-// The spec's multiplicative factors replaced by the measured ones, where there are any.
-void UseMeasuredFactors(model::Pipeline& pipeline, const model::MetricsSnapshot& metrics);
+// The spec's multiplicative factors replaced by the measured ones, where there are any, and its
+// query sizes by the mix to plan for.
+void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
+                 const model::MetricsSnapshot& metrics, const DemandStep& step);
 
 }  // namespace pipescale::reconciler

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "api/pipeline_parse.h"
+
 namespace pipescale::reconciler {
 namespace {
 
@@ -34,6 +36,27 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
   return demand;
 }
 
+// The adopted query-size mix as the status keeps it; anything malformed (the status is anyone's
+// to edit) forgets it, and the spec's mix stands in until the router measures again.
+Mix QueryMix(const nlohmann::json& memory) {
+  auto it = memory.find("queryMix");
+  if (it == memory.end() || !it->is_array() || it->size() > api::limits::kMaxQuerySizes) return {};
+  Mix mix;
+  for (const nlohmann::json& q : *it) {
+    if (!q.is_object()) return {};
+    const auto size = q.find("size"), weight = q.find("weight");
+    if (size == q.end() || !size->is_number_integer() || weight == q.end() ||
+        !weight->is_number()) {
+      return {};
+    }
+    const long n = size->get<long>();
+    const double w = weight->get<double>();
+    if (n < 1 || n > api::limits::kMaxBatch || !std::isfinite(w) || w < 0) return {};
+    mix.push_back({.size = static_cast<int>(n), .weight = w});
+  }
+  return mix;
+}
+
 }  // namespace
 
 int RebuildIntervals(const optimizer::Descriptor& optimizer) {
@@ -47,6 +70,13 @@ nlohmann::json MemoryToStatus(const Memory& memory, const optimizer::Descriptor&
   if (optimizer.memory.slo_guard && memory.demand.guard_quiet_until > 0) {
     out["guardQuietUntil"] = memory.demand.guard_quiet_until;
   }
+  // A mix still settling starts over after a failover: a minute later at most.
+  if (optimizer.memory.measured_mix && !memory.demand.query_mix.adopted.empty()) {
+    nlohmann::json& mix = out["queryMix"] = nlohmann::json::array();
+    for (const model::QuerySize& q : memory.demand.query_mix.adopted) {
+      mix.push_back({{"size", q.size}, {"weight", q.weight}});
+    }
+  }
   return out;
 }
 
@@ -59,6 +89,7 @@ Memory Recall(const nlohmann::json& status, const model::RateHistory* rates,
   if (memory == status.end() || !memory->is_object()) return out;
   out.history = RecommendationsFromJson(memory->value("recommendations", nlohmann::json()));
   if (optimizer.memory.slo_guard) out.demand.guard_quiet_until = GuardQuietUntil(*memory);
+  if (optimizer.memory.measured_mix) out.demand.query_mix.adopted = QueryMix(*memory);
   return out;
 }
 

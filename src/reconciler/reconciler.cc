@@ -294,8 +294,11 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   for (const std::string& message : decision.events) {
     Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
   }
-  for (const Warning& warning : decision.warnings) {
+  for (const Event& warning : decision.warnings) {
     Emit(*object, "Warning", warning.reason, warning.message, observed.now, outcome);
+  }
+  for (const Event& notice : decision.notices) {
+    Emit(*object, "Normal", notice.reason, notice.message, observed.now, outcome);
   }
   for (const Revert& revert : decision.reverts) {
     Emit(*object, "Warning", reason::kChangeReverted, revert.Message(), observed.now, outcome);

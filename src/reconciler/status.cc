@@ -150,4 +150,25 @@ json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
   return out;
 }
 
+namespace {
+
+json MixToJson(const Mix& mix) {
+  json out = json::array();
+  for (const auto& [size, share] : Shares(mix)) {
+    out.push_back({{"size", size}, {"share", api::RoundFraction(share)}});
+  }
+  return out;
+}
+
+}  // namespace
+
+json QueryMixStatus(const MixStep& step) {
+  json out = {{"source", step.memory.adopted.empty() ? "spec" : "measured"},
+              {"planned", MixToJson(step.planned)}};
+  if (!step.measured.empty()) out["measured"] = MixToJson(step.measured);
+  if (step.shift) out["shift"] = api::RoundFraction(*step.shift);
+  if (!step.memory.pending.empty()) out["settlingSince"] = Rfc3339(step.memory.pending_since);
+  return out;
+}
+
 }  // namespace pipescale::reconciler

@@ -14,6 +14,7 @@
 #include "optimizer/registry.h"
 #include "reconciler/budget_guard.h"
 #include "reconciler/planned.h"
+#include "reconciler/query_mix.h"
 
 namespace pipescale::reconciler {
 
@@ -33,6 +34,10 @@ std::string PlanDiff(const nlohmann::json& before, const nlohmann::json& after,
 // most accurate, multiplied along the tasks) beside the planned.
 nlohmann::json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
                                const model::DataPlaneSnapshot& observed);
+
+// status.observed.querySizes: the mix planned for and where it came from (the spec, or the
+// router's measurement once it moved past kMixShift), the mix measured now and how far apart.
+nlohmann::json QueryMixStatus(const MixStep& step);
 
 // The Feasible condition: over budget, overloaded, infeasible (with the plan's reasons) or met.
 void SetFeasible(nlohmann::json& conditions, const model::Plan& plan, const GuardOutcome& guard,

@@ -59,12 +59,37 @@ class DataPlaneTest : public testing::ClusterTest {
     }
   }
 
-  // Open-loop load at `trace` through the router pods, until the test ends.
-  void StartLoad(const std::string& trace) {
-    load_ = std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_LOADGEN, "-f", file_, "--kubeconfig",
-                                 LocalEnv::Get().Var("KUBECONFIG"), "--trace", trace},
-        dir_ + "/loadgen.log");
+  // Open-loop load at `trace` through the router pods, until the test ends (or the next load),
+  // with its query sizes drawn from `query_sizes` ("SIZE:WEIGHT,...") instead of the spec's.
+  void StartLoad(const std::string& trace, const std::string& query_sizes = "") {
+    if (load_) load_->Stop(SIGTERM, 10s);
+    std::vector<std::string> argv = {
+        PIPESCALE_LOADGEN, "-f", file_, "--kubeconfig", LocalEnv::Get().Var("KUBECONFIG"),
+        "--trace",         trace};
+    if (!query_sizes.empty()) argv.insert(argv.end(), {"--query-sizes", query_sizes});
+    load_ = std::make_unique<Process>(argv, dir_ + "/loadgen.log");
+  }
+
+  // The replicas the status's plan sets for `task` on `hardware_class`.
+  int PlannedReplicas(const std::string& task, const std::string& hardware_class) const {
+    for (const json& t : Status()["plan"].value("tasks", json::array())) {
+      if (t.value("task", "") == task && t.value("hardwareClass", "") == hardware_class) {
+        return t.value("replicas", 0);
+      }
+    }
+    return 0;
+  }
+
+  // How many times the operator emitted an event with `reason` about the pipeline.
+  int EventCount(const std::string& reason) const {
+    auto events =
+        client_->Get("/api/v1/namespaces/" + ns_ + "/events?fieldSelector=" +
+                     kube::QueryEscape("involvedObject.name=" + name_ + ",reason=" + reason));
+    int n = 0;
+    if (events.ok()) {
+      for (const json& e : events->value("items", json::array())) n += e.value("count", 1);
+    }
+    return n;
   }
 
   json Status() const {
@@ -243,6 +268,7 @@ spec:
 // (every batch it ran held one request, though it would batch whatever waits: its template
 // says not to wait for more), and the matcher keeps the 10-row queries, which the cpu cannot
 // serve within 0.98 x the 120 ms QoS, off the cpu: it serves fewer rows per query than the gpu.
+// Then the clients' sizes shift and the operator re-plans for the mix the router measured, once.
 TEST_F(DataPlaneTest, KairosMatchesQueriesToTheOperatorsPool) {
   if (IsSkipped()) return;
   Start(R"(apiVersion: pipescale.io/v1alpha1
@@ -252,8 +278,8 @@ spec:
   optimizer: kairos
   interval: 2s
   router: {}
-  hardwareClasses: [{name: gpu, costPerHour: 0.5, maxReplicas: 2}, {name: cpu, costPerHour: 0.1, maxReplicas: 4}]
-  budget: {costPerHour: 1.0}
+  hardwareClasses: [{name: gpu, costPerHour: 0.5, maxReplicas: 3}, {name: cpu, costPerHour: 0.1, maxReplicas: 4}]
+  budget: {costPerHour: 1.7}
   querySizes: [{size: 1, weight: 3}, {size: 10, weight: 1}]
   tasks:
     - name: classify
@@ -268,6 +294,7 @@ spec:
   metrics:
     prometheusURL: PROMETHEUS
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+    querySizes: 'sum by (le) (increase(pipescale_router_query_size_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s]))'
 )");
   StartLoad("60:90");
   const auto per_class = [&](const std::string& what) {
@@ -298,6 +325,28 @@ spec:
   EXPECT_GT(gpu_rows, cpu_rows + 1);
   EXPECT_TRUE(Status()["observed"]["dataPlane"]["poolWaiting"].contains("classify"))
       << Status().dump();
+
+  // The router's histogram matches the spec's mix within kMixShift, so the spec's mix is kept.
+  json mix = Status()["observed"]["querySizes"];
+  EXPECT_EQ(mix["source"], "spec") << mix.dump();
+  ASSERT_TRUE(mix.contains("measured")) << mix.dump();
+  EXPECT_LT(mix["shift"].get<double>(), 0.1) << mix.dump();
+  EXPECT_EQ(PlannedReplicas("classify", "gpu"), 1) << Status().dump();
+
+  // F16: the clients' queries shift to mostly 10 rows. The operator sees it in the router's
+  // histogram (a 30 s window here), waits for it to settle (a minute), says so once, and plans
+  // for the measured mix: 3 gpus, as 45 10-row queries a second take more than 2 (20.8 each).
+  StartLoad("60:150", "1:1,10:3");
+  ASSERT_TRUE(Eventually([&] { return Status()["observed"]["querySizes"]["source"] == "measured"; },
+                         150s, 2s))
+      << Status().dump();
+  std::this_thread::sleep_for(10s);  // more decisions on the same mix
+  mix = Status()["observed"]["querySizes"];
+  EXPECT_EQ(EventCount("QuerySizesShifted"), 1) << mix.dump();
+  double large = 0;
+  for (const json& q : mix["planned"]) large += q["size"] == 10 ? q["share"].get<double>() : 0;
+  EXPECT_NEAR(large, 0.75, 0.1) << mix.dump();
+  EXPECT_EQ(PlannedReplicas("classify", "gpu"), 3) << Status().dump();
 }
 
 // MArk with one main cpu replica (25 ms a request: 40 per second) and a warm burst replica: at

@@ -7,8 +7,10 @@
 //
 //   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
 //       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
+//       [--query-sizes SIZE:WEIGHT,...]
 // With --kubeconfig the routers are the Ready pods labelled pipescale.io/router=<pipeline>,
 // followed as they change and taken in turn. The JSON report goes to stdout and --report.
+// --query-sizes draws the sizes from another mix than the spec's (a shift the operator should see).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -270,8 +273,9 @@ void PrintSummary(const json& report) {
 }
 
 Flags ParseFlags(int argc, char** argv) {
-  Flags flags = {{"-f", ""},         {"--router", ""}, {"--kubeconfig", ""}, {"--trace", ""},
-                 {"--mix", "named"}, {"--seed", "42"}, {"--report", ""},     {"--timeout-s", "30"}};
+  Flags flags = {{"-f", ""},       {"--router", ""},      {"--kubeconfig", ""},
+                 {"--trace", ""},  {"--mix", "named"},    {"--seed", "42"},
+                 {"--report", ""}, {"--timeout-s", "30"}, {"--query-sizes", ""}};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";
@@ -280,6 +284,22 @@ Flags ParseFlags(int argc, char** argv) {
     flags[argv[i]] = argv[i + 1];
   }
   return flags;
+}
+
+// "1:3,10:1" as query sizes and weights; nullopt when malformed.
+std::optional<std::vector<model::QuerySize>> ParseQuerySizes(const std::string& text) {
+  std::vector<model::QuerySize> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    model::QuerySize q;
+    char colon = 0;
+    std::istringstream one(item);
+    if (!(one >> q.size >> colon >> q.weight) || colon != ':' || q.size < 1 || !(q.weight > 0)) {
+      return std::nullopt;
+    }
+    out.push_back(q);
+  }
+  return out;
 }
 
 }  // namespace
@@ -304,6 +324,14 @@ int main(int argc, char** argv) {
   if (flags.at("--router").empty() && flags.at("--kubeconfig").empty()) {
     std::cerr << "pipescale-loadgen: --router IP:PORT or --kubeconfig F is required\n";
     return 2;
+  }
+  if (!flags.at("--query-sizes").empty()) {
+    auto sizes = ParseQuerySizes(flags.at("--query-sizes"));
+    if (!sizes) {
+      std::cerr << "pipescale-loadgen: --query-sizes wants SIZE:WEIGHT,... with SIZE >= 1\n";
+      return 2;
+    }
+    parsed.pipeline->spec.query_sizes = std::move(*sizes);
   }
   LoadGenerator load(flags, *parsed.pipeline, std::move(*trace));
   const json report = load.Run();

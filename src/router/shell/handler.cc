@@ -168,16 +168,19 @@ void RouterMetrics::Request(const std::string& path, unsigned code, double secon
   Cached(requests_, p + '\x1f' + c, [&] {
     return &requests_.Add(Labels({{"path", p}, {"code", c}}));
   }).Increment();
+  // What the clients send, answered or not: a mix of the answered alone would hide the queries
+  // an overloaded pool drops, the very ones a re-plan is for.
+  if (query_size > 0) {
+    Cached(query_size_, p, [&] {
+      return &query_size_.Add(Labels({{"path", p}}), QuerySizeBounds());
+    }).Observe(query_size);
+  }
   if (code != 200) return;
   Cached(duration_, p, [&] {
     return &duration_.Add(Labels({{"path", p}}),
                           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
                                                                   0.25, 0.5, 1, 2.5, 5, 10});
   }).Observe(seconds);
-  Cached(query_size_, p, [&] {
-    return &query_size_.Add(Labels({{"path", p}}),
-                            prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64});
-  }).Observe(query_size);
 }
 
 void RouterMetrics::Call(const std::string& task, const std::string& variant, unsigned code,
@@ -532,7 +535,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
         ErrorReply(503, "the router is at its limit of " + std::to_string(config_.max_in_flight) +
                             " requests in flight");
     busy.set(http::field::retry_after, "1");
-    metrics_.Request("", 503, 0, 1);
+    metrics_.Request("", 503, 0, 0);
     co_return busy;
   }
   const InFlight counted(config_, metrics_);
@@ -540,7 +543,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   const auto header = request[beast::string_view(kPathHeader.data(), kPathHeader.size())];
   auto parsed = ParseInferRequest(request.body(), std::string_view(header.data(), header.size()));
   if (!parsed) {
-    metrics_.Request("", 400, 0, 1);
+    metrics_.Request("", 400, 0, 0);
     co_return ErrorReply(400, parsed.error().message);
   }
   Walk walk;

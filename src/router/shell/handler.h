@@ -83,6 +83,7 @@ struct RouterConfig {
 class RouterMetrics {
  public:
   RouterMetrics(prometheus::Registry& registry, const RouterConfig& config);
+  // A request answered `code`; its query size counted when known (> 0).
   void Request(const std::string& path, unsigned code, double seconds, int query_size);
   void Call(const std::string& task, const std::string& variant, unsigned code, double seconds);
   // A call's time split as the model reported it: waiting for its batch, then served.

@@ -7,6 +7,7 @@
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
+#include "support/query_sizes.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -602,6 +603,81 @@ TEST(Decide, KairosRunsOneDeploymentPerClassAndPublishesItsPools) {
   EXPECT_TRUE(again.writes.empty());
   EXPECT_FALSE(again.routing.has_value());
   EXPECT_EQ(again.status, status);
+}
+
+// Kairos with sizes that matter: a gpu (8 ms + 4 ms a row) and a cpu (4 ms + 1.6 ms a row
+// squared, so a 10-row query is too slow for it), queries of 1 row (3 in 4) or 10 by the spec.
+json SizedPoolPipeline() {
+  json p = PoolPipeline("kairos");
+  json& v = p["spec"]["tasks"][0]["variants"][0];
+  v["batchSize"]["max"] = 10;
+  v["profiles"] = {
+      {{"hardwareClass", "gpu"}, {"latencyMs", {{"quadratic", {{"b", 4}, {"c", 8}}}}}},
+      {{"hardwareClass", "cpu"}, {"latencyMs", {{"quadratic", {{"a", 1.6}, {"c", 4}}}}}}};
+  p["spec"]["querySizes"] = {{{"size", 1}, {"weight", 3}}, {{"size", 10}, {"weight", 1}}};
+  p["spec"]["paths"][0]["sloMs"] = 120;
+  return p;
+}
+
+model::MetricsSnapshot Sized(double rps, const std::vector<int>& sizes) {
+  model::MetricsSnapshot m = Rate(rps);
+  m.query_sizes = testing::SizeHistogram(sizes);
+  return m;
+}
+
+// The router measures mostly 10-row queries: once the measurement has settled for a minute the
+// plan is made for them, one QuerySizesShifted event says why, and the status shows both mixes.
+// The same measurement again (and after a failover, which reads the mix back from the status)
+// changes nothing, nor does a nudge back toward the spec's mix within kMixShift.
+TEST(Decide, KairosPlansForTheMeasuredQuerySizesOnceTheyShift) {
+  World w;
+  w.object = SizedPoolPipeline();
+  const Decision spec = w.Step(Sized(180, testing::Sizes({{1, 750}, {10, 250}})), 1000);
+  ASSERT_TRUE(spec.plan.has_value());
+  EXPECT_TRUE(spec.notices.empty());
+  EXPECT_EQ(spec.status["observed"]["querySizes"]["source"], "spec");
+  const json plan_before = spec.status["plan"];
+
+  const auto large = testing::Sizes({{1, 250}, {10, 750}});
+  const Decision settling = w.Step(Sized(180, large), 1010);
+  EXPECT_TRUE(settling.notices.empty());
+  EXPECT_EQ(settling.status["observed"]["querySizes"]["source"], "spec");
+  EXPECT_EQ(settling.status["observed"]["querySizes"]["settlingSince"], Rfc3339(1010));
+  EXPECT_TRUE(settling.writes.empty());
+  EXPECT_EQ(settling.status["plan"], plan_before);
+
+  const Decision shifted = w.Step(Sized(180, large), 1010 + kMixSettleSeconds);
+  ASSERT_EQ(shifted.notices.size(), 1u);
+  EXPECT_EQ(shifted.notices[0].reason, reason::kQuerySizesShifted);
+  EXPECT_NE(shifted.notices[0].message.find("1: 25%, 10: 75%"), std::string::npos)
+      << shifted.notices[0].message;
+  const json mix = shifted.status["observed"]["querySizes"];
+  EXPECT_EQ(mix["source"], "measured");
+  EXPECT_EQ(mix["planned"], mix["measured"]);
+  EXPECT_EQ(mix["shift"], 0.5);
+  EXPECT_FALSE(mix.contains("settlingSince"));
+  // With the larger queries the pool that served 180 requests/s no longer bounds them.
+  EXPECT_GT(shifted.status["totalReplicas"], spec.status["totalReplicas"]);
+
+  const json status = w.object["status"];
+  w.FailOver();
+  const Decision again = w.Step(Sized(180, large), 1080);
+  EXPECT_TRUE(again.notices.empty());
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_EQ(again.status["plan"], status["plan"]);
+  const Decision nudged = w.Step(Sized(180, testing::Sizes({{1, 330}, {10, 670}})), 1090);
+  EXPECT_TRUE(nudged.notices.empty());
+  EXPECT_EQ(nudged.status["observed"]["querySizes"]["planned"], mix["planned"]);
+}
+
+// No router measurement (too few queries, or none): the spec's mix, and the plan holds.
+TEST(Decide, KairosKeepsTheSpecsQuerySizesWithoutAMeasurement) {
+  World w;
+  w.object = SizedPoolPipeline();
+  const Decision d = w.Step(Sized(60, testing::Sizes({{10, 100}})), 1000);
+  EXPECT_EQ(d.status["observed"]["querySizes"]["source"], "spec");
+  EXPECT_FALSE(d.status["observed"]["querySizes"].contains("measured"));
+  EXPECT_FALSE(d.status["memory"].contains("queryMix"));
 }
 
 TEST(Decide, KairosSaysWhyTheBudgetFallsShort) {

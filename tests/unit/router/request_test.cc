@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 
+#include "api/pipeline_parse.h"
 #include "support/mutate.h"
 
 namespace pipescale::router {
@@ -103,6 +105,19 @@ TEST(InferRequest, FuzzedRequestsNeverCrash) {
     }
   }
   EXPECT_GT(errors, 1000);  // the mutations did reach the error paths
+}
+
+// Kairos plans a bucket's queries at its upper bound: the buckets cover every size a spec may
+// name, and no query lands in a bucket whose bound is more than a third above its size.
+TEST(QuerySizeBounds, CoverEveryBatchWithinAThird) {
+  const std::vector<double> bounds = QuerySizeBounds();
+  ASSERT_FALSE(bounds.empty());
+  EXPECT_EQ(bounds.front(), 1);
+  EXPECT_EQ(bounds.back(), api::limits::kMaxBatch);
+  for (int size = 1; size <= api::limits::kMaxBatch; ++size) {
+    const double bound = *std::lower_bound(bounds.begin(), bounds.end(), size);
+    EXPECT_LE(bound, size * 4.0 / 3) << size;
+  }
 }
 
 }  // namespace
