@@ -33,7 +33,7 @@ const std::map<std::string, std::string>& DefaultQueries() {
        R"(sum by (task, variant) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",code="200"}[1m])))"},
       // Kairos's query-size mix: queries by size bucket over two minutes, every path's.
       {"querySizes",
-       R"(sum by (le) (increase(pipescale_router_query_size_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
+       R"(sum by (le) (increase(pipescale_router_query_rows_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
   };
   return kQueries;
 }

@@ -1,6 +1,7 @@
 #include "reconciler/memory.h"
 
 #include <cmath>
+#include <set>
 
 #include "api/pipeline_parse.h"
 
@@ -37,11 +38,17 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
 }
 
 // The adopted query-size mix as the status keeps it; anything malformed (the status is anyone's
-// to edit) forgets it, and the spec's mix stands in until the router measures again.
-Mix QueryMix(const nlohmann::json& memory) {
+// to edit) forgets it, and the spec's mix stands in until the router's measurement settles again.
+MixMemory QueryMix(const nlohmann::json& memory) {
   auto it = memory.find("queryMix");
-  if (it == memory.end() || !it->is_array() || it->size() > api::limits::kMaxQuerySizes) return {};
-  Mix mix;
+  auto for_spec = memory.find("queryMixFor");
+  if (it == memory.end() || !it->is_array() || it->empty() ||
+      it->size() > api::limits::kMaxQuerySizes || for_spec == memory.end() ||
+      !for_spec->is_string()) {
+    return {};
+  }
+  MixMemory out{.adopted_for = for_spec->get<std::string>()};
+  std::set<long> sizes;
   for (const nlohmann::json& q : *it) {
     if (!q.is_object()) return {};
     const auto size = q.find("size"), weight = q.find("weight");
@@ -51,10 +58,13 @@ Mix QueryMix(const nlohmann::json& memory) {
     }
     const long n = size->get<long>();
     const double w = weight->get<double>();
-    if (n < 1 || n > api::limits::kMaxBatch || !std::isfinite(w) || w < 0) return {};
-    mix.push_back({.size = static_cast<int>(n), .weight = w});
+    if (n < 1 || n > api::limits::kMaxBatch || !sizes.insert(n).second || !(w > 0) ||
+        w > api::limits::kMaxWeight) {
+      return {};
+    }
+    out.adopted.push_back({.size = static_cast<int>(n), .weight = w});
   }
-  return mix;
+  return out;
 }
 
 }  // namespace
@@ -76,6 +86,7 @@ nlohmann::json MemoryToStatus(const Memory& memory, const optimizer::Descriptor&
     for (const model::QuerySize& q : memory.demand.query_mix.adopted) {
       mix.push_back({{"size", q.size}, {"weight", q.weight}});
     }
+    out["queryMixFor"] = memory.demand.query_mix.adopted_for;
   }
   return out;
 }
@@ -89,7 +100,7 @@ Memory Recall(const nlohmann::json& status, const model::RateHistory* rates,
   if (memory == status.end() || !memory->is_object()) return out;
   out.history = RecommendationsFromJson(memory->value("recommendations", nlohmann::json()));
   if (optimizer.memory.slo_guard) out.demand.guard_quiet_until = GuardQuietUntil(*memory);
-  if (optimizer.memory.measured_mix) out.demand.query_mix.adopted = QueryMix(*memory);
+  if (optimizer.memory.measured_mix) out.demand.query_mix = QueryMix(*memory);
   return out;
 }
 

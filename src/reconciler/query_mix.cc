@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "common/strings.h"
@@ -18,14 +19,18 @@ double ShareUpTo(const std::map<int, double>& shares, double bound) {
   return sum;
 }
 
-// The size a bucket (lo, hi]'s queries are planned at.
-int Representative(double lo, double hi, const Mix& declared, int largest) {
-  int rep = 0;
-  for (const model::QuerySize& q : declared) {
-    if (q.size > lo && q.size <= hi) rep = std::max(rep, q.size);
-  }
-  if (rep == 0) rep = std::isfinite(hi) ? static_cast<int>(std::min<double>(hi, largest)) : largest;
-  return std::clamp(rep, 1, largest);
+// `mix` with no size above `largest` (a spec edit may have lowered it since it was adopted).
+Mix Clamped(const Mix& mix, int largest) {
+  std::map<int, double> by_size;
+  for (const model::QuerySize& q : mix) by_size[std::min(q.size, largest)] += q.weight;
+  Mix out;
+  for (const auto& [size, weight] : by_size) out.push_back({.size = size, .weight = weight});
+  return out;
+}
+
+void ClearPending(MixMemory& m) {
+  m.pending.clear();
+  m.pending_since = 0;
 }
 
 }  // namespace
@@ -47,23 +52,36 @@ int LargestQuery(const model::Pipeline& pipeline) {
   return largest == std::numeric_limits<int>::max() ? 1 : std::max(largest, 1);
 }
 
-Mix MeasuredMix(const SizeHistogram& histogram, const Mix& declared, int largest) {
+std::string SpecMixKey(const model::Pipeline& pipeline) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const model::QuerySize& q : pipeline.spec.query_sizes) {
+    for (const char c : StrFormat("%d:%.17g,", q.size, q.weight)) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+  }
+  return StrFormat("%016llx", static_cast<unsigned long long>(hash));
+}
+
+Mix MeasuredMix(const SizeHistogram& histogram, int largest) {
   std::map<int, double> counts;
-  double total = 0, lo = 0, below = 0;
+  double total = 0, below = 0;
   for (const auto& [hi, cumulative] : histogram) {
     if (std::isnan(hi) || !std::isfinite(cumulative)) continue;
     // Each bucket's rate is extrapolated on its own, so the cumulative counts may dip.
     const double count = std::max(0.0, cumulative - below);
     below = std::max(below, cumulative);
-    if (count > 0 && hi > 0) {
-      counts[Representative(lo, hi, declared, largest)] += count;
-      total += count;
-    }
-    lo = hi;
+    if (count <= 0 || hi <= 0) continue;
+    const int size = std::isfinite(hi) ? static_cast<int>(std::min<double>(hi, largest)) : largest;
+    counts[std::clamp(size, 1, largest)] += count;
+    total += count;
   }
   if (total < kMinMixQueries) return {};
+  double kept = 0;
+  for (const auto& [size, count] : counts) kept += count >= kMinSizeShare * total ? count : 0;
   Mix out;
-  for (const auto& [size, count] : counts) out.push_back({.size = size, .weight = count / total});
+  for (const auto& [size, count] : counts) {
+    if (count >= kMinSizeShare * total) out.push_back({.size = size, .weight = count / kept});
+  }
   return out;
 }
 
@@ -87,15 +105,22 @@ std::string MixText(const Mix& mix) {
 
 MixStep StepMix(const model::Pipeline& pipeline, const MixMemory& before,
                 const SizeHistogram& histogram, double now) {
-  MixStep step{.planned = before.adopted.empty() ? pipeline.spec.query_sizes : before.adopted,
-               .memory = before};
-  step.measured = MeasuredMix(histogram, pipeline.spec.query_sizes, LargestQuery(pipeline));
-  if (step.measured.empty()) return step;
-  step.shift = MixDistance(step.planned, step.measured, histogram);
+  MixStep step{.memory = before};
   MixMemory& m = step.memory;
+  // Without a router nothing measures the mix; after a spec edit the spec's is the news.
+  if (!pipeline.spec.router || (!m.adopted.empty() && m.adopted_for != SpecMixKey(pipeline))) {
+    m = {};
+  }
+  const int largest = LargestQuery(pipeline);
+  step.planned = m.adopted.empty() ? pipeline.spec.query_sizes : Clamped(m.adopted, largest);
+  if (pipeline.spec.router) step.measured = MeasuredMix(histogram, largest);
+  if (step.measured.empty()) {
+    ClearPending(m);  // a measurement from before the gap is stale
+    return step;
+  }
+  step.shift = MixDistance(step.planned, step.measured, histogram);
   if (*step.shift <= kMixShift) {
-    m.pending.clear();
-    m.pending_since = 0;
+    ClearPending(m);
     return step;
   }
   if (m.pending.empty() || MixDistance(m.pending, step.measured, histogram) > kMixShift / 2) {
@@ -105,8 +130,8 @@ MixStep StepMix(const model::Pipeline& pipeline, const MixMemory& before,
   }
   if (now - m.pending_since < kMixSettleSeconds) return step;
   step.planned = m.adopted = step.measured;
-  m.pending.clear();
-  m.pending_since = 0;
+  m.adopted_for = SpecMixKey(pipeline);
+  ClearPending(m);
   step.changed = true;
   return step;
 }

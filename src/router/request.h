@@ -24,8 +24,7 @@ inline constexpr std::string_view kPathHeader = "x-pipescale-path";
 
 // The bucket bounds of the query sizes the router counts: every size to 6, then three buckets an
 // octave (8, 10, 12, 16, 20, ...) up to the largest batch a spec may name. Kairos plans for a
-// bucket's queries at its upper bound (or the largest size spec.querySizes declares in it):
-// never too small, at most a third too large.
+// bucket's queries at its upper bound: never too small, at most a third too large.
 std::vector<double> QuerySizeBounds();
 
 // clang-tidy 14 blames this aggregate's implicit members for what its members may throw, as

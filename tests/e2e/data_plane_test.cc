@@ -294,7 +294,7 @@ spec:
   metrics:
     prometheusURL: PROMETHEUS
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
-    querySizes: 'sum by (le) (increase(pipescale_router_query_size_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s]))'
+    querySizes: 'sum by (le) (increase(pipescale_router_query_rows_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s]))'
 )");
   StartLoad("60:90");
   const auto per_class = [&](const std::string& what) {

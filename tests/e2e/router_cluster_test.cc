@@ -207,8 +207,9 @@ TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
 // With the path left to the models, detect's answers decide: 1.5 objects per image, half of
 // them to classify, all to recognize. The router makes exactly the calls detect's answers ask
 // for: recognize gets one per object detect emitted. The draws themselves are random, so the
-// ratios are checked within 5 standard deviations of the counts (a false failure about once in
-// 3 million runs): over ~600 images, 7% for objects per image and 17% for classify's share.
+// ratios are checked within 5 standard deviations of the counts (a false failure about once in a
+// million runs, the two checks together): over ~600 images, 7% for objects per image and 17% for
+// classify's share.
 TEST_F(RouterOnClusterTest, BranchesAndFanOutFollowTheModelsAnswers) {
   const json report = Load("30:20", "models");
   ASSERT_TRUE(report.is_object());

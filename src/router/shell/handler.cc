@@ -89,10 +89,12 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                     .Name("pipescale_request_duration_seconds")
                     .Help("End-to-end latency of each execution path, as the router saw it")
                     .Register(r)),
-      query_size_(prometheus::BuildHistogram()
-                      .Name("pipescale_router_query_size")
-                      .Help("Requests per query (the leading dimension of the first input)")
-                      .Register(r)),
+      query_rows_(prometheus::BuildHistogram()
+                      .Name("pipescale_router_query_rows")
+                      .Help("Rows per query (the first input's leading dimension) of every request "
+                            "for a known path, answered or not")
+                      .Register(r)
+                      .Add(Labels({}), QuerySizeBounds())),
       calls_(prometheus::BuildCounter()
                  .Name("pipescale_router_task_requests_total")
                  .Help("Calls to each task's pods, by HTTP status (0: no answer)")
@@ -161,20 +163,12 @@ std::uint64_t RouterMetrics::NextId() {
   return ++instances;
 }
 
-void RouterMetrics::Request(const std::string& path, unsigned code, double seconds,
-                            int query_size) {
+void RouterMetrics::Request(const std::string& path, unsigned code, double seconds) {
   const std::string& p = path.empty() ? kUnlisted : path;
   const std::string c = std::to_string(code);
   Cached(requests_, p + '\x1f' + c, [&] {
     return &requests_.Add(Labels({{"path", p}, {"code", c}}));
   }).Increment();
-  // What the clients send, answered or not: a mix of the answered alone would hide the queries
-  // an overloaded pool drops, the very ones a re-plan is for.
-  if (query_size > 0) {
-    Cached(query_size_, p, [&] {
-      return &query_size_.Add(Labels({{"path", p}}), QuerySizeBounds());
-    }).Observe(query_size);
-  }
   if (code != 200) return;
   Cached(duration_, p, [&] {
     return &duration_.Add(Labels({{"path", p}}),
@@ -535,7 +529,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
         ErrorReply(503, "the router is at its limit of " + std::to_string(config_.max_in_flight) +
                             " requests in flight");
     busy.set(http::field::retry_after, "1");
-    metrics_.Request("", 503, 0, 0);
+    metrics_.Request("", 503, 0);
     co_return busy;
   }
   const InFlight counted(config_, metrics_);
@@ -543,13 +537,13 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   const auto header = request[beast::string_view(kPathHeader.data(), kPathHeader.size())];
   auto parsed = ParseInferRequest(request.body(), std::string_view(header.data(), header.size()));
   if (!parsed) {
-    metrics_.Request("", 400, 0, 0);
+    metrics_.Request("", 400, 0);
     co_return ErrorReply(400, parsed.error().message);
   }
   Walk walk;
   walk.table = config_.table.load();
   if (!walk.table) {
-    metrics_.Request("", 503, 0, parsed->query_size);
+    metrics_.Request("", 503, 0);
     HttpResponse unknown = ErrorReply(503, "the router has not read its pipeline yet");
     unknown.set(http::field::retry_after, "1");
     co_return unknown;
@@ -557,9 +551,12 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   const Graph& graph = walk.table->graph;
   auto entry = graph.Entry(parsed->path);
   if (!entry) {
-    metrics_.Request("", 404, 0, parsed->query_size);
+    metrics_.Request("", 404, 0);
     co_return ErrorReply(404, entry.error().message);
   }
+  // What the clients send, answered or not, once per request: a mix of the answered alone
+  // would hide the queries an overloaded pool drops, the very ones a re-plan is for.
+  metrics_.QueryRows(parsed->query_size);
   walk.path = parsed->path;
   walk.rows = parsed->query_size;
   walk.start = start;
@@ -582,10 +579,9 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   for (const auto& [trail, done] : walk.trails) {
     const std::string path = walk.path.empty() ? graph.PathOf(trail) : walk.path;
     paths.insert(path);
-    metrics_.Request(path, status, std::chrono::duration<double>(done - start).count(),
-                     parsed->query_size);
+    metrics_.Request(path, status, std::chrono::duration<double>(done - start).count());
   }
-  if (walk.trails.empty()) metrics_.Request(walk.path, status, 0, parsed->query_size);
+  if (walk.trails.empty()) metrics_.Request(walk.path, status, 0);
   if (walk.failure) co_return ErrorReply(walk.failure->first, walk.failure->second);
   std::string body = R"({"model_name":)" + Quoted(config_.pipeline) + R"(,"outputs":[)";
   for (size_t i = 0; i < walk.outputs.size(); ++i) (body += i > 0 ? "," : "") += walk.outputs[i];

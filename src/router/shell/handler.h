@@ -83,8 +83,9 @@ struct RouterConfig {
 class RouterMetrics {
  public:
   RouterMetrics(prometheus::Registry& registry, const RouterConfig& config);
-  // A request answered `code`; its query size counted when known (> 0).
-  void Request(const std::string& path, unsigned code, double seconds, int query_size);
+  void Request(const std::string& path, unsigned code, double seconds);
+  // A request for a known path, of `rows` rows (Kairos's query-size mix).
+  void QueryRows(int rows) { query_rows_.Observe(rows); }
   void Call(const std::string& task, const std::string& variant, unsigned code, double seconds);
   // A call's time split as the model reported it: waiting for its batch, then served.
   void Split(const std::string& task, const std::string& variant, double queue_seconds,
@@ -130,7 +131,7 @@ class RouterMetrics {
   const RouterConfig& config_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
-  prometheus::Family<prometheus::Histogram>& query_size_;
+  prometheus::Histogram& query_rows_;
   prometheus::Family<prometheus::Counter>& calls_;
   prometheus::Family<prometheus::Histogram>& call_duration_;
   prometheus::Family<prometheus::Histogram>& queue_;

@@ -616,6 +616,7 @@ json SizedPoolPipeline() {
       {{"hardwareClass", "cpu"}, {"latencyMs", {{"quadratic", {{"a", 1.6}, {"c", 4}}}}}}};
   p["spec"]["querySizes"] = {{{"size", 1}, {"weight", 3}}, {{"size", 10}, {"weight", 1}}};
   p["spec"]["paths"][0]["sloMs"] = 120;
+  p["spec"]["router"] = json::object();  // what measures the sizes
   return p;
 }
 

@@ -30,24 +30,33 @@ std::map<int, double> AsMap(const Mix& mix) {
   return out;
 }
 
-TEST(QueryMix, ABucketCountsAtItsDeclaredSizeElseItsUpperBound) {
-  // 7 is in (6, 8], 9 in (8, 10], 300 in (256, 320], 5000 beyond every bound.
+// A bucket's queries count at its upper bound: planned no smaller than they are (7 rows at 8,
+// 9 at 10, 300 at 320), and never above the batch the models accept.
+TEST(QueryMix, ABucketCountsAtItsUpperBound) {
   const SizeHistogram h = Histogram(Sizes({{1, 500}, {7, 200}, {9, 100}, {300, 150}, {5000, 50}}));
-  const Mix declared = {{.size = 7, .weight = 1}, {.size = 290, .weight = 1}};
-  const std::map<int, double> mix = AsMap(MeasuredMix(h, declared, 1000));
-  const std::map<int, double> want = {{1, 0.5}, {7, 0.2}, {10, 0.1}, {290, 0.15}, {1000, 0.05}};
+  const std::map<int, double> mix = AsMap(MeasuredMix(h, 1000));
+  const std::map<int, double> want = {{1, 0.5}, {8, 0.2}, {10, 0.1}, {320, 0.15}, {1000, 0.05}};
   ASSERT_EQ(mix.size(), want.size());
   for (const auto& [size, share] : want) EXPECT_NEAR(mix.at(size), share, 1e-12) << size;
 }
 
+// Kairos's base class must serve the largest size planned for: one stray query of 900 rows among
+// 2000 (0.05%) does not make it one.
+TEST(QueryMix, AStrayLargeQueryIsLeftOut) {
+  const Mix mix = MeasuredMix(Histogram(Sizes({{1, 1999}, {900, 1}})), 1000);
+  ASSERT_EQ(mix.size(), 1u);
+  EXPECT_EQ(mix[0].size, 1);
+  EXPECT_DOUBLE_EQ(mix[0].weight, 1);
+  EXPECT_EQ(MeasuredMix(Histogram(Sizes({{1, 1990}, {900, 10}})), 1000).size(), 2u);
+}
+
 TEST(QueryMix, TooFewQueriesSayNothing) {
   EXPECT_TRUE(
-      MeasuredMix(Histogram(std::vector<int>(static_cast<size_t>(kMinMixQueries) - 1, 4)), {}, 64)
+      MeasuredMix(Histogram(std::vector<int>(static_cast<size_t>(kMinMixQueries) - 1, 4)), 64)
           .empty());
   EXPECT_FALSE(
-      MeasuredMix(Histogram(std::vector<int>(static_cast<size_t>(kMinMixQueries), 4)), {}, 64)
-          .empty());
-  EXPECT_TRUE(MeasuredMix({}, {}, 64).empty());
+      MeasuredMix(Histogram(std::vector<int>(static_cast<size_t>(kMinMixQueries), 4)), 64).empty());
+  EXPECT_TRUE(MeasuredMix({}, 64).empty());
 }
 
 // Prometheus extrapolates each bucket's increase on its own, so cumulative counts may dip; a
@@ -55,14 +64,15 @@ TEST(QueryMix, TooFewQueriesSayNothing) {
 TEST(QueryMix, DippingOrBrokenCountsNeverMakeNegativeShares) {
   const SizeHistogram h = {{1, 600},          {2, 590},          {4, 1200},
                            {std::nan(""), 5}, {8, std::nan("")}, {kInf, 1200}};
-  for (const auto& q : MeasuredMix(h, {}, 64)) EXPECT_GE(q.weight, 0) << q.size;
-  EXPECT_NEAR(AsMap(MeasuredMix(h, {}, 64)).at(4), 0.5, 1e-12);
+  for (const auto& q : MeasuredMix(h, 64)) EXPECT_GE(q.weight, 0) << q.size;
+  EXPECT_NEAR(AsMap(MeasuredMix(h, 64)).at(4), 0.5, 1e-12);
 }
 
 model::Pipeline WithLargest(int largest, Mix spec) {
   model::Pipeline p;
   p.spec.tasks = {{.name = "t", .variants = {{.name = "v", .max_batch = largest}}}};
   p.spec.query_sizes = std::move(spec);
+  p.spec.router = model::RouterSpec{};
   return p;
 }
 
@@ -160,14 +170,15 @@ TEST(QueryMix, AStepChangeIsAdoptedOnceItHasSettled) {
   const Decided run = Decisions(p, 900, 20, [&](int t) {
     return (t <= 300 ? large_before(rng) : large_after(rng)) ? 10 : 1;
   });
-  EXPECT_EQ(run.changes, 1);
+  ASSERT_EQ(run.changes, 1);
   const Mix& last = run.planned.back();
   const Mix want = {{.size = 1, .weight = 0.2}, {.size = 10, .weight = 0.8}};
   EXPECT_LE(MixDistance(last, want, Histogram({1, 10})), kMixShift / 2) << MixText(last);
-  // Not before the window turned over: two minutes after the step, plus the settling.
+  // Not before the window turned over (two minutes after the step) and the measurement then
+  // stood still for kMixSettleSeconds, give or take a decision.
   size_t first = 0;
   while (run.planned[first] == run.planned.front()) ++first;
-  EXPECT_GE(10.0 * static_cast<double>(first + 1), 300 + 120);
+  EXPECT_GE(10.0 * static_cast<double>(first + 1), 300 + 120 + kMixSettleSeconds - 10);
 }
 
 // F16, Kairos section 8.4: RM2's queries come log-normal (the spec's mix, from the artifact's
@@ -202,22 +213,58 @@ TEST(QueryMix, ADistributionShiftReplansRm2Once) {
   EXPECT_EQ(pools.size(), 2u);  // one pool before the shift, one after
 }
 
+// An adopted mix stands for the spec it replaced: a new spec.querySizes is planned as written
+// until the router's measurement settles away from it again, and without a router (nothing
+// measures) the spec's mix is planned and nothing is kept.
+TEST(QueryMix, ANewSpecOrNoRouterForgetsTheAdoptedMix) {
+  model::Pipeline p = WithLargest(64, {{.size = 1, .weight = 1}});
+  const SizeHistogram h = Histogram(Sizes({{10, 2000}}));
+  MixStep step = StepMix(p, {}, h, 1000);
+  step = StepMix(p, step.memory, h, 1000 + kMixSettleSeconds);
+  ASSERT_TRUE(step.changed);
+  EXPECT_EQ(StepMix(p, step.memory, h, 1100).planned, step.planned);
+
+  model::Pipeline edited = p;
+  edited.spec.query_sizes = {{.size = 4, .weight = 1}};
+  const MixStep after_edit = StepMix(edited, step.memory, {}, 1100);
+  EXPECT_EQ(after_edit.planned, edited.spec.query_sizes);
+  EXPECT_TRUE(after_edit.memory.adopted.empty());
+
+  model::Pipeline no_router = p;
+  no_router.spec.router.reset();
+  const MixStep alone = StepMix(no_router, step.memory, h, 1100);
+  EXPECT_EQ(alone.planned, p.spec.query_sizes);
+  EXPECT_TRUE(alone.measured.empty());
+  EXPECT_EQ(alone.memory, MixMemory{});
+
+  // A lower batch limit since: the adopted sizes are planned at most at the new limit.
+  model::Pipeline smaller = p;
+  smaller.spec.tasks[0].variants[0].max_batch = 8;
+  const MixStep capped = StepMix(smaller, step.memory, {}, 1100);
+  ASSERT_EQ(capped.planned.size(), 1u);
+  EXPECT_EQ(capped.planned[0].size, 8);
+}
+
 // The adopted mix survives a restart in status.memory.queryMix, and anything else found there
 // (the status is anyone's to edit) forgets it rather than plan for nonsense: 20,000 mutations of
 // a good status, and some plain wrong values.
 TEST(QueryMix, TheStatusKeepsTheAdoptedMixAndForgetsAnythingMalformed) {
   const optimizer::Descriptor& kairos = *optimizer::FindOptimizer("kairos");
   Memory memory;
-  memory.demand.query_mix.adopted = {{.size = 1, .weight = 0.25}, {.size = 10, .weight = 0.75}};
+  memory.demand.query_mix = {.adopted = {{.size = 1, .weight = 0.25}, {.size = 10, .weight = 0.75}},
+                             .adopted_for = "spec"};
   const nlohmann::json status = {{"memory", MemoryToStatus(memory, kairos)}};
-  EXPECT_EQ(Recall(status, nullptr, kairos).demand.query_mix.adopted,
-            memory.demand.query_mix.adopted);
+  EXPECT_EQ(Recall(status, nullptr, kairos).demand.query_mix, memory.demand.query_mix);
   EXPECT_TRUE(Recall(status, nullptr, *optimizer::FindOptimizer("mark"))
                   .demand.query_mix.adopted.empty());  // no use for it
-  for (const char* wrong : {R"("1:3")", R"([{"size": 0, "weight": 1}])",
-                            R"([{"size": 1.5, "weight": 1}])", R"([{"size": 1, "weight": -1}])",
-                            R"([{"size": 99999, "weight": 1}])", R"([{"size": 1}])", "[1]"}) {
-    const nlohmann::json bad = {{"memory", {{"queryMix", nlohmann::json::parse(wrong)}}}};
+  for (const char* wrong :
+       {R"("1:3")", R"([{"size": 0, "weight": 1}])", R"([{"size": 1.5, "weight": 1}])",
+        R"([{"size": 1, "weight": -1}])", R"([{"size": 1, "weight": 0}])", "[]",
+        R"([{"size": 1, "weight": 1}, {"size": 1, "weight": 2}])",
+        R"([{"size": 1, "weight": 1e9}])", R"([{"size": 99999, "weight": 1}])", R"([{"size": 1}])",
+        "[1]"}) {
+    nlohmann::json bad = status;
+    bad["memory"]["queryMix"] = nlohmann::json::parse(wrong);
     EXPECT_TRUE(Recall(bad, nullptr, kairos).demand.query_mix.adopted.empty()) << wrong;
   }
   std::mt19937 rng(23);
@@ -230,7 +277,7 @@ TEST(QueryMix, TheStatusKeepsTheAdoptedMixAndForgetsAnythingMalformed) {
     for (const auto& q : Recall(mutated, nullptr, kairos).demand.query_mix.adopted) {
       EXPECT_GE(q.size, 1);
       EXPECT_LE(q.size, api::limits::kMaxBatch);
-      EXPECT_TRUE(std::isfinite(q.weight) && q.weight >= 0);
+      EXPECT_TRUE(std::isfinite(q.weight) && q.weight > 0);
       ++kept;
     }
   }
