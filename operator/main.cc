@@ -172,7 +172,8 @@ class Operator {
     metrics_.CountRollouts(ns, name, outcome->rollouts);
     const bool exists = pipelines_[index]->Get(key).has_value();
     if (outcome->plan) {
-      metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds);
+      metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds,
+                      outcome->served_accuracy);
       if (outcome->capacity)
         metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
     } else if (!exists) {

@@ -23,6 +23,9 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       accuracy_(Gauge(registry, "pipescale_accuracy",
                       "Demand-weighted end-to-end accuracy of the plan (accuracy-scaling "
                       "optimizers)")),
+      served_accuracy_(Gauge(registry, "pipescale_served_accuracy",
+                             "Loki: the same for the variants that answered through the router, "
+                             "weighted by their calls")),
       served_(Gauge(registry, "pipescale_served_fraction",
                     "Share of the demand the plan serves; below 1 only when overloaded")),
       bound_(Gauge(registry, "pipescale_upper_bound_qps",
@@ -61,7 +64,8 @@ void OperatorMetrics::AddLocked(const std::string& ns, const std::string& name,
 }
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
-                             const model::Plan& plan, double cost_per_hour, double decide_seconds) {
+                             const model::Plan& plan, double cost_per_hour, double decide_seconds,
+                             std::optional<double> served_accuracy) {
   Forget(ns, name);
   std::lock_guard lock(mu_);
   auto add = [&](prometheus::Family<prometheus::Gauge>& family,
@@ -82,6 +86,7 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   add(served_, {}, plan.served_fraction);
   if (const auto* loki = plan.accuracy_scaling()) {
     add(accuracy_, {{"phase", model::PhaseName(loki->phase)}}, loki->accuracy);
+    if (served_accuracy) add(served_accuracy_, {}, *served_accuracy);
   }
   if (const auto* pools = plan.pools()) {
     if (pools->upper_bound_qps) add(bound_, {}, *pools->upper_bound_qps);

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ class OperatorMetrics {
   explicit OperatorMetrics(prometheus::Registry& registry);
 
   // Replaces the pipeline's series with those of `plan`; ns/name identify the pipeline.
+  // `served_accuracy` is Loki's accuracy as the router measured it, beside the plan's.
   void Record(const std::string& ns, const std::string& name, const model::Plan& plan,
-              double cost_per_hour, double decide_seconds);
+              double cost_per_hour, double decide_seconds, std::optional<double> served_accuracy);
   void Forget(const std::string& ns, const std::string& name);
   // Adds the cluster's room per hardware class and the pods that wait, after Record: for every
   // one of `deployments`, 0 when none waits, so a dashboard shows 0 rather than no data.
@@ -55,6 +57,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& cost_;
   prometheus::Family<prometheus::Gauge>& solve_;
   prometheus::Family<prometheus::Gauge>& accuracy_;
+  prometheus::Family<prometheus::Gauge>& served_accuracy_;
   prometheus::Family<prometheus::Gauge>& served_;
   prometheus::Family<prometheus::Gauge>& bound_;
   prometheus::Family<prometheus::Gauge>& forecast_;

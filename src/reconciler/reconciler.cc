@@ -307,6 +307,10 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
   outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);
   outcome.decide_seconds = decide_ms / 1000;
+  const json served = decision.status.value("observed", json::object())
+                          .value("dataPlane", json::object())
+                          .value("servedAccuracy", json());
+  if (served.is_number()) outcome.served_accuracy = served.get<double>();
   outcome.plan = std::move(decision.plan);
   outcome.capacity = std::move(observed.capacity);
   return outcome;

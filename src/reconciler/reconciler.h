@@ -61,6 +61,8 @@ class Reconciler {
     std::optional<model::Plan> plan;
     double cost_per_hour = 0;
     double decide_seconds = 0;
+    // Loki: the accuracy the router's answers carried (status.observed.dataPlane), when measured.
+    std::optional<double> served_accuracy;
     std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
     nlohmann::json conditions = nlohmann::json::array();  // status.conditions as decided
     std::vector<std::string> deployments;  // the plan's Deployments (status.plan.tasks)
