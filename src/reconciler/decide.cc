@@ -262,6 +262,20 @@ void ReportUnschedulable(const Observed& o, long generation, Decision& d) {
   }
 }
 
+// QuerySizesShifted follows the status, as PlanChanged does: a mix adopted in memory whose
+// writes failed is announced by the next reconcile that writes it, and once only.
+void NoticeMixShift(const Observed& o, const DemandStep& step, Decision& d) {
+  if (!step.mix || step.mix->memory.adopted.empty()) return;
+  const json before = o.object.value("status", json::object())
+                          .value("memory", json::object())
+                          .value("queryMix", json());
+  if (before == d.status["memory"].value("queryMix", json())) return;
+  d.notices.push_back({reason::kQuerySizesShifted,
+                       StrFormat("the router's query sizes moved more than %.2f from the planned "
+                                 "mix: planning for %s",
+                                 kMixShift, MixText(step.mix->planned).c_str())});
+}
+
 }  // namespace
 
 Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
@@ -301,13 +315,6 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   model::Pipeline measured =
       o.capacity ? WithinCapacity(pipeline, *o.capacity, o.deployments) : pipeline;
   UseMeasured(measured, optimizer, *o.metrics, step);
-  if (step.mix && step.mix->changed) {
-    d.notices.push_back(
-        {reason::kQuerySizesShifted,
-         StrFormat("the router's query sizes moved %.2f from the planned mix "
-                   "(more than %.2f): planning for %s",
-                   *step.mix->shift, kMixShift, MixText(step.mix->planned).c_str())});
-  }
   model::Plan plan = optimizer.solve(measured, step.workload, step.input);
   if (plan.tasks.empty()) {
     // The solver's time budget passed before any plan: hold what runs rather than read an
@@ -358,6 +365,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
   Report(o, pipeline, optimizer, plan, planned, spend, step, d);
   d.status["memory"] = MemoryToStatus(d.memory, optimizer);
+  NoticeMixShift(o, step, d);
   d.plan = std::move(plan);
   return d;
 }

@@ -98,6 +98,13 @@ struct World {
     return d;
   }
 
+  // A decision whose writes all failed: the reconciler keeps its memory before it acts.
+  Decision Lost(Result<model::MetricsSnapshot> metrics, double now) {
+    Decision d = Decide({object, deployments, std::move(metrics), now, memory, routing, capacity});
+    memory = d.memory;
+    return d;
+  }
+
   // A new leader: nothing in memory but what the status and the rates in Prometheus give back.
   void FailOver(const model::RateHistory* rates = nullptr) {
     const auto parsed = ParseObserved(object);
@@ -669,6 +676,27 @@ TEST(Decide, KairosPlansForTheMeasuredQuerySizesOnceTheyShift) {
   const Decision nudged = w.Step(Sized(180, testing::Sizes({{1, 330}, {10, 670}})), 1090);
   EXPECT_TRUE(nudged.notices.empty());
   EXPECT_EQ(nudged.status["observed"]["querySizes"]["planned"], mix["planned"]);
+}
+
+// The decision that adopted the measured mix is lost (its writes failed; the reconciler's
+// memory has the mix already): the next decision still writes the plan for it and announces it,
+// once, because the event follows the status rather than the memory.
+TEST(Decide, AShiftWhoseWritesFailedIsAnnouncedWhenTheyLand) {
+  World w;
+  w.object = SizedPoolPipeline();
+  const auto large = testing::Sizes({{1, 250}, {10, 750}});
+  w.Step(Sized(180, testing::Sizes({{1, 750}, {10, 250}})), 1000);
+  w.Step(Sized(180, large), 1010);
+  const Decision lost = w.Lost(Sized(180, large), 1010 + kMixSettleSeconds);
+  ASSERT_EQ(lost.notices.size(), 1u);
+  ASSERT_FALSE(lost.writes.empty());
+
+  const Decision retried = w.Step(Sized(180, large), 1080);
+  ASSERT_EQ(retried.notices.size(), 1u);
+  EXPECT_EQ(retried.notices[0].reason, reason::kQuerySizesShifted);
+  EXPECT_EQ(retried.status["observed"]["querySizes"]["source"], "measured");
+  EXPECT_EQ(retried.writes.size(), lost.writes.size());
+  EXPECT_TRUE(w.Step(Sized(180, large), 1090).notices.empty());
 }
 
 // No router measurement (too few queries, or none): the spec's mix, and the plan holds.
