@@ -23,6 +23,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "model/plan.h"
@@ -48,41 +49,22 @@ struct Fleet {
   std::string Model(const std::string& task, const model::QuadraticLatency& d, int batch,
                     int max_wait_ms) {
     const std::string host = "127.0.9." + std::to_string(++hosts);
-    const std::string port_file = dir + "/" + host + ".port";
-    std::filesystem::remove(port_file);
-    setenv("MAX_BATCH_SIZE", std::to_string(batch).c_str(), 1);
     std::ostringstream latency;
     latency << d.a << "," << d.b << "," << d.c;
-    processes.push_back(std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", task, "--host", host, "--port",
-                                 "0", "--port-file", port_file, "--latency-ms", latency.str(),
-                                 "--max-wait-ms", std::to_string(max_wait_ms)},
-        dir + "/" + host + ".log"));
-    const auto ports = testing::WaitForPorts(port_file, 10s);
-    return host + ":" + std::to_string(ports.empty() ? 0 : ports[0]);
+    testing::Started server = testing::StartModelServer(
+        {.task = task, .latency_ms = latency.str(), .batch = batch, .max_wait_ms = max_wait_ms},
+        host, dir);
+    processes.push_back(std::move(server.process));
+    return host + ":" + std::to_string(server.ports.empty() ? 0 : server.ports[0]);
   }
 
   // The router for `pipeline_file` over `endpoints`; its port.
   int Router(const std::string& pipeline_file, const std::string& endpoints,
-             const std::vector<std::string>& more) {
-    std::filesystem::remove(dir + "/router.port");
-    std::vector<std::string> argv = {PIPESCALE_ROUTER,
-                                     "--pipeline-file",
-                                     pipeline_file,
-                                     "--endpoints",
-                                     endpoints,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--metrics-listen",
-                                     "127.0.0.1:0",
-                                     "--port-file",
-                                     dir + "/router.port",
-                                     "--drain-seconds",
-                                     "0"};
-    argv.insert(argv.end(), more.begin(), more.end());
-    processes.push_back(std::make_unique<Process>(argv, dir + "/router.log"));
-    const auto ports = testing::WaitForPorts(dir + "/router.port", 10s);
-    return ports.empty() ? 0 : ports[0];
+             std::vector<std::string> more) {
+    more.insert(more.end(), {"--drain-seconds", "0"});
+    testing::Started router = testing::StartRouter(pipeline_file, endpoints, more, dir);
+    processes.push_back(std::move(router.process));
+    return router.ports.empty() ? 0 : router.ports[0];
   }
 };
 

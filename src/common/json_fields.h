@@ -17,6 +17,15 @@ inline int IntField(const nlohmann::json& object, const char* key, int absent) {
   return v < INT32_MIN || v > INT32_MAX ? absent : static_cast<int>(v);
 }
 
+// The member `key` of `object`; an empty object when it is absent or null, or `object` is not
+// one, so a path of these reads through a missing level.
+inline const nlohmann::json& Member(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json kNone = nlohmann::json::object();
+  if (!object.is_object()) return kNone;
+  auto it = object.find(key);
+  return it != object.end() && !it->is_null() ? *it : kNone;
+}
+
 inline std::string StringField(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return "";
   auto it = object.find(key);

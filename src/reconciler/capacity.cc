@@ -7,24 +7,13 @@
 
 #include "api/deployment.h"
 #include "api/quantity.h"
+#include "common/json_fields.h"
 
 namespace pipescale::reconciler {
 namespace {
 
 using nlohmann::json;
 using Resources = std::map<std::string, double>;
-
-const json& Field(const json& object, const char* key) {
-  static const json kNone = json::object();
-  if (!object.is_object()) return kNone;
-  auto it = object.find(key);
-  return it != object.end() && !it->is_null() ? *it : kNone;
-}
-
-std::string Text(const json& object, const char* key) {
-  const json& v = Field(object, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
 
 void AddQuantities(const json& map, Resources& into, bool only_missing) {
   if (!map.is_object()) return;
@@ -40,13 +29,13 @@ void AddQuantities(const json& map, Resources& into, bool only_missing) {
 // resource has no request (as the API defaults them), and one pod slot.
 Resources PodRequests(const json& pod) {
   Resources total{{"pods", 1}};
-  const json& containers = Field(Field(pod, "spec"), "containers");
+  const json& containers = Member(Member(pod, "spec"), "containers");
   if (!containers.is_array()) return total;
   for (const json& c : containers) {
     Resources one;
-    const json& resources = Field(c, "resources");
-    AddQuantities(Field(resources, "requests"), one, false);
-    AddQuantities(Field(resources, "limits"), one, true);
+    const json& resources = Member(c, "resources");
+    AddQuantities(Member(resources, "requests"), one, false);
+    AddQuantities(Member(resources, "limits"), one, true);
     for (const auto& [k, v] : one) total[k] += v;
   }
   return total;
@@ -62,39 +51,41 @@ Resources ReplicaRequests(const model::HardwareClass& hw) {
 }
 
 bool Ready(const json& node) {
-  if (Field(Field(node, "spec"), "unschedulable") == json(true)) return false;
-  const json& conditions = Field(Field(node, "status"), "conditions");
+  if (Member(Member(node, "spec"), "unschedulable") == json(true)) return false;
+  const json& conditions = Member(Member(node, "status"), "conditions");
   if (!conditions.is_array()) return false;
   return std::any_of(conditions.begin(), conditions.end(), [](const json& c) {
-    return Text(c, "type") == "Ready" && Text(c, "status") == "True";
+    return StringField(c, "type") == "Ready" && StringField(c, "status") == "True";
   });
 }
 
 bool Tolerates(const json& tolerations, const json& taint) {
-  const std::string effect = Text(taint, "effect");
+  const std::string effect = StringField(taint, "effect");
   if (effect != "NoSchedule" && effect != "NoExecute") return true;  // PreferNoSchedule
   if (!tolerations.is_array()) return false;
   return std::any_of(tolerations.begin(), tolerations.end(), [&](const json& t) {
-    if (!Text(t, "effect").empty() && Text(t, "effect") != effect) return false;
-    const std::string key = Text(t, "key");
-    if (Text(t, "operator") == "Exists") return key.empty() || key == Text(taint, "key");
-    return key == Text(taint, "key") && Text(t, "value") == Text(taint, "value");
+    if (!StringField(t, "effect").empty() && StringField(t, "effect") != effect) return false;
+    const std::string key = StringField(t, "key");
+    if (StringField(t, "operator") == "Exists")
+      return key.empty() || key == StringField(taint, "key");
+    return key == StringField(taint, "key") &&
+           StringField(t, "value") == StringField(taint, "value");
   });
 }
 
 bool Admits(const model::HardwareClass& hw, const json& tolerations, const json& node) {
-  const json& labels = Field(Field(node, "metadata"), "labels");
+  const json& labels = Member(Member(node, "metadata"), "labels");
   for (const auto& [k, v] : hw.node_selector) {
-    if (Field(labels, k.c_str()) != json(v)) return false;
+    if (Member(labels, k.c_str()) != json(v)) return false;
   }
-  const json& taints = Field(Field(node, "spec"), "taints");
+  const json& taints = Member(Member(node, "spec"), "taints");
   if (!taints.is_array()) return true;
   return std::all_of(taints.begin(), taints.end(),
                      [&](const json& taint) { return Tolerates(tolerations, taint); });
 }
 
 bool Terminal(const json& pod) {
-  const std::string phase = Text(Field(pod, "status"), "phase");
+  const std::string phase = StringField(Member(pod, "status"), "phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -117,29 +108,30 @@ std::pair<int, std::string> Fit(const Resources& free, const Resources& need) {
 
 // The Deployment a pod of the pipeline belongs to, from its pipescale.io labels; "" if none.
 std::string DeploymentOf(const model::Pipeline& pipeline, const json& labels) {
-  const int t = pipeline.TaskIndex(Text(labels, "pipescale.io/task"));
+  const int t = pipeline.TaskIndex(StringField(labels, "pipescale.io/task"));
   if (t < 0) return "";
   const model::Task& task = pipeline.spec.tasks[t];
-  const model::Variant* variant = task.FindVariant(Text(labels, "pipescale.io/variant"));
+  const model::Variant* variant = task.FindVariant(StringField(labels, "pipescale.io/variant"));
   if (variant == nullptr) return "";
-  return api::DeploymentName(pipeline, task, *variant, Text(labels, "pipescale.io/hardware-class"));
+  return api::DeploymentName(pipeline, task, *variant,
+                             StringField(labels, "pipescale.io/hardware-class"));
 }
 
 bool OfPipeline(const model::Pipeline& pipeline, const json& pod) {
-  const json& meta = Field(pod, "metadata");
-  return Text(meta, "namespace") == pipeline.namespace_name &&
-         Text(Field(meta, "labels"), "pipescale.io/pipeline") == pipeline.name;
+  const json& meta = Member(pod, "metadata");
+  return StringField(meta, "namespace") == pipeline.namespace_name &&
+         StringField(Member(meta, "labels"), "pipescale.io/pipeline") == pipeline.name;
 }
 
 // The scheduler's message when it has marked the pod Unschedulable.
 std::optional<std::string> UnschedulableMessage(const json& pod) {
-  if (!Text(Field(pod, "spec"), "nodeName").empty()) return std::nullopt;
-  const json& conditions = Field(Field(pod, "status"), "conditions");
+  if (!StringField(Member(pod, "spec"), "nodeName").empty()) return std::nullopt;
+  const json& conditions = Member(Member(pod, "status"), "conditions");
   if (!conditions.is_array()) return std::nullopt;
   for (const json& c : conditions) {
-    if (Text(c, "type") == "PodScheduled" && Text(c, "status") == "False" &&
-        Text(c, "reason") == "Unschedulable") {
-      return Text(c, "message");
+    if (StringField(c, "type") == "PodScheduled" && StringField(c, "status") == "False" &&
+        StringField(c, "reason") == "Unschedulable") {
+      return StringField(c, "message");
     }
   }
   return std::nullopt;
@@ -162,15 +154,15 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vect
   std::map<std::string, int> scheduled;  // by class
   for (const json& pod : pods) {
     if (Terminal(pod)) continue;
-    const std::string node = Text(Field(pod, "spec"), "nodeName");
+    const std::string node = StringField(Member(pod, "spec"), "nodeName");
     if (!node.empty()) {
       for (const auto& [k, v] : PodRequests(pod)) used[node][k] += v;
     }
     if (!OfPipeline(pipeline, pod)) continue;
-    const json& labels = Field(Field(pod, "metadata"), "labels");
+    const json& labels = Member(Member(pod, "metadata"), "labels");
     // Terminating pods count as the pipeline's until they are gone: their room is not free
     // yet, and counting neither would read a rolling update as a shrinking cluster.
-    if (!node.empty()) ++scheduled[Text(labels, "pipescale.io/hardware-class")];
+    if (!node.empty()) ++scheduled[StringField(labels, "pipescale.io/hardware-class")];
     if (auto message = UnschedulableMessage(pod)) {
       const std::string deployment = DeploymentOf(pipeline, labels);
       Unschedulable& u = waiting[deployment];
@@ -188,8 +180,8 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vect
       if (!Ready(node) || !Admits(hw, tolerations, node)) continue;
       ++c.nodes;
       Resources free;
-      AddQuantities(Field(Field(node, "status"), "allocatable"), free, false);
-      for (const auto& [k, v] : used[Text(Field(node, "metadata"), "name")]) free[k] -= v;
+      AddQuantities(Member(Member(node, "status"), "allocatable"), free, false);
+      for (const auto& [k, v] : used[StringField(Member(node, "metadata"), "name")]) free[k] -= v;
       const auto [fit, resource] = Fit(free, need);
       c.placeable += fit;
       if (fit == 0) ++scarce[resource];
@@ -212,12 +204,12 @@ model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCap
                                const std::map<std::string, json>& deployments) {
   std::map<std::string, int> surge;  // by class
   for (const auto& [name, d] : deployments) {
-    const json& status = Field(d, "status");
-    const json& replicas = Field(Field(d, "spec"), "replicas");
-    const json& running = Field(status, "replicas");
+    const json& status = Member(d, "status");
+    const json& replicas = Member(Member(d, "spec"), "replicas");
+    const json& running = Member(status, "replicas");
     if (!replicas.is_number_integer() || !running.is_number_integer()) continue;
     const std::string cls =
-        Text(Field(Field(d, "metadata"), "labels"), "pipescale.io/hardware-class");
+        StringField(Member(Member(d, "metadata"), "labels"), "pipescale.io/hardware-class");
     surge[cls] += std::max(0, running.get<int>() - replicas.get<int>());
   }
   model::Pipeline out = pipeline;

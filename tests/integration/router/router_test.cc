@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "support/shell.h"
@@ -43,16 +44,12 @@ class RouterTest : public ::testing::Test {
   std::string Model(const std::string& task, const std::string& latency_ms, int batch = 1,
                     int max_wait_ms = 1000) {
     const std::string host = "127.0.7." + std::to_string(++hosts_);
-    const std::string port_file = dir_ + "/" + host + ".port";
-    setenv("MAX_BATCH_SIZE", std::to_string(batch).c_str(), 1);  // the child inherits it
-    processes_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", task, "--host", host, "--port",
-                                 "0", "--port-file", port_file, "--latency-ms", latency_ms,
-                                 "--max-wait-ms", std::to_string(max_wait_ms)},
-        dir_ + "/" + host + ".log"));
-    const std::vector<int> ports = testing::WaitForPorts(port_file, 10s);
-    EXPECT_FALSE(ports.empty());
-    return host + ":" + (ports.empty() ? "0" : std::to_string(ports[0]));
+    testing::Started server = testing::StartModelServer(
+        {.task = task, .latency_ms = latency_ms, .batch = batch, .max_wait_ms = max_wait_ms}, host,
+        dir_);
+    EXPECT_FALSE(server.ports.empty()) << server.process->Log();
+    processes_.push_back(std::move(server.process));
+    return host + ":" + (server.ports.empty() ? "0" : std::to_string(server.ports[0]));
   }
 
   // `pipeline_`, else the two-task chain with `slo_ms` on its path.
@@ -73,28 +70,13 @@ spec:
   paths: [{name: p, tasks: [detect, classify], sloMs: )"
                                              << slo_ms << "}]\n";
     }
-    std::vector<std::string> argv = {PIPESCALE_ROUTER,
-                                     "--pipeline-file",
-                                     dir_ + "/pipeline.yaml",
-                                     "--endpoints",
-                                     endpoints,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--metrics-listen",
-                                     "127.0.0.1:0",
-                                     "--port-file",
-                                     dir_ + "/router.port",
-                                     "--threads",
-                                     "2",
-                                     "--drain-seconds",
-                                     drain_seconds};
-    argv.insert(argv.end(), more.begin(), more.end());
-    std::filesystem::remove(dir_ + "/router.port");  // a restarted router writes its own
-    router_ = std::make_unique<Process>(argv, dir_ + "/router.log");
-    const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
-    ASSERT_EQ(ports.size(), 2u) << router_->Log();
-    port_ = ports[0];
-    metrics_port_ = ports[1];
+    std::vector<std::string> flags = {"--threads", "2", "--drain-seconds", drain_seconds};
+    flags.insert(flags.end(), more.begin(), more.end());
+    testing::Started router = testing::StartRouter(dir_ + "/pipeline.yaml", endpoints, flags, dir_);
+    router_ = std::move(router.process);
+    ASSERT_EQ(router.ports.size(), 2u) << router_->Log();
+    port_ = router.ports[0];
+    metrics_port_ = router.ports[1];
   }
 
   Reply Infer(const std::string& body, const std::string& path = "p") const {

@@ -1,0 +1,35 @@
+// Our processes on loopback addresses without a cluster (the router's integration test and the
+// data-plane benches): emulated model servers and the router, each writing its port file and its
+// log into a scratch directory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "integration/harness/process.h"
+
+namespace pipescale::testing {
+
+struct ModelServerOptions {
+  std::string task;
+  std::string latency_ms;  // "A,B,C": a*b^2 + b*b + c milliseconds for a batch of b
+  int batch = 1;           // the largest batch it forms (its MAX_BATCH_SIZE)
+  int max_wait_ms = 1000;  // how long it waits for a batch to fill
+};
+
+struct Started {
+  std::unique_ptr<Process> process;
+  std::vector<int> ports;  // as written to its port file; empty when it did not come up in 10 s
+};
+
+// A model server alone on loopback address `host` (say 127.0.7.1).
+Started StartModelServer(const ModelServerOptions& options, const std::string& host,
+                         const std::string& dir);
+
+// The router for `pipeline_file` over `endpoints` (its --endpoints syntax) on ports of its own
+// choosing: ports[0] serves requests, ports[1] its metrics. `more` adds flags.
+Started StartRouter(const std::string& pipeline_file, const std::string& endpoints,
+                    const std::vector<std::string>& more, const std::string& dir);
+
+}  // namespace pipescale::testing
