@@ -44,6 +44,7 @@ int seconds = 15;  // NOLINT: of load per measurement
 struct Fleet {
   std::vector<std::unique_ptr<Process>> processes;
   int hosts = 0;
+  int metrics_port = 0;  // the last router's
 
   // A model server of `task` on its own loopback address: ip:port.
   std::string Model(const std::string& task, const model::QuadraticLatency& d, int batch,
@@ -58,12 +59,15 @@ struct Fleet {
     return host + ":" + std::to_string(server.ports.empty() ? 0 : server.ports[0]);
   }
 
-  // The router for `pipeline_file` over `endpoints`; its port.
+  // The router for `pipeline_file` over `endpoints`; its port (and its metrics' in
+  // metrics_port).
   int Router(const std::string& pipeline_file, const std::string& endpoints,
-             std::vector<std::string> more) {
-    more.insert(more.end(), {"--drain-seconds", "0"});
-    testing::Started router = testing::StartRouter(pipeline_file, endpoints, more, dir);
+             const std::vector<std::string>& more) {
+    std::vector<std::string> flags = {"--drain-seconds", "0"};
+    flags.insert(flags.end(), more.begin(), more.end());
+    testing::Started router = testing::StartRouter(pipeline_file, endpoints, flags, dir);
     processes.push_back(std::move(router.process));
+    metrics_port = router.ports.size() > 1 ? router.ports[1] : 0;
     return router.ports.empty() ? 0 : router.ports[0];
   }
 };
@@ -88,11 +92,6 @@ double RouterCounter(int metrics_port, const std::string& name, const std::strin
     }
   }
   return sum;
-}
-
-int MetricsPort() {
-  const auto ports = testing::WaitForPorts(dir + "/router.port", 1s);
-  return ports.size() > 1 ? ports[1] : 0;
 }
 
 model::Pipeline Write(const std::string& text, const std::string& file) {
@@ -171,7 +170,7 @@ void BenchLoki() {
     const json report =
         Load(dir + "/loki.yaml", port, std::to_string(offered) + ":" + std::to_string(seconds));
     const json& p = report["paths"]["p"];
-    const int metrics = MetricsPort();
+    const int metrics = fleet.metrics_port;
     const double dropped = RouterCounter(metrics, "pipescale_router_drops_total", "");
     const double b7 =
         RouterCounter(metrics, "pipescale_router_task_requests_total", "variant=\"b7\"");
@@ -307,7 +306,7 @@ void BenchMark() {
                                   {"--pools-file", dir + "/pools.json", "--spill", spill});
     const json report = Load(dir + "/mark.yaml", port, trace);
     const json& p = report["paths"]["p"];
-    const double spilled = RouterCounter(MetricsPort(), "pipescale_router_spills_total", "");
+    const double spilled = RouterCounter(fleet.metrics_port, "pipescale_router_spills_total", "");
     std::printf("| %s | %.0f | %.1f%% | %.1f%% |\n", spill, p.value("p99Ms", 0.0),
                 100 * p.value("sloAttainment", 0.0), 100 * spilled / p.value("sent", 1.0));
     std::fflush(stdout);

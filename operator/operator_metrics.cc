@@ -24,8 +24,8 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
                       "Demand-weighted end-to-end accuracy of the plan (accuracy-scaling "
                       "optimizers)")),
       served_accuracy_(Gauge(registry, "pipescale_served_accuracy",
-                             "Loki: the same for the variants that answered through the router, "
-                             "weighted by their calls")),
+                             "Loki: end-to-end accuracy of the variants that answered through "
+                             "the router, weighted by their calls")),
       served_(Gauge(registry, "pipescale_served_fraction",
                     "Share of the demand the plan serves; below 1 only when overloaded")),
       bound_(Gauge(registry, "pipescale_upper_bound_qps",

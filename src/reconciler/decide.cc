@@ -6,6 +6,7 @@
 #include "api/deployment.h"
 #include "api/plan_json.h"
 #include "api/router_objects.h"
+#include "common/json_fields.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
@@ -266,10 +267,8 @@ void ReportUnschedulable(const Observed& o, long generation, Decision& d) {
 // writes failed is announced by the next reconcile that writes it, and once only.
 void NoticeMixShift(const Observed& o, const DemandStep& step, Decision& d) {
   if (!step.mix || step.mix->memory.adopted.empty()) return;
-  const json before = o.object.value("status", json::object())
-                          .value("memory", json::object())
-                          .value("queryMix", json());
-  if (before == d.status["memory"].value("queryMix", json())) return;
+  const json& before = Member(Member(Member(o.object, "status"), "memory"), "queryMix");
+  if (before == Member(d.status["memory"], "queryMix")) return;
   d.notices.push_back({reason::kQuerySizesShifted,
                        StrFormat("the router's query sizes moved more than %.2f from the planned "
                                  "mix: planning for %s",

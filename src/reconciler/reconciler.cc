@@ -6,7 +6,9 @@
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "common/json_fields.h"
 #include "common/log.h"
+#include "kube/merge_patch.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
 
@@ -189,9 +191,35 @@ Result<RouterObjects> Reconciler::ObserveRouter(const model::Pipeline& pipeline)
   return out;
 }
 
+namespace {
+std::string ResourceVersion(const json& object) {
+  return StringField(Member(object, "metadata"), "resourceVersion");
+}
+}  // namespace
+
+std::optional<json> Reconciler::Latest(const std::string& key, std::optional<json> cached) {
+  std::lock_guard lock(mu_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return cached;
+  if (cached && it->second.superseded.contains(ResourceVersion(*cached))) return it->second.object;
+  written_.erase(it);  // caught up, deleted, or written by someone else since: the cache rules
+  return cached;
+}
+
+void Reconciler::RememberWritten(const std::string& key, const json& decided_from,
+                                 const std::string& cached_version, json written) {
+  std::lock_guard lock(mu_);
+  Written& w = written_[key];
+  w.superseded.insert(cached_version);
+  w.superseded.insert(ResourceVersion(decided_from));
+  w.object = std::move(written);
+}
+
 Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   Outcome outcome;
-  const auto object = pipelines_.Get(key);
+  std::optional<json> cached = pipelines_.Get(key);
+  const std::string cached_version = cached ? ResourceVersion(*cached) : "";
+  const auto object = Latest(key, std::move(cached));
   if (!object) {
     // Deleted: its Deployments go with it through their owner references.
     std::lock_guard lock(mu_);
@@ -276,9 +304,12 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   const json previous = object->value("status", json::object());
   if (decision.status != previous) {
     const std::string name = (*object)["metadata"]["name"];
-    auto written = client_.MergePatch(kube::ObjectPath(kInferencePipelines, ns, name, "status"),
-                                      {{"status", decision.status}});
+    // Keys the decision left out are removed, not kept by the merge.
+    auto written =
+        client_.MergePatch(kube::ObjectPath(kInferencePipelines, ns, name, "status"),
+                           {{"status", kube::MergePatchFrom(previous, decision.status)}});
     if (!written) return written.error();
+    RememberWritten(key, *object, cached_version, std::move(*written));
     outcome.status_written = true;
     const bool newly_invalid =
         !parsed.pipeline &&
@@ -307,9 +338,8 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
   outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);
   outcome.decide_seconds = decide_ms / 1000;
-  const json served = decision.status.value("observed", json::object())
-                          .value("dataPlane", json::object())
-                          .value("servedAccuracy", json());
+  const json& served =
+      Member(Member(Member(decision.status, "observed"), "dataPlane"), "servedAccuracy");
   if (served.is_number()) outcome.served_accuracy = served.get<double>();
   outcome.plan = std::move(decision.plan);
   outcome.capacity = std::move(observed.capacity);

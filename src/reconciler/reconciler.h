@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,9 +94,25 @@ class Reconciler {
   const kube::Informer* nodes_ = nullptr;
   const kube::Informer* pods_ = nullptr;
 
+  // The informer's copy of `key`, or the status this replica wrote since when the copy is
+  // older: it lags a write by a watch event, and a decision from it would announce the same
+  // change twice (a Deployment's watch event requeues the pipeline right after the write).
+  std::optional<nlohmann::json> Latest(const std::string& key,
+                                       std::optional<nlohmann::json> cached);
+  void RememberWritten(const std::string& key, const nlohmann::json& decided_from,
+                       const std::string& cached_version, nlohmann::json written);
+
+  // Per pipeline key: the object as this replica last wrote it, and the resourceVersions it
+  // superseded, which the informer may still show.
+  struct Written {  // NOLINT(bugprone-exception-escape): json's moves may throw
+    nlohmann::json object;
+    std::set<std::string> superseded;
+  };
+
   std::mutex mu_;
   // What one decision passes to the next, per pipeline key; recalled on first sight.
   std::map<std::string, Memory> memory_;
+  std::map<std::string, Written> written_;
 };
 
 }  // namespace pipescale::reconciler

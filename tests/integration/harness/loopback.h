@@ -13,7 +13,7 @@ namespace pipescale::testing {
 
 struct ModelServerOptions {
   std::string task;
-  std::string latency_ms;  // "A,B,C": a*b^2 + b*b + c milliseconds for a batch of b
+  std::string latency_ms;  // "A,B,C": A n^2 + B n + C milliseconds for a batch of n rows
   int batch = 1;           // the largest batch it forms (its MAX_BATCH_SIZE)
   int max_wait_ms = 1000;  // how long it waits for a batch to fill
 };
@@ -23,7 +23,8 @@ struct Started {
   std::vector<int> ports;  // as written to its port file; empty when it did not come up in 10 s
 };
 
-// A model server alone on loopback address `host` (say 127.0.7.1).
+// A model server alone on loopback address `host` (say 127.0.7.1). Sets MAX_BATCH_SIZE in this
+// process's environment, which the server inherits.
 Started StartModelServer(const ModelServerOptions& options, const std::string& host,
                          const std::string& dir);
 

@@ -79,9 +79,10 @@ class ReconcilerTest : public ::testing::Test {
     reconciler_ = MakeReconciler(*deployments_);
   }
 
-  std::unique_ptr<Reconciler> MakeReconciler(const kube::Informer& deployments) {
+  std::unique_ptr<Reconciler> MakeReconciler(const kube::Informer& deployments,
+                                             const kube::Informer* pipelines = nullptr) {
     return std::make_unique<Reconciler>(
-        *client_, *pipelines_, deployments,
+        *client_, pipelines != nullptr ? *pipelines : *pipelines_, deployments,
         [this](const model::Pipeline& p) -> Result<model::MetricsSnapshot> {
           if (frozen_) return *frozen_;
           auto snapshot = metrics::ReadSnapshot(metrics::PrometheusClient(prometheus_url_, 2s), p);
@@ -464,6 +465,40 @@ TEST_F(ReconcilerTest, ACreateThatConflictsRereadsAndPatches) {
   auto r = reconciler_->Reconcile(ns_ + "/race");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(Fields(task["deployment"]).replicas, Status("race")["plan"]["tasks"][0]["replicas"]);
+}
+
+// The informer's copy of a pipeline lags the reconciler's own status write by a watch event,
+// and a Deployment's event requeues the pipeline at once. A reconciler whose pipeline cache
+// never moves (its informer stopped after the first list) still decides from what it wrote:
+// the second pass writes nothing and announces nothing, where deciding from the cached copy
+// would write the status again and emit PlanChanged twice. (Recommend mode: no rollout moves
+// the Deployments between the passes.)
+TEST_F(ReconcilerTest, ACacheBehindItsOwnWriteAnnouncesNothingTwice) {
+  testing::Load load(ns_, "lag", {{"p", 60}});
+  Create(PipelineObject("lag", "Recommend"));
+  ReconcileWithMetrics("lag");
+  ASSERT_TRUE(last_.has_value());
+  kube::Informer frozen(*client_, {.type = kInferencePipelines, .namespace_name = ns_},
+                        [](const std::string&, const nlohmann::json&) {});
+  frozen.Start();
+  ASSERT_TRUE(frozen.WaitForSync(10s));
+  frozen.Stop();
+  const auto lagging = MakeReconciler(*deployments_, &frozen);
+  model::MetricsSnapshot more = *last_;
+  for (auto& [path, rps] : more.path_rates_rps) rps *= 5;
+  if (more.arrival_rate_rps) *more.arrival_rate_rps *= 5;
+  frozen_ = more;
+
+  const auto first = lagging->Reconcile(ns_ + "/lag");
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_TRUE(first->status_written);
+  EXPECT_EQ(first->events, 1);  // PlanChanged
+  const json written = Status("lag");
+  const auto second = lagging->Reconcile(ns_ + "/lag");
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_FALSE(second->status_written);
+  EXPECT_EQ(second->events, 0);
+  EXPECT_EQ(Status("lag"), written);
 }
 
 TEST_F(ReconcilerTest, DeletingThePipelineCollectsItsDeployments) {
