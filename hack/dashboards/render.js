@@ -34,7 +34,9 @@ async function main() {
       for (const r of await series(t.expr)) {
         panel.series.push({label: legend(t.legendFormat, r.metric),
                            dashed: /^SLO /.test(legend(t.legendFormat, r.metric)),
-                           points: r.values.map(([ts, v]) => [ts, Number(v)])});
+                           // NaN (0/0 over a quiet window) and +Inf (a quantile in the top
+                           // bucket) are gaps, as Grafana draws NaN; uPlot's axis breaks on them.
+                           points: r.values.map(([ts, v]) => [ts, Number.isFinite(Number(v)) ? Number(v) : null])});
       }
     }
     panels.push(panel);
