@@ -7,8 +7,8 @@ using nlohmann::json;
 json MergePatchFrom(const json& before, const json& after) {
   if (!before.is_object() || !after.is_object()) return after;
   json patch = json::object();
-  for (const auto& [key, old_value] : before.items()) {
-    if (!after.contains(key)) patch[key] = nullptr;
+  for (const auto& member : before.items()) {
+    if (!after.contains(member.key())) patch[member.key()] = nullptr;
   }
   for (const auto& [key, new_value] : after.items()) {
     const auto old_value = before.find(key);

@@ -25,12 +25,6 @@ constexpr size_t kMaxErrorsInMessage = 5;
 // scrape or two, and a long interval would leave it unplanned for all of it.
 constexpr double kMetricsRetrySeconds = 10;
 
-const json& Metadata(const json& object) {
-  static const json kNone = json::object();
-  auto it = object.find("metadata");
-  return it != object.end() ? *it : kNone;
-}
-
 // The status as read back, with the shape the steps write into (anyone may have written it).
 json StartStatus(const json& object) {
   auto it = object.find("status");
@@ -126,7 +120,8 @@ Decision Hold(const Observed& o, const model::Pipeline& pipeline,
     std::erase_if(planned, [&](const PlannedDeployment& p) {
       return TaskRuns(pipeline, *p.task, o.deployments);
     });
-    d.writes = PlanWrites(pipeline, StringField(Metadata(o.object), "uid"), o.deployments, planned);
+    d.writes = PlanWrites(pipeline, StringField(Member(o.object, "metadata"), "uid"), o.deployments,
+                          planned);
     spend += TargetSpend(planned);
   }
   d.status["totalReplicas"] = spend.replicas;
@@ -278,12 +273,12 @@ void NoticeMixShift(const Observed& o, const DemandStep& step, Decision& d) {
 }  // namespace
 
 Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
-  const long generation = IntField(Metadata(o.object), "generation", 0);
+  const long generation = IntField(Member(o.object, "metadata"), "generation", 0);
   if (!parsed.pipeline) return Invalid(o, parsed.errors, generation);
   const model::Pipeline& pipeline = *parsed.pipeline;
   const optimizer::Descriptor& optimizer = optimizer::OptimizerOf(pipeline.spec);
   const bool apply = pipeline.spec.mode == model::Mode::kApply;
-  const std::string uid = StringField(Metadata(o.object), "uid");
+  const std::string uid = StringField(Member(o.object, "metadata"), "uid");
 
   Decision d;
   d.status = StartStatus(o.object);
