@@ -788,10 +788,15 @@ std::optional<Enum> ParseEnum(Reader& r, const json& object, const char* key,
 void ParseSlo(Reader& r, const json& spec, model::PipelineSpec& out) {
   const json* slo = r.Object(spec, "slo", "spec", false);
   if (slo == nullptr) return;
-  r.OnlyKnown(*slo, "spec.slo", {"latencyMs", "percentile"});
+  r.OnlyKnown(*slo, "spec.slo", {"latencyMs", "percentile", "latencyModel"});
   if (auto l = r.Number(*slo, "latencyMs", "spec.slo", false, kMsRange)) out.slo.latency_ms = *l;
   if (auto p = r.Number(*slo, "percentile", "spec.slo", false, kPercentileRange)) {
     out.slo.percentile = *p;
+  }
+  if (auto m = ParseEnum<model::LatencyModel>(
+          r, *slo, "latencyModel", "spec.slo",
+          {{"tail", model::LatencyModel::kTail}, {"mean", model::LatencyModel::kMean}})) {
+    out.slo.model = *m;
   }
 }
 

@@ -135,7 +135,7 @@ std::vector<RouterBatch> RouterBatches(const model::Pipeline& pipeline, const mo
   for (const model::TaskPlan& t : plan.tasks) {
     const model::Variant* v = pipeline.FindVariant(t.task, t.variant);
     if (v == nullptr || !v->RouterBatches()) continue;
-    const RouterBatch b{t.task, t.variant, t.batch_size, std::round(t.queue_ms)};
+    const RouterBatch b{t.task, t.variant, t.batch_size, std::round(t.batch_wait_ms)};
     auto same = std::find_if(out.begin(), out.end(), [&](const RouterBatch& o) {
       return o.task == t.task && o.variant == t.variant;
     });

@@ -20,14 +20,15 @@ namespace {
 constexpr const char* kUsage = R"(pipescale: plan and validate InferencePipelines offline
 
 usage:
-  pipescale plan -f FILE [--optimizer NAME]
+  pipescale plan -f FILE [--optimizer NAME] [--latency-model tail|mean]
                  [--rate RPS] [--path-rate NAME=RPS ...] [--history FILE] [-o table|json]
   pipescale validate -f FILE
   pipescale help
 
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
 one path's rate and may be repeated. --optimizer is one of the optimizers below (default: the
-pipeline's spec.optimizer). --history (mark) is a CSV of time,rate (seconds, total
+pipeline's spec.optimizer). --latency-model overrides spec.slo.latencyModel: tail plans each
+task's latency at the SLO's percentile, mean as the papers do. --history (mark) is a CSV of time,rate (seconds, total
 requests per second) that MArk forecasts from with spec.forecast; without --rate its last value
 is the current rate. Exit codes: 0 done (an Infeasible plan is a result),
 2 invalid flags or pipeline (every problem is printed with its field), 1 anything else.
@@ -54,6 +55,7 @@ struct Flags {
   std::optional<double> rate;
   std::map<std::string, double> path_rates;
   std::string history;
+  std::optional<model::LatencyModel> latency_model;
 };
 
 // A rate in requests per second as api::RateProblem accepts it: a decimal number (no hex, no
@@ -82,6 +84,11 @@ std::string SetFlag(const std::string& name, const std::string& v, Flags& flags)
     double rate = 0;
     if (std::string problem = ParseRate(v, rate); !problem.empty()) return "--rate " + problem;
     flags.rate = rate;
+  } else if (name == "--latency-model") {
+    if (v != "tail" && v != "mean") {
+      return "--latency-model must be tail or mean, got " + QuoteUserText(v);
+    }
+    flags.latency_model = v == "tail" ? model::LatencyModel::kTail : model::LatencyModel::kMean;
   } else if (name == "--history") {
     flags.history = v;
   } else if (name == "--path-rate") {
@@ -107,7 +114,8 @@ std::string ParseFlags(std::span<const std::string> args, Flags& flags) {
       name = name.substr(0, eq);
     }
     if (name != "-f" && name != "--file" && name != "--optimizer" && name != "-o" &&
-        name != "--output" && name != "--rate" && name != "--path-rate" && name != "--history") {
+        name != "--output" && name != "--rate" && name != "--path-rate" && name != "--history" &&
+        name != "--latency-model") {
       return "unknown argument " + QuoteUserText(name);
     }
     if (!value && i + 1 < args.size()) value = args[++i];
@@ -176,6 +184,7 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
 int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   auto pipeline = Load(flags.file, err);
   if (!pipeline) return kExitInvalidInput;
+  if (flags.latency_model) pipeline->spec.slo.model = *flags.latency_model;
   // Without --optimizer, the one the pipeline asks for.
   const optimizer::Descriptor* chosen = &optimizer::OptimizerOf(pipeline->spec);
   if (!flags.optimizer.empty()) {

@@ -21,6 +21,8 @@ const std::map<std::string, std::string>& DefaultQueries() {
       // The router's data plane, by reason, task or (task, variant), over the last minute.
       {"routerDrops",
        R"(sum by (reason) (rate(pipescale_router_drops_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+      {"routerShed",
+       R"(sum by (path, reason) (rate(pipescale_router_shed_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
       {"routerReroutes",
        R"(sum(rate(pipescale_router_reroutes_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
       {"routerSpillShare",
@@ -105,6 +107,7 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheu
                {"routerPoolWaiting", {"task"}, &out.pool_waiting},
                {"routerBatchRows", {"task"}, &out.batch_rows},
                {"routerDrops", {"reason"}, &out.drops_rps},
+               {"routerShed", {"path", "reason"}, &out.shed_rps},
                {"routerReroutes", {}, &reroutes},
                {"routerVariantRate", {"task", "variant"}, &out.variant_rps}};
   for (const auto& r : reads) {

@@ -12,6 +12,7 @@ namespace pipescale::model {
 // never a reason to hold or change a plan.
 struct DataPlaneSnapshot {
   std::map<std::string, double> drops_rps;     // by reason, every task's
+  std::map<std::string, double> shed_rps;      // by "path/reason": refused at the door
   double reroutes_rps = 0;                     // late requests sent to a faster backup variant
   std::map<std::string, double> spill_share;   // by task: of its calls, sent to the burst class
   std::map<std::string, double> pool_waiting;  // by task: requests in Kairos's queue (most of any

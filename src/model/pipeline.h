@@ -90,9 +90,14 @@ struct Path {
   bool operator==(const Path&) const = default;
 };
 
+// How a plan predicts a task's latency: at the SLO's percentile, with the queueing of random
+// arrivals (the default, optimizer/tail.h), or as the papers do, at the mean.
+enum class LatencyModel { kTail, kMean };
+
 struct Slo {
   double latency_ms = 0;  // 0: not set
   double percentile = 99;
+  LatencyModel model = LatencyModel::kTail;
 
   bool operator==(const Slo&) const = default;
 };

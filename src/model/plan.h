@@ -27,9 +27,13 @@ struct TaskPlan {
   int batch_size = 1;
   double latency_ms = 0;  // execution time of one batch, d(b)
   // The longest a request waits before its batch executes, as the optimizer models it: FA2 and
-  // its baselines, to fill the batch ((b - 1) / lambda); Loki, behind the batch in service
-  // (d(b)); MArk, its batch's wait budget; Kairos, 0 (one query in flight per replica).
+  // its baselines, to fill the batch and behind other batches at the SLO's percentile
+  // (optimizer/tail.h), or (b - 1) / lambda under the papers' mean-value model; Loki, behind
+  // the batch in service (d(b)); MArk, its batch's wait budget; Kairos, 0 (one query in flight
+  // per replica).
   double queue_ms = 0;
+  // How long the router lets a batch it forms wait to fill (batchSize.formedBy: router).
+  double batch_wait_ms = 0;
   double load_rps = 0;  // requests per second the plan sends to these replicas; 0: not planned
 
   bool operator==(const TaskPlan&) const = default;

@@ -430,6 +430,7 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
                             .batch_size = c.batch,
                             .latency_ms = c.ms,
                             .queue_ms = c.ms,
+                            .batch_wait_ms = c.ms,
                             .load_rps = load[v]});
       loki.drop_budget_ms[task.name + "/" + task.variants[vertex.variant].name] = 2 * c.ms;
     }

@@ -257,6 +257,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
                             .batch_size = b.max_batch,
                             .latency_ms = t.classes[k].Ms(b.max_batch),
                             .queue_ms = b.wait_ms,
+                            .batch_wait_ms = b.wait_ms,
                             .load_rps = 0});
       pool.members.push_back({.hardware_class = t.instances[k].name,
                               .replicas = t.counts[k],
@@ -275,7 +276,8 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
                             .replicas = *hw.burst_min_warm,
                             .batch_size = b.max_batch,
                             .latency_ms = c.Ms(b.max_batch),
-                            .queue_ms = b.wait_ms});
+                            .queue_ms = b.wait_ms,
+                            .batch_wait_ms = b.wait_ms});
       if (pool.spill_class.empty()) pool.spill_class = hw.name;
     }
     pools.pools.push_back(std::move(pool));

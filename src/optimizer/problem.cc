@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/strings.h"
 #include "optimizer/graph.h"
+#include "optimizer/tail.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -82,6 +83,67 @@ std::vector<Choice> ParetoFront(std::vector<Choice> choices, const std::vector<d
   return front;
 }
 
+// How many replicas beyond the fewest that keep up the tail model tries per (class, batch): every
+// count up to max(kReplicaSteps, the fewest) more, or until nothing queues (then more replicas buy
+// nothing; with many replicas Erlang C falls below 1 - p within a few square roots of the load).
+constexpr int kReplicaSteps = 64;
+
+// Under the tail model a (class, batch) choice comes at several replica counts: more replicas
+// queue less. `c` holds the mean-value choice, whose replicas are the fewest that keep up with
+// the rate. Counts that wait no less than one fewer are left out (they cost more for nothing).
+// The tail model's latency of task `dnn` at choice `c` (its class and batch) on every replica
+// count from `replicas` to `last`.
+std::vector<TailLatency> TailFrom(const model::Pipeline& pipeline, const Dnn& dnn, const Choice& c,
+                                  int replicas, int last) {
+  const model::Variant& variant =
+      pipeline.spec.tasks[pipeline.TaskIndex(dnn.task)].variants[dnn.variant];
+  const model::Profile* profile =
+      variant.FindProfile(pipeline.spec.hardware_classes[c.hardware_class].name);
+  PIPESCALE_CHECK(profile != nullptr);
+  return TaskTailLatencies(
+      {.rate_rps = dnn.rate_rps,
+       .replicas = replicas,
+       .batch = c.batch,
+       .exec_ms = c.exec_ms,
+       .exec_one_ms = profile->latency.Ms(1),
+       .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer},
+      last, pipeline.spec.slo.percentile);
+}
+
+void AddTailChoices(const model::Pipeline& pipeline, const Dnn& dnn, Choice c, double price,
+                    std::vector<Choice>& out) {
+  const int fewest = c.replicas;
+  if (fewest > kMaxReplicas) {
+    c.queue_ms = kMaxQueueMs;
+    out.push_back(c);
+    return;
+  }
+  double best_ms = std::numeric_limits<double>::infinity();
+  bool any = false;
+  const int last = std::min(kMaxReplicas, fewest + std::max(kReplicaSteps, fewest));
+  const std::vector<TailLatency> tails = TailFrom(pipeline, dnn, c, fewest, last);
+  for (int n = fewest; n <= last; ++n) {
+    const TailLatency& tail = tails[n - fewest];
+    const double ms = tail.TotalMs();
+    if (!std::isfinite(ms)) continue;  // saturated: one more replica
+    // Waits come in whole batches: a replica more may change nothing until a few more do.
+    if (any && ms >= best_ms - 1e-9) continue;
+    Choice more = c;
+    more.replicas = n;
+    more.queue_ms = std::min(ms - c.exec_ms, kMaxQueueMs);
+    more.wait_ms = tail.wait_budget_ms;
+    more.cost_micro = std::lround(n * price * 1e6);
+    out.push_back(more);
+    best_ms = ms;
+    any = true;
+    if (tail.queue_ms <= 0) break;  // nothing waits: more replicas buy nothing
+  }
+  if (!any) {  // saturated at every count tried: a choice that meets no SLO
+    c.queue_ms = kMaxQueueMs;
+    out.push_back(c);
+  }
+}
+
 // How many choices Compile would make: every batch size of every profile under load.
 size_t CountChoices(const model::Pipeline& pipeline, const std::vector<double>& rates) {
   size_t count = 0;
@@ -117,9 +179,14 @@ void CompileDnn(const model::Pipeline& pipeline, size_t i, bool batching, Dnn& d
       c.batch = b;
       c.exec_ms = profile.latency.Ms(b);
       c.queue_ms = b == 1 ? 0.0 : std::min(1000.0 * (b - 1) / dnn.rate_rps, kMaxQueueMs);
+      c.wait_ms = c.queue_ms;
       c.replicas = ReplicasFor(dnn.rate_rps, c.exec_ms, b);
       c.cost_micro = std::lround(c.replicas * price * 1e6);
-      dnn.choices.push_back(c);
+      if (spec.slo.model == model::LatencyModel::kMean) {
+        dnn.choices.push_back(c);
+      } else {
+        AddTailChoices(pipeline, dnn, c, price, dnn.choices);
+      }
     }
   }
   PIPESCALE_CHECK(!dnn.choices.empty());
@@ -309,14 +376,9 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
         .batch_size = c.batch,
         .latency_ms = c.exec_ms,
         .queue_ms = c.queue_ms,
+        .batch_wait_ms = c.wait_ms,
         .load_rps = dnn.rate_rps,
     });
-  }
-  for (size_t r = 0; r < problem.routes.size(); ++r) {
-    plan.paths.push_back(
-        {.name = problem.routes[r].name,
-         .slo_ms = problem.routes[r].slo_ms,
-         .predicted_latency_ms = RouteLatencyMs(problem, assignment, static_cast<int>(r))});
   }
   // FA2 and its baselines note only the paths that miss their SLO when infeasible, and the
   // tasks that would need more replicas than any plan asks for.
@@ -331,6 +393,23 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
   for (std::string& reason : ClampToClassLimits(pipeline, plan.tasks)) {
     notes.push_back(reason);
     reasons.push_back(std::move(reason));
+  }
+  // Under the tail model fewer replicas than chosen wait longer: the plan says what the replicas
+  // it asks for would do.
+  for (size_t i = 0; i < problem.dnns.size(); ++i) {
+    model::TaskPlan& t = plan.tasks[i];
+    if (pipeline.spec.slo.model != model::LatencyModel::kTail ||
+        t.replicas == assignment[i].replicas) {
+      continue;
+    }
+    const double ms =
+        TailFrom(pipeline, problem.dnns[i], assignment[i], t.replicas, t.replicas)[0].TotalMs();
+    t.queue_ms = std::isfinite(ms) ? std::min(ms - t.latency_ms, kMaxQueueMs) : kMaxQueueMs;
+  }
+  for (const Route& route : problem.routes) {
+    double ms = 0;
+    for (int d : route.dnns) ms += plan.tasks[d].latency_ms + plan.tasks[d].queue_ms;
+    plan.paths.push_back({.name = route.name, .slo_ms = route.slo_ms, .predicted_latency_ms = ms});
   }
   plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
   plan.report = {.optimizer = optimizer,

@@ -62,9 +62,12 @@ struct Objective {
 struct Choice {
   int hardware_class = 0;
   int batch = 1;
-  int replicas = 1;             // ceil(lambda / h(b)), at least one
-  double exec_ms = 0;           // d(b)
-  double queue_ms = 0;          // (b - 1) / lambda
+  int replicas = 1;    // ceil(lambda / h(b)), at least one
+  double exec_ms = 0;  // d(b)
+  // The wait before the batch executes: (b - 1) / lambda under the papers' mean-value model;
+  // filling and queueing at the SLO's percentile under the tail model (optimizer/tail.h).
+  double queue_ms = 0;
+  double wait_ms = 0;           // the router's budget for the batch to fill, (b - 1) / lambda
   std::int64_t cost_micro = 0;  // replicas x price
 
   double LatencyMs() const { return exec_ms + queue_ms; }

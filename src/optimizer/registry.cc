@@ -6,6 +6,7 @@
 #include "optimizer/baselines.h"
 #include "optimizer/exact.h"
 #include "optimizer/fa2.h"
+#include "optimizer/hpa.h"
 #include "optimizer/kairos_pipeline.h"
 #include "optimizer/loki.h"
 #include "optimizer/mark_pipeline.h"
@@ -70,6 +71,11 @@ const std::array kOptimizers = {
                .placement = Placement::kPerClass,
                .memory = {.rate_history = true, .slo_guard = true},
                .solve = SolveMark},
+    Descriptor{
+        .name = "hpa",
+        .summary = "baseline: the Kubernetes HPA's rule per task, 70% of a replica at batch 1",
+        .in_spec = true,
+        .solve = SolveHpa},
     Descriptor{.name = kDs2,
                .summary = "FA2's baseline: DS2's per-operator scaling",
                .solve = OnProblem<SolveDs2, kDs2>},

@@ -14,12 +14,21 @@ using nlohmann::json;
 
 namespace {
 
-// The problem's choice for a task at (hardware class, batch), or nullptr.
-const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, int hw, int batch) {
+// The problem's choice for a task at (hardware class, batch) with the most replicas up to
+// `replicas` (the tail model offers several counts; more queue less), else with the fewest;
+// nullptr when there is none.
+const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, int hw, int batch,
+                                  int replicas) {
+  const optimizer::Choice* most_within = nullptr;
+  const optimizer::Choice* fewest = nullptr;
   for (const auto& c : problem.dnns[dnn].choices) {
-    if (c.hardware_class == hw && c.batch == batch) return &c;
+    if (c.hardware_class != hw || c.batch != batch) continue;
+    if (c.replicas <= replicas && (!most_within || c.replicas > most_within->replicas)) {
+      most_within = &c;
+    }
+    if (!fewest || c.replicas < fewest->replicas) fewest = &c;
   }
-  return nullptr;
+  return most_within != nullptr ? most_within : fewest;
 }
 
 // For each task of the plan, the running choice to keep: the Deployment runs the batch the
@@ -47,7 +56,7 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
     }
     const optimizer::Choice* c =
         ChoiceAt(problem, pipeline.TaskIndex(t.task), pipeline.HardwareClassIndex(t.hardware_class),
-                 *f.batch_size);
+                 *f.batch_size, t.replicas);
     if (c != nullptr && c->replicas <= t.replicas) keep[i] = c;
   }
   return keep;
@@ -64,8 +73,8 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
   optimizer::Assignment assignment(problem.dnns.size());
   for (const model::TaskPlan& t : plan.tasks) {
     const int dnn = pipeline.TaskIndex(t.task);
-    const optimizer::Choice* own =
-        ChoiceAt(problem, dnn, pipeline.HardwareClassIndex(t.hardware_class), t.batch_size);
+    const optimizer::Choice* own = ChoiceAt(
+        problem, dnn, pipeline.HardwareClassIndex(t.hardware_class), t.batch_size, t.replicas);
     if (own == nullptr) return;  // not a plan of this problem's choices: leave it alone
     assignment[dnn] = *own;
   }
@@ -96,6 +105,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     t.batch_size = c.batch;
     t.latency_ms = c.exec_ms;
     t.queue_ms = c.queue_ms;
+    t.batch_wait_ms = c.wait_ms;
   }
   for (size_t r = 0; r < problem.routes.size() && r < plan.paths.size(); ++r) {
     plan.paths[r].predicted_latency_ms =

@@ -141,6 +141,13 @@ json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
               {"spillShare", Rounded(observed.spill_share, api::RoundFraction)},
               {"poolWaiting", Rounded(observed.pool_waiting, api::RoundQuantity)},
               {"batchRows", Rounded(observed.batch_rows, api::RoundQuantity)}};
+  json shed = json::object();
+  for (const auto& [key, rps] : observed.shed_rps) {
+    const size_t slash = key.find('/');
+    if (slash != std::string::npos)
+      shed[key.substr(0, slash)][key.substr(slash + 1)] = api::RoundQuantity(rps);
+  }
+  out["shedPerSecond"] = std::move(shed);
   if (const auto* loki = plan.accuracy_scaling()) {
     out["plannedAccuracy"] = api::RoundFraction(loki->accuracy);
     if (auto served = ServedAccuracy(pipeline, observed.variant_rps)) {

@@ -1,5 +1,7 @@
 #include "router/picker.h"
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 namespace pipescale::router {
@@ -14,7 +16,7 @@ int Draw(std::span<const Candidate> candidates, double u, int excluded) {
   double at = u * total;
   int last = -1;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (static_cast<int>(i) == excluded) continue;
+    if (static_cast<int>(i) == excluded || candidates[i].weight <= 0) continue;
     last = static_cast<int>(i);
     if (at < candidates[i].weight) return last;
     at -= candidates[i].weight;
@@ -23,6 +25,27 @@ int Draw(std::span<const Candidate> candidates, double u, int excluded) {
 }
 
 }  // namespace
+
+int PickPod(std::span<const Candidate> candidates, double u1, double u2) {
+  if (candidates.size() > kScanAll) return PickOfTwo(candidates, u1, u2);
+  const auto finish = [](const Candidate& c) {
+    const int batch = std::max(1, c.batch);
+    return static_cast<double>((c.outstanding + batch) / batch) * batch / c.weight;
+  };
+  double least = std::numeric_limits<double>::infinity();
+  for (const Candidate& c : candidates) least = std::min(least, finish(c));
+  int fullest = 0;
+  for (const Candidate& c : candidates) {
+    if (finish(c) <= least * (1 + 1e-12)) fullest = std::max(fullest, c.outstanding);
+  }
+  // The least loaded with the fullest batch, as candidates of their own weight (the rest weigh
+  // nothing).
+  std::vector<Candidate> tied(candidates.begin(), candidates.end());
+  for (Candidate& c : tied) {
+    if (finish(c) > least * (1 + 1e-12) || c.outstanding != fullest) c.weight = 0;
+  }
+  return Draw(tied, u1, -1);
+}
 
 int PickOfTwo(std::span<const Candidate> candidates, double u1, double u2) {
   if (candidates.empty()) return -1;

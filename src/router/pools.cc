@@ -5,6 +5,7 @@
 
 #include "optimizer/kairos.h"
 #include "optimizer/mark.h"
+#include "router/admission.h"
 
 namespace pipescale::router {
 
@@ -87,9 +88,7 @@ bool ShouldSpill(std::span<const MainReplica> main, double rt_max_ms) {
   busy.reserve(main.size());
   service.reserve(main.size());
   for (const MainReplica& m : main) {
-    const int batch = std::max(1, m.batch);
-    // The batches ahead of it (the one in service counted whole), then its own.
-    busy.push_back(std::ceil(static_cast<double>(m.outstanding) / batch) * m.batch_ms);
+    busy.push_back(WorkAheadMs(m));
     service.push_back(m.batch_ms);
   }
   return optimizer::mark::Spill(busy, service, 0, rt_max_ms);

@@ -94,6 +94,12 @@ bool Graph::IsLast(const std::string& path, const std::string& task) const {
   return it == edges_.end() || it->second.empty();
 }
 
+const std::vector<std::string>& Graph::PathTasks(const std::string& path) const {
+  static const std::vector<std::string> kNone;
+  const auto it = paths_.find(path);
+  return it == paths_.end() ? kNone : it->second;
+}
+
 std::string Graph::PathOf(const std::vector<std::string>& tasks) const {
   for (const auto& [name, path_tasks] : paths_) {
     if (path_tasks == tasks) return name;

@@ -57,6 +57,8 @@ class Graph {
     return variants_.at(task);
   }
   std::vector<std::string> paths() const;
+  // The tasks of the named path, in order; empty for "" or a path the pipeline lacks.
+  const std::vector<std::string>& PathTasks(const std::string& path) const;
 
  private:
   std::vector<std::string> tasks_;

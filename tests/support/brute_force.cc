@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "optimizer/tail.h"
 #include "support/simplex.h"
 
 namespace pipescale::testing {
@@ -35,9 +36,39 @@ std::optional<BruteForceResult> BruteForce(const model::Pipeline& pipeline,
         const double q = b == 1 ? 0 : 1000.0 * (b - 1) / lambda;
         std::int64_t n = static_cast<std::int64_t>(std::ceil(lambda * d / (1000.0 * b) - 1e-9));
         if (n < 1) n = 1;
-        options[i].push_back({d + q, n, n * price});
+        if (spec.slo.model == model::LatencyModel::kMean) {
+          options[i].push_back({d + q, n, n * price});
+          continue;
+        }
+        // Every replica count from the fewest on, until nothing waits behind a batch.
+        for (std::int64_t m = n; m <= 2 * n + 64; ++m) {
+          const optimizer::TailLatency tail = optimizer::TaskTailLatency(
+              {.rate_rps = lambda,
+               .replicas = static_cast<int>(m),
+               .batch = b,
+               .exec_ms = d,
+               .exec_one_ms = profile.latency.Ms(1),
+               .formation = v.RouterBatches() ? optimizer::BatchFormation::kRouter
+                                              : optimizer::BatchFormation::kServer},
+              spec.slo.percentile);
+          if (!std::isfinite(tail.TotalMs())) continue;
+          options[i].push_back({tail.TotalMs(), m, m * price});
+          if (tail.queue_ms <= 0) break;
+        }
       }
     }
+    // Options beaten on latency, replicas and cost by another cannot be in any optimum: left
+    // out, so that the search stays small.
+    std::vector<Option> kept;
+    for (const Option& o : options[i]) {
+      const bool beaten = std::any_of(options[i].begin(), options[i].end(), [&](const Option& x) {
+        return x.latency <= o.latency && x.replicas <= o.replicas && x.cost <= o.cost &&
+               (x.latency < o.latency || x.replicas < o.replicas || x.cost < o.cost);
+      });
+      if (!beaten) kept.push_back(o);
+    }
+    if (kept.empty() && !options[i].empty()) kept.push_back(options[i].front());
+    options[i] = std::move(kept);
   }
   std::optional<BruteForceResult> best;
   std::vector<double> latency(spec.tasks.size());

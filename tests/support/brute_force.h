@@ -14,8 +14,9 @@ struct BruteForceResult {
   double cost_per_hour = 0;
 };
 
-// The minimum total replicas (then cost) over all plans meeting Eq. 3, or nullopt when no plan
-// does. Only for small instances: the search visits the product of all choices.
+// The minimum total replicas (then cost) over all plans meeting Eq. 3 under the pipeline's
+// latency model (the tail model: every replica count of every (class, batch)), or nullopt when
+// no plan does. Only for small instances: the search visits the product of all choices.
 std::optional<BruteForceResult> BruteForce(const model::Pipeline& pipeline,
                                            const model::Workload& workload);
 

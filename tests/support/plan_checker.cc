@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "optimizer/tail.h"
+
 namespace pipescale::testing {
 
 std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
@@ -52,9 +54,26 @@ std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model:
       violations.push_back(tp.task + ": batches of " + std::to_string(tp.batch_size) +
                            " never fill without traffic");
     }
-    const double queue = tp.batch_size == 1 ? 0 : 1000.0 * (tp.batch_size - 1) / lambda;
+    // The papers' mean-value queue, or the tail model's percentile (optimizer/tail.h, itself
+    // checked against a simulation in tail_test.cc).
+    double queue = tp.batch_size == 1 ? 0 : 1000.0 * (tp.batch_size - 1) / lambda;
+    if (pipeline.spec.slo.model == model::LatencyModel::kTail) {
+      using optimizer::BatchFormation;
+      const optimizer::TailLatency tail = optimizer::TaskTailLatency(
+          {.rate_rps = lambda,
+           .replicas = tp.replicas,
+           .batch = tp.batch_size,
+           .exec_ms = d,
+           .exec_one_ms = profile->latency.Ms(1),
+           .formation =
+               variant->RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer},
+          pipeline.spec.slo.percentile);
+      queue = tail.fill_ms + tail.queue_ms;
+    }
     if (std::abs(tp.latency_ms - d) > 1e-6 || std::abs(tp.queue_ms - queue) > 1e-6) {
-      violations.push_back(tp.task + ": reported latency/queue do not match the profile");
+      violations.push_back(tp.task + ": reported latency/queue do not match the profile (" +
+                           std::to_string(tp.queue_ms) + " ms queue, " + std::to_string(queue) +
+                           " expected)");
     }
     latency[tp.task] = d + queue;
   }

@@ -10,7 +10,8 @@
 
 namespace pipescale::testing {
 
-// Violations of Eq. 3: a path over its SLO, a task whose replicas cannot carry its rate, a
+// Violations of Eq. 3 under the pipeline's latency model (spec.slo.latencyModel): a path over its
+// SLO, a task whose replicas cannot carry its rate, a
 // batch size outside the variant's limit, reported latencies that do not match the profiles.
 std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
                                    const model::Plan& plan);

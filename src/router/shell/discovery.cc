@@ -58,8 +58,18 @@ std::shared_ptr<const RoutingTable> MakeTable(
     Known& known, const DataPlaneParts& parts, bool fcfs) {
   auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, parts.loki, {}});
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
+  std::map<std::string, int> router_batch;  // by "task/variant"
+  for (const api::RouterBatch& b : parts.batches)
+    router_batch[b.task + "/" + b.variant] = b.batch_size;
   for (const auto& [task, list] : pods) {
-    for (const PodEndpoint& pod : list) {
+    for (PodEndpoint pod : list) {
+      // A pod of a variant whose batches the router forms serves each as one request: it is
+      // profiled at the router's batch size, one request (a batch) at a time.
+      if (const auto b = router_batch.find(task + "/" + pod.variant); b != router_batch.end()) {
+        pod.batch = b->second;
+        Profile(pipeline, task, pod);
+        pod.batch = 1;
+      }
       auto it = known.endpoints.find(pod.address);
       std::shared_ptr<Endpoint> e;
       if (it != known.endpoints.end() && it->second->weight == pod.weight &&

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "common/strings.h"
+#include "router/admission.h"
 #include "router/picker.h"
 #include "router/pools.h"
 #include "router/request.h"
@@ -141,6 +143,12 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
                 .Register(r)),
+      shed_(prometheus::BuildCounter()
+                .Name("pipescale_router_shed_total")
+                .Help("Requests refused at the door with 503, by reason: late (the pods' queues "
+                      "would serve the path past its SLO), no-pod (a task had no Ready pod "
+                      "before the deadline)")
+                .Register(r)),
       task_in_flight_(prometheus::BuildGauge()
                           .Name("pipescale_router_task_in_flight_requests")
                           .Help("Calls to each task's pods not yet answered")
@@ -210,6 +218,7 @@ void RouterMetrics::Declare(const Graph& graph) {
   for (const std::string& path : graph.paths()) {
     requests_.Add(Labels({{"path", path}, {"code", "200"}}));
     late_.Add(Labels({{"path", path}}));
+    for (const char* reason : kShedReasons) shed_.Add(Labels({{"path", path}, {"reason", reason}}));
   }
   for (const std::string& task : graph.tasks()) {
     retries_.Add(Labels({{"task", task}}));
@@ -251,6 +260,10 @@ void RouterMetrics::Batch(const std::string& task, int rows) {
   Cached(batch_rows_, task, [&] {
     return &batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
   }).Observe(rows);
+}
+
+void RouterMetrics::Shed(const std::string& path, const char* reason) {
+  shed_.Add(Labels({{"path", path}, {"reason", reason}})).Increment();
 }
 
 void RouterMetrics::Late(const std::string& path) {
@@ -349,9 +362,11 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
   const auto pods = Candidates(table, task, variant, tried);
   std::vector<Candidate> candidates;
   candidates.reserve(pods.size());
-  for (const auto* p : pods) candidates.push_back({(*p)->weight, (*p)->outstanding.load()});
+  for (const auto* p : pods) {
+    candidates.push_back({(*p)->weight, (*p)->outstanding.load(), (*p)->batch});
+  }
   std::uniform_real_distribution<double> u(0, 1);
-  const int pick = PickOfTwo(candidates, u(rng_), u(rng_));
+  const int pick = PickPod(candidates, u(rng_), u(rng_));
   if (pick < 0) co_return Error{ErrorKind::kNotFound, "task " + task + " has no other pod"};
   co_return Lease(*pods[pick], nullptr);
 }
@@ -362,6 +377,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
   std::vector<std::pair<std::string_view, std::string>> parameters = {{kDeadlineParameter, ""}};
   if (!walk.path.empty()) parameters.emplace_back(kPathParameter, Quoted(walk.path));
   std::string last_error;
+  bool overloaded = false;
   std::shared_ptr<Endpoint> tried;
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto lease = co_await Pick(walk, task, variant, tried.get());
@@ -397,9 +413,14 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
     if (Clock::now() >= walk.deadline) {
       co_return Error{ErrorKind::kExpired, "the deadline passed while task " + task + " served"};
     }
-    last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
+    last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) + ": " + reply->body
+                            : reply.error().message;
+    // A model that answered 503 is overloaded or not ready: it did not fail, and the client is
+    // told so (503) if no other pod serves. Anything else from a model is its failure (502).
+    overloaded = reply.ok() && reply->status == 503;
     tried = lease->pod;  // once more, on another pod: a failed pod must not fail it alone
   }
+  if (overloaded) co_return Error{ErrorKind::kUnavailable, "task " + task + ": " + last_error};
   co_return Error{ErrorKind::kTransient, "task " + task + " failed: " + last_error};
 }
 
@@ -522,6 +543,69 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
+namespace {
+
+// What a request entering `tasks` now would find at each: its pods' loads and, where the router
+// forms the batches, their wait budget. A Kairos pool's replicas serve one query at a time.
+std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::string>& tasks) {
+  std::vector<TaskNow> out;
+  for (const std::string& task : tasks) {
+    TaskNow& now = out.emplace_back();
+    const auto pods = table.endpoints.find(task);
+    if (pods != table.endpoints.end()) {
+      for (const auto& p : pods->second) {
+        now.pods.push_back({p->outstanding.load(), p->batch, p->batch_ms});
+      }
+    }
+    if (const auto batcher = table.BatcherFor(task, "").first)
+      now.fill_ms = batcher->config().second;
+  }
+  return out;
+}
+
+HttpResponse Refusal(const std::string& message) {
+  HttpResponse refused = ErrorReply(503, message);
+  refused.set(http::field::retry_after, "1");
+  return refused;
+}
+
+}  // namespace
+
+asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk) {
+  if (!config_.admission || walk.path.empty()) co_return std::nullopt;
+  // Pods appear in a new table: a request waiting for them reads each in turn.
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  asio::steady_timer timer(pool_.executor());
+  while (true) {
+    const std::vector<std::string>& tasks = walk.table->graph.PathTasks(walk.path);
+    const std::vector<TaskNow> now = TasksNow(*walk.table, tasks);
+    const double remaining =
+        std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
+    switch (AtTheDoor(now, remaining)) {
+      case Door::kAdmit:
+        co_return std::nullopt;
+      case Door::kRefuse:
+        metrics_.Shed(walk.path, kShedLate);
+        co_return Refusal(StrFormat(
+            "path %s is full: its pods would answer in %.0f ms, past its "
+            "SLO of %.0f ms",
+            walk.path.c_str(), PredictedMs(now), walk.table->graph.DeadlineMs(walk.path)));
+      case Door::kWaitForPods:
+        break;
+    }
+    if (remaining <= kPoll.count()) {
+      size_t empty = 0;
+      while (empty + 1 < now.size() && !now[empty].pods.empty()) ++empty;
+      metrics_.Shed(walk.path, kShedNoPod);
+      co_return Refusal("task " + tasks[empty] + " had no ready pod before the deadline");
+    }
+    timer.expires_after(kPoll);
+    beast::error_code ec;
+    co_await timer.async_wait(Redirect(ec));
+    walk.table = config_.table.load();
+  }
+}
+
 asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request) {
   const auto start = Clock::now();
   if (config_.in_flight.load() >= config_.max_in_flight) {
@@ -564,6 +648,10 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   walk.deadline =
       start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
                                : config_.call_timeout);
+  if (auto refused = co_await AtDoor(walk)) {
+    metrics_.Request(walk.path, 503, 0);
+    co_return std::move(*refused);
+  }
   auto calls = Spread(*entry, std::move((*parsed).body));
   const std::vector<std::string> start_trail;
   const Previous entering;

@@ -78,6 +78,9 @@ struct RouterConfig {
   // of Kairos's matching; no spill to MArk's burst class.
   bool fcfs = false;
   bool spill = true;
+  // Requests whose path would be served late at the pods' queues are refused at the door, and
+  // ones whose path has a task without a Ready pod wait there (router/admission.h).
+  bool admission = true;
 };
 
 class RouterMetrics {
@@ -101,6 +104,8 @@ class RouterMetrics {
   void Batch(const std::string& task, int rows);
   prometheus::Gauge& PoolWaiting(const std::string& task);
   void Late(const std::string& path);
+  // A request refused at the door, by reason (kShedReasons).
+  void Shed(const std::string& path, const char* reason);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
   // not as missing (the operator holds its plan while a series is missing), and a dashboard
   // shows no retries rather than no data.
@@ -143,6 +148,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Gauge>& pool_waiting_;
   prometheus::Family<prometheus::Histogram>& batch_rows_;
   prometheus::Family<prometheus::Counter>& late_;
+  prometheus::Family<prometheus::Counter>& shed_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Gauge& in_flight_;
 };
@@ -159,6 +165,9 @@ class PipelineHandler {
  private:
   struct Walk;
   asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
+  // A request for a named path at the door: nothing when it may go in (after waiting for its
+  // tasks' first Ready pods within its deadline), else the 503 that refuses it.
+  asio::awaitable<std::optional<HttpResponse>> AtDoor(Walk& walk);
   using TaskReply = CallReply;
   // The call before a visit: its task, the variant that served it and how long it took.
   struct Previous {
@@ -183,7 +192,7 @@ class PipelineHandler {
     Lease& operator=(const Lease&) = delete;
     ~Lease();
   };
-  // Which pod: the matcher's, else the power of two choices among the plan's variant's pods
+  // Which pod: the matcher's, else the least loaded (router/picker.h) of the plan's variant's pods
   // (MArk's main or burst class), other than `tried`.
   asio::awaitable<Result<Lease>> Pick(const Walk& walk, const std::string& task,
                                       const std::string& variant, const Endpoint* tried);

@@ -8,13 +8,17 @@
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
 //       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
 //       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
+//       [--admission on|off]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
 // (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
 // plan's pools come from pools.json or --pools-file: Kairos's matcher runs each pool (or, to
 // compare, first come first served), MArk's main classes spill to the burst class (unless
 // --spill off). Variants whose batches the router forms (batching.json or --batching-file) have
-// their requests queued and sent in batches of the plan's size. The pods come from
+// their requests queued and sent in batches of the plan's size. A request for a named path that
+// the pods' queues would serve past its SLO is refused at once with 503 and Retry-After, and one
+// whose path has a task without a Ready pod waits for it within its deadline (unless
+// --admission off). The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
@@ -193,6 +197,11 @@ int Run(Flags flags) {
     return 2;
   }
   config.spill = flags["--spill"] == "on";
+  if (flags["--admission"] != "on" && flags["--admission"] != "off") {
+    std::cerr << "pipescale-router: --admission must be on or off\n";
+    return 2;
+  }
+  config.admission = flags["--admission"] == "on";
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
@@ -249,6 +258,7 @@ int main(int argc, char** argv) {
                  {"--pools-file", ""},
                  {"--pool-dispatch", "matching"},
                  {"--spill", "on"},
+                 {"--admission", "on"},
                  {"--batching-file", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

@@ -127,6 +127,20 @@ spec:
   EXPECT_EQ(*from_json.pipeline, *from_yaml.pipeline);
 }
 
+TEST(ParsePipeline, TheLatencyModelDefaultsToTheTailAndNamesItsChoices) {
+  const auto plain = ParsePipeline(kValid);
+  ASSERT_TRUE(plain.pipeline);
+  EXPECT_EQ(plain.pipeline->spec.slo.model, model::LatencyModel::kTail);
+  const auto mean =
+      ParsePipeline(Replace(kValid, "percentile: 99}", "percentile: 99, latencyModel: mean}"));
+  ASSERT_TRUE(mean.pipeline);
+  EXPECT_EQ(mean.pipeline->spec.slo.model, model::LatencyModel::kMean);
+  const auto errors =
+      Errors(Replace(kValid, "percentile: 99}", "percentile: 99, latencyModel: p99}"));
+  EXPECT_TRUE(Has(errors, "spec.slo.latencyModel: must be one of tail, mean, got \"p99\""))
+      << Dump(errors);
+}
+
 TEST(ParsePipeline, UnknownNextTaskNamesTheField) {
   const auto errors = Errors(Replace(kValid, "task: classify, ratio", "task: clasify, ratio"));
   EXPECT_TRUE(Has(errors, "spec.tasks[0].next[0].task: unknown task \"clasify\"")) << Dump(errors);

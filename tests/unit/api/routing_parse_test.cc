@@ -146,9 +146,14 @@ model::Pipeline RouterBatched() {
 TEST(Batching, WhatTheOperatorWritesReadsBackTheSame) {
   model::Plan plan;
   plan.tasks = {
-      {.task = "detect", .variant = "d", .replicas = 2, .batch_size = 4, .queue_ms = 3},
+      {.task = "detect", .variant = "d", .replicas = 2, .batch_size = 4, .batch_wait_ms = 3},
       {.task = "classify", .variant = "v", .replicas = 1, .batch_size = 2},
-      {.task = "classify", .variant = "v", .replicas = 3, .batch_size = 8, .queue_ms = 12.4}};
+      {.task = "classify",
+       .variant = "v",
+       .replicas = 3,
+       .batch_size = 8,
+       .queue_ms = 99,  // the predicted wait is not the budget
+       .batch_wait_ms = 12.4}};
   const auto data = RoutingConfigMapData(RouterBatched(), plan);
   ASSERT_TRUE(data.contains(kBatchingKey)) << data.dump();
   auto read = ParseBatching(data[kBatchingKey].get<std::string>());

@@ -52,6 +52,24 @@ TEST(Cli, EveryOptimizerAndPathRates) {
   }
 }
 
+// The tail model plans for the p99 of random arrivals: never fewer replicas than the papers'
+// mean-value model at the same rate, and each path's prediction is what the model says.
+TEST(Cli, TheLatencyModelFlagOverridesTheSpec) {
+  for (const char* rate : {"4", "8", "16"}) {
+    const Output tail = RunCli({"plan", "-f", kExample, "--rate", rate, "-o", "json"});
+    const Output mean =
+        RunCli({"plan", "-f", kExample, "--rate", rate, "--latency-model", "mean", "-o", "json"});
+    ASSERT_EQ(tail.code, kExitOk) << tail.err;
+    ASSERT_EQ(mean.code, kExitOk) << mean.err;
+    const auto t = nlohmann::json::parse(tail.out), m = nlohmann::json::parse(mean.out);
+    EXPECT_GE(t["objective"].get<int>(), m["objective"].get<int>()) << rate;
+    EXPECT_NE(t, m) << rate;
+  }
+  const Output bad = RunCli({"plan", "-f", kExample, "--rate", "8", "--latency-model", "p99"});
+  EXPECT_EQ(bad.code, kExitInvalidInput);
+  EXPECT_NE(bad.err.find("--latency-model must be tail or mean"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, BadFlagsExitTwo) {
   EXPECT_EQ(RunCli({"plan", "-f", kExample, "--optimizer", "gurobi", "--rate", "1"}).code,
             kExitInvalidInput);

@@ -7,9 +7,11 @@
 namespace pipescale::optimizer {
 namespace {
 
-// Two DNNs in a chain, both d(b) = 10 + 10b ms, 50 rps, SLO 200 ms.
+// Two DNNs in a chain, both d(b) = 10 + 10b ms, 50 rps, SLO 200 ms, under the papers' mean-value
+// latency model (the numbers below are the papers' arithmetic).
 model::Pipeline Chain(double slo_ms) {
   model::Pipeline p;
+  p.spec.slo.model = model::LatencyModel::kMean;
   p.spec.hardware_classes = {{.name = "cpu", .cost_per_hour = 1}};
   for (const char* name : {"a", "b"}) {
     model::Variant v{.name = "v", .max_batch = 16};

@@ -1,5 +1,6 @@
 // Property tests over generated instances: every plan is checked by the independent checker,
-// FA2 against the exact optimum and the baselines, the exact solver against brute force.
+// FA2 against the exact optimum and the baselines, the exact solver against brute force; under
+// the tail latency model (the default) and the papers' mean-value one alike.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -28,8 +29,16 @@ std::string Describe(const std::vector<std::string>& violations) {
   return out;
 }
 
-TEST(Fa2Property, FeasibleNeverWorseThanBaselinesAndMostlyOptimal) {
-  const auto suite = testing::GenerateSuite(kInstances, 20221);
+class Fa2Property : public ::testing::TestWithParam<model::LatencyModel> {};
+class ExactProperty : public ::testing::TestWithParam<model::LatencyModel> {};
+
+std::string ModelName(const ::testing::TestParamInfo<model::LatencyModel>& info) {
+  return info.param == model::LatencyModel::kTail ? "Tail" : "Mean";
+}
+
+TEST_P(Fa2Property, FeasibleNeverWorseThanBaselinesAndMostlyOptimal) {
+  auto suite = testing::GenerateSuite(kInstances, 20221);
+  for (auto& inst : suite) inst.pipeline.spec.slo.model = GetParam();
   int feasible = 0, fa2_optimal = 0, paper_optimal = 0, infeasible = 0;
   long fa2_total = 0, exact_total = 0;
   long baseline_total[3] = {0, 0, 0};
@@ -101,14 +110,15 @@ TEST(Fa2Property, FeasibleNeverWorseThanBaselinesAndMostlyOptimal) {
   EXPECT_GE(share, 0.99);
 }
 
-TEST(ExactProperty, EqualsBruteForceOnSmallInstances) {
+TEST_P(ExactProperty, EqualsBruteForceOnSmallInstances) {
   int compared = 0;
   for (int i = 0; i < 150; ++i) {
     const testing::InstanceOptions options{.shape = static_cast<testing::Shape>(i % 3),
                                            .dnns = 2 + i % 3,
                                            .max_batch = i % 2 ? 4 : 8,
                                            .hardware_classes = 1 + (i % 4 == 3)};
-    const auto inst = testing::Generate(9000 + i, options);
+    auto inst = testing::Generate(9000 + i, options);
+    inst.pipeline.spec.slo.model = GetParam();
     SCOPED_TRACE(inst.label);
     const auto brute = testing::BruteForce(inst.pipeline, inst.workload);
     const Problem problem = Compile(inst.pipeline, inst.workload);
@@ -125,6 +135,13 @@ TEST(ExactProperty, EqualsBruteForceOnSmallInstances) {
   }
   EXPECT_GT(compared, 100);
 }
+
+INSTANTIATE_TEST_SUITE_P(LatencyModels, Fa2Property,
+                         ::testing::Values(model::LatencyModel::kTail, model::LatencyModel::kMean),
+                         ModelName);
+INSTANTIATE_TEST_SUITE_P(LatencyModels, ExactProperty,
+                         ::testing::Values(model::LatencyModel::kTail, model::LatencyModel::kMean),
+                         ModelName);
 
 }  // namespace
 }  // namespace pipescale::optimizer

@@ -6,6 +6,7 @@
 #include "api/pipeline_parse.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
+#include "support/choices.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -72,8 +73,8 @@ TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
   for (const Case& c : {Case{true, std::nullopt, 100, false}, Case{false, std::nullopt, 100, true},
                         Case{false, std::nullopt, 900, false}, Case{true, 0, 100, true},
                         Case{true, 2, 100, false}, Case{true, 0, 900, true}}) {
-    SCOPED_TRACE(testing::Message() << "rolled " << c.rolled << " room " << c.placeable.value_or(-1)
-                                    << " latency " << c.latency_ms);
+    SCOPED_TRACE(::testing::Message() << "rolled " << c.rolled << " room "
+                                      << c.placeable.value_or(-1) << " latency " << c.latency_ms);
     std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
                                                .variant = &p.spec.tasks[0].variants[0],
                                                .hardware_class = &p.spec.hardware_classes[0],
@@ -162,19 +163,17 @@ TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
         model::Plan plan = fresh;
         HoldAppliedBatches(p, load, applied, deployments, plan);
 
-        optimizer::Assignment with(2);
-        const optimizer::Choice* choice = nullptr;
-        for (int i = 0; i < 2; ++i) {
-          for (const auto& c : problem.dnns[i].choices) {
-            const int b = i == task ? running : fresh.tasks[i].batch_size;
-            if (c.batch == b) with[i] = c;
-            if (i == task && c.batch == running) choice = &c;
-          }
-        }
-        const bool keep = choice != nullptr && choice->replicas <= fresh.tasks[task].replicas &&
-                          (fresh.report.status == model::SolveStatus::kInfeasible ||
-                           optimizer::MeetsSlos(problem, with));
-        SCOPED_TRACE(testing::Message()
+        const auto at = [&](int i, int batch) {
+          return testing::ChoiceWithin(problem, i, batch, fresh.tasks[i].replicas);
+        };
+        const optimizer::Choice* choice = at(task, running);
+        optimizer::Assignment with = {*at(0, fresh.tasks[0].batch_size),
+                                      *at(1, fresh.tasks[1].batch_size)};
+        if (choice != nullptr) with[task] = *choice;
+        const bool keep =
+            choice != nullptr && (fresh.report.status == model::SolveStatus::kInfeasible ||
+                                  optimizer::MeetsSlos(problem, with));
+        SCOPED_TRACE(::testing::Message()
                      << rps << " rps, task " << task << ", running b" << running);
         EXPECT_EQ(plan.tasks[task].batch_size, keep ? running : fresh.tasks[task].batch_size);
         EXPECT_EQ(plan.tasks[1 - task].batch_size, fresh.tasks[1 - task].batch_size);

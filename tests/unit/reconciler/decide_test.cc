@@ -7,6 +7,7 @@
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
+#include "support/choices.h"
 #include "support/query_sizes.h"
 
 namespace pipescale::reconciler {
@@ -439,11 +440,10 @@ TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
     bool fits = true;
     for (int i = 0; i < 2; ++i) {
       const std::string& name = i == 0 ? kDetect : kClassify;
-      for (const auto& c : problem.dnns[i].choices) {
-        if (c.batch == w.Batch(name)) running[i] = c;
-      }
-      fits = fits && running[i].replicas <= w.Replicas(name) &&
-             fresh.tasks[i].replicas == w.Replicas(name);
+      const optimizer::Choice* c =
+          testing::ChoiceWithin(problem, i, w.Batch(name), w.Replicas(name));
+      fits = fits && c != nullptr && fresh.tasks[i].replicas == w.Replicas(name);
+      if (c != nullptr) running[i] = *c;
     }
     fits = fits && optimizer::MeetsSlos(problem, running);
     const int detect_batch = w.Batch(kDetect), classify_batch = w.Batch(kClassify);
@@ -465,9 +465,10 @@ TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
       optimizer::Assignment applied(2);
       for (int i = 0; i < 2; ++i) {
         const std::string& name = i == 0 ? kDetect : kClassify;
-        for (const auto& c : problem.dnns[i].choices) {
-          if (c.batch == w.Batch(name)) applied[i] = c;
-        }
+        const optimizer::Choice* c =
+            testing::ChoiceWithin(problem, i, w.Batch(name), w.Replicas(name));
+        ASSERT_NE(c, nullptr) << rps << " rps";
+        applied[i] = *c;
       }
       EXPECT_TRUE(optimizer::MeetsSlos(problem, applied)) << rps << " rps";
     }

@@ -1,0 +1,119 @@
+#include "optimizer/tail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace pipescale::optimizer {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// P(Erlang(k, 1) <= x) = 1 - sum_{i<k} e^-x x^i / i!, summed in log space so that k in the
+// thousands neither underflows nor overflows.
+double ErlangCdf(int k, double x) {
+  if (x <= 0) return 0;
+  // The terms grow while i < x and shrink after: the largest is at i = min(k - 1, floor(x)).
+  const int top = static_cast<int>(std::min<double>(k - 1, std::floor(x)));
+  const double log_top = -x + top * std::log(x) - std::lgamma(top + 1.0);
+  double sum = 1, term = 1;  // relative to the largest
+  for (int i = top; i > 0 && term > 1e-17; --i) sum += term *= i / x;
+  term = 1;
+  for (int i = top + 1; i < k && term > 1e-17; ++i) sum += term *= x / i;
+  return 1 - std::exp(log_top) * sum;
+}
+
+// E[min(1 + Poisson(mean_arrivals), batch)]: the rows of a batch that goes out when full or when
+// its first request has waited long enough for `mean_arrivals` more to arrive on average.
+double ExpectedBatch(int batch, double mean_arrivals) {
+  double expected = 0, left = 1;
+  double term = std::exp(-mean_arrivals);  // P(Poisson = i), from i = 0
+  for (int i = 0; i + 1 < batch; ++i) {
+    expected += (i + 1) * term;
+    left -= term;
+    term *= mean_arrivals / (i + 1);
+  }
+  return expected + batch * std::max(0.0, left);
+}
+
+// Allen-Cunneen: the p-quantile of the wait in a G/G/c queue (exponential tail behind the chance
+// of waiting, Erlang C), rounded up to whole batches: joining the shortest queue is not one
+// queue, a request waits at the replica it joined, for the batch in service there and whole
+// batches behind it, while another may free up first.
+double QueueMs(double wait_chance, double batch_rate_rps, double ca2, double mean_exec_ms,
+               double exec_ms, int replicas, double p) {
+  if (wait_chance <= 1 - p) return 0;
+  const double spare_rps = replicas * 1000 / mean_exec_ms - batch_rate_rps;
+  const double mean_wait_ms = 1000 * wait_chance / spare_rps * ca2 / 2;
+  const double ms = mean_wait_ms / wait_chance * std::log(wait_chance / (1 - p));
+  return std::max(0.0, std::ceil(ms / exec_ms - 1e-9)) * exec_ms;
+}
+
+// Erlang C from Erlang B at the same number of servers.
+double WaitChance(double erlang_b, int servers, double offered) {
+  if (offered >= servers) return 1;
+  const double rho = offered / servers;
+  return erlang_b / (1 - rho + rho * erlang_b);
+}
+
+}  // namespace
+
+double ErlangQuantileMs(int k, double rate_rps, double p) {
+  if (k <= 0) return 0;
+  if (!(rate_rps > 0)) return kInfinity;
+  double lo = 0, hi = k + 1.0;
+  while (ErlangCdf(k, hi) < p) hi *= 2;
+  for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (ErlangCdf(k, mid) < p ? lo : hi) = mid;
+  }
+  return 1000 * hi / rate_rps;
+}
+
+double ErlangC(int servers, double offered) {
+  if (offered >= servers) return 1;
+  if (offered <= 0) return 0;
+  // Erlang B by its recurrence, which stays finite for any number of servers.
+  double b = 1;
+  for (int k = 1; k <= servers; ++k) b = offered * b / (k + offered * b);
+  return WaitChance(b, servers, offered);
+}
+
+std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile) {
+  // A plan for the 100th percentile would have to be infinite: the model stops at 99.99.
+  const double p = std::min(percentile, 99.99) / 100;
+  const int first = std::max(1, load.replicas);
+  std::vector<TailLatency> out(std::max(0, last - first + 1), TailLatency{.exec_ms = load.exec_ms});
+  if (!(load.rate_rps > 0)) return out;  // nothing arrives: nothing waits
+  // Batches fill at the whole rate: in the router's one queue, or at the server whose batch the
+  // picker fills first (router/picker.h).
+  TailLatency common{.exec_ms = load.exec_ms};
+  common.wait_budget_ms = 1000.0 * (load.batch - 1) / load.rate_rps;
+  common.fill_ms = ErlangQuantileMs(load.batch - 1, load.rate_rps, p);
+  double rows = load.batch;
+  double mean_exec_ms = load.exec_ms;
+  if (load.formation == BatchFormation::kRouter && load.batch > 1) {
+    common.fill_ms = std::min(common.fill_ms, common.wait_budget_ms);
+    rows = ExpectedBatch(load.batch, load.batch - 1.0);  // its budget is the mean fill time
+    mean_exec_ms =
+        load.exec_one_ms + (rows - 1) * (load.exec_ms - load.exec_one_ms) / (load.batch - 1);
+  }
+  const double batch_rate = load.rate_rps / rows;
+  const double offered = batch_rate * mean_exec_ms / 1000;
+  double erlang_b = 1;
+  for (int n = 1; n <= last; ++n) {
+    erlang_b = offered * erlang_b / (n + offered * erlang_b);
+    if (n < first) continue;
+    TailLatency& tail = out[n - first] = common;
+    tail.queue_ms = offered >= n ? kInfinity
+                                 : QueueMs(WaitChance(erlang_b, n, offered), batch_rate, 1 / rows,
+                                           mean_exec_ms, load.exec_ms, n, p);
+  }
+  return out;
+}
+
+TailLatency TaskTailLatency(const TaskLoad& load, double percentile) {
+  return TaskTailLatencies(load, std::max(1, load.replicas), percentile).front();
+}
+
+}  // namespace pipescale::optimizer

@@ -1,0 +1,63 @@
+// The latency a request sees at one task at the percentile its SLO names (p99 by default): the
+// wait for its batch to fill, the wait behind other batches, and the batch's execution. The
+// papers plan for means; random arrivals queue past a mean-value plan (issue 24).
+#pragma once
+
+#include <vector>
+
+namespace pipescale::optimizer {
+
+// Where a task's batches form: in the router, one queue for all replicas with a wait budget
+// (batchSize.formedBy: router); or in each model server, with the server's own wait (unknown to
+// the plan).
+enum class BatchFormation { kRouter, kServer };
+
+struct TaskLoad {
+  double rate_rps = 0;  // requests per second into the task
+  int replicas = 1;
+  int batch = 1;
+  double exec_ms = 0;      // d(b)
+  double exec_one_ms = 0;  // d(1): a batch the router sends out partial runs shorter
+  BatchFormation formation = BatchFormation::kServer;
+};
+
+struct TailLatency {
+  double fill_ms = 0;   // waiting for the batch to fill, at the percentile
+  double queue_ms = 0;  // waiting behind other batches, at the percentile
+  double exec_ms = 0;
+  // The router's wait budget for a batch: the mean time it takes to fill, (b - 1) / lambda.
+  // Under router formation no request waits longer; a batch that is short at its end goes out
+  // partial (and faster).
+  double wait_budget_ms = 0;
+
+  double TotalMs() const { return fill_ms + queue_ms + exec_ms; }
+};
+
+// The percentile `percentile` (0 < percentile < 100) of a request's time at the task, bounded
+// above as follows (tests/unit/optimizer/tail_test.cc checks the bound against a simulation):
+//  - fill: Erlang(b - 1) arrivals at the task's rate (the router fills one batch at a time, in
+//    its queue or at the server whose batch is fullest), capped at the router's wait budget
+//    when it forms the batches (a server's own wait is not known: not capped);
+//  - queue: the batches (arriving Erlang-b, served in d(b) each, or, for the router's partial
+//    batches, on the chord from d(1) to d(b), above a convex d at the mean rows) queue as in an
+//    M/G/c queue (Allen-Cunneen's mean, an exponential tail behind Erlang C's chance of
+//    waiting): the router joins each to the shortest queue (router/picker.h). With several
+//    replicas the wait is rounded up to whole batches: a request waits at the replica it
+//    joined, behind the batch in service there, while another may free up first;
+//  - exec: d(b).
+// An infinite total when the replicas are at or past saturation (utilisation >= 1).
+TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
+
+// TaskTailLatency at every replica count from load.replicas to `last`, in that order (empty when
+// last < load.replicas), in time linear in `last`.
+std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile);
+
+// The p-quantile (0 < p < 1) of the Erlang(k, rate) distribution (the time for k arrivals of a
+// Poisson process of `rate` per second), in milliseconds; 0 for k <= 0.
+double ErlangQuantileMs(int k, double rate_rps, double p);
+
+// Erlang C: the chance that an arrival waits in an M/M/c queue with `servers` servers and
+// `offered` Erlangs of load; 1 at or past saturation.
+double ErlangC(int servers, double offered);
+
+}  // namespace pipescale::optimizer

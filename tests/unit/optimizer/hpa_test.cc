@@ -1,0 +1,68 @@
+#include "optimizer/hpa.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "optimizer/pool.h"
+#include "optimizer/problem.h"
+
+namespace pipescale::optimizer {
+namespace {
+
+// One task, d(1) = 100 ms: a replica serves 10 rps at batch 1, 7 at the 70% target.
+model::Pipeline OneTask(std::optional<int> max_replicas = std::nullopt) {
+  model::Pipeline p;
+  p.spec.hardware_classes = {{.name = "gpu", .cost_per_hour = 2, .max_replicas = max_replicas}};
+  model::Variant v{.name = "v", .max_batch = 8};
+  v.profiles.push_back({.hardware_class = "gpu", .latency = {.quadratic = {0, 50, 50}}});
+  p.spec.tasks.push_back({.name = "m", .next = {}, .variants = {v}});
+  p.spec.paths.push_back({.name = "only", .tasks = {"m"}, .slo_ms = 1000});
+  return p;
+}
+
+int Replicas(double rps, int running, std::optional<int> max_replicas = std::nullopt) {
+  PlannerInput input;
+  if (running > 0) input.running[PoolKey("m", "gpu")] = running;
+  const model::Plan plan = SolveHpa(OneTask(max_replicas), {{{"only", rps}}}, input);
+  EXPECT_EQ(plan.tasks[0].batch_size, 1);
+  return plan.tasks[0].replicas;
+}
+
+TEST(Hpa, FromScratchItSizesEachTaskToTheTarget) {
+  for (double rps : {0.5, 7.0, 7.1, 20.0, 69.9, 70.0, 70.1}) {
+    EXPECT_EQ(Replicas(rps, 0), std::max(1, static_cast<int>(std::ceil(rps / 7 - 1e-9)))) << rps;
+  }
+}
+
+TEST(Hpa, WithinTheToleranceTheReplicasStay) {
+  // 3 replicas at 21 rps are at the target; +-10% of it changes nothing, more does.
+  EXPECT_EQ(Replicas(21 * 1.09, 3), 3);
+  EXPECT_EQ(Replicas(21 * 0.91, 3), 3);
+  EXPECT_EQ(Replicas(21 * 1.2, 3), 4);  // ceil(3 x 1.2)
+  EXPECT_EQ(Replicas(21 * 0.5, 3), 2);  // ceil(3 x 0.5); the reconciler holds scale-downs
+}
+
+// Property: from any running count, more demand never asks for fewer replicas, and the answer
+// stays within the class's limit.
+TEST(Hpa, MoreDemandNeverAsksForFewerReplicas) {
+  for (int running = 0; running <= 12; ++running) {
+    int last = 0;
+    for (double rps = 0; rps <= 200; rps += 0.7) {
+      const int now = Replicas(rps, running, 15);
+      EXPECT_GE(now, last) << running << " running, " << rps << " rps";
+      EXPECT_LE(now, 15);
+      EXPECT_GE(now, 1);
+      last = now;
+    }
+  }
+}
+
+TEST(Hpa, AnAbsurdRateStopsAtTheReplicaCap) {
+  EXPECT_EQ(Replicas(1e12, 0), kMaxReplicas);
+  const model::Plan plan = SolveHpa(OneTask(), {{{"only", 1e12}}}, {});
+  EXPECT_TRUE(std::isfinite(plan.paths[0].predicted_latency_ms));
+}
+
+}  // namespace
+}  // namespace pipescale::optimizer
