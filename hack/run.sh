@@ -92,9 +92,9 @@ jp() { k get ipl "$name" -o jsonpath="$1"; }
 
 # The plan as "task replicas/batch", folded to the terminal.
 plan_text() {
-  k get deploy -l pipescale.io/pipeline="$name" --no-headers \
-    -o custom-columns='T:.metadata.labels.pipescale\.io/task,R:.spec.replicas,B:.spec.template.spec.containers[0].env[0].value' |
-    awk '$2 > 0 {printf "%s%s %s/%s", n++ ? ", " : "", $1, $2, $3 == "<none>" ? 1 : $3}' |
+  # From the status's plan: the batch is there whether the servers or the router form it.
+  jp '{range .status.plan.tasks[*]}{.task} {.replicas} {.batchSize}{"\n"}{end}' |
+    awk '$2 > 0 {printf "%s%s %s/%s", n++ ? ", " : "", $1, $2, $3}' |
     fold -s -w 68 | sed '2,$s/^/            /'
 }
 

@@ -9,8 +9,11 @@ namespace pipescale::metrics {
 
 const std::map<std::string, std::string>& DefaultQueries() {
   static const std::map<std::string, std::string> kQueries = {
+      // The larger of the last 10 s and the last 30 s, as Knative's autoscaler has a panic window
+      // beside its stable one: a rise shows within seconds (the stable window alone ramps up over
+      // all 30), a fall only as the stable window sees it.
       {"pathRate",
-       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])))"},
+       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[10s])) > sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])))"},
       {"pathLatency",
        R"(1000 * histogram_quantile(0.99, sum by (le) (rate(pipescale_request_duration_seconds_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[1m]))))"},
       {"arrivalRate",
