@@ -741,34 +741,6 @@ std::vector<std::string> ParsePathTasks(Reader& r, const json& p, const std::str
   return out;
 }
 
-void ParsePaths(Reader& r, const json& spec, model::PipelineSpec& out) {
-  const json* paths = r.Array(spec, "paths", "spec", false, limits::kMaxPaths);
-  if (paths == nullptr) return;
-  std::map<std::string, const model::Task*> tasks;
-  for (const auto& t : out.tasks) tasks[t.name] = &t;
-  std::set<std::string> seen;
-  for (size_t i = 0; i < paths->size(); ++i) {
-    const std::string path = Reader::At("spec.paths", i);
-    const json& p = (*paths)[i];
-    if (!p.is_object()) {
-      r.Fail(path, "must be an object");
-      continue;
-    }
-    r.OnlyKnown(p, path, {"name", "tasks", "sloMs", "weight"});
-    model::Path out_path;
-    if (auto name = Name(r, p, path)) {
-      if (!seen.insert(*name).second) {
-        r.Fail(Reader::At(path, "name"), "duplicate path " + Quote(*name));
-      }
-      out_path.name = *name;
-    }
-    if (auto slo = r.Number(p, "sloMs", path, true, kMsRange)) out_path.slo_ms = *slo;
-    if (auto w = r.Number(p, "weight", path, false, kWeightRange)) out_path.weight = *w;
-    out_path.tasks = ParsePathTasks(r, p, path, tasks);
-    out.paths.push_back(std::move(out_path));
-  }
-}
-
 template <typename Enum>
 std::optional<Enum> ParseEnum(Reader& r, const json& object, const char* key,
                               const std::string& path,
@@ -783,6 +755,40 @@ std::optional<Enum> ParseEnum(Reader& r, const json& object, const char* key,
   for (const auto& [name, value] : values) names.emplace_back(name);
   r.Fail(Reader::At(path, key), "must be one of " + Join(names, ", ") + ", got " + Quote(*s));
   return std::nullopt;
+}
+
+void ParsePaths(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* paths = r.Array(spec, "paths", "spec", false, limits::kMaxPaths);
+  if (paths == nullptr) return;
+  std::map<std::string, const model::Task*> tasks;
+  for (const auto& t : out.tasks) tasks[t.name] = &t;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < paths->size(); ++i) {
+    const std::string path = Reader::At("spec.paths", i);
+    const json& p = (*paths)[i];
+    if (!p.is_object()) {
+      r.Fail(path, "must be an object");
+      continue;
+    }
+    r.OnlyKnown(p, path, {"name", "tasks", "sloMs", "weight", "priority"});
+    model::Path out_path;
+    if (auto name = Name(r, p, path)) {
+      if (!seen.insert(*name).second) {
+        r.Fail(Reader::At(path, "name"), "duplicate path " + Quote(*name));
+      }
+      out_path.name = *name;
+    }
+    if (auto slo = r.Number(p, "sloMs", path, true, kMsRange)) out_path.slo_ms = *slo;
+    if (auto w = r.Number(p, "weight", path, false, kWeightRange)) out_path.weight = *w;
+    if (auto priority = ParseEnum<model::Priority>(r, p, "priority", path,
+                                                   {{"critical", model::Priority::kCritical},
+                                                    {"standard", model::Priority::kStandard},
+                                                    {"sheddable", model::Priority::kSheddable}})) {
+      out_path.priority = *priority;
+    }
+    out_path.tasks = ParsePathTasks(r, p, path, tasks);
+    out.paths.push_back(std::move(out_path));
+  }
 }
 
 void ParseSlo(Reader& r, const json& spec, model::PipelineSpec& out) {

@@ -80,12 +80,17 @@ struct Task {
   bool operator==(const Task&) const = default;
 };
 
+// Who the router refuses first when the cluster is full (the Gateway API Inference Extension's
+// criticality): sheddable paths, then standard ones, critical ones last.
+enum class Priority { kCritical, kStandard, kSheddable };
+
 // An execution path: the tasks a request visits, in order, with its end-to-end SLO.
 struct Path {
   std::string name;
   std::vector<std::string> tasks;
   double slo_ms = 0;
   double weight = 1;  // share of the total rate when only a total is known
+  Priority priority = Priority::kStandard;
 
   bool operator==(const Path&) const = default;
 };

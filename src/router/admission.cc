@@ -23,11 +23,23 @@ double PredictedMs(std::span<const TaskNow> tasks) {
   return total;
 }
 
-Door AtTheDoor(std::span<const TaskNow> tasks, double remaining_ms) {
+double AdmitShare(model::Priority priority) {
+  switch (priority) {
+    case model::Priority::kCritical:
+      return 1;
+    case model::Priority::kStandard:
+      return 0.85;
+    case model::Priority::kSheddable:
+      return 0.5;
+  }
+  return 1;
+}
+
+Door AtTheDoor(std::span<const TaskNow> tasks, double budget_ms) {
   if (std::any_of(tasks.begin(), tasks.end(), [](const TaskNow& t) { return t.pods.empty(); })) {
     return Door::kWaitForPods;
   }
-  return PredictedMs(tasks) <= remaining_ms ? Door::kAdmit : Door::kRefuse;
+  return PredictedMs(tasks) <= budget_ms ? Door::kAdmit : Door::kRefuse;
 }
 
 }  // namespace pipescale::router

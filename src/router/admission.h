@@ -1,12 +1,13 @@
-// Who gets in at the door: a request whose path cannot be served before its deadline at the
-// queues the model pods hold now is refused at once (503 with Retry-After) rather than queued
-// into a late 504, where it would also hold up requests that can still make theirs; one whose
-// path has a task with no Ready pod yet waits at the door. Pure.
+// Who gets in at the door: a request whose path cannot be served within its share of the time
+// left (by its path's priority) at the queues the model pods hold now is refused at once (503
+// with Retry-After) rather than queued into a late 504, where it would also hold up requests that
+// can still make theirs; one whose path has a task with no Ready pod yet waits at the door. Pure.
 #pragma once
 
 #include <span>
 #include <vector>
 
+#include "model/pipeline.h"
 #include "router/pools.h"
 
 namespace pipescale::router {
@@ -31,11 +32,18 @@ inline constexpr const char* kShedLate = "late";
 inline constexpr const char* kShedNoPod = "no-pod";
 inline constexpr const char* kShedReasons[] = {kShedLate, kShedNoPod};
 
+// The share of the time left that a request's predicted service may take and still be let in.
+// Below 1 for all but critical paths: when the pods' queues grow, sheddable requests are refused
+// first, then standard ones, while critical ones still get in; and a standard request admitted
+// at 85% has room for the queues it will find downstream to have grown.
+double AdmitShare(model::Priority priority);
+
 enum class Door {
   kAdmit,
   kRefuse,       // it would be late even at the least loaded pods
   kWaitForPods,  // a task has no Ready pod (starting up, or scaled from zero)
 };
-Door AtTheDoor(std::span<const TaskNow> tasks, double remaining_ms);
+// At the door with `budget_ms` to spend (the time left times AdmitShare).
+Door AtTheDoor(std::span<const TaskNow> tasks, double budget_ms);
 
 }  // namespace pipescale::router

@@ -20,7 +20,13 @@ Graph::Graph(const model::Pipeline& pipeline) {
   for (const model::Path& p : pipeline.spec.paths) {
     paths_[p.name] = p.tasks;
     slo_ms_[p.name] = p.slo_ms;
+    priority_[p.name] = p.priority;
   }
+}
+
+model::Priority Graph::PriorityOf(const std::string& path) const {
+  const auto it = priority_.find(path);
+  return it == priority_.end() ? model::Priority::kStandard : it->second;
 }
 
 Result<std::vector<std::string>> Graph::Entry(const std::string& path) const {

@@ -59,6 +59,8 @@ class Graph {
   std::vector<std::string> paths() const;
   // The tasks of the named path, in order; empty for "" or a path the pipeline lacks.
   const std::vector<std::string>& PathTasks(const std::string& path) const;
+  // The named path's priority; standard for "" or a path the pipeline lacks.
+  model::Priority PriorityOf(const std::string& path) const;
 
  private:
   std::vector<std::string> tasks_;
@@ -66,6 +68,7 @@ class Graph {
   std::map<std::string, std::vector<std::string>> variants_;  // task -> its variants
   std::map<std::string, std::vector<std::string>> paths_;     // path -> its tasks
   std::map<std::string, double> slo_ms_;
+  std::map<std::string, model::Priority> priority_;
 };
 
 }  // namespace pipescale::router

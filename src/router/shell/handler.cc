@@ -581,15 +581,16 @@ asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk)
     const std::vector<TaskNow> now = TasksNow(*walk.table, tasks);
     const double remaining =
         std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
-    switch (AtTheDoor(now, remaining)) {
+    const double share = AdmitShare(walk.table->graph.PriorityOf(walk.path));
+    switch (AtTheDoor(now, remaining * share)) {
       case Door::kAdmit:
         co_return std::nullopt;
       case Door::kRefuse:
         metrics_.Shed(walk.path, kShedLate);
         co_return Refusal(StrFormat(
-            "path %s is full: its pods would answer in %.0f ms, past its "
-            "SLO of %.0f ms",
-            walk.path.c_str(), PredictedMs(now), walk.table->graph.DeadlineMs(walk.path)));
+            "path %s is full: its pods would answer in %.0f ms, more than %.0f%% of the %.0f ms "
+            "left",
+            walk.path.c_str(), PredictedMs(now), 100 * share, remaining));
       case Door::kWaitForPods:
         break;
     }

@@ -141,6 +141,17 @@ TEST(ParsePipeline, TheLatencyModelDefaultsToTheTailAndNamesItsChoices) {
       << Dump(errors);
 }
 
+TEST(ParsePipeline, APathsPriorityIsOneOfTheInferenceExtensionsCriticalities) {
+  const auto errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 250, priority: urgent"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.paths[0].priority: must be one of critical, standard, sheddable, got "
+                  "\"urgent\""))
+      << Dump(errors);
+  const auto ok = ParsePipeline(Replace(kValid, "sloMs: 250", "sloMs: 250, priority: critical"));
+  ASSERT_TRUE(ok.pipeline);
+  EXPECT_EQ(ok.pipeline->spec.paths[0].priority, model::Priority::kCritical);
+}
+
 TEST(ParsePipeline, UnknownNextTaskNamesTheField) {
   const auto errors = Errors(Replace(kValid, "task: classify, ratio", "task: clasify, ratio"));
   EXPECT_TRUE(Has(errors, "spec.tasks[0].next[0].task: unknown task \"clasify\"")) << Dump(errors);
@@ -208,7 +219,7 @@ TEST(ParsePipeline, NonPositiveLatencyAndTypos) {
   EXPECT_TRUE(Has(typo, "spec.paths[0].sloMs: required")) << Dump(typo);
   EXPECT_TRUE(Has(typo,
                   "spec.paths[0].sloms: unknown field; known fields: name, tasks, sloMs, "
-                  "weight"));
+                  "weight, priority"));
   const auto quoted = Errors(Replace(kValid, "costPerHour: 0.526", "costPerHour: \"0.526\""));
   EXPECT_TRUE(Has(quoted, "spec.hardwareClasses[0].costPerHour: must be a number"));
 }

@@ -95,10 +95,11 @@ std::vector<double> Ratios(bool router_forms) {
   }
   std::sort(ratios.begin(), ratios.end());
   const size_t n = ratios.size();
-  std::printf("%s forms batches: model / simulated p99 over %zu loads: min %.2f, p10 %.2f, "
-              "median %.2f, p90 %.2f, max %.2f\n",
-              router_forms ? "the router" : "each server", n, ratios[0], ratios[n / 10],
-              ratios[n / 2], ratios[9 * n / 10], ratios[n - 1]);
+  std::printf(
+      "%s forms batches: model / simulated p99 over %zu loads: min %.2f, p10 %.2f, "
+      "median %.2f, p90 %.2f, max %.2f\n",
+      router_forms ? "the router" : "each server", n, ratios[0], ratios[n / 10], ratios[n / 2],
+      ratios[9 * n / 10], ratios[n - 1]);
   return ratios;
 }
 

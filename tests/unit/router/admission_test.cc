@@ -64,5 +64,28 @@ TEST(Admission, MoreTimeOrLessWorkNeverRefusesWhatWasAdmitted) {
   }
 }
 
+// Priorities order who is refused first: with the same queues ahead, whenever a sheddable
+// request gets in so does a standard one, and whenever a standard one does, a critical one.
+TEST(Admission, SheddableIsRefusedBeforeStandardBeforeCritical) {
+  using model::Priority;
+  EXPECT_LT(AdmitShare(Priority::kSheddable), AdmitShare(Priority::kStandard));
+  EXPECT_LT(AdmitShare(Priority::kStandard), AdmitShare(Priority::kCritical));
+  EXPECT_EQ(AdmitShare(Priority::kCritical), 1);
+  const std::vector<TaskNow> path = {{.pods = {{.outstanding = 4, .batch = 1, .batch_ms = 50}}}};
+  for (double remaining = 0; remaining < 1000; remaining += 5) {
+    const auto door = [&](Priority p) { return AtTheDoor(path, remaining * AdmitShare(p)); };
+    if (door(Priority::kSheddable) == Door::kAdmit) {
+      EXPECT_EQ(door(Priority::kStandard), Door::kAdmit);
+    }
+    if (door(Priority::kStandard) == Door::kAdmit) {
+      EXPECT_EQ(door(Priority::kCritical), Door::kAdmit);
+    }
+  }
+  // 250 ms of work: with 400 ms left, critical and standard go in, sheddable is refused.
+  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kCritical)), Door::kAdmit);
+  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kStandard)), Door::kAdmit);
+  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kSheddable)), Door::kRefuse);
+}
+
 }  // namespace
 }  // namespace pipescale::router

@@ -24,7 +24,7 @@ spec:
     - {name: recognize, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
   paths:
     - {name: cars, tasks: [detect, classify], sloMs: 200}
-    - {name: faces, tasks: [detect, recognize], sloMs: 300}
+    - {name: faces, tasks: [detect, recognize], sloMs: 300, priority: sheddable}
 )");
   EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
   return *parsed.pipeline;
@@ -65,6 +65,11 @@ TEST(Walk, AWalkNamesThePathItTookAndTheDeadlineFollowsThePath) {
   EXPECT_EQ(g.PathOf({"detect"}), "");
   EXPECT_EQ(g.DeadlineMs("cars"), 200);
   EXPECT_EQ(g.DeadlineMs(""), 300);  // the models may send it down the slower path
+  EXPECT_EQ(g.PathTasks("faces"), (std::vector<std::string>{"detect", "recognize"}));
+  EXPECT_TRUE(g.PathTasks("trucks").empty());
+  EXPECT_EQ(g.PriorityOf("faces"), model::Priority::kSheddable);
+  EXPECT_EQ(g.PriorityOf("cars"), model::Priority::kStandard);  // the default
+  EXPECT_EQ(g.PriorityOf(""), model::Priority::kStandard);
 }
 
 // Where a request ends, for Loki's last-task dropping: a named path's last task, or a task
