@@ -26,9 +26,9 @@ double PredictedMs(std::span<const TaskNow> tasks) {
 double AdmitShare(model::Priority priority) {
   switch (priority) {
     case model::Priority::kCritical:
-      return 1;
+      return std::numeric_limits<double>::infinity();
     case model::Priority::kStandard:
-      return 0.85;
+      return 1;
     case model::Priority::kSheddable:
       return 0.5;
   }

@@ -32,10 +32,11 @@ inline constexpr const char* kShedLate = "late";
 inline constexpr const char* kShedNoPod = "no-pod";
 inline constexpr const char* kShedReasons[] = {kShedLate, kShedNoPod};
 
-// The share of the time left that a request's predicted service may take and still be let in.
-// Below 1 for all but critical paths: when the pods' queues grow, sheddable requests are refused
-// first, then standard ones, while critical ones still get in; and a standard request admitted
-// at 85% has room for the queues it will find downstream to have grown.
+// The share of the time left that a request's predicted service may take and still be let in:
+// as the pods' queues grow, sheddable requests (half) are refused first, then standard ones (all
+// of it), and critical ones never for being late (they may still end in a 504). A share below 1
+// for standard paths was measured to refuse requests that would have made it: the prediction
+// counts the batch in service whole.
 double AdmitShare(model::Priority priority);
 
 enum class Door {

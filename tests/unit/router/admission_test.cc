@@ -70,7 +70,7 @@ TEST(Admission, SheddableIsRefusedBeforeStandardBeforeCritical) {
   using model::Priority;
   EXPECT_LT(AdmitShare(Priority::kSheddable), AdmitShare(Priority::kStandard));
   EXPECT_LT(AdmitShare(Priority::kStandard), AdmitShare(Priority::kCritical));
-  EXPECT_EQ(AdmitShare(Priority::kCritical), 1);
+  EXPECT_TRUE(std::isinf(AdmitShare(Priority::kCritical)));
   const std::vector<TaskNow> path = {{.pods = {{.outstanding = 4, .batch = 1, .batch_ms = 50}}}};
   for (double remaining = 0; remaining < 1000; remaining += 5) {
     const auto door = [&](Priority p) { return AtTheDoor(path, remaining * AdmitShare(p)); };
@@ -81,10 +81,13 @@ TEST(Admission, SheddableIsRefusedBeforeStandardBeforeCritical) {
       EXPECT_EQ(door(Priority::kCritical), Door::kAdmit);
     }
   }
-  // 250 ms of work: with 400 ms left, critical and standard go in, sheddable is refused.
+  // 250 ms of work: with 400 ms left, critical and standard go in, sheddable is refused; with
+  // 200 ms left only critical.
   EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kCritical)), Door::kAdmit);
   EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kStandard)), Door::kAdmit);
   EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kSheddable)), Door::kRefuse);
+  EXPECT_EQ(AtTheDoor(path, 200 * AdmitShare(Priority::kCritical)), Door::kAdmit);
+  EXPECT_EQ(AtTheDoor(path, 200 * AdmitShare(Priority::kStandard)), Door::kRefuse);
 }
 
 }  // namespace
