@@ -30,7 +30,8 @@ int PickPod(std::span<const Candidate> candidates, double u1, double u2) {
   if (candidates.size() > kScanAll) return PickOfTwo(candidates, u1, u2);
   const auto finish = [](const Candidate& c) {
     const int batch = std::max(1, c.batch);
-    return static_cast<double>((c.outstanding + batch) / batch) * batch / c.weight;
+    const int batches = (c.outstanding + batch) / batch;  // with the new request, rounded up
+    return static_cast<double>(batches * batch) / c.weight;
   };
   double least = std::numeric_limits<double>::infinity();
   for (const Candidate& c : candidates) least = std::min(least, finish(c));
