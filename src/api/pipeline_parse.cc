@@ -799,9 +799,7 @@ void ParseSlo(Reader& r, const json& spec, model::PipelineSpec& out) {
   if (auto p = r.Number(*slo, "percentile", "spec.slo", false, kPercentileRange)) {
     out.slo.percentile = *p;
   }
-  if (auto m = ParseEnum<model::LatencyModel>(
-          r, *slo, "latencyModel", "spec.slo",
-          {{"tail", model::LatencyModel::kTail}, {"mean", model::LatencyModel::kMean}})) {
+  if (auto m = ParseEnum(r, *slo, "latencyModel", "spec.slo", LatencyModelNames())) {
     out.slo.model = *m;
   }
 }
@@ -1033,6 +1031,12 @@ void ParseMetadata(Reader& r, const json& meta, model::Pipeline& pipeline) {
 }
 
 }  // namespace
+
+const std::vector<std::pair<const char*, model::LatencyModel>>& LatencyModelNames() {
+  static const std::vector<std::pair<const char*, model::LatencyModel>> kNames = {
+      {"tail", model::LatencyModel::kTail}, {"mean", model::LatencyModel::kMean}};
+  return kNames;
+}
 
 ParsedPipeline ParsePipeline(std::string_view text) {
   ParsedPipeline result;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/pipeline.h"
@@ -85,6 +86,10 @@ ParsedPipeline ParsePipeline(std::string_view text);
 // Reads and parses a file; a file that cannot be read is one error with an empty path. At most
 // limits::kMaxDocumentBytes + 1 bytes are read (the parser refuses more).
 ParsedPipeline ParsePipelineFile(const std::string& file);
+
+// spec.slo.latencyModel's names and values, for the parser and for `pipescale plan
+// --latency-model`.
+const std::vector<std::pair<const char*, model::LatencyModel>>& LatencyModelNames();
 
 // What a valid pipeline lacks for `optimizer` when it is planned with another optimizer than
 // its spec.optimizer (`pipescale plan --optimizer`): validation checked the pipeline for its

@@ -28,9 +28,9 @@ usage:
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
 one path's rate and may be repeated. --optimizer is one of the optimizers below (default: the
 pipeline's spec.optimizer). --latency-model overrides spec.slo.latencyModel: tail plans each
-task's latency at the SLO's percentile, mean as the papers do. --history (mark) is a CSV of time,rate (seconds, total
-requests per second) that MArk forecasts from with spec.forecast; without --rate its last value
-is the current rate. Exit codes: 0 done (an Infeasible plan is a result),
+task's latency at the SLO's percentile, mean as the papers do. --history (mark) is a CSV of
+time,rate (seconds, total requests per second) that MArk forecasts from with spec.forecast;
+without --rate its last value is the current rate. Exit codes: 0 done (an Infeasible plan is a result),
 2 invalid flags or pipeline (every problem is printed with its field), 1 anything else.
 )";
 
@@ -85,10 +85,11 @@ std::string SetFlag(const std::string& name, const std::string& v, Flags& flags)
     if (std::string problem = ParseRate(v, rate); !problem.empty()) return "--rate " + problem;
     flags.rate = rate;
   } else if (name == "--latency-model") {
-    if (v != "tail" && v != "mean") {
-      return "--latency-model must be tail or mean, got " + QuoteUserText(v);
+    for (const auto& [named, value] : api::LatencyModelNames()) {
+      if (v == named) flags.latency_model = value;
     }
-    flags.latency_model = v == "tail" ? model::LatencyModel::kTail : model::LatencyModel::kMean;
+    if (!flags.latency_model)
+      return "--latency-model must be tail or mean, got " + QuoteUserText(v);
   } else if (name == "--history") {
     flags.history = v;
   } else if (name == "--path-rate") {

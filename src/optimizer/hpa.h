@@ -18,8 +18,8 @@ inline constexpr double kHpaTolerance = 0.1;
 // hardware class its most accurate variant profiles, at batch size 1, utilisation = rate /
 // (current replicas x 1000 / d(1)); desired = ceil(current x utilisation / kHpaTarget) unless
 // the ratio is within the tolerance; at least 1, at most the class's maxReplicas (or
-// kMaxReplicas). The current
-// replicas are the running ones (input.running), or none: then the desired count from scratch.
+// kMaxReplicas). The current replicas are the running ones (input.running), or none: then the
+// desired count from scratch.
 // Scale-down stabilisation is the reconciler's (spec.behavior), as for every optimizer. The
 // plan's latencies are the tail model's (optimizer/tail.h), for the record: HPA does not plan
 // for them, and says Feasible whatever they are.

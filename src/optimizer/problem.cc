@@ -88,9 +88,6 @@ std::vector<Choice> ParetoFront(std::vector<Choice> choices, const std::vector<d
 // nothing; with many replicas Erlang C falls below 1 - p within a few square roots of the load).
 constexpr int kReplicaSteps = 64;
 
-// Under the tail model a (class, batch) choice comes at several replica counts: more replicas
-// queue less. `c` holds the mean-value choice, whose replicas are the fewest that keep up with
-// the rate. Counts that wait no less than one fewer are left out (they cost more for nothing).
 // The tail model's latency of task `dnn` at choice `c` (its class and batch) on every replica
 // count from `replicas` to `last`.
 std::vector<TailLatency> TailFrom(const model::Pipeline& pipeline, const Dnn& dnn, const Choice& c,
@@ -110,6 +107,9 @@ std::vector<TailLatency> TailFrom(const model::Pipeline& pipeline, const Dnn& dn
       last, pipeline.spec.slo.percentile);
 }
 
+// Under the tail model a (class, batch) choice comes at several replica counts: more replicas
+// queue less. `c` holds the mean-value choice, whose replicas are the fewest that keep up with
+// the rate. Counts that wait no less than one fewer are left out (they cost more for nothing).
 void AddTailChoices(const model::Pipeline& pipeline, const Dnn& dnn, Choice c, double price,
                     std::vector<Choice>& out) {
   const int fewest = c.replicas;

@@ -33,7 +33,8 @@ struct TailLatency {
   double TotalMs() const { return fill_ms + queue_ms + exec_ms; }
 };
 
-// The percentile `percentile` (0 < percentile < 100) of a request's time at the task, bounded
+// The percentile `percentile` (0 < percentile <= 100; past 99.99 it plans for the 99.99th, as a
+// plan for the 100th would be infinite) of a request's time at the task, bounded
 // above as follows (tests/unit/optimizer/tail_test.cc checks the bound against a simulation):
 //  - fill: Erlang(b - 1) arrivals at the task's rate (the router fills one batch at a time, in
 //    its queue or at the server whose batch is fullest), capped at the router's wait budget
@@ -41,9 +42,9 @@ struct TailLatency {
 //  - queue: the batches (arriving Erlang-b, served in d(b) each, or, for the router's partial
 //    batches, on the chord from d(1) to d(b), above a convex d at the mean rows) queue as in an
 //    M/G/c queue (Allen-Cunneen's mean, an exponential tail behind Erlang C's chance of
-//    waiting): the router joins each to the shortest queue (router/picker.h). With several
-//    replicas the wait is rounded up to whole batches: a request waits at the replica it
-//    joined, behind the batch in service there, while another may free up first;
+//    waiting): the router joins each to the shortest queue (router/picker.h). The wait is
+//    rounded up to whole batches: a request waits at the replica it joined, behind the batch
+//    in service there, while another may free up first;
 //  - exec: d(b).
 // An infinite total when the replicas are at or past saturation (utilisation >= 1).
 TailLatency TaskTailLatency(const TaskLoad& load, double percentile);

@@ -144,8 +144,9 @@ json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
   json shed = json::object();
   for (const auto& [key, rps] : observed.shed_rps) {
     const size_t slash = key.find('/');
-    if (slash != std::string::npos)
+    if (slash != std::string::npos) {
       shed[key.substr(0, slash)][key.substr(slash + 1)] = api::RoundQuantity(rps);
+    }
   }
   out["shedPerSecond"] = std::move(shed);
   if (const auto* loki = plan.accuracy_scaling()) {

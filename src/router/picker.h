@@ -2,9 +2,9 @@
 // hold, per unit of planned capacity) over all of a task's pods: join the shortest queue, which
 // the planners' tail model assumes (optimizer/tail.h). Among those, the one whose batch is
 // fullest, so a server's batch fills at the task's whole rate rather than at its share of it.
-// Past kScanAll pods the power of two choices
-// (as Ray Serve and Envoy's least request balancer do), where scanning every pod would cost
-// more than it saves. Pure: the caller passes the randomness.
+// Past kScanAll pods the power of two choices (as Ray Serve and Envoy's least request balancer
+// do), where scanning every pod would cost more than it saves. Pure: the caller passes the
+// randomness.
 #pragma once
 
 #include <cstddef>

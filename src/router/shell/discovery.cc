@@ -59,8 +59,9 @@ std::shared_ptr<const RoutingTable> MakeTable(
   auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, parts.loki, {}});
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   std::map<std::string, int> router_batch;  // by "task/variant"
-  for (const api::RouterBatch& b : parts.batches)
+  for (const api::RouterBatch& b : parts.batches) {
     router_batch[b.task + "/" + b.variant] = b.batch_size;
+  }
   for (const auto& [task, list] : pods) {
     for (PodEndpoint pod : list) {
       // A pod of a variant whose batches the router forms serves each as one request: it is

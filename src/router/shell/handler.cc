@@ -557,8 +557,9 @@ std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::
         now.pods.push_back({p->outstanding.load(), p->batch, p->batch_ms});
       }
     }
-    if (const auto batcher = table.BatcherFor(task, "").first)
+    if (const auto batcher = table.BatcherFor(task, "").first) {
       now.fill_ms = batcher->config().second;
+    }
   }
   return out;
 }
