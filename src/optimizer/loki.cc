@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "optimizer/graph.h"
 #include "optimizer/problem.h"
+#include "optimizer/tail.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -42,6 +43,10 @@ struct VariantPath {
 };
 
 struct Instance {
+  // The SLO a path's batch times may sum to: a request waits for its batch to fill (at most one
+  // batch time, the router's wait) and runs it: half the SLO, the paper's rule. Under the tail
+  // model it may also wait behind one batch at the p-th percentile: a third.
+  double batch_times_per_slo = 2;
   std::vector<Vertex> vertices;
   std::vector<VariantPath> paths;
   std::vector<double> rates;  // per execution path
@@ -87,25 +92,91 @@ size_t VariantPathCount(const model::Pipeline& pipeline, const model::Workload& 
   return total;
 }
 
-Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
-               Variants variants) {
+// What the tail model leaves of each replica's throughput, by "task/variant/class/batch": the
+// utilisation at which its queue stays within one batch at the SLO's percentile, learned over
+// re-solves.
+using Derating = std::map<std::string, double>;
+
+std::string ConfigKey(const std::string& task, const std::string& variant,
+                      const std::string& hardware_class, int batch) {
+  return StrFormat("%s/%s/%s/%d", task.c_str(), variant.c_str(), hardware_class.c_str(), batch);
+}
+
+std::string VariantKey(const std::string& task, const std::string& variant) {
+  return task + "/" + variant;
+}
+
+// `rate_rps` into `replicas` replicas of a variant at a batch on a class, as the tail model
+// takes it.
+TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, int batch,
+                double rate_rps, int replicas) {
+  return {.rate_rps = rate_rps,
+          .replicas = replicas,
+          .batch = batch,
+          .exec_ms = profile.latency.Ms(batch),
+          .exec_one_ms = profile.latency.Ms(1),
+          .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer};
+}
+
+// The fewest replicas from load.replicas on (at most 64 or twice as many more) whose queue at the
+// percentile is at most one batch.
+int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
+  const int last = load.replicas + std::max(64, load.replicas);
+  const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
+  int n = load.replicas;
+  while (n < last && !(tails[n - load.replicas].queue_ms <= load.exec_ms)) ++n;
+  return n;
+}
+
+// The share of a replica's throughput `load` leaves to plan with: its utilisation on the
+// replicas it needs to queue at most one batch.
+double UsableShare(const TaskLoad& load, double percentile) {
+  const double full_rps = 1000.0 * load.batch / load.exec_ms;
+  return load.rate_rps / (ReplicasWithinOneBatch(load, percentile) * full_rps);
+}
+
+// Under the tail model, a first derating of every config of `v` that has none yet: at `load_rps`,
+// all the load any path could bring it. Shares of that load run hotter per replica; the
+// re-solves (LearnDerating) correct those.
+void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps,
+                  Derating& derating) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  const model::Task& task = spec.tasks[v.task];
+  const model::Variant& variant = task.variants[v.variant];
+  for (Config& c : v.configs) {
+    const std::string& hw = spec.hardware_classes[c.hardware_class].name;
+    const auto [it, fresh] = derating.try_emplace(ConfigKey(task.name, variant.name, hw, c.batch));
+    if (fresh) {
+      const double full_rps = 1000.0 * c.batch / c.ms;
+      const int fewest = std::max(1, static_cast<int>(std::ceil(load_rps / full_rps - 1e-9)));
+      const TaskLoad load = LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, fewest);
+      it->second = load_rps > 0 ? std::min(1.0, UsableShare(load, spec.slo.percentile)) : 1;
+    }
+    c.rps = it->second * 1000.0 * c.batch / c.ms;
+  }
+}
+
+Instance Build(const model::Pipeline& pipeline, const model::Workload& workload, Variants variants,
+               Derating& derating) {
   const model::PipelineSpec& spec = pipeline.spec;
   Instance in;
+  in.batch_times_per_slo = spec.slo.model == model::LatencyModel::kTail ? 3 : 2;
   in.cluster_size = spec.budget.max_replicas;
   in.rates = PathRatesRps(pipeline, workload);
   for (double rate : in.rates) in.total_rate += rate;
-  // The loosest half-SLO over the paths through each task: slower configs can carry no traffic.
-  std::vector<double> half_slo(spec.tasks.size(), 0);
+  // The loosest share of an SLO over the paths through each task: slower configs can carry no
+  // traffic.
+  std::vector<double> slo_share(spec.tasks.size(), 0);
   for (const model::Path& path : spec.paths) {
     for (const std::string& t : path.tasks) {
       const int i = pipeline.TaskIndex(t);
-      half_slo[i] = std::max(half_slo[i], path.slo_ms / 2);
+      slo_share[i] = std::max(slo_share[i], path.slo_ms / in.batch_times_per_slo);
     }
   }
   std::map<std::pair<int, int>, int> vertex_of;
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
     const model::Task& task = spec.tasks[i];
-    if (half_slo[i] == 0) continue;  // on no path
+    if (slo_share[i] == 0) continue;  // on no path
     const model::Variant* most_accurate = &task.MostAccurateVariant();
     for (size_t k = 0; k < task.variants.size(); ++k) {
       const model::Variant& variant = task.variants[k];
@@ -119,7 +190,7 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
         const int hw = pipeline.HardwareClassIndex(profile.hardware_class);
         for (int b : Batches(variant.max_batch)) {
           const double ms = profile.latency.Ms(b);
-          if (ms > half_slo[i] && b > 1) break;
+          if (ms > slo_share[i] && b > 1) break;
           v.configs.push_back({hw, b, ms, 1000.0 * b / ms});
         }
       }
@@ -171,6 +242,7 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
   for (size_t v = 0; v < in.vertices.size(); ++v) {
     double load = 0;
     for (const auto& [path, w] : worst[v]) load += w;
+    if (in.batch_times_per_slo == 3) SeedDerating(pipeline, in.vertices[v], load, derating);
     double slowest_rps = kInfinity;
     for (const Config& c : in.vertices[v].configs) slowest_rps = std::min(slowest_rps, c.rps);
     const double needed = std::isfinite(slowest_rps) ? std::ceil(load / slowest_rps) : 1;
@@ -245,7 +317,7 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
   }
 
   // Shares of each execution path's demand over its variant paths; every variant path that
-  // carries any share meets half its SLO (a request waits at most one batch per task).
+  // carries any share fits its batch times in its share of the SLO (Instance).
   std::vector<std::vector<MilpTerm>> shares_of(spec.paths.size());
   std::vector<std::vector<MilpTerm>> load_on(in.vertices.size());
   std::vector<MilpTerm> accuracy;
@@ -264,8 +336,8 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
       }
       load_on[v].push_back({c, in.rates[q.path] * q.load[j]});
     }
-    const double half = spec.paths[q.path].slo_ms / 2;
-    milp.AddRow(latency, -kInfinity, half + q.max_ms);
+    const double share = spec.paths[q.path].slo_ms / in.batch_times_per_slo;
+    milp.AddRow(latency, -kInfinity, share + q.max_ms);
     // The big-M row alone has a weak LP relaxation. Valid cuts that make the search fast: if
     // the path is used and vertex u runs config k, some vertex w on the path runs a config
     // that fits beside it (with every other vertex at its fastest).
@@ -281,7 +353,7 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
       if (q.vertices.size() == 1) {  // a single task: its config alone must fit
         std::vector<MilpTerm> fits{{used, 1}};
         for (size_t k = 0; k < u.configs.size(); ++k) {
-          if (u.configs[k].ms <= half) fits.push_back({col.z[q.vertices[a]][k], -1});
+          if (u.configs[k].ms <= share) fits.push_back({col.z[q.vertices[a]][k], -1});
         }
         milp.AddRow(fits, -kInfinity, 0);
       }
@@ -292,7 +364,7 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
         for (size_t k = 0; k < u.configs.size(); ++k) {
           std::vector<MilpTerm> row{{col.z[q.vertices[a]][k], 1}, {used, 1}};
           for (size_t l = 0; l < w.configs.size(); ++l) {
-            if (u.configs[k].ms + w.configs[l].ms + others <= half) {
+            if (u.configs[k].ms + w.configs[l].ms + others <= share) {
               row.push_back({col.z[q.vertices[b]][l], -1});
             }
           }
@@ -432,7 +504,8 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
                             .queue_ms = c.ms,
                             .batch_wait_ms = c.ms,
                             .load_rps = load[v]});
-      loki.drop_budget_ms[task.name + "/" + task.variants[vertex.variant].name] = 2 * c.ms;
+      loki.drop_budget_ms[VariantKey(task.name, task.variants[vertex.variant].name)] =
+          in.batch_times_per_slo * c.ms;
     }
   }
   // Variant paths with a share; the served demand and its accuracy.
@@ -458,8 +531,9 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
     loki.variant_paths.push_back(std::move(out));
   }
   for (size_t p = 0; p < spec.paths.size(); ++p) {
-    // With the half-SLO rule a request's worst case is twice the batch times on its path.
-    plan.paths.push_back({spec.paths[p].name, spec.paths[p].slo_ms, 2 * worst_ms[p]});
+    // A request's worst case: its share of the SLO for each batch time on its path.
+    plan.paths.push_back(
+        {spec.paths[p].name, spec.paths[p].slo_ms, in.batch_times_per_slo * worst_ms[p]});
   }
   plan.served_fraction = in.total_rate > 0 ? served / in.total_rate : 1;
   loki.accuracy = served > 0 ? accuracy / served : 1;
@@ -472,6 +546,34 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
 // Requests per second a plan entry's replicas serve at its batch size.
 double CapacityRps(const model::TaskPlan& t) {
   return t.replicas * 1000.0 * t.batch_size / t.latency_ms;
+}
+
+// How many times Loki re-solves with the capacity the tail model leaves (LearnDerating): each
+// round lowers the usable throughput of the variants that ran too hot.
+constexpr int kTailRounds = 6;
+
+// The tail model's verdict on `plan`: each variant whose replicas would queue more than one
+// batch at the SLO's percentile gets, in `derating`, the utilisation at which enough replicas
+// would not. False when no variant ran hotter than its derating already allows.
+bool LearnDerating(const model::Pipeline& pipeline, const model::Plan& plan, Derating& derating) {
+  bool changed = false;
+  for (const model::TaskPlan& t : plan.tasks) {
+    if (t.load_rps <= 0) continue;
+    const model::Variant* variant = pipeline.FindVariant(t.task, t.variant);
+    const model::Profile* profile = variant->FindProfile(t.hardware_class);
+    PIPESCALE_CHECK(profile != nullptr);
+    const TaskLoad load = LoadOf(*variant, *profile, t.batch_size, t.load_rps, t.replicas);
+    if (ReplicasWithinOneBatch(load, pipeline.spec.slo.percentile) == t.replicas) continue;
+    double& usable =
+        derating.try_emplace(ConfigKey(t.task, t.variant, t.hardware_class, t.batch_size), 1.0)
+            .first->second;
+    const double now = UsableShare(load, pipeline.spec.slo.percentile);
+    if (now < usable - 1e-9) {
+      usable = now;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 }  // namespace
@@ -496,8 +598,9 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   }
   const bool accuracy_scaling =
       !options.hardware_scaling_only && all_variants_fit && has_alternatives;
-  auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
-    const Instance in = Build(pipeline, workload, variants);
+  Derating derating;  // kept across the steps: a variant too hot in one is as hot in the next
+  auto solve_once = [&](Step step, Variants variants) -> std::optional<model::Plan> {
+    const Instance in = Build(pipeline, workload, variants, derating);
     Milp milp;
     const Columns col = Formulate(pipeline, in, step, options, milp);
     MilpSolution solution = SolveMilp(milp, options.milp);
@@ -525,6 +628,18 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return plan;
   };
 
+
+  // Under the tail model, solved again while the plan runs a variant too hot for its queue.
+  auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
+    for (int round = 0;; ++round) {
+      std::optional<model::Plan> plan = solve_once(step, variants);
+      if (!plan || pipeline.spec.slo.model != model::LatencyModel::kTail ||
+          round == kTailRounds || !LearnDerating(pipeline, *plan, derating)) {
+        return plan;
+      }
+    }
+  };
+
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
   if (!plan && accuracy_scaling) plan = attempt(Step::kAccuracyScaling, Variants::kAll);
   if (!plan) {
@@ -548,6 +663,15 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   if (plan->report.status != model::SolveStatus::kInfeasible) reasons.clear();
   for (const std::string& r : reasons) {
     if (std::find(notes.begin(), notes.end(), r) == notes.end()) notes.push_back(r);
+  }
+  for (const model::TaskPlan& t : plan->tasks) {
+    const auto it =
+        derating.find(ConfigKey(t.task, t.variant, t.hardware_class, t.batch_size));
+    if (it == derating.end() || it->second >= 1) continue;
+    notes.push_back(StrFormat("tail: %s/%s planned at most %.0f%% busy, so that it queues at "
+                              "most one batch at p%g",
+                              t.task.c_str(), t.variant.c_str(), 100 * it->second,
+                              pipeline.spec.slo.percentile));
   }
   plan->report.notes = std::move(notes);
   plan->report.reasons = std::move(reasons);

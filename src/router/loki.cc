@@ -1,18 +1,18 @@
 #include "router/loki.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace pipescale::router {
 namespace {
 
-std::string Key(const std::string& task, const std::string& variant) {
-  return task + "/" + variant;
-}
+constexpr double kUnknown = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
 LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipeline& pipeline)
-    : budgets_(plan.drop_budget_ms) {
+{
   for (const model::RoutingTable& t : plan.routing) {
     auto& cumulative = routes_[{t.path, t.task, t.from_variant}];
     double total = 0;
@@ -31,10 +31,15 @@ LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipe
     const model::Variant* v = i < 0 ? nullptr : pipeline.spec.tasks[i].FindVariant(variant);
     return v == nullptr ? 0.0 : v->accuracy;
   };
-  for (const model::BackupWorker& b : plan.backups) {
-    if (b.spare_rps > 0) backups_[b.task].push_back(b.variant);
+  const auto add = [&](const std::string& task, const std::string& variant) {
+    std::vector<std::string>& list = variants_[task];
+    if (std::find(list.begin(), list.end(), variant) == list.end()) list.push_back(variant);
+  };
+  for (const model::RoutingTable& t : plan.routing) {
+    for (const auto& entry : t.to) add(t.task, entry.first);
   }
-  for (auto& entry : backups_) {
+  for (const model::BackupWorker& b : plan.backups) add(b.task, b.variant);
+  for (auto& entry : variants_) {
     const std::string& task = entry.first;
     std::stable_sort(entry.second.begin(), entry.second.end(), [&](const auto& a, const auto& b) {
       return accuracy(task, a) > accuracy(task, b);
@@ -58,15 +63,10 @@ std::string LokiTables::Route(const std::string& path, const std::string& task,
   return table->back().first;
 }
 
-double LokiTables::BudgetMs(const std::string& task, const std::string& variant) const {
-  auto it = budgets_.find(Key(task, variant));
-  return it == budgets_.end() ? -1 : it->second;
-}
-
-const std::vector<std::string>& LokiTables::Backups(const std::string& task) const {
+const std::vector<std::string>& LokiTables::Variants(const std::string& task) const {
   static const std::vector<std::string> kNone;
-  auto it = backups_.find(task);
-  return it == backups_.end() ? kNone : it->second;
+  auto it = variants_.find(task);
+  return it == variants_.end() ? kNone : it->second;
 }
 
 std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
@@ -76,36 +76,30 @@ std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
   return std::nullopt;
 }
 
-Verdict Decide(const LokiTables& tables, DropPolicy policy, const std::string& next,
-               const std::string& planned, double spent_ms, double budget_ms, double remaining_ms,
-               bool last) {
+Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Option> options,
+               double remaining_ms, bool last) {
   using Kind = Verdict::Kind;
-  Verdict go{Kind::kGo, planned, ""};
-  const double next_ms = tables.BudgetMs(next, planned);
-  // The last task cannot finish in what is left; or the task before overran its budget.
-  const bool too_late_for_last = last && next_ms >= 0 && remaining_ms < next_ms;
-  const double overrun = budget_ms >= 0 ? spent_ms - budget_ms : 0;
+  const Verdict go{Kind::kGo, planned, ""};
+  const auto fits = [&](const Option& o) { return o.predicted_ms <= remaining_ms; };
+  const auto it = std::find_if(options.begin(), options.end(),
+                               [&](const Option& o) { return o.variant == planned; });
+  const double planned_ms = it == options.end() ? kUnknown : it->predicted_ms;
+  // No Ready pod of the planned variant: not known to be late.
+  const bool late = std::isfinite(planned_ms) && planned_ms > remaining_ms;
   switch (policy) {
     case DropPolicy::kNone:
       return go;
     case DropPolicy::kLastTask:
-      return too_late_for_last ? Verdict{Kind::kDrop, "", kLastTask} : go;
+      return last && late ? Verdict{Kind::kDrop, "", kLastTask} : go;
     case DropPolicy::kPerTask:
-      if (overrun > 0) return {Kind::kDrop, "", kPerTaskBudget};
-      return too_late_for_last ? Verdict{Kind::kDrop, "", kLastTask} : go;
+      return late ? Verdict{Kind::kDrop, "", kPerTaskBudget} : go;
     case DropPolicy::kReroute:
       break;
   }
-  if (overrun <= 0 && !too_late_for_last) return go;
-  // Opportunistic rerouting: the most accurate backup of the next task fast enough to make up
-  // the overrun (its budget at most the planned one's less the overrun) and to finish in time.
-  const double allowed =
-      std::min(next_ms >= 0 ? next_ms - std::max(0.0, overrun) : remaining_ms, remaining_ms);
-  for (const std::string& variant : tables.Backups(next)) {
-    const double ms = tables.BudgetMs(next, variant);
-    if (variant != planned && ms >= 0 && ms <= allowed) return {Kind::kReroute, variant, "behind"};
-  }
-  return {Kind::kDrop, "", kNoFasterBackup};
+  if (planned_ms <= remaining_ms) return go;
+  const auto in_time = std::find_if(options.begin(), options.end(), fits);
+  if (in_time != options.end()) return {Kind::kReroute, in_time->variant, ""};
+  return late ? Verdict{Kind::kDrop, "", kNoFasterBackup} : go;
 }
 
 }  // namespace pipescale::router

@@ -470,17 +470,74 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   co_await pending->second.async_wait(Redirect(ec));
 }
 
+namespace {
+
+// What a request entering `task` now would find there: the loads of its pods (of `variant`
+// only, unless "") and, where the router forms the batches, their wait budget.
+TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std::string& variant) {
+  TaskNow now;
+  const auto pods = table.endpoints.find(task);
+  if (pods != table.endpoints.end()) {
+    for (const auto& p : pods->second) {
+      if (variant.empty() || p->variant == variant) {
+        now.pods.push_back({p->outstanding.load(), p->batch, p->batch_ms});
+      }
+    }
+  }
+  if (const auto batcher = table.BatcherFor(task, variant).first) {
+    now.fill_ms = batcher->config().second;
+  }
+  return now;
+}
+
+// TaskNowAt each of `tasks`, from the `from`th on, on any variant.
+std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::string>& tasks,
+                              size_t from = 0) {
+  std::vector<TaskNow> out;
+  for (size_t i = from; i < tasks.size(); ++i) out.push_back(TaskNowAt(table, tasks[i], ""));
+  return out;
+}
+
+// Loki's choices at `task` of `path` as a request would find them now: each variant the plan
+// runs there, most accurate first, with the time predicted for it and the tasks after it.
+std::vector<Option> LokiOptionsAt(const RoutingTable& table, const LokiTables& loki,
+                                  const std::string& path, const std::string& task) {
+  double downstream = 0;
+  if (!path.empty()) {
+    const std::vector<std::string>& tasks = table.graph.PathTasks(path);
+    const auto here = std::find(tasks.begin(), tasks.end(), task);
+    if (here != tasks.end()) {
+      downstream = PredictedMs(TasksNow(table, tasks, here - tasks.begin() + 1));
+    }
+  }
+  std::vector<Option> out;
+  for (const std::string& variant : loki.Variants(task)) {
+    const TaskNow now = TaskNowAt(table, task, variant);
+    out.push_back({variant, PredictedMs(std::span(&now, 1)) + downstream});
+  }
+  return out;
+}
+
+HttpResponse Refusal(const std::string& message) {
+  HttpResponse refused = ErrorReply(503, message);
+  refused.set(http::field::retry_after, "1");
+  return refused;
+}
+
+}  // namespace
+
 std::optional<std::string> PipelineHandler::Plan(Walk& walk, const std::string& task,
                                                  const Previous& previous) {
   if (!walk.table->loki) return "";
   const LokiTables& loki = *walk.table->loki;
   std::uniform_real_distribution<double> u(0, 1);
   const std::string planned = loki.Route(walk.path, task, previous.variant, u(rng_));
-  const double budget = previous.task.empty() ? -1 : loki.BudgetMs(previous.task, previous.variant);
+  if (planned.empty() || config_.drop_policy == DropPolicy::kNone) return planned;
   const double remaining =
       std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
-  const Verdict verdict = Decide(loki, config_.drop_policy, task, planned, previous.ms, budget,
-                                 remaining, walk.table->graph.IsLast(walk.path, task));
+  const std::vector<Option> options = LokiOptionsAt(*walk.table, loki, walk.path, task);
+  const Verdict verdict = Decide(config_.drop_policy, planned, options, remaining,
+                                 walk.table->graph.IsLast(walk.path, task));
   switch (verdict.kind) {
     case Verdict::Kind::kGo:
       return planned;
@@ -539,38 +596,10 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   auto calls = Spread(tasks, NextBody(*answer, body));
   // Coroutines get named values only: GCC 12 destroys a prvalue argument of a coroutine twice
   // (AddressSanitizer caught it), and a temporary may end at the suspension.
-  const Previous here{task, reply->variant, reply->seconds * 1000};
+  const Previous here{task, reply->variant};
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
-namespace {
-
-// What a request entering `tasks` now would find at each: its pods' loads and, where the router
-// forms the batches, their wait budget. A Kairos pool's replicas serve one query at a time.
-std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::string>& tasks) {
-  std::vector<TaskNow> out;
-  for (const std::string& task : tasks) {
-    TaskNow& now = out.emplace_back();
-    const auto pods = table.endpoints.find(task);
-    if (pods != table.endpoints.end()) {
-      for (const auto& p : pods->second) {
-        now.pods.push_back({p->outstanding.load(), p->batch, p->batch_ms});
-      }
-    }
-    if (const auto batcher = table.BatcherFor(task, "").first) {
-      now.fill_ms = batcher->config().second;
-    }
-  }
-  return out;
-}
-
-HttpResponse Refusal(const std::string& message) {
-  HttpResponse refused = ErrorReply(503, message);
-  refused.set(http::field::retry_after, "1");
-  return refused;
-}
-
-}  // namespace
 
 asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk) {
   if (!config_.admission || walk.path.empty()) co_return std::nullopt;

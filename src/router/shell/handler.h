@@ -172,7 +172,6 @@ class PipelineHandler {
   // The call before a visit: its task, the variant that served it and how long it took.
   struct Previous {
     std::string task, variant;
-    double ms = 0;
   };
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
                                           const std::string& variant, const Body& body);

@@ -1,10 +1,12 @@
 // Loki's routing and dropping in the router, against the plan's tables: requests split as the
-// tables say, and a request that falls behind is let go, dropped or rerouted as each policy of
-// the paper's ablation has it.
+// tables say, and a request that the queues ahead would make late is let go, dropped or rerouted
+// as each policy of the paper's ablation has it.
 #include "router/loki.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -71,61 +73,79 @@ TEST(Loki, RequestsSplitAsTheTablesSay) {
   EXPECT_EQ(tables.Route("trucks", "detect", "", 0.5), "");
 }
 
-TEST(Loki, BackupsComeMostAccurateFirstAndOnlyWithRoomLeft) {
+TEST(Loki, ReroutingMayUseEveryPlannedVariantMostAccurateFirst) {
   const LokiTables tables(Plan(), Pipeline());
-  EXPECT_EQ(tables.Backups("classify"), (std::vector<std::string>{"b3", "b0"}));
-  EXPECT_TRUE(tables.Backups("detect").empty());
-  EXPECT_EQ(tables.BudgetMs("classify", "b3"), 30);
-  EXPECT_EQ(tables.BudgetMs("classify", "nope"), -1);
+  EXPECT_EQ(tables.Variants("classify"), (std::vector<std::string>{"b7", "b3", "b0"}));
+  EXPECT_EQ(tables.Variants("detect"), (std::vector<std::string>{"big", "small"}));
+  EXPECT_TRUE(tables.Variants("nope").empty());
+}
+
+constexpr double kNoPod = std::numeric_limits<double>::infinity();
+
+// classify's variants as a request finds them: the time each would take from here to the end.
+std::vector<Option> Options(double b7, double b3, double b0) {
+  return {{"b7", b7}, {"b3", b3}, {"b0", b0}};
 }
 
 TEST(Loki, EachPolicyTreatsALateRequestAsThePaperSays) {
-  const LokiTables tables(Plan(), Pipeline());
-  // On time: detect/big took 50 of its 80 ms, 150 ms left for classify/b7's 60.
+  const std::vector<Option> on_time = Options(100, 60, 30);
   for (auto p :
        {DropPolicy::kNone, DropPolicy::kLastTask, DropPolicy::kPerTask, DropPolicy::kReroute}) {
-    EXPECT_EQ(Decide(tables, p, "classify", "b7", 50, 80, 150, true),
-              (Verdict{Kind::kGo, "b7", ""}));
+    EXPECT_EQ(Decide(p, "b7", on_time, 150, true), (Verdict{Kind::kGo, "b7", ""}));
   }
-  // 25 ms over detect's budget, still 95 ms left: per-task drops it; rerouting finds b3
-  // (30 ms <= 60 - 25), the most accurate backup fast enough; the others send it on.
-  EXPECT_EQ(Decide(tables, DropPolicy::kNone, "classify", "b7", 105, 80, 95, true).kind, Kind::kGo);
-  EXPECT_EQ(Decide(tables, DropPolicy::kLastTask, "classify", "b7", 105, 80, 95, true).kind,
-            Kind::kGo);
-  EXPECT_EQ(Decide(tables, DropPolicy::kPerTask, "classify", "b7", 105, 80, 95, true),
-            (Verdict{Kind::kDrop, "", "per-task budget"}));
-  EXPECT_EQ(Decide(tables, DropPolicy::kReroute, "classify", "b7", 105, 80, 95, true),
-            (Verdict{Kind::kReroute, "b3", "behind"}));
-  // 45 ms over: only b0 (10 ms <= 60 - 45) makes it up.
-  EXPECT_EQ(Decide(tables, DropPolicy::kReroute, "classify", "b7", 125, 80, 75, true).variant,
-            "b0");
-  // 55 ms over: no backup is fast enough, so it is dropped rather than served late.
-  EXPECT_EQ(Decide(tables, DropPolicy::kReroute, "classify", "b7", 135, 80, 65, true),
-            (Verdict{Kind::kDrop, "", "no faster backup"}));
-  // On budget but the deadline is near: 40 ms left for b7's 60 at the last task.
-  EXPECT_EQ(Decide(tables, DropPolicy::kLastTask, "classify", "b7", 50, 80, 40, true),
+  // b7's queue would make it 25 ms late: per-task drops it, last-task only before the last task,
+  // rerouting sends it to b3, the most accurate variant still in time.
+  const std::vector<Option> behind = Options(120, 90, 40);
+  EXPECT_EQ(Decide(DropPolicy::kNone, "b7", behind, 95, true).kind, Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", behind, 95, true),
             (Verdict{Kind::kDrop, "", "last task"}));
-  EXPECT_EQ(Decide(tables, DropPolicy::kReroute, "classify", "b7", 50, 80, 40, true).variant, "b3");
-  EXPECT_EQ(Decide(tables, DropPolicy::kLastTask, "classify", "b7", 50, 80, 40, false).kind,
-            Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", behind, 95, false).kind, Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kPerTask, "b7", behind, 95, false),
+            (Verdict{Kind::kDrop, "", "per-task budget"}));
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 95, false),
+            (Verdict{Kind::kReroute, "b3", ""}));
+  // Only b0 makes 50 ms; nothing makes 30: dropped rather than served late.
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 50, false).variant, "b0");
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 30, false),
+            (Verdict{Kind::kDrop, "", "no faster backup"}));
+  // Demand past the plan: the table's b0 has a queue, b7 has room. The spill goes up, not only
+  // down: the more accurate variant that is in time.
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b0", Options(80, 200, 300), 100, false).variant, "b7");
 }
 
-// Properties over many late requests: rerouting never drops what per-task dropping would
-// serve, and whatever it reroutes to fits in what the request has left.
+TEST(Loki, AVariantWithoutReadyPodsIsNotLate) {
+  // b7 is starting up: the request is not dropped for it, and rerouting takes a variant in time.
+  EXPECT_EQ(Decide(DropPolicy::kPerTask, "b7", Options(kNoPod, 50, 20), 40, true).kind, Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", Options(kNoPod, 50, 20), 40, true).kind,
+            Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 20), 40, true).variant, "b0");
+  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 45), 40, true).kind, Kind::kGo);
+}
+
+// Properties over many requests and queues: per-task drops exactly the requests the planned
+// variant would serve late; rerouting never drops one that per-task would serve, never sends one
+// where it would be late, and takes the most accurate variant in time.
 TEST(Loki, ReroutingDropsNoMoreThanPerTaskAndItsChoicesFit) {
-  const LokiTables tables(Plan(), Pipeline());
   std::mt19937 rng(9);
-  std::uniform_real_distribution<double> spent(0, 200), left(0, 200);
+  std::uniform_real_distribution<double> ms(0, 200);
   for (int i = 0; i < 10000; ++i) {
-    const double s = spent(rng), r = left(rng);
-    const Verdict per_task = Decide(tables, DropPolicy::kPerTask, "classify", "b7", s, 80, r, true);
-    const Verdict reroute = Decide(tables, DropPolicy::kReroute, "classify", "b7", s, 80, r, true);
+    const std::vector<Option> options = Options(ms(rng), ms(rng), ms(rng));
+    const double left = ms(rng);
+    const std::string planned = options[i % 3].variant;
+    const Verdict per_task = Decide(DropPolicy::kPerTask, planned, options, left, false);
+    const Verdict reroute = Decide(DropPolicy::kReroute, planned, options, left, false);
+    EXPECT_EQ(per_task.kind == Kind::kDrop, options[i % 3].predicted_ms > left);
     if (per_task.kind == Kind::kGo) {
-      EXPECT_EQ(reroute.kind, Kind::kGo) << s << " " << r;
+      EXPECT_EQ(reroute, per_task);
     }
     if (reroute.kind == Kind::kReroute) {
-      EXPECT_LE(tables.BudgetMs("classify", reroute.variant), r) << s << " " << r;
-      EXPECT_LE(tables.BudgetMs("classify", reroute.variant), 60 - std::max(0.0, s - 80));
+      const auto chosen = std::find_if(options.begin(), options.end(),
+                                       [&](const Option& o) { return o.variant == reroute.variant; });
+      EXPECT_LE(chosen->predicted_ms, left);
+      for (auto o = options.begin(); o != chosen; ++o) EXPECT_GT(o->predicted_ms, left);
+    }
+    if (reroute.kind == Kind::kDrop) {
+      for (const Option& o : options) EXPECT_GT(o.predicted_ms, left);
     }
   }
 }
