@@ -93,8 +93,7 @@ size_t VariantPathCount(const model::Pipeline& pipeline, const model::Workload& 
 }
 
 // What the tail model leaves of each replica's throughput, by "task/variant/class/batch": the
-// utilisation at which its queue stays within one batch at the SLO's percentile, learned over
-// re-solves.
+// utilisation at which its queue stays within one batch at the SLO's percentile.
 using Derating = std::map<std::string, double>;
 
 std::string ConfigKey(const std::string& task, const std::string& variant,
@@ -128,18 +127,23 @@ int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
   return n;
 }
 
-// The share of a replica's throughput `load` leaves to plan with: its utilisation on the
-// replicas it needs to queue at most one batch.
-double UsableShare(const TaskLoad& load, double percentile) {
-  const double full_rps = 1000.0 * load.batch / load.exec_ms;
-  return load.rate_rps / (ReplicasWithinOneBatch(load, percentile) * full_rps);
+// The share of each replica's throughput that `load.replicas` replicas can carry with their
+// queue at the percentile within one batch (bisection on the rate: the queue grows with it).
+double UsableShare(TaskLoad load, double percentile) {
+  const double full_rps = load.replicas * 1000.0 * load.batch / load.exec_ms;
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    load.rate_rps = mid * full_rps;
+    (TaskTailLatency(load, percentile).queue_ms <= load.exec_ms ? lo : hi) = mid;
+  }
+  return lo;
 }
 
-// Under the tail model, a first derating of every config of `v` that has none yet: at `load_rps`,
-// all the load any path could bring it. Shares of that load run hotter per replica; the
-// re-solves (LearnDerating) correct those.
-void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps,
-                  Derating& derating) {
+// Under the tail model, the derating of every config of `v` that has none yet: what the replicas
+// `load_rps` needs (all the load any path could bring it) can carry per replica. Fewer replicas
+// carry less each (they pool less): HoldTail adds what the MILP's linear capacity misses.
+void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps, Derating& derating) {
   const model::PipelineSpec& spec = pipeline.spec;
   const model::Task& task = spec.tasks[v.task];
   const model::Variant& variant = task.variants[v.variant];
@@ -149,8 +153,9 @@ void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps,
     if (fresh) {
       const double full_rps = 1000.0 * c.batch / c.ms;
       const int fewest = std::max(1, static_cast<int>(std::ceil(load_rps / full_rps - 1e-9)));
-      const TaskLoad load = LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, fewest);
-      it->second = load_rps > 0 ? std::min(1.0, UsableShare(load, spec.slo.percentile)) : 1;
+      TaskLoad load = LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, fewest);
+      load.replicas = ReplicasWithinOneBatch(load, spec.slo.percentile);
+      it->second = UsableShare(load, spec.slo.percentile);
     }
     c.rps = it->second * 1000.0 * c.batch / c.ms;
   }
@@ -548,32 +553,43 @@ double CapacityRps(const model::TaskPlan& t) {
   return t.replicas * 1000.0 * t.batch_size / t.latency_ms;
 }
 
-// How many times Loki re-solves with the capacity the tail model leaves (LearnDerating): each
-// round lowers the usable throughput of the variants that ran too hot.
-constexpr int kTailRounds = 6;
-
-// The tail model's verdict on `plan`: each variant whose replicas would queue more than one
-// batch at the SLO's percentile gets, in `derating`, the utilisation at which enough replicas
-// would not. False when no variant ran hotter than its derating already allows.
-bool LearnDerating(const model::Pipeline& pipeline, const model::Plan& plan, Derating& derating) {
-  bool changed = false;
+// Whether the cluster has room for one more replica of class `hw` (maxReplicas, the class's own
+// limit, the cost budget).
+bool RoomFor(const model::Pipeline& pipeline, const model::Plan& plan, const std::string& hw) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  const model::HardwareClass& cls = spec.hardware_classes[pipeline.HardwareClassIndex(hw)];
+  int total = 0, of_class = 0;
   for (const model::TaskPlan& t : plan.tasks) {
+    total += t.replicas;
+    of_class += t.hardware_class == hw ? t.replicas : 0;
+  }
+  return (!spec.budget.max_replicas || total < *spec.budget.max_replicas) &&
+         (!cls.max_replicas || of_class < *cls.max_replicas) &&
+         (!spec.budget.cost_per_hour ||
+          CostPerHour(pipeline, plan.tasks) + cls.cost_per_hour <= *spec.budget.cost_per_hour);
+}
+
+// Under the tail model, replicas for each config the MILP runs hotter than its queue allows
+// (its linear capacity cannot see that fewer replicas pool less), while the cluster has room;
+// where it has none, a note says so and the router's door refuses what would be late.
+void HoldTail(const model::Pipeline& pipeline, model::Plan& plan, std::vector<std::string>& notes) {
+  for (model::TaskPlan& t : plan.tasks) {
     if (t.load_rps <= 0) continue;
     const model::Variant* variant = pipeline.FindVariant(t.task, t.variant);
     const model::Profile* profile = variant->FindProfile(t.hardware_class);
     PIPESCALE_CHECK(profile != nullptr);
-    const TaskLoad load = LoadOf(*variant, *profile, t.batch_size, t.load_rps, t.replicas);
-    if (ReplicasWithinOneBatch(load, pipeline.spec.slo.percentile) == t.replicas) continue;
-    double& usable =
-        derating.try_emplace(ConfigKey(t.task, t.variant, t.hardware_class, t.batch_size), 1.0)
-            .first->second;
-    const double now = UsableShare(load, pipeline.spec.slo.percentile);
-    if (now < usable - 1e-9) {
-      usable = now;
-      changed = true;
+    const int needed =
+        ReplicasWithinOneBatch(LoadOf(*variant, *profile, t.batch_size, t.load_rps, t.replicas),
+                               pipeline.spec.slo.percentile);
+    while (t.replicas < needed && RoomFor(pipeline, plan, t.hardware_class)) ++t.replicas;
+    if (t.replicas < needed) {
+      notes.push_back(StrFormat(
+          "tail: %s/%s needs %d replicas to queue at most one batch at "
+          "p%g; the cluster has room for %d",
+          t.task.c_str(), t.variant.c_str(), needed, pipeline.spec.slo.percentile, t.replicas));
     }
   }
-  return changed;
+  plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
 }
 
 }  // namespace
@@ -598,7 +614,7 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   }
   const bool accuracy_scaling =
       !options.hardware_scaling_only && all_variants_fit && has_alternatives;
-  Derating derating;  // kept across the steps: a variant too hot in one is as hot in the next
+  Derating derating;  // seeded once per config, kept across the steps
   auto solve_once = [&](Step step, Variants variants) -> std::optional<model::Plan> {
     const Instance in = Build(pipeline, workload, variants, derating);
     Milp milp;
@@ -628,16 +644,15 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return plan;
   };
 
-
-  // Under the tail model, solved again while the plan runs a variant too hot for its queue.
   auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
-    for (int round = 0;; ++round) {
-      std::optional<model::Plan> plan = solve_once(step, variants);
-      if (!plan || pipeline.spec.slo.model != model::LatencyModel::kTail ||
-          round == kTailRounds || !LearnDerating(pipeline, *plan, derating)) {
-        return plan;
+    std::optional<model::Plan> plan = solve_once(step, variants);
+    if (plan && pipeline.spec.slo.model == model::LatencyModel::kTail) {
+      HoldTail(pipeline, *plan, notes);
+      if (step == Step::kHardwareScaling) {
+        plan->report.objective = {static_cast<double>(plan->TotalReplicas()), "replicas"};
       }
     }
+    return plan;
   };
 
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
@@ -665,13 +680,17 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     if (std::find(notes.begin(), notes.end(), r) == notes.end()) notes.push_back(r);
   }
   for (const model::TaskPlan& t : plan->tasks) {
-    const auto it =
-        derating.find(ConfigKey(t.task, t.variant, t.hardware_class, t.batch_size));
-    if (it == derating.end() || it->second >= 1) continue;
-    notes.push_back(StrFormat("tail: %s/%s planned at most %.0f%% busy, so that it queues at "
-                              "most one batch at p%g",
-                              t.task.c_str(), t.variant.c_str(), 100 * it->second,
-                              pipeline.spec.slo.percentile));
+    const auto it = derating.find(ConfigKey(t.task, t.variant, t.hardware_class, t.batch_size));
+    const std::string short_of_room = "tail: " + t.task + "/" + t.variant + " needs";
+    if (it == derating.end() || it->second >= 1 ||
+        std::any_of(notes.begin(), notes.end(),
+                    [&](const std::string& n) { return n.starts_with(short_of_room); })) {
+      continue;
+    }
+    notes.push_back(StrFormat(
+        "tail: %s/%s planned with %.0f%% of each replica's throughput, so "
+        "that it queues at most one batch at p%g",
+        t.task.c_str(), t.variant.c_str(), 100 * it->second, pipeline.spec.slo.percentile));
   }
   plan->report.notes = std::move(notes);
   plan->report.reasons = std::move(reasons);

@@ -11,8 +11,7 @@ constexpr double kUnknown = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipeline& pipeline)
-{
+LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipeline& pipeline) {
   for (const model::RoutingTable& t : plan.routing) {
     auto& cumulative = routes_[{t.path, t.task, t.from_variant}];
     double total = 0;

@@ -49,7 +49,7 @@ class LokiTables {
            std::vector<std::pair<std::string, double>>>
       routes_;
   std::map<std::pair<std::string, std::string>, const std::vector<std::pair<std::string, double>>*>
-      any_path_;                           // (task, from) -> the first path's table
+      any_path_;  // (task, from) -> the first path's table
   std::map<std::string, std::vector<std::string>> variants_;  // task -> most accurate first
 };
 

@@ -600,7 +600,6 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
-
 asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk) {
   if (!config_.admission || walk.path.empty()) co_return std::nullopt;
   // Pods appear in a new table: a request waiting for them reads each in turn.

@@ -116,8 +116,7 @@ TEST(Loki, EachPolicyTreatsALateRequestAsThePaperSays) {
 TEST(Loki, AVariantWithoutReadyPodsIsNotLate) {
   // b7 is starting up: the request is not dropped for it, and rerouting takes a variant in time.
   EXPECT_EQ(Decide(DropPolicy::kPerTask, "b7", Options(kNoPod, 50, 20), 40, true).kind, Kind::kGo);
-  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", Options(kNoPod, 50, 20), 40, true).kind,
-            Kind::kGo);
+  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", Options(kNoPod, 50, 20), 40, true).kind, Kind::kGo);
   EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 20), 40, true).variant, "b0");
   EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 45), 40, true).kind, Kind::kGo);
 }
@@ -139,8 +138,9 @@ TEST(Loki, ReroutingDropsNoMoreThanPerTaskAndItsChoicesFit) {
       EXPECT_EQ(reroute, per_task);
     }
     if (reroute.kind == Kind::kReroute) {
-      const auto chosen = std::find_if(options.begin(), options.end(),
-                                       [&](const Option& o) { return o.variant == reroute.variant; });
+      const auto chosen = std::find_if(options.begin(), options.end(), [&](const Option& o) {
+        return o.variant == reroute.variant;
+      });
       EXPECT_LE(chosen->predicted_ms, left);
       for (auto o = options.begin(); o != chosen; ++o) EXPECT_GT(o->predicted_ms, left);
     }
