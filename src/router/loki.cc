@@ -78,27 +78,28 @@ std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
 Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Option> options,
                double remaining_ms, bool last) {
   using Kind = Verdict::Kind;
-  const Verdict go{Kind::kGo, planned, ""};
+  const auto go = [&] { return Verdict{Kind::kGo, planned, ""}; };
   const auto fits = [&](const Option& o) { return o.predicted_ms <= remaining_ms; };
   const auto it = std::find_if(options.begin(), options.end(),
                                [&](const Option& o) { return o.variant == planned; });
-  const double planned_ms = it == options.end() ? kUnknown : it->predicted_ms;
+  double planned_ms = kUnknown;
+  if (it != options.end()) planned_ms = it->predicted_ms;
   // No Ready pod of the planned variant: not known to be late.
   const bool late = std::isfinite(planned_ms) && planned_ms > remaining_ms;
   switch (policy) {
     case DropPolicy::kNone:
-      return go;
+      return go();
     case DropPolicy::kLastTask:
-      return last && late ? Verdict{Kind::kDrop, "", kLastTask} : go;
+      return last && late ? Verdict{Kind::kDrop, "", kLastTask} : go();
     case DropPolicy::kPerTask:
-      return late ? Verdict{Kind::kDrop, "", kPerTaskBudget} : go;
+      return late ? Verdict{Kind::kDrop, "", kPerTaskBudget} : go();
     case DropPolicy::kReroute:
       break;
   }
-  if (planned_ms <= remaining_ms) return go;
+  if (planned_ms <= remaining_ms) return go();
   const auto in_time = std::find_if(options.begin(), options.end(), fits);
   if (in_time != options.end()) return {Kind::kReroute, in_time->variant, ""};
-  return late ? Verdict{Kind::kDrop, "", kNoFasterBackup} : go;
+  return late ? Verdict{Kind::kDrop, "", kNoFasterBackup} : go();
 }
 
 }  // namespace pipescale::router
