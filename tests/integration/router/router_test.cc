@@ -238,27 +238,27 @@ double Served(const std::string& address) {
 }
 
 // A Loki plan's routing.json: after detect, a share `b7` of classify's requests goes to b7 and
-// the rest to b0; detect's budget is `detect_budget_ms`; b0 is the faster backup with room left.
-std::string LokiRouting(double b7, double detect_budget_ms) {
+// the rest to b0, the faster backup with room left. (The plan's budgets are not the router's:
+// it predicts from the pods' queues.)
+std::string LokiRouting(double b7) {
   const json to_classify = {{{"variant", "b7"}, {"fraction", b7}},
                             {{"variant", "b0"}, {"fraction", 1 - b7}}};
-  return json{
-      {"phase", "AccuracyScaling"},
-      {"tables",
-       {{{"path", "p"},
-         {"task", "detect"},
-         {"from", ""},
-         {"to", {{{"variant", "v"}, {"fraction", 1}}}}},
-        {{"path", "p"}, {"task", "classify"}, {"from", "v"}, {"to", to_classify}}}},
-      {"backups", {{{"task", "classify"}, {"variant", "b0"}, {"spareRps", 50}}}},
-      {"budgetsMs", {{"detect/v", detect_budget_ms}, {"classify/b7", 60}, {"classify/b0", 10}}}}
+  return json{{"phase", "AccuracyScaling"},
+              {"tables",
+               {{{"path", "p"},
+                 {"task", "detect"},
+                 {"from", ""},
+                 {"to", {{{"variant", "v"}, {"fraction", 1}}}}},
+                {{"path", "p"}, {"task", "classify"}, {"from", "v"}, {"to", to_classify}}}},
+              {"backups", {{{"task", "classify"}, {"variant", "b0"}, {"spareRps", 50}}}},
+              {"budgetsMs", {{"detect/v", 15}, {"classify/b7", 60}, {"classify/b0", 10}}}}
       .dump();
 }
 
 // Loki's MostAccurateFirst tables decide which variant's pods serve: the model servers' own
 // counts split as the table says, within 4 standard deviations of 300 draws (0.09).
 TEST_F(RouterTest, LokisTablesSplitRequestsAcrossVariants) {
-  std::ofstream(dir_ + "/routing.json") << LokiRouting(0.8, 100);
+  std::ofstream(dir_ + "/routing.json") << LokiRouting(0.8);
   const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
   StartRouter("detect=" + Model("detect", "0,0,2") + "@v;classify=" + b7 + "@b7," + b0 + "@b0", 400,
               "5", {"--routing-file", dir_ + "/routing.json"});
@@ -269,14 +269,29 @@ TEST_F(RouterTest, LokisTablesSplitRequestsAcrossVariants) {
   EXPECT_EQ(Served(b7) + Served(b0), n);
 }
 
-// detect takes 30 ms against a 10 ms budget: rerouting sends every request planned for b7 to
-// the backup fast enough to make up the 20 ms (b0: 10 ms <= 60 - 20), counted; per-task
-// dropping answers 504 instead, before classify is called.
-TEST_F(RouterTest, ARequestBehindItsBudgetIsReroutedOrDropped) {
-  std::ofstream(dir_ + "/routing.json") << LokiRouting(1, 10);
+// The pipeline declares b7 at 500 ms a batch (its servers here answer in 2), more than the 400 ms
+// SLO leaves after detect: rerouting sends every request the table plans for b7 to b0, the most
+// accurate variant still in time, counted; per-task dropping answers 504 instead, before classify
+// is called. The router predicts from the declared profile and the pods' queues, not from what
+// the task before took.
+TEST_F(RouterTest, ARequestThePlannedVariantWouldServeLateIsReroutedOrDropped) {
+  pipeline_ = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain, namespace: demo}
+spec:
+  hardwareClasses: [{name: cpu}]
+  tasks:
+    - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+    - name: classify
+      variants:
+        - {name: b7, accuracy: 0.9, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 500}}}]}
+        - {name: b0, accuracy: 0.7, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 2}}}]}
+  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
+)";
+  std::ofstream(dir_ + "/routing.json") << LokiRouting(1);
   const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
-  const std::string endpoints =
-      "detect=" + Model("detect", "0,0,30") + "@v;classify=" + b7 + "@b7," + b0 + "@b0";
+  const std::string endpoints = "detect=" + Model("detect", "0,0,5") + "@v/cpu/1;classify=" + b7 +
+                                "@b7/cpu/1," + b0 + "@b0/cpu/1";
   StartRouter(endpoints, 400, "5", {"--routing-file", dir_ + "/routing.json"});
   for (int i = 0; i < 20; ++i) ASSERT_EQ(Infer(kRequest).code, 200);
   EXPECT_EQ(Served(b7), 0);
