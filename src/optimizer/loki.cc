@@ -117,10 +117,11 @@ TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, in
           .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer};
 }
 
-// The fewest replicas from load.replicas on (at most 64 or twice as many more) whose queue at the
-// percentile is at most one batch.
+// The fewest replicas from load.replicas on (at most 64 or twice as many more, and kMaxReplicas)
+// whose queue at the percentile is at most one batch.
 int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
-  const int last = load.replicas + std::max(64, load.replicas);
+  const int last =
+      std::max(load.replicas, std::min(kMaxReplicas, load.replicas + std::max(64, load.replicas)));
   const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
   int n = load.replicas;
   while (n < last && !(tails[n - load.replicas].queue_ms <= load.exec_ms)) ++n;
@@ -152,10 +153,17 @@ void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps, D
     const auto [it, fresh] = derating.try_emplace(ConfigKey(task.name, variant.name, hw, c.batch));
     if (fresh) {
       const double full_rps = 1000.0 * c.batch / c.ms;
-      const int fewest = std::max(1, static_cast<int>(std::ceil(load_rps / full_rps - 1e-9)));
-      TaskLoad load = LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, fewest);
-      load.replicas = ReplicasWithinOneBatch(load, spec.slo.percentile);
-      it->second = UsableShare(load, spec.slo.percentile);
+      const double fewest = std::max(1.0, std::ceil(load_rps / full_rps - 1e-9));
+      if (!std::isfinite(full_rps) || fewest > kMaxReplicas) {
+        // A config of no measurable time, or that no count within the bound carries: nothing to
+        // derate (a share of an infinite throughput is no number), the replica bound decides.
+        it->second = 1;
+      } else {
+        TaskLoad load =
+            LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, static_cast<int>(fewest));
+        load.replicas = ReplicasWithinOneBatch(load, spec.slo.percentile);
+        it->second = UsableShare(load, spec.slo.percentile);
+      }
     }
     c.rps = it->second * 1000.0 * c.batch / c.ms;
   }
@@ -248,8 +256,12 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
     double load = 0;
     for (const auto& [path, w] : worst[v]) load += w;
     if (in.batch_times_per_slo == 3) SeedDerating(pipeline, in.vertices[v], load, derating);
+    // Over the configs that carry anything: under the tail model one whose queue exceeds a batch
+    // at any rate carries nothing.
     double slowest_rps = kInfinity;
-    for (const Config& c : in.vertices[v].configs) slowest_rps = std::min(slowest_rps, c.rps);
+    for (const Config& c : in.vertices[v].configs) {
+      if (c.rps > 0) slowest_rps = std::min(slowest_rps, c.rps);
+    }
     const double needed = std::isfinite(slowest_rps) ? std::ceil(load / slowest_rps) : 1;
     int bound = static_cast<int>(std::clamp(needed, 1.0, double{kMaxReplicas}));
     if (in.cluster_size) bound = std::min(bound, std::max(*in.cluster_size, 1));
