@@ -596,7 +596,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   auto calls = Spread(tasks, NextBody(*answer, body));
   // Coroutines get named values only: GCC 12 destroys a prvalue argument of a coroutine twice
   // (AddressSanitizer caught it), and a temporary may end at the suspension.
-  const Previous here{task, reply->variant};
+  const Previous here{reply->variant};
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 

@@ -169,9 +169,10 @@ class PipelineHandler {
   // tasks' first Ready pods within its deadline), else the 503 that refuses it.
   asio::awaitable<std::optional<HttpResponse>> AtDoor(Walk& walk);
   using TaskReply = CallReply;
-  // The call before a visit: its task, the variant that served it and how long it took.
+  // The call before a visit: the variant that served it ("" at the first task), which picks
+  // Loki's table for the next.
   struct Previous {
-    std::string task, variant;
+    std::string variant;
   };
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
                                           const std::string& variant, const Body& body);
