@@ -10,6 +10,8 @@
 #include "optimizer/graph.h"
 #include "optimizer/kairos.h"
 #include "optimizer/pool.h"
+#include "optimizer/problem.h"
+#include "optimizer/tail.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -50,6 +52,43 @@ struct KairosTask {
   std::vector<kairos::Config> ranked;  // within the budget, highest bound first
   double qos_ms = 0;
   double rate = 0;
+  // The pool as the tail model takes it: base-class replicas serving the query mix one query at
+  // a time (mean and squared coefficient of variation of a query's time), whose wait may take
+  // what the largest query leaves of the QoS.
+  TaskLoad tail;
+  double max_wait_ms = 0;
+};
+
+// The share of a configuration's upper bound the plan counts on. Kairos's is a constant
+// (measured QPS over the bound in its simulations); under the tail model it is what the pool,
+// as many base replicas as its bound is worth, carries with its wait at the SLO's percentile
+// within what the largest query leaves of the QoS (more replicas pool more and carry more each).
+class Derating {
+ public:
+  Derating(const model::PipelineSpec& spec, double constant)
+      : tail_(spec.slo.model == model::LatencyModel::kTail),
+        percentile_(spec.slo.percentile),
+        constant_(constant) {}
+
+  double Of(const KairosTask& t, double bound_qps) const {
+    if (!tail_) return constant_;
+    if (!(t.tail.exec_ms > 0) || !std::isfinite(t.tail.exec_ms)) return 1;  // nothing queues
+    const double worth = std::floor(bound_qps * t.tail.exec_ms / 1000 + 1e-9);
+    const int replicas = static_cast<int>(std::clamp(worth, 1.0, double{kMaxReplicas}));
+    auto [it, fresh] = shares_.try_emplace({t.task, replicas}, 0);
+    if (fresh) {
+      TaskLoad load = t.tail;
+      load.replicas = replicas;
+      it->second = UsableShare(load, t.max_wait_ms, percentile_);
+    }
+    return it->second;
+  }
+
+ private:
+  bool tail_;
+  double percentile_;
+  double constant_;
+  mutable std::map<std::pair<int, int>, double> shares_;  // (task, replicas) -> share
 };
 
 int Replicas(const kairos::Config& c) {
@@ -60,16 +99,31 @@ int Replicas(const kairos::Config& c) {
 
 // The cheapest configuration whose derated bound covers `demand`; fewer replicas, then the
 // higher bound, on equal cost. nullptr when none within the budget does.
-const kairos::Config* CheapestCovering(const KairosTask& t, double demand, double derate) {
+const kairos::Config* CheapestCovering(const KairosTask& t, double demand,
+                                       const Derating& derating) {
   const kairos::Config* best = nullptr;
   for (const kairos::Config& c : t.ranked) {
-    if (c.bound.qps * derate < demand - 1e-9) break;  // sorted by bound, highest first
+    if (c.bound.qps < demand - 1e-9) break;  // sorted by bound, highest first; derated below
+    if (c.bound.qps * derating.Of(t, c.bound.qps) < demand - 1e-9) continue;
     if (best == nullptr || c.cost_per_hour < best->cost_per_hour - 1e-12 ||
         (c.cost_per_hour <= best->cost_per_hour + 1e-12 && Replicas(c) < Replicas(*best))) {
       best = &c;
     }
   }
   return best;
+}
+
+// The base class serving `mix` one query at a time at `rate_rps`, as the tail model takes it.
+TaskLoad QueryMixLoad(const Candidate& base, const kairos::BatchMix& mix, double rate_rps) {
+  double mean = 0, square = 0;
+  for (const auto& [size, p] : mix) {
+    mean += p * base.Ms(size);
+    square += p * base.Ms(size) * base.Ms(size);
+  }
+  return {.rate_rps = rate_rps,
+          .exec_ms = mean,
+          .exec_one_ms = mean,
+          .service_cv2 = mean > 0 ? std::max(0.0, square / (mean * mean) - 1) : 0};
 }
 
 }  // namespace
@@ -90,6 +144,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
   std::sort(mix.begin(), mix.end());
   const int largest = mix.back().first;
 
+  const Derating derating(spec, options.derate);
   const std::vector<double> budgets = TaskBudgetsMs(pipeline, largest);
   const std::vector<double> rates = TaskRatesRps(pipeline, workload);
   const double budget = spec.budget.cost_per_hour.value_or(kInf);
@@ -150,6 +205,11 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
     }
     const Candidate b = classes[0];
     t.profile = kairos::DeriveProfile([b](int n) { return b.Ms(n); }, aux, mix, t.qos_ms);
+    t.tail = QueryMixLoad(b, mix, t.rate);
+    t.max_wait_ms = std::max(0.0, t.qos_ms - b.Ms(largest));
+    // The share the counts below are sized with: that of the fewest base replicas covering the
+    // rate, the least any configuration that covers it is counted with.
+    const double derate = derating.Of(t, std::max(t.rate, t.profile.base_qps));
 
     // Counts beyond what covers the demand alone add nothing; the budget bounds the rest.
     std::vector<int> caps;
@@ -158,7 +218,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
       t.prices.push_back(price);
       double useful = 0;
       if (k == 0) {
-        useful = std::ceil(t.rate / (options.derate * t.profile.base_qps)) + 1;
+        useful = std::ceil(t.rate / (derate * t.profile.base_qps)) + 1;
       } else if (const auto& a = t.profile.auxiliary[k - 1]; a.qps > 0) {
         // Mixed with other auxiliary classes it counts at their threshold and share (Eq. 14):
         // the lowest rate and the largest share it can be given.
@@ -167,7 +227,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
         for (const auto& [threshold, q] : a.qps_below) {
           if (q > 0) qps = std::min(qps, q);
         }
-        useful = std::ceil(t.rate * f / (options.derate * qps)) + 1;
+        useful = std::ceil(t.rate * f / (derate * qps)) + 1;
       }
       int cap = ClassCap(pipeline, classes[k].hw, options.max_per_class);
       cap = static_cast<int>(std::min<double>(cap, useful));
@@ -200,7 +260,7 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
     double cost = 0;
     int replicas = 0;
     for (const KairosTask& t : tasks) {
-      const kairos::Config* c = CheapestCovering(t, share * t.rate, options.derate);
+      const kairos::Config* c = CheapestCovering(t, share * t.rate, derating);
       if (c == nullptr) return std::vector<const kairos::Config*>{};
       out.push_back(c);
       cost += c->cost_per_hour;
@@ -235,7 +295,8 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
     double served = 1;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (tasks[i].rate > 0) {
-        served = std::min(served, options.derate * chosen[i]->bound.qps / tasks[i].rate);
+        const double bound = chosen[i]->bound.qps;
+        served = std::min(served, derating.Of(tasks[i], bound) * bound / tasks[i].rate);
       }
     }
     plan.served_fraction = std::clamp(served, 0.0, 1.0);
@@ -296,8 +357,9 @@ model::Plan SolveKairos(const model::Pipeline& pipeline, const model::Workload& 
            .capacity_rps = capacity});
     }
     pools.pools.push_back(std::move(pool));
-    plan.report.notes.push_back(StrFormat("task %s: %s, bound %.1f qps ($%.3f/h)", task.c_str(),
-                                          rules[i].c_str(), c.bound.qps, c.cost_per_hour));
+    plan.report.notes.push_back(StrFormat("task %s: %s, bound %.1f qps planned at %.0f%% ($%.3f/h)",
+                                          task.c_str(), rules[i].c_str(), c.bound.qps,
+                                          100 * derating.Of(t, c.bound.qps), c.cost_per_hour));
     const double visits = total_rate > 0 ? t.rate / total_rate : 1;
     if (visits > 0) upper_bound_qps = std::min(upper_bound_qps, c.bound.qps / visits);
   }

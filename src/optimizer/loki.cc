@@ -105,40 +105,12 @@ std::string VariantKey(const std::string& task, const std::string& variant) {
   return task + "/" + variant;
 }
 
-// `rate_rps` into `replicas` replicas of a variant at a batch on a class, as the tail model
-// takes it.
-TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, int batch,
-                double rate_rps, int replicas) {
-  return {.rate_rps = rate_rps,
-          .replicas = replicas,
-          .batch = batch,
-          .exec_ms = profile.latency.Ms(batch),
-          .exec_one_ms = profile.latency.Ms(1),
-          .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer};
-}
-
 // The fewest replicas from load.replicas on (at most 64 or twice as many more, and kMaxReplicas)
 // whose queue at the percentile is at most one batch.
 int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
   const int last =
       std::max(load.replicas, std::min(kMaxReplicas, load.replicas + std::max(64, load.replicas)));
-  const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
-  int n = load.replicas;
-  while (n < last && !(tails[n - load.replicas].queue_ms <= load.exec_ms)) ++n;
-  return n;
-}
-
-// The share of each replica's throughput that `load.replicas` replicas can carry with their
-// queue at the percentile within one batch (bisection on the rate: the queue grows with it).
-double UsableShare(TaskLoad load, double percentile) {
-  const double full_rps = load.replicas * 1000.0 * load.batch / load.exec_ms;
-  double lo = 0, hi = 1;
-  for (int i = 0; i < 30; ++i) {
-    const double mid = (lo + hi) / 2;
-    load.rate_rps = mid * full_rps;
-    (TaskTailLatency(load, percentile).queue_ms <= load.exec_ms ? lo : hi) = mid;
-  }
-  return lo;
+  return FewestReplicasWithin(load, load.exec_ms, last, percentile);
 }
 
 // Under the tail model, the derating of every config of `v` that has none yet: what the replicas
@@ -152,18 +124,9 @@ void SeedDerating(const model::Pipeline& pipeline, Vertex& v, double load_rps, D
     const std::string& hw = spec.hardware_classes[c.hardware_class].name;
     const auto [it, fresh] = derating.try_emplace(ConfigKey(task.name, variant.name, hw, c.batch));
     if (fresh) {
-      const double full_rps = 1000.0 * c.batch / c.ms;
-      const double fewest = std::max(1.0, std::ceil(load_rps / full_rps - 1e-9));
-      if (!std::isfinite(full_rps) || fewest > kMaxReplicas) {
-        // A config of no measurable time, or that no count within the bound carries: nothing to
-        // derate (a share of an infinite throughput is no number), the replica bound decides.
-        it->second = 1;
-      } else {
-        TaskLoad load =
-            LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, static_cast<int>(fewest));
-        load.replicas = ReplicasWithinOneBatch(load, spec.slo.percentile);
-        it->second = UsableShare(load, spec.slo.percentile);
-      }
+      // The queue may hold one batch: a third of the slack Loki's rule gives each batch.
+      const TaskLoad load = LoadOf(variant, *variant.FindProfile(hw), c.batch, load_rps, 1);
+      it->second = ShareAtLoad(load, load.exec_ms, kMaxReplicas, spec.slo.percentile);
     }
     c.rps = it->second * 1000.0 * c.batch / c.ms;
   }

@@ -10,6 +10,7 @@
 #include "optimizer/mark.h"
 #include "optimizer/pool.h"
 #include "optimizer/problem.h"
+#include "optimizer/tail.h"
 
 namespace pipescale::optimizer {
 namespace {
@@ -37,6 +38,131 @@ std::unique_ptr<mark::Forecaster> ForecasterFor(const model::PipelineSpec& spec)
 // task's budget.
 mark::BatchTuning Tune(const Candidate& c, double rt_max_ms, int max_batch) {
   return mark::TuneBatchAtFullLoad([c](int n) { return c.Ms(n); }, rt_max_ms, max_batch);
+}
+
+// The batch sizes the tail model weighs, largest first: every size to 16, then steps of a
+// quarter (each size costs a tail evaluation that grows with it; the throughput of neighbouring
+// large batches differs by little).
+std::vector<int> BatchCandidates(int most) {
+  std::vector<int> out;
+  for (int b = 1; b <= most; b = b < 16 ? b + 1 : std::max(b + 1, b * 5 / 4)) out.push_back(b);
+  if (out.back() != most) out.push_back(most);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+// A class's batch at full load and the share of a replica's throughput there that provisioning
+// counts on.
+struct Counted {
+  mark::BatchTuning tuning;
+  double share = 1;
+};
+
+// MArk's: the batch whose fill and run at full load fit the budget, every replica full. Under
+// the tail model, the batch whose replicas carry the most each at the task's peak load, where
+// what the batch's fill and run at the SLO's percentile leave of the budget bounds its wait
+// behind other batches (optimizer/tail.h).
+Counted CountedTuning(const model::Pipeline& pipeline, const model::Variant& v, const Candidate& c,
+                      double budget_ms, double peak_rps) {
+  const double percentile = pipeline.spec.slo.percentile;
+  if (pipeline.spec.slo.model != model::LatencyModel::kTail || !(peak_rps > 0)) {
+    return {Tune(c, budget_ms, v.max_batch), 1};
+  }
+  Counted best{Tune(c, budget_ms, 1), 0};
+  for (int b : BatchCandidates(std::max(1, v.max_batch))) {
+    const TaskLoad load = LoadOf(v, *c.profile, b, peak_rps, 1);
+    const TailLatency alone = TaskTailLatency(load, percentile);
+    const double max_queue_ms = budget_ms - alone.fill_ms - alone.exec_ms;
+    if (b > 1 && max_queue_ms < 0) continue;
+    const double full_rps = 1000.0 * b / c.Ms(b);
+    const double share = ShareAtLoad(load, std::max(0.0, max_queue_ms), kMaxReplicas, percentile);
+    if (share * full_rps > best.share * best.tuning.rate_rps + 1e-12) {
+      best = {{.max_batch = b, .wait_ms = b > 1 ? alone.wait_budget_ms : 0, .rate_rps = full_rps},
+              share};
+    }
+  }
+  // A pool whose wait fits at no count still serves: counted at a sliver, it is planned at
+  // its classes' limits and reported short.
+  best.share = std::max(best.share, 0.01);
+  return best;
+}
+
+// A task's pool as MArk provisions it: per main class its batch tuning and instance count.
+struct MarkTask {
+  std::vector<Candidate> classes;
+  std::vector<mark::InstanceClass> instances;
+  std::vector<mark::BatchTuning> tunings;
+  std::vector<int> counts;
+  std::vector<double> load;  // per forecast step
+  std::vector<int> running;
+};
+
+// Under the tail model, replicas for each class that the provisioning runs hotter than its
+// latency at the SLO's percentile allows (its count is below the one its share was taken at,
+// and fewer replicas pool less), while the class has room. The router spreads the load over
+// the pool by capacity, so a replica added anywhere lightens every class.
+void HoldTail(const model::Pipeline& pipeline, const model::Variant& v, const std::string& task,
+              double budget_ms, double load_rps, MarkTask& t, std::vector<std::string>& notes) {
+  if (pipeline.spec.slo.model != model::LatencyModel::kTail) return;
+  auto late = [&](size_t k) {
+    double capacity = 0;
+    for (size_t j = 0; j < t.counts.size(); ++j) {
+      capacity += t.counts[j] * t.instances[j].capacity_rps;
+    }
+    const double class_rps = load_rps * t.counts[k] * t.instances[k].capacity_rps / capacity;
+    const TaskLoad load =
+        LoadOf(v, *t.classes[k].profile, t.tunings[k].max_batch, class_rps, t.counts[k]);
+    return !(TaskTailLatency(load, pipeline.spec.slo.percentile).TotalMs() <= budget_ms);
+  };
+  for (size_t k = 0; k < t.counts.size(); ++k) {
+    if (t.counts[k] == 0) continue;
+    while (late(k) && t.counts[k] < t.instances[k].max_instances) ++t.counts[k];
+    if (late(k)) {
+      notes.push_back(
+          StrFormat("tail: task %s on %s is late at p%g with all %d replicas it may run",
+                    QuoteUserText(task).c_str(), t.instances[k].name.c_str(),
+                    pipeline.spec.slo.percentile, t.counts[k]));
+    }
+  }
+}
+
+// The batch `replicas` replicas of a class run at `class_rps`, up to the full-load batch `most`,
+// the running batch first when it qualifies (a change restarts pods). MArk's rule at the
+// arrivals one replica sees; under the tail model the largest batch whose latency at the SLO's
+// percentile fits the budget, fill, queue and run (optimizer/tail.h).
+mark::BatchTuning ClassBatch(const model::Pipeline& pipeline, const model::Variant& v,
+                             const Candidate& c, double budget_ms, double class_rps, int replicas,
+                             int most, int running) {
+  const auto ms = [c](int n) { return c.Ms(n); };
+  if (pipeline.spec.slo.model != model::LatencyModel::kTail) {
+    const double arrivals = class_rps / replicas;
+    mark::BatchTuning b = mark::TuneBatch(ms, budget_ms, arrivals, most);
+    if (running > 0 && running != b.max_batch && running <= most && arrivals > 0) {
+      if (auto kept = mark::TryBatch(ms, budget_ms, arrivals, running)) b = *kept;
+    }
+    return b;
+  }
+  auto fits = [&](int b) -> std::optional<mark::BatchTuning> {
+    const TailLatency tail = TaskTailLatency(LoadOf(v, *c.profile, b, class_rps, replicas),
+                                             pipeline.spec.slo.percentile);
+    if (b > 1 && !(tail.TotalMs() <= budget_ms)) return std::nullopt;
+    return mark::BatchTuning{.max_batch = b,
+                             .wait_ms = b > 1 ? tail.wait_budget_ms : 0,
+                             .rate_rps = 1000.0 * b / c.Ms(b)};
+  };
+  if (running > 0 && running <= most) {
+    if (auto kept = fits(running)) return *kept;
+  }
+  for (int b : BatchCandidates(most)) {
+    if (b == 1) break;
+    if (auto tuned = fits(b)) return *tuned;
+  }
+  // Unbatched, unless the replicas cannot carry the load so: then the batch they were
+  // provisioned with.
+  const TailLatency one =
+      TaskTailLatency(LoadOf(v, *c.profile, 1, class_rps, replicas), pipeline.spec.slo.percentile);
+  if (std::isfinite(one.TotalMs())) return *fits(1);
+  return {.max_batch = most, .wait_ms = 0, .rate_rps = 1000.0 * most / c.Ms(most)};
 }
 
 }  // namespace
@@ -77,14 +203,6 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
   }
 
   const std::vector<double> budgets = TaskBudgetsMs(pipeline, 1);
-  struct MarkTask {
-    std::vector<Candidate> classes;
-    std::vector<mark::InstanceClass> instances;
-    std::vector<mark::BatchTuning> tunings;
-    std::vector<int> counts;
-    std::vector<double> load;
-    std::vector<int> running;
-  };
   std::vector<MarkTask> tasks(spec.tasks.size());
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
     if (budgets[i] == 0) continue;
@@ -97,14 +215,21 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
       for (int k = 0; k < steps; ++k) t.load[k] += ahead[path.name][k];
     }
     std::vector<int>& running = t.running;
+    const double peak_rps = *std::max_element(t.load.begin(), t.load.end());
     for (const Candidate& c : Classes(pipeline, v, false)) {
       const model::HardwareClass& hw = spec.hardware_classes[c.hw];
       if (c.Ms(1) > budgets[i]) continue;  // cannot meet RT_max even unbatched
-      const mark::BatchTuning tuning = Tune(c, budgets[i], v.max_batch);
+      const auto [tuning, share] = CountedTuning(pipeline, v, c, budgets[i], peak_rps);
+      if (share < 1) {
+        plan.report.notes.push_back(StrFormat(
+            "tail: task %s on %s planned with %.0f%% of each replica's %.1f rps at batch %d",
+            QuoteUserText(task.name).c_str(), hw.name.c_str(), 100 * share, tuning.rate_rps,
+            tuning.max_batch));
+      }
       t.classes.push_back(c);
       t.tunings.push_back(tuning);
       t.instances.push_back({.name = hw.name,
-                             .capacity_rps = tuning.rate_rps,
+                             .capacity_rps = share * tuning.rate_rps,
                              .price_per_step = hw.cost_per_hour * step / 3600,
                              .launch_overhead = hw.cost_per_hour * hw.startup_seconds / 3600,
                              .max_instances = ClassCap(pipeline, c.hw, kMaxReplicas)});
@@ -175,6 +300,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
       if (keep >= 0) t.counts[keep] = 1;
     }
     const double peak = *std::max_element(t.load.begin() + std::min(lead, steps - 1), t.load.end());
+    HoldTail(pipeline, v, task.name, budgets[i], peak, t, plan.report.notes);
     if (capacity + 1e-9 < peak && total > 0) {
       Shortfall(
           plan,
@@ -241,14 +367,10 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
       // get a share of the load too small to fill a batch in time.
       mark::BatchTuning b{.max_batch = 1, .wait_ms = 0, .rate_rps = 1000 / c.Ms(1)};
       if (t.counts[k] > 0 && capacity > 0) {
-        const auto ms = [c](int n) { return c.Ms(n); };
-        const double arrivals = planned * t.instances[k].capacity_rps / capacity;
-        b = mark::TuneBatch(ms, budgets[i], arrivals, t.tunings[k].max_batch);
+        const double class_rps = planned * t.counts[k] * t.instances[k].capacity_rps / capacity;
         auto running = input.running_batch.find(PoolKey(task.name, t.instances[k].name));
-        if (running != input.running_batch.end() && running->second != b.max_batch &&
-            running->second <= t.tunings[k].max_batch && arrivals > 0) {
-          if (auto kept = mark::TryBatch(ms, budgets[i], arrivals, running->second)) b = *kept;
-        }
+        b = ClassBatch(pipeline, v, c, budgets[i], class_rps, t.counts[k], t.tunings[k].max_batch,
+                       running == input.running_batch.end() ? 0 : running->second);
       }
       plan.tasks.push_back({.task = task.name,
                             .variant = v.name,

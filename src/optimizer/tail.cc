@@ -37,14 +37,15 @@ double ExpectedBatch(int batch, double mean_arrivals) {
 }
 
 // Allen-Cunneen: the p-quantile of the wait in a G/G/c queue (exponential tail behind the chance
-// of waiting, Erlang C), rounded up to whole batches: joining the shortest queue is not one
+// of waiting, Erlang C; `variation` is the arrivals' plus the service's squared coefficient of
+// variation), rounded up to whole batches: joining the shortest queue is not one
 // queue, a request waits at the replica it joined, for the batch in service there and whole
 // batches behind it, while another may free up first.
-double QueueMs(double wait_chance, double batch_rate_rps, double ca2, double mean_exec_ms,
+double QueueMs(double wait_chance, double batch_rate_rps, double variation, double mean_exec_ms,
                double exec_ms, int replicas, double p) {
   if (wait_chance <= 1 - p) return 0;
   const double spare_rps = replicas * 1000 / mean_exec_ms - batch_rate_rps;
-  const double mean_wait_ms = 1000 * wait_chance / spare_rps * ca2 / 2;
+  const double mean_wait_ms = 1000 * wait_chance / spare_rps * variation / 2;
   const double ms = mean_wait_ms / wait_chance * std::log(wait_chance / (1 - p));
   return std::max(0.0, std::ceil(ms / exec_ms - 1e-9)) * exec_ms;
 }
@@ -105,11 +106,51 @@ std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, doubl
     erlang_b = offered * erlang_b / (n + offered * erlang_b);
     if (n < first) continue;
     TailLatency& tail = out[n - first] = common;
-    tail.queue_ms = offered >= n ? kInfinity
-                                 : QueueMs(WaitChance(erlang_b, n, offered), batch_rate, 1 / rows,
-                                           mean_exec_ms, load.exec_ms, n, p);
+    tail.queue_ms = offered >= n
+                        ? kInfinity
+                        : QueueMs(WaitChance(erlang_b, n, offered), batch_rate,
+                                  1 / rows + load.service_cv2, mean_exec_ms, load.exec_ms, n, p);
   }
   return out;
+}
+
+TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, int batch,
+                double rate_rps, int replicas) {
+  return {.rate_rps = rate_rps,
+          .replicas = replicas,
+          .batch = batch,
+          .exec_ms = profile.latency.Ms(batch),
+          .exec_one_ms = profile.latency.Ms(1),
+          .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer};
+}
+
+int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int last, double percentile) {
+  const int first = std::max(1, load.replicas);
+  const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
+  int n = first;
+  while (n < last && !(tails[n - first].queue_ms <= max_queue_ms)) ++n;
+  return n;
+}
+
+double UsableShare(TaskLoad load, double max_queue_ms, double percentile) {
+  const double full_rps = std::max(1, load.replicas) * 1000.0 * load.batch / load.exec_ms;
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    load.rate_rps = mid * full_rps;
+    (TaskTailLatency(load, percentile).queue_ms <= max_queue_ms ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+double ShareAtLoad(TaskLoad load, double max_queue_ms, int max_replicas, double percentile) {
+  const double full_rps = 1000.0 * load.batch / load.exec_ms;
+  const double fewest = std::max(1.0, std::ceil(load.rate_rps / full_rps - 1e-9));
+  if (!std::isfinite(full_rps) || fewest > max_replicas) return 1;
+  load.replicas = static_cast<int>(fewest);
+  const int last = std::min(max_replicas, load.replicas + std::max(64, load.replicas));
+  load.replicas = FewestReplicasWithin(load, max_queue_ms, last, percentile);
+  return UsableShare(load, max_queue_ms, percentile);
 }
 
 TailLatency TaskTailLatency(const TaskLoad& load, double percentile) {

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "model/pipeline.h"
+
 namespace pipescale::optimizer {
 
 // Where a task's batches form: in the router, one queue for all replicas with a wait budget
@@ -19,7 +21,14 @@ struct TaskLoad {
   double exec_ms = 0;      // d(b)
   double exec_one_ms = 0;  // d(1): a batch the router sends out partial runs shorter
   BatchFormation formation = BatchFormation::kServer;
+  // The squared coefficient of variation of a batch's service time: 0 for batches of one size
+  // (d(b) is fixed); a pool serving queries of mixed sizes one at a time has more.
+  double service_cv2 = 0;
 };
+
+// `rate_rps` into `replicas` replicas of a variant at a batch on the class `profile` is for.
+TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, int batch,
+                double rate_rps, int replicas);
 
 struct TailLatency {
   double fill_ms = 0;   // waiting for the batch to fill, at the percentile
@@ -41,10 +50,10 @@ struct TailLatency {
 //    when it forms the batches (a server's own wait is not known: not capped);
 //  - queue: the batches (arriving Erlang-b, served in d(b) each, or, for the router's partial
 //    batches, on the chord from d(1) to d(b), above a convex d at the mean rows) queue as in an
-//    M/G/c queue (Allen-Cunneen's mean, an exponential tail behind Erlang C's chance of
-//    waiting): the router joins each to the shortest queue (router/picker.h). The wait is
-//    rounded up to whole batches: a request waits at the replica it joined, behind the batch
-//    in service there, while another may free up first;
+//    M/G/c queue (Allen-Cunneen's mean with the arrivals' and load.service_cv2's variation, an
+//    exponential tail behind Erlang C's chance of waiting): the router joins each to the shortest
+//    queue (router/picker.h). The wait is rounded up to whole batches: a request waits at the
+//    replica it joined, behind the batch in service there, while another may free up first;
 //  - exec: d(b).
 // An infinite total when the replicas are at or past saturation (utilisation >= 1).
 TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
@@ -52,6 +61,23 @@ TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
 // TaskTailLatency at every replica count from load.replicas to `last`, in that order (empty when
 // last < load.replicas), in time linear in `last`.
 std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile);
+
+// The fewest replicas from load.replicas to `last` whose wait behind other batches at the
+// percentile is at most `max_queue_ms`; `last` when none is.
+int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int last, double percentile);
+
+// The share of the full throughput of load.replicas replicas (load.batch rows every
+// load.exec_ms each) that they carry with their wait behind other batches at the percentile at
+// most `max_queue_ms` (load.rate_rps is ignored); in [0, 1].
+double UsableShare(TaskLoad load, double max_queue_ms, double percentile);
+
+// The share of each replica's full throughput that the replicas load.rate_rps needs carry with
+// their wait behind other batches at the percentile within `max_queue_ms`: from the fewest that
+// carry the rate at full throughput, replicas are added (up to `max_replicas`) until the wait
+// fits, and the share is taken at that count (fewer replicas pool less and carry less each).
+// 1 when a batch takes no measurable time or the fewest are more than `max_replicas`: the
+// replica bound decides then.
+double ShareAtLoad(TaskLoad load, double max_queue_ms, int max_replicas, double percentile);
 
 // The p-quantile (0 < p < 1) of the Erlang(k, rate) distribution (the time for k arrivals of a
 // Poisson process of `rate` per second), in milliseconds; 0 for k <= 0.

@@ -290,6 +290,7 @@ kind: InferencePipeline
 metadata: {name: kairos, namespace: NAMESPACE}
 spec:
   optimizer: kairos
+  slo: {latencyModel: mean}  # Kairos's own 0.85 of the bound, which the counts below reason with
   interval: 2s
   router: {}
   hardwareClasses: [{name: gpu, costPerHour: 0.5, maxReplicas: 3}, {name: cpu, costPerHour: 0.1, maxReplicas: 4}]

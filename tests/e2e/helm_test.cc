@@ -82,8 +82,14 @@ class HelmChartTest : public testing::ClusterTest {
 
   void TearDown() override {
     if (!helm_.empty()) (void)Sh(helm_ + " uninstall " + release_ + " -n " + ns_);
-    // Pipelines left behind would be reconciled by the next test's cluster-wide operator.
+    // Pipelines left behind would be reconciled by the next test's cluster-wide operator, which
+    // then logs errors writing into a namespace being terminated: wait until they are gone.
     for (const std::string& ns : namespaces_) (void)client_->Delete("/api/v1/namespaces/" + ns);
+    for (const std::string& ns : namespaces_) {
+      EXPECT_TRUE(
+          Eventually([&] { return !client_->Get("/api/v1/namespaces/" + ns).ok(); }, 120s, 1s))
+          << ns << " is still being deleted";
+    }
   }
 
   static const LocalEnv& env() { return LocalEnv::Get(); }

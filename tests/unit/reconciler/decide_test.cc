@@ -586,6 +586,9 @@ json PoolPipeline(const std::string& optimizer) {
                             {"batchSize", {{"max", 1}}},
                             {"profiles", {profile("gpu", 5), profile("cpu", 20)}}}}}}};
   p["spec"]["paths"] = {{{"name", "p"}, {"tasks", {"m"}}, {"sloMs", 100}}};
+  // The papers' own capacity rules, whose counts these tests reason with (the tail model's are
+  // tested in tests/unit/optimizer/pool_test.cc).
+  p["spec"]["slo"] = {{"latencyModel", "mean"}};
   return p;
 }
 
