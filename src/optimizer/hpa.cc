@@ -23,6 +23,18 @@ int DesiredReplicas(double rate_rps, double replica_rps, int current) {
   return count(current * ratio);
 }
 
+// A request's time on a replica serving one at a time: d(1), or, where the clients' queries
+// carry several rows (spec.querySizes), d at each size weighted by its share. The HPA sees
+// this as CPU time per request, so it sizes a replica by it.
+double RequestMs(const model::PipelineSpec& spec, const model::LatencyProfile& latency) {
+  double weight = 0, ms = 0;
+  for (const model::QuerySize& q : spec.query_sizes) {
+    weight += q.weight;
+    ms += q.weight * latency.Ms(q.size);
+  }
+  return weight > 0 ? ms / weight : latency.Ms(1);
+}
+
 }  // namespace
 
 model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& workload,
@@ -37,7 +49,7 @@ model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& wor
     const model::Profile& profile = v.profiles.front();
     const model::HardwareClass& hw =
         spec.hardware_classes[pipeline.HardwareClassIndex(profile.hardware_class)];
-    const double exec_ms = profile.latency.Ms(1);
+    const double exec_ms = RequestMs(spec, profile.latency);
     const auto running = input.running.find(PoolKey(task.name, hw.name));
     int replicas = DesiredReplicas(rates[i], 1000 / exec_ms,
                                    running == input.running.end() ? 0 : running->second);

@@ -35,6 +35,19 @@ TEST(Hpa, FromScratchItSizesEachTaskToTheTarget) {
   }
 }
 
+// Where a client's query carries several rows (Kairos's querySizes) a request keeps a replica
+// busy for d at its size: the HPA sees that as CPU per request. Queries of 1 and 3 rows, 1:1:
+// (100 + 200) / 2 = 150 ms a request, 6.67 rps a replica, 4.67 at the target.
+TEST(Hpa, QueriesOfSeveralRowsAreSizedByTheirMeanTime) {
+  model::Pipeline p = OneTask();
+  p.spec.query_sizes = {{.size = 1, .weight = 1}, {.size = 3, .weight = 1}};
+  for (double rps : {1.0, 4.6, 4.7, 30.0}) {
+    const model::Plan plan = SolveHpa(p, {{{"only", rps}}}, {});
+    EXPECT_EQ(plan.tasks[0].replicas, static_cast<int>(std::ceil(rps / (0.7 * 1000 / 150)))) << rps;
+    EXPECT_DOUBLE_EQ(plan.tasks[0].latency_ms, 150);
+  }
+}
+
 TEST(Hpa, WithinTheToleranceTheReplicasStay) {
   // 3 replicas at 21 rps are at the target; +-10% of it changes nothing, more does.
   EXPECT_EQ(Replicas(21 * 1.09, 3), 3);
