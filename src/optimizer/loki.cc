@@ -105,12 +105,9 @@ std::string VariantKey(const std::string& task, const std::string& variant) {
   return task + "/" + variant;
 }
 
-// The fewest replicas from load.replicas on (at most 64 or twice as many more, and kMaxReplicas)
-// whose queue at the percentile is at most one batch.
+// The fewest replicas from load.replicas on whose queue at the percentile is at most one batch.
 int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
-  const int last =
-      std::max(load.replicas, std::min(kMaxReplicas, load.replicas + std::max(64, load.replicas)));
-  return FewestReplicasWithin(load, load.exec_ms, last, percentile);
+  return FewestReplicasWithin(load, load.exec_ms, kMaxReplicas, percentile);
 }
 
 // Under the tail model, the derating of every config of `v` that has none yet: what the replicas

@@ -116,8 +116,12 @@ void HoldTail(const model::Pipeline& pipeline, const model::Variant& v, const st
   };
   for (size_t k = 0; k < t.counts.size(); ++k) {
     if (t.counts[k] == 0) continue;
-    while (late(k) && t.counts[k] < t.instances[k].max_instances) ++t.counts[k];
-    if (late(k)) {
+    bool is_late = late(k);
+    while (is_late && t.counts[k] < t.instances[k].max_instances) {
+      ++t.counts[k];
+      is_late = late(k);
+    }
+    if (is_late) {
       notes.push_back(
           StrFormat("tail: task %s on %s is late at p%g with all %d replicas it may run",
                     QuoteUserText(task).c_str(), t.instances[k].name.c_str(),
@@ -161,8 +165,8 @@ mark::BatchTuning ClassBatch(const model::Pipeline& pipeline, const model::Varia
   // provisioned with.
   const TailLatency one =
       TaskTailLatency(LoadOf(v, *c.profile, 1, class_rps, replicas), pipeline.spec.slo.percentile);
-  if (std::isfinite(one.TotalMs())) return *fits(1);
-  return {.max_batch = most, .wait_ms = 0, .rate_rps = 1000.0 * most / c.Ms(most)};
+  const int b = std::isfinite(one.TotalMs()) ? 1 : most;
+  return {.max_batch = b, .wait_ms = 0, .rate_rps = 1000.0 * b / c.Ms(b)};
 }
 
 }  // namespace

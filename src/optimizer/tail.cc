@@ -124,8 +124,11 @@ TaskLoad LoadOf(const model::Variant& variant, const model::Profile& profile, in
           .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer};
 }
 
-int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int last, double percentile) {
+int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int max_replicas,
+                         double percentile) {
   const int first = std::max(1, load.replicas);
+  const int last =
+      std::max(first, std::min(max_replicas, load.replicas + std::max(64, load.replicas)));
   const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
   int n = first;
   while (n < last && !(tails[n - first].queue_ms <= max_queue_ms)) ++n;
@@ -148,8 +151,7 @@ double ShareAtLoad(TaskLoad load, double max_queue_ms, int max_replicas, double 
   const double fewest = std::max(1.0, std::ceil(load.rate_rps / full_rps - 1e-9));
   if (!std::isfinite(full_rps) || fewest > max_replicas) return 1;
   load.replicas = static_cast<int>(fewest);
-  const int last = std::min(max_replicas, load.replicas + std::max(64, load.replicas));
-  load.replicas = FewestReplicasWithin(load, max_queue_ms, last, percentile);
+  load.replicas = FewestReplicasWithin(load, max_queue_ms, max_replicas, percentile);
   return UsableShare(load, max_queue_ms, percentile);
 }
 

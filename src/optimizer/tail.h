@@ -62,9 +62,11 @@ TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
 // last < load.replicas), in time linear in `last`.
 std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile);
 
-// The fewest replicas from load.replicas to `last` whose wait behind other batches at the
-// percentile is at most `max_queue_ms`; `last` when none is.
-int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int last, double percentile);
+// The fewest replicas from load.replicas on whose wait behind other batches at the percentile is
+// at most `max_queue_ms`. The search stops at 64 or twice as many more, and at `max_replicas`,
+// and returns where it stopped when none fits (load.replicas when that is past max_replicas).
+int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int max_replicas,
+                         double percentile);
 
 // The share of the full throughput of load.replicas replicas (load.batch rows every
 // load.exec_ms each) that they carry with their wait behind other batches at the percentile at
