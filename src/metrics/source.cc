@@ -11,13 +11,15 @@ const std::map<std::string, std::string>& DefaultQueries() {
   static const std::map<std::string, std::string> kQueries = {
       // The larger of the last 10 s and the last 30 s, as Knative's autoscaler has a panic window
       // beside its stable one: a rise shows within seconds (the stable window alone ramps up over
-      // all 30), a fall only as the stable window sees it.
+      // all 30), a fall only as the stable window sees it. The windows need the routers scraped
+      // every few seconds (the chart's PodMonitor does); where a window holds fewer than two
+      // samples, the last 2 minutes stand in rather than the series reading as missing.
       {"pathRate",
-       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[10s])) > sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])))"},
+       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[10s])) > sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[2m])))"},
       {"pathLatency",
        R"(1000 * histogram_quantile(0.99, sum by (le) (rate(pipescale_request_duration_seconds_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[1m]))))"},
       {"arrivalRate",
-       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s])))"},
+       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
       // One series per (task, variant) that served requests in the window.
       {"multiplicativeFactor",
        R"(sum by (task, variant) (rate(pipescale_model_emitted_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task, variant) (rate(pipescale_model_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) > 0)"},

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
 
 #include "metrics/source.h"
+#include "support/shell.h"
 
 namespace pipescale::metrics {
 namespace {
@@ -17,6 +21,36 @@ TEST(DefaultQueries, CoverWhatTheSnapshotReads) {
     EXPECT_TRUE(DefaultQueries().contains(name)) << name;
   }
   EXPECT_NE(DefaultQueries().at("pathRate").find("{{path}}"), std::string::npos);
+}
+
+// The default rate queries evaluated by Prometheus's own engine (promtool) on a counter rising
+// 10 per second, scraped every 2 s (the chart's PodMonitor) and every 30 s (a Prometheus left at
+// its usual interval), read between scrapes: both read 10, never "missing", which would hold the
+// pipeline's plan for as long as the scrapes stay sparse.
+TEST(DefaultQueries, ReadTheRateAtTheChartsScrapeIntervalAndAtSparserOnes) {
+  char dir[] = "/tmp/pipescale-promql.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::map<std::string, std::string> names = {
+      {"namespace", "ns"}, {"pipeline", "p"}, {"path", "a"}};
+  std::ofstream test(std::string(dir) + "/test.yaml");
+  test << "rule_files: []\ntests:\n";
+  for (const auto& [interval, increase, at] :
+       {std::tuple{"2s", 20, "5m1s"}, {"30s", 300, "5m10s"}, {"30s", 300, "5m20s"}}) {
+    test << "  - interval: " << interval << "\n    input_series:\n"
+         << "      - series: 'pipescale_requests_total{namespace=\"ns\",pipeline=\"p\",path=\"a\","
+            "code=\"200\"}'\n        values: '0+"
+         << increase << "x200'\n    promql_expr_test:\n";
+    for (const char* query : {"pathRate", "arrivalRate"}) {
+      test << "      - expr: 'round(" << Render(DefaultQueries().at(query), names)
+           << ", 0.01)'\n        eval_time: " << at
+           << "\n        exp_samples: [{labels: '{}', value: 10}]\n";
+    }
+  }
+  test.close();
+  const testing::ShellResult r =
+      testing::RunShell(std::string("cd ") + dir + " && promtool test rules test.yaml");
+  EXPECT_EQ(r.code, 0) << r.out;
+  testing::RunShell(std::string("rm -rf ") + dir);
 }
 
 }  // namespace
