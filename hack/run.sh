@@ -82,7 +82,9 @@ echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} 
 echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl,pods -o wide -w"
 echo
 
-"$build/tests/emulator/pipescale-loadgen" -f "$example" --kubeconfig "$KUBECONFIG" \
+# The clients start once the router says the pipeline's model is ready, as a user waits for a
+# new deployment before sending it traffic.
+"$build/tests/emulator/pipescale-loadgen" -f "$example" --kubeconfig "$KUBECONFIG" --wait-ready 120 \
   --trace "$trace" --report "$dir/loadgen.json" >/dev/null 2>"$dir/loadgen.log" &
 loadgen=$!
 pids+=($loadgen)

@@ -21,9 +21,11 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxErrorsInMessage = 5;
-// Missing metrics are looked for again this soon: a new pipeline's series appear within a
-// scrape or two, and a long interval would leave it unplanned for all of it.
+// Missing metrics are looked for again this soon: a long interval would leave a pipeline
+// unplanned for all of it. A pipeline never planned yet looks sooner: its series appear within
+// a scrape or two of its router starting, and its first load should not wait on a timer.
 constexpr double kMetricsRetrySeconds = 10;
+constexpr double kFirstMetricsRetrySeconds = 2;
 
 // The status as read back, with the shape the steps write into (anyone may have written it).
 json StartStatus(const json& object) {
@@ -95,7 +97,10 @@ bool TaskRuns(const model::Pipeline& pipeline, const model::Task& task,
 // case: a series that reads 0 is load 0, and is planned for.
 Decision Hold(const Observed& o, const model::Pipeline& pipeline,
               const optimizer::Descriptor& optimizer, long generation, Decision d) {
-  d.requeue_after_seconds = std::min(pipeline.spec.interval_seconds, kMetricsRetrySeconds);
+  const bool ever_planned = d.status.contains("plan");
+  d.requeue_after_seconds =
+      std::min(pipeline.spec.interval_seconds,
+               ever_planned ? kMetricsRetrySeconds : kFirstMetricsRetrySeconds);
   json& conditions = d.status["conditions"];
   std::string why;
   if (!o.metrics.ok()) {

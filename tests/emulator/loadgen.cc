@@ -7,10 +7,12 @@
 //
 //   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
 //       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
-//       [--query-sizes SIZE:WEIGHT,...]
+//       [--query-sizes SIZE:WEIGHT,...] [--wait-ready SECONDS]
 // With --kubeconfig the routers are the Ready pods labelled pipescale.io/router=<pipeline>,
 // followed as they change and taken in turn. The JSON report goes to stdout and --report.
 // --query-sizes draws the sizes from another mix than the spec's (a shift the operator should see).
+// --wait-ready holds the trace until a router says the pipeline's model is ready (every task has a
+// Ready pod), as a user waits for a new deployment before sending it traffic; at most that long.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -163,8 +165,7 @@ class LoadGenerator {
     while (routers_.Next().empty() && Clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    start_ = Clock::now();
-    asio::co_spawn(context_, Arrivals(), asio::detached);
+    asio::co_spawn(context_, Start(), asio::detached);
     context_.run();
     json report = Report(stats_, sent_seconds_);
     report["phases"] = json::array();
@@ -199,6 +200,28 @@ class LoadGenerator {
       if ((pick -= q.weight) < 0) return q.size;
     }
     return sizes.back().size;
+  }
+
+  asio::awaitable<void> Start() {
+    co_await WaitForModels();
+    start_ = Clock::now();
+    co_await Arrivals();
+  }
+
+  asio::awaitable<void> WaitForModels() {
+    const std::string ready = "/v2/models/" + pipeline_.name + "/ready";
+    const auto give_up = Clock::now() + std::chrono::seconds(std::stoi(flags_.at("--wait-ready")));
+    asio::steady_timer timer(context_);
+    for (bool said = false; Clock::now() < give_up; said = true) {
+      const std::string router = routers_.Next();
+      if (!router.empty()) {
+        auto reply = co_await pool_.Get(router, ready, std::chrono::seconds(1));
+        if (reply.ok() && reply->status == 200) co_return;
+      }
+      if (!said) std::cerr << "loadgen: waiting for the pipeline's models to be ready\n";
+      timer.expires_after(std::chrono::milliseconds(200));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
   }
 
   asio::awaitable<void> Arrivals() {
@@ -329,9 +352,10 @@ void PrintSummary(const json& report) {
 }
 
 Flags ParseFlags(int argc, char** argv) {
-  Flags flags = {{"-f", ""},       {"--router", ""},      {"--kubeconfig", ""},
-                 {"--trace", ""},  {"--mix", "named"},    {"--seed", "42"},
-                 {"--report", ""}, {"--timeout-s", "30"}, {"--query-sizes", ""}};
+  Flags flags = {{"-f", ""},           {"--router", ""},      {"--kubeconfig", ""},
+                 {"--trace", ""},      {"--mix", "named"},    {"--seed", "42"},
+                 {"--report", ""},     {"--timeout-s", "30"}, {"--query-sizes", ""},
+                 {"--wait-ready", "0"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";

@@ -279,11 +279,22 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
   }
   if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");
   if (target == "/v2/health/live") co_return Reply(200, "");
-  // Ready once the pipeline is known, even while a task has no pod: a request the router
-  // answers 503 is still demand the operator must see to scale that task up from zero.
-  if (target == "/v2/health/ready" || target == model + "/ready") {
-    if (!config_.table.load()) co_return ErrorReply(400, "the pipeline is not known yet");
+  // The server is ready once the pipeline is known, even while a task has no pod: a request the
+  // router answers 503 is still demand the operator must see to scale that task up from zero.
+  // The pipeline's model is ready when it can serve, every task with a Ready pod: what a client
+  // waits for before it sends (the protocol's model readiness).
+  const bool server = target == "/v2/health/ready";
+  if (server || target == model + "/ready") {
+    const std::shared_ptr<const RoutingTable> table = config_.table.load();
+    if (!table) co_return ErrorReply(400, "the pipeline is not known yet");
     if (config_.draining.load()) co_return ErrorReply(503, "the router is shutting down");
+    if (server) co_return Reply(200, "");
+    for (const std::string& task : table->graph.tasks()) {
+      const auto pods = table->endpoints.find(task);
+      if (pods == table->endpoints.end() || pods->second.empty()) {
+        co_return ErrorReply(503, "task " + task + " has no Ready pod yet");
+      }
+    }
     co_return Reply(200, "");
   }
   if (target == model) {

@@ -59,7 +59,21 @@ asio::awaitable<Result<UpstreamReply>> UpstreamPool::Post(const std::string& add
   request.keep_alive(true);
   request.body() = body;
   request.prepare_payload();
+  co_return co_await Send(address, request, timeout);
+}
 
+asio::awaitable<Result<UpstreamReply>> UpstreamPool::Get(const std::string& address,
+                                                         const std::string& target,
+                                                         std::chrono::milliseconds timeout) {
+  HttpRequest request{http::verb::get, target, 11};
+  request.set(http::field::host, address);
+  request.keep_alive(true);
+  co_return co_await Send(address, request, timeout);
+}
+
+asio::awaitable<Result<UpstreamReply>> UpstreamPool::Send(const std::string& address,
+                                                          const HttpRequest& request,
+                                                          std::chrono::milliseconds timeout) {
   // A pooled connection first; if it fails before an answer, the pod may have closed it
   // while idle: once more on a fresh connection.
   for (int attempt = 0; attempt < 2; ++attempt) {

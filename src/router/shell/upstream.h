@@ -31,8 +31,15 @@ class UpstreamPool {
   asio::awaitable<Result<UpstreamReply>> Post(const std::string& address, const std::string& target,
                                               const std::string& body,
                                               std::chrono::milliseconds timeout);
+  // GETs http://`address``target`, with Post's failures.
+  asio::awaitable<Result<UpstreamReply>> Get(const std::string& address, const std::string& target,
+                                             std::chrono::milliseconds timeout);
 
  private:
+  // `request` on a pooled connection to `address`; the caller keeps it alive until the answer.
+  asio::awaitable<Result<UpstreamReply>> Send(const std::string& address,
+                                              const HttpRequest& request,
+                                              std::chrono::milliseconds timeout);
   asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(
       const std::string& address, std::chrono::milliseconds timeout);
 

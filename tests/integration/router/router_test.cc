@@ -157,6 +157,20 @@ TEST_F(RouterTest, ServesAPathAndMeasuresIt) {
   EXPECT_NEAR(queue + service, value("pipescale_router_task_duration_seconds_sum"), 1e-6);
 }
 
+// The server is ready while a task has no pod (its requests are demand the operator must see);
+// the pipeline's model is ready only when every task has one, and says which has not.
+TEST_F(RouterTest, TheModelIsReadyWhenEveryTaskHasAPod) {
+  StartRouter("detect=" + Model("detect", "0,0,5"));
+  EXPECT_EQ(testing::HttpGet(port_, "/v2/health/ready").first, 200);
+  const auto waiting = testing::HttpGet(port_, "/v2/models/chain/ready");
+  EXPECT_EQ(waiting.first, 503);
+  EXPECT_NE(waiting.second.find("task classify has no Ready pod yet"), std::string::npos)
+      << waiting.second;
+  router_->Stop(SIGTERM, 10s);
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  EXPECT_EQ(testing::HttpGet(port_, "/v2/models/chain/ready").first, 200);
+}
+
 TEST_F(RouterTest, ABadRequestIsToldWhatIsWrong) {
   StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
   const Reply malformed =

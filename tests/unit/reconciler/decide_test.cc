@@ -262,6 +262,9 @@ TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
   EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "False");
   EXPECT_EQ(d.status["totalReplicas"], 2);
   EXPECT_DOUBLE_EQ(d.status["costPerHour"].get<double>(), 0.2);
+  // Never planned yet: its series come with its first scrapes, so it looks again within 2 s,
+  // where a planned pipeline that loses its metrics waits 10 (MissingMetricsHoldAndNeverScaleDown).
+  EXPECT_EQ(d.requeue_after_seconds, 2);
 }
 
 // A series that exists and reads 0 is load 0, not missing data: the pipeline is planned for no
