@@ -85,6 +85,7 @@ std::shared_ptr<const RoutingTable> MakeTable(
         e->hardware_class = pod.hardware_class;
         e->batch = pod.batch;
         e->batch_ms = pod.batch_ms;
+        if (it != known.endpoints.end()) e->outstanding = it->second->outstanding;
       }
       kept[pod.address] = e;
       table->endpoints[task].push_back(std::move(e));

@@ -339,7 +339,7 @@ PipelineHandler::Pods PipelineHandler::Candidates(const RoutingTable& table,
       burst.push_back(p);
     } else {
       main.push_back(p);
-      load.push_back({e.outstanding.load(), e.batch, e.batch_ms});
+      load.push_back({e.outstanding->load(), e.batch, e.batch_ms});
     }
   }
   if (!config_.spill) return main;  // the baseline: the burst class takes nothing
@@ -374,7 +374,7 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
   std::vector<Candidate> candidates;
   candidates.reserve(pods.size());
   for (const auto* p : pods) {
-    candidates.push_back({(*p)->weight, (*p)->outstanding.load(), (*p)->batch});
+    candidates.push_back({(*p)->weight, (*p)->outstanding->load(), (*p)->batch});
   }
   std::uniform_real_distribution<double> u(0, 1);
   const int pick = PickPod(candidates, u(rng_), u(rng_));
@@ -404,14 +404,14 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
     }
     parameters[0].second = std::to_string(remaining.count());
     Endpoint& pod = *lease->pod;
-    ++pod.outstanding;
+    ++*pod.outstanding;
     prometheus::Gauge& in_flight = metrics_.TaskInFlight(task);
     in_flight.Increment();
     const auto sent = Clock::now();
     auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
                                      body.Render(parameters), remaining + config_.grace);
     in_flight.Decrement();
-    --pod.outstanding;
+    --*pod.outstanding;
     const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
     metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
@@ -491,7 +491,7 @@ TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std:
   if (pods != table.endpoints.end()) {
     for (const auto& p : pods->second) {
       if (variant.empty() || p->variant == variant) {
-        now.pods.push_back({p->outstanding.load(), p->batch, p->batch_ms});
+        now.pods.push_back({p->outstanding->load(), p->batch, p->batch_ms});
       }
     }
   }

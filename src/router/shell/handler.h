@@ -36,7 +36,9 @@ struct Endpoint {
   std::string hardware_class;  // the class it runs on ("" when not known)
   int batch = 1;               // its batch size
   double batch_ms = 0;         // d(batch) on its class, 0 when not known
-  std::atomic<int> outstanding{0};
+  // Requests sent to the pod and not yet answered: shared by every Endpoint of the address, so a
+  // new profile (a batch change) does not read a busy pod as idle.
+  std::shared_ptr<std::atomic<int>> outstanding = std::make_shared<std::atomic<int>>(0);
 };
 
 // A task served by a pool across hardware classes (Kairos's and MArk's pools.json).
