@@ -5,7 +5,6 @@ namespace pipescale::controller {
 void WorkQueue::Add(const std::string& key) {
   std::lock_guard lock(mu_);
   if (shutting_down_) return;
-  delayed_.erase(key);
   if (processing_.contains(key)) {
     dirty_.insert(key);
     return;

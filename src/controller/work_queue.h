@@ -18,6 +18,8 @@ class WorkQueue {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // A key also waiting for a delay keeps waiting, as in client-go's delaying queue: a look a
+  // reconcile asked for (soon, while the load rises) is not cancelled by an event in between.
   void Add(const std::string& key);
   // Earlier deadlines win: a key waiting for 5 minutes and added for 1 s comes in 1 s.
   void AddAfter(const std::string& key, Clock::duration delay);

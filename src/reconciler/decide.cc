@@ -26,6 +26,13 @@ constexpr size_t kMaxErrorsInMessage = 5;
 // a scrape or two of its router starting, and its first load should not wait on a timer.
 constexpr double kMetricsRetrySeconds = 10;
 constexpr double kFirstMetricsRetrySeconds = 2;
+// While the load rises the plan is looked at this often, as Knative's autoscaler ticks every 2 s:
+// the rate windows fill over 10 s, and each look can add replicas a step earlier. A rise is more
+// than kRiseShare above the rate the status last reported, and more than kRiseFloorRps, so that
+// noise at a light load does not count.
+constexpr double kRisingLookSeconds = 2;
+constexpr double kRiseShare = 0.1;
+constexpr double kRiseFloorRps = 0.5;
 
 // The status as read back, with the shape the steps write into (anyone may have written it).
 json StartStatus(const json& object) {
@@ -220,6 +227,20 @@ void Report(const Observed& o, const model::Pipeline& pipeline,
   if (step.mix) d.status["observed"]["querySizes"] = QueryMixStatus(*step.mix);
 }
 
+// Some path's rate is above the one the last status reported (`observed`, whatever wrote it) by
+// more than noise, or this is the first reading: a load that has just begun reads low in windows
+// that are still filling.
+bool LoadRising(const json& observed, const model::MetricsSnapshot& metrics) {
+  const json& before = Member(observed, "pathRates");
+  if (!before.is_object() || before.empty()) return true;
+  for (const auto& [path, rate] : metrics.path_rates_rps) {
+    const auto it = before.find(path);
+    const double was = it != before.end() && it->is_number() ? it->get<double>() : 0;
+    if (rate > was * (1 + kRiseShare) + kRiseFloorRps) return true;
+  }
+  return false;
+}
+
 // status.capacity, per hardware class, when the operator sees the cluster's nodes.
 void ReportCapacity(const Observed& o, Decision& d) {
   if (o.capacity) {
@@ -306,6 +327,9 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   json& conditions = d.status["conditions"];
   SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
+  if (LoadRising(Member(d.status, "observed"), *o.metrics)) {
+    d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kRisingLookSeconds);
+  }
 
   const DemandStep step =
       StepDemand(pipeline, optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);

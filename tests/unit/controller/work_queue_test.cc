@@ -43,9 +43,13 @@ TEST(WorkQueue, DelayedKeysComeLaterAndEarlierDeadlinesWin) {
   EXPECT_EQ(q.Get(), "slow");
   EXPECT_GE(WorkQueue::Clock::now() - start, 25ms);
   q.Done("slow");
-  q.AddAfter("x", 10min);
+  q.AddAfter("x", 30ms);
   q.Add("x");  // an explicit add does not wait
   EXPECT_EQ(q.Get(), "x");
+  q.Done("x");
+  EXPECT_EQ(q.Waiting(), 1u);  // nor does it cancel the look asked for later
+  EXPECT_EQ(q.Get(), "x");
+  EXPECT_GE(WorkQueue::Clock::now() - start, 55ms);
 }
 
 TEST(WorkQueue, ShutDownReleasesWaitingWorkers) {

@@ -140,7 +140,25 @@ TEST(Decide, CreatesEveryDeploymentFromThePlan) {
   EXPECT_EQ(d.status["totalReplicas"], d.plan->TotalReplicas());
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_NE(d.events[0].find("detect new: "), std::string::npos) << d.events[0];
-  EXPECT_EQ(d.requeue_after_seconds, 10);
+  EXPECT_EQ(d.requeue_after_seconds, 2);  // from no load to 200 rps: rising (below)
+}
+
+// While some path's rate climbs past the last reported one (by 10% and 0.5 rps), and after the
+// first reading, the plan is looked at every 2 s; a steady load and a rise within noise wait for
+// the interval.
+TEST(Decide, WhileTheLoadRisesThePlanIsLookedAtEveryTwoSeconds) {
+  World w;
+  EXPECT_EQ(w.Step(Rate(100), 1000).requeue_after_seconds, 2);
+  EXPECT_EQ(w.Step(Rate(100), 1002).requeue_after_seconds, 10);
+  EXPECT_EQ(w.Step(Rate(130), 1004).requeue_after_seconds, 2);
+  EXPECT_EQ(w.Step(Rate(143), 1006).requeue_after_seconds, 10);  // 10% of 130 and 0.5, not more
+  EXPECT_EQ(w.Step(Rate(300), 1008).requeue_after_seconds, 2);
+  // The first reading counts as a rise (its windows are still filling); then noise at a light
+  // load does not.
+  World light;
+  EXPECT_EQ(light.Step(Rate(0.3), 1000).requeue_after_seconds, 2);
+  EXPECT_EQ(light.Step(Rate(0.7), 1010).requeue_after_seconds, 10);
+  EXPECT_EQ(light.Step(Rate(1.2), 1020).requeue_after_seconds, 10);
 }
 
 // The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
