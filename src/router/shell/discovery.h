@@ -35,7 +35,8 @@ struct DataPlaneParts {
 };
 
 // What outlives one routing table: the Endpoints by address (with the requests outstanding at
-// each, also when a pod's profile changes) and the Kairos matchers by task (with their queues and replicas in flight).
+// each, also when a pod's profile changes) and the Kairos matchers by task (with their queues and
+// replicas in flight).
 struct Known {
   std::map<std::string, std::shared_ptr<Endpoint>> endpoints;
   std::map<std::string, std::shared_ptr<Matcher>> matchers;
