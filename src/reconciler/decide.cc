@@ -233,12 +233,12 @@ void Report(const Observed& o, const model::Pipeline& pipeline,
 bool LoadRising(const json& observed, const model::MetricsSnapshot& metrics) {
   const json& before = Member(observed, "pathRates");
   if (!before.is_object() || before.empty()) return true;
-  for (const auto& [path, rate] : metrics.path_rates_rps) {
-    const auto it = before.find(path);
-    const double was = it != before.end() && it->is_number() ? it->get<double>() : 0;
-    if (rate > was * (1 + kRiseShare) + kRiseFloorRps) return true;
-  }
-  return false;
+  return std::ranges::any_of(
+      metrics.path_rates_rps, [&](const std::pair<const std::string, double>& path_rate) {
+        const auto it = before.find(path_rate.first);
+        const double was = it != before.end() && it->is_number() ? it->get<double>() : 0;
+        return path_rate.second > was * (1 + kRiseShare) + kRiseFloorRps;
+      });
 }
 
 // status.capacity, per hardware class, when the operator sees the cluster's nodes.
