@@ -5,19 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "api/pipeline_parse.h"
+#include "support/pipelines.h"
 
 namespace pipescale::router {
 namespace {
 
+// The shared one-task pipeline: task `a`, variant `v`.
 model::Pipeline OneTask() {
-  auto parsed = api::ParsePipeline(R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: one}
-spec:
-  hardwareClasses: [{name: gpu}]
-  tasks: [{name: t, variants: [{name: v, profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {c: 5}}}]}]}]
-  paths: [{name: p, tasks: [t], sloMs: 100}]
-)");
+  auto parsed = api::ParsePipeline(testing::OneTaskPipeline("one").dump());
   EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
   return *parsed.pipeline;
 }
@@ -31,24 +26,24 @@ PodEndpoint Pod(const std::string& address, double weight) {
 TEST(MakeTable, APodKeepsItsRequestsOutstandingAcrossANewProfile) {
   const model::Pipeline pipeline = OneTask();
   Known known;
-  const auto first = MakeTable(pipeline, {{"t", {Pod("a:1", 10), Pod("b:1", 10)}}}, known);
-  const std::shared_ptr<Endpoint>& a = first->endpoints.at("t")[0];
+  const auto first = MakeTable(pipeline, {{"a", {Pod("a:1", 10), Pod("b:1", 10)}}}, known);
+  const std::shared_ptr<Endpoint>& a = first->endpoints.at("a")[0];
   *a->outstanding += 3;
 
-  const auto second = MakeTable(pipeline, {{"t", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
-  const std::shared_ptr<Endpoint>& a2 = second->endpoints.at("t")[0];
+  const auto second = MakeTable(pipeline, {{"a", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
+  const std::shared_ptr<Endpoint>& a2 = second->endpoints.at("a")[0];
   EXPECT_NE(a2.get(), a.get());  // the new profile
   EXPECT_EQ(a2->weight, 20);
   EXPECT_EQ(a2->outstanding->load(), 3);
   --*a->outstanding;  // an answer to a request sent under the old table
   EXPECT_EQ(a2->outstanding->load(), 2);
-  EXPECT_EQ(second->endpoints.at("t")[1]->outstanding->load(), 0);
-  EXPECT_EQ(second->endpoints.at("t")[1].get(), first->endpoints.at("t")[1].get());  // unchanged
+  EXPECT_EQ(second->endpoints.at("a")[1]->outstanding->load(), 0);
+  EXPECT_EQ(second->endpoints.at("a")[1].get(), first->endpoints.at("a")[1].get());  // unchanged
 
   // A pod that leaves and comes back is a new pod.
-  MakeTable(pipeline, {{"t", {Pod("b:1", 10)}}}, known);
-  const auto back = MakeTable(pipeline, {{"t", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
-  EXPECT_EQ(back->endpoints.at("t")[0]->outstanding->load(), 0);
+  MakeTable(pipeline, {{"a", {Pod("b:1", 10)}}}, known);
+  const auto back = MakeTable(pipeline, {{"a", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
+  EXPECT_EQ(back->endpoints.at("a")[0]->outstanding->load(), 0);
 }
 
 }  // namespace
