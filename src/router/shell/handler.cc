@@ -289,11 +289,8 @@ asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request
     if (!table) co_return ErrorReply(400, "the pipeline is not known yet");
     if (config_.draining.load()) co_return ErrorReply(503, "the router is shutting down");
     if (server) co_return Reply(200, "");
-    for (const std::string& task : table->graph.tasks()) {
-      const auto pods = table->endpoints.find(task);
-      if (pods == table->endpoints.end() || pods->second.empty()) {
-        co_return ErrorReply(503, "task " + task + " has no Ready pod yet");
-      }
+    if (const auto waiting = table->TaskWithoutPod(table->graph.tasks())) {
+      co_return ErrorReply(503, "task " + *waiting + " has no Ready pod yet");
     }
     co_return Reply(200, "");
   }
@@ -443,6 +440,15 @@ std::pair<std::shared_ptr<Batcher>, std::string> RoutingTable::BatcherFor(
     if (variant.empty() || v == variant) return {batcher, v};
   }
   return {nullptr, variant};
+}
+
+std::optional<std::string> RoutingTable::TaskWithoutPod(
+    const std::vector<std::string>& tasks) const {
+  for (const std::string& task : tasks) {
+    const auto pods = endpoints.find(task);
+    if (pods == endpoints.end() || pods->second.empty()) return task;
+  }
+  return std::nullopt;
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(
@@ -635,10 +641,9 @@ asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk)
         break;
     }
     if (remaining <= kPoll.count()) {
-      size_t empty = 0;
-      while (empty + 1 < now.size() && !now[empty].pods.empty()) ++empty;
+      const std::string waiting = walk.table->TaskWithoutPod(tasks).value_or(tasks.back());
       metrics_.Shed(walk.path, kShedNoPod);
-      co_return Refusal("task " + tasks[empty] + " had no ready pod before the deadline");
+      co_return Refusal("task " + waiting + " had no ready pod before the deadline");
     }
     timer.expires_after(kPoll);
     beast::error_code ec;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -62,6 +63,8 @@ struct RoutingTable {
   // the router forms no batches there.
   std::pair<std::shared_ptr<Batcher>, std::string> BatcherFor(const std::string& task,
                                                               const std::string& variant) const;
+  // The first of `tasks` with no Ready pod, or none when each has one.
+  std::optional<std::string> TaskWithoutPod(const std::vector<std::string>& tasks) const;
 };
 
 // What every thread shares: fixed after start, but for the atomics.

@@ -46,5 +46,15 @@ TEST(MakeTable, APodKeepsItsRequestsOutstandingAcrossANewProfile) {
   EXPECT_EQ(back->endpoints.at("a")[0]->outstanding->load(), 0);
 }
 
+// The rule the door and the model's readiness share: a task with no Ready pod is named.
+TEST(RoutingTable, NamesTheFirstTaskWithoutAPod) {
+  const model::Pipeline pipeline = OneTask();
+  Known known;
+  const auto empty = MakeTable(pipeline, {}, known);
+  EXPECT_EQ(empty->TaskWithoutPod({"a"}), "a");
+  EXPECT_EQ(MakeTable(pipeline, {{"a", {Pod("a:1", 10)}}}, known)->TaskWithoutPod({"a"}),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace pipescale::router
