@@ -159,6 +159,13 @@ TEST(Decide, WhileTheLoadRisesThePlanIsLookedAtEveryTwoSeconds) {
   EXPECT_EQ(light.Step(Rate(0.3), 1000).requeue_after_seconds, 2);
   EXPECT_EQ(light.Step(Rate(0.7), 1010).requeue_after_seconds, 10);
   EXPECT_EQ(light.Step(Rate(1.2), 1020).requeue_after_seconds, 10);
+  // Anyone may write the status: rates that are not numbers read as none, and do not throw.
+  for (const json& odd :
+       {json("fast"), json::array({1}), json{{"p", "fast"}}, json{{"p", nullptr}}}) {
+    World w2;
+    w2.object["status"]["observed"]["pathRates"] = odd;
+    EXPECT_EQ(w2.Step(Rate(5), 1000).requeue_after_seconds, 2) << odd.dump();
+  }
 }
 
 // The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
