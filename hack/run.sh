@@ -82,8 +82,22 @@ echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} 
 echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl,pods -o wide -w"
 echo
 
-# The clients start once the router says the pipeline's model is ready, as a user waits for a
-# new deployment before sending it traffic.
+# The clients start once every Deployment of the pipeline has the replicas it asks for Ready
+# (the plan for spec.minRate, made before the first request), and the router says the model is
+# ready, as a user waits for a new deployment (`kubectl rollout status`) before sending it traffic.
+rolled_out() {
+  kubectl get deploy -l pipescale.io/pipeline="$name" 2>/dev/null \
+    -o jsonpath='{range .items[*]}{.spec.replicas} {.status.readyReplicas}{"\n"}{end}' |
+    awk '{want += $1; ready += ($2 == "" ? 0 : $2); if ($1 > ($2 == "" ? 0 : $2)) short++}
+         END {printf "%d %d %d", want, ready, short}'
+}
+for ((waited = 0; waited < 180; waited += 2)); do
+  read -r want ready short <<<"$(rolled_out)"
+  printf '\r  waiting for the planned replicas to be Ready: %s of %s' "${ready:-0}" "${want:-0}"
+  [[ ${want:-0} -gt 0 && ${short:-1} -eq 0 ]] && break
+  sleep 2
+done
+echo
 "$build/tests/emulator/pipescale-loadgen" -f "$example" --kubeconfig "$KUBECONFIG" --wait-ready 120 \
   --trace "$trace" --report "$dir/loadgen.json" >/dev/null 2>"$dir/loadgen.log" &
 loadgen=$!

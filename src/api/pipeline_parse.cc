@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "api/document.h"
+#include "api/workload.h"
 #include "common/strings.h"
 #include "optimizer/fit.h"
 #include "optimizer/problem.h"
@@ -90,6 +91,7 @@ constexpr Range kAccuracyRange{.min = 0, .max = 1, .above_min = true, .words = "
 constexpr Range kPercentileRange{.min = 0, .max = 100, .above_min = true, .words = "in (0, 100]"};
 constexpr Range kBudgetRange{.min = 0, .max = limits::kMaxBudgetPerHour, .above_min = true};
 constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
+constexpr Range kMinRateRange{.min = 0, .max = kMaxRateRps};
 
 // Typed access to a JSON object that records a FieldError for every problem it meets. Reports
 // stop at limits::kMaxErrors, so that a hostile document cannot make the report huge.
@@ -942,6 +944,7 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
                                {{"Apply", Mode::kApply}, {"Recommend", Mode::kRecommend}})) {
     out.mode = *m;
   }
+  if (auto m = r.Number(spec, "minRate", "spec", false, kMinRateRange)) out.min_rate_rps = *m;
   if (auto i = r.Duration(spec, "interval", "spec", limits::kMaxIntervalSeconds)) {
     if (*i < limits::kMinIntervalSeconds) {
       r.Fail("spec.interval",
@@ -1063,8 +1066,8 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   const json* spec = r.Object(root, "spec", "", true);
   if (spec != nullptr) {
     r.OnlyKnown(*spec, "spec",
-                {"optimizer", "mode", "interval", "hardwareClasses", "tasks", "paths", "slo",
-                 "budget", "metrics", "forecast", "behavior", "querySizes", "router"});
+                {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths",
+                 "slo", "budget", "metrics", "forecast", "behavior", "querySizes", "router"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

@@ -1,5 +1,6 @@
 #include "api/workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -50,6 +51,17 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
   for (const auto& p : pipeline.spec.paths) {
     if (per_path_rps.contains(p.name)) continue;
     workload.path_rates_rps[p.name] = total_rps && weight > 0 ? *total_rps * p.weight / weight : 0;
+  }
+  return workload;
+}
+
+model::Workload AtLeastMinRate(const model::Pipeline& pipeline, model::Workload workload) {
+  if (pipeline.spec.min_rate_rps <= 0) return workload;
+  double weight = 0;
+  for (const model::Path& p : pipeline.spec.paths) weight += p.weight;
+  for (const model::Path& p : pipeline.spec.paths) {
+    double& rate = workload.path_rates_rps[p.name];
+    rate = std::max(rate, pipeline.spec.min_rate_rps * p.weight / weight);
   }
   return workload;
 }

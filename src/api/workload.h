@@ -31,6 +31,10 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
                                      std::optional<double> total_rps,
                                      const std::map<std::string, double>& per_path_rps);
 
+// `workload` with each path's rate raised to its share of spec.minRate (split by weight, as
+// MakeWorkload splits a total): the load the operator plans for when less is measured.
+model::Workload AtLeastMinRate(const model::Pipeline& pipeline, model::Workload workload);
+
 // A rate history (CSV lines `time,rate`: seconds and requests per second, an optional header,
 // '#' comments) as one value per planning step of `step_seconds`: the peak within each step,
 // as MArk forecasts peaks; a step with no sample repeats the one before. kInvalid names the

@@ -238,7 +238,14 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   for (const auto& [path, share] : api::PathShares(*pipeline, *workload)) {
     for (double r : history) input.history[path].push_back(r * share);
   }
-  model::Plan plan = chosen->solve(*pipeline, *workload, input);
+  const model::Workload planned = api::AtLeastMinRate(*pipeline, *workload);
+  model::Plan plan = chosen->solve(*pipeline, planned, input);
+  if (planned != *workload) {
+    plan.report.notes.push_back(
+        StrFormat("planned for spec.minRate %g requests/s where the "
+                  "load given is less",
+                  pipeline->spec.min_rate_rps));
+  }
   plan.report.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out << (flags.output == "json" ? api::PlanToJson(plan) : api::PlanToTable(plan));

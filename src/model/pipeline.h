@@ -171,6 +171,9 @@ struct PipelineSpec {
   Behavior behavior;
   std::vector<QuerySize> query_sizes;  // empty: every query is one request
   std::optional<RouterSpec> router;    // none: requests reach the model pods another way
+  // The load planned for at the least, in requests per second entering the pipeline, spread
+  // over the paths by weight: the warm capacity ready before the first request (0: none).
+  double min_rate_rps = 0;
 
   bool operator==(const PipelineSpec&) const = default;
 };

@@ -6,6 +6,7 @@
 #include "api/deployment.h"
 #include "api/plan_json.h"
 #include "api/router_objects.h"
+#include "api/workload.h"
 #include "common/json_fields.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
@@ -98,10 +99,10 @@ bool TaskRuns(const model::Pipeline& pipeline, const model::Task& task,
 }
 
 // Without the load there is nothing to plan from: hold what runs, never scale down. A task with
-// no Deployment yet starts at the plan for no load, so a new pipeline runs before its first
-// request; a task that runs anything keeps it, so that an idle plan that differs from the one
-// already created (a tie between classes) never adds Deployments. Zero traffic is not this
-// case: a series that reads 0 is load 0, and is planned for.
+// no Deployment yet starts at the plan for spec.minRate (none: no load), so a new pipeline runs
+// before its first request; a task that runs anything keeps it, so that an idle plan that differs
+// from the one already created (a tie between classes) never adds Deployments. Zero traffic is not
+// this case: a series that reads 0 is load 0, and is planned for.
 Decision Hold(const Observed& o, const model::Pipeline& pipeline,
               const optimizer::Descriptor& optimizer, long generation, Decision d) {
   const bool ever_planned = d.status.contains("plan");
@@ -127,7 +128,7 @@ Decision Hold(const Observed& o, const model::Pipeline& pipeline,
   }
   Spend spend = RunningSpend(pipeline, o.deployments);
   if (pipeline.spec.mode == model::Mode::kApply) {
-    const model::Plan idle = optimizer.solve(pipeline, {}, {});
+    const model::Plan idle = optimizer.solve(pipeline, api::AtLeastMinRate(pipeline, {}), {});
     std::vector<PlannedDeployment> planned = Place(pipeline, idle, o.deployments);
     std::erase_if(planned, [&](const PlannedDeployment& p) {
       return TaskRuns(pipeline, *p.task, o.deployments);

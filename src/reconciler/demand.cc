@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/deployment.h"
+#include "api/workload.h"
 #include "optimizer/pool.h"
 
 namespace pipescale::reconciler {
@@ -80,6 +81,8 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
     step.mix = StepMix(pipeline, before.query_mix, metrics.query_sizes, now);
     step.demand.query_mix = step.mix->memory;
   }
+  // After the memory: what is remembered is the load measured, the floor only what is planned.
+  step.workload = api::AtLeastMinRate(pipeline, std::move(step.workload));
   return step;
 }
 

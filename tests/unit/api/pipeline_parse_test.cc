@@ -19,6 +19,7 @@ spec:
   optimizer: fa2
   mode: Recommend
   interval: 15s
+  minRate: 12
   hardwareClasses:
     - name: gpu-t4
       resources: {limits: {nvidia.com/gpu: 1}, requests: {cpu: "4", memory: 16Gi}}
@@ -85,6 +86,7 @@ TEST(ParsePipeline, ReadsEveryField) {
   EXPECT_EQ(p.namespace_name, "vision");
   EXPECT_EQ(p.spec.mode, model::Mode::kRecommend);
   EXPECT_DOUBLE_EQ(p.spec.interval_seconds, 15);
+  EXPECT_DOUBLE_EQ(p.spec.min_rate_rps, 12);
   const auto& hw = p.spec.hardware_classes.at(0);
   EXPECT_EQ(hw.limits.at("nvidia.com/gpu"), "1");
   EXPECT_EQ(hw.requests.at("memory"), "16Gi");
@@ -504,6 +506,8 @@ TEST(ParsePipelineLimits, EveryNumberHasARange) {
       {{"stabilizationWindowSeconds: 300", "stabilizationWindowSeconds: 3601"},
        "spec.behavior.scaleDown.stabilizationWindowSeconds: must be at most 3600, got 3601"},
       {{"interval: 15s", "interval: 500ms"}, "spec.interval: must be at least 1 s, got 0.5"},
+      {{"minRate: 12", "minRate: -1"}, "spec.minRate: must be >= 0, got -1"},
+      {{"minRate: 12", "minRate: 2e9"}, "spec.minRate: must be at most 1000000000, got 2e+09"},
       {{"interval: 15s", "interval: 2h"}, "spec.interval: must be at most 3600 s, got 7200"},
       {{"interval: 15s", "interval: 99999999999999999999999999999999999h"},
        "spec.interval: must be a duration such as 500ms, 10s, 5m or 1h, got "
@@ -625,7 +629,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
                               "\"… is 100000 bytes long; at most 4096 are allowed"))
       << Dump(errors);
   EXPECT_TRUE(Has(errors,
-                  "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, "
+                  "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, minRate, "
                   "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
                   "querySizes, router"))
       << Dump(errors);

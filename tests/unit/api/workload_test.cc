@@ -34,6 +34,18 @@ TEST(MakeWorkload, RejectsUnknownPathsAndMissingLoad) {
   EXPECT_FALSE(MakeWorkload(TwoPaths(), -1.0, {}).ok());
 }
 
+// The floor is spread as a total is (by weight), and raises only the paths below their share.
+TEST(AtLeastMinRate, RaisesEachPathToItsShareOfTheFloor) {
+  model::Pipeline p = TwoPaths();
+  const model::Workload measured{{{"a", 2}, {"b", 50}}};
+  EXPECT_EQ(AtLeastMinRate(p, measured), measured);  // no floor: the load as measured
+  p.spec.min_rate_rps = 40;
+  const model::Workload floored = AtLeastMinRate(p, measured);
+  EXPECT_DOUBLE_EQ(floored.path_rates_rps.at("a"), 10);
+  EXPECT_DOUBLE_EQ(floored.path_rates_rps.at("b"), 50);
+  EXPECT_EQ(AtLeastMinRate(p, {}), *MakeWorkload(p, 40.0, {}));  // before any measurement
+}
+
 TEST(ParseRateHistory, PeakPerStepAndGapsRepeatTheStepBefore) {
   const auto h = ParseRateHistory("time,rate\n# a comment\n0,10\n4,30\n9.9,20\n10,5\n35,7\n", 10);
   ASSERT_TRUE(h.ok()) << h.error().message;

@@ -52,6 +52,23 @@ TEST(Cli, EveryOptimizerAndPathRates) {
   }
 }
 
+// The example declares spec.minRate 8: a lighter what-if is planned as the operator would plan
+// it, for the floor, and the table says so; a heavier one as given.
+TEST(Cli, ALoadBelowTheMinimumRateIsPlannedAtTheMinimum) {
+  const Output floor = RunCli({"plan", "-f", kExample, "--rate", "8", "-o", "json"});
+  const Output light = RunCli({"plan", "-f", kExample, "--rate", "2", "-o", "json"});
+  const Output heavy = RunCli({"plan", "-f", kExample, "--rate", "16", "-o", "json"});
+  ASSERT_EQ(light.code, kExitOk) << light.err;
+  const auto f = nlohmann::json::parse(floor.out), l = nlohmann::json::parse(light.out),
+             h = nlohmann::json::parse(heavy.out);
+  EXPECT_EQ(l["tasks"], f["tasks"]);
+  EXPECT_GT(h["objective"].get<int>(), f["objective"].get<int>());
+  EXPECT_NE(l["notes"].dump().find("spec.minRate 8"), std::string::npos) << l["notes"];
+  EXPECT_EQ(h["notes"].dump().find("spec.minRate"), std::string::npos) << h["notes"];
+  const Output table = RunCli({"plan", "-f", kExample, "--rate", "2"});
+  EXPECT_NE(table.out.find("note: planned for spec.minRate 8 requests/s"), std::string::npos);
+}
+
 // The tail model plans for the p99 of random arrivals: never fewer replicas than the papers'
 // mean-value model at the same rate, and each path's prediction is what the model says.
 TEST(Cli, TheLatencyModelFlagOverridesTheSpec) {

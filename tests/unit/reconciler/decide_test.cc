@@ -292,6 +292,33 @@ TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
   EXPECT_EQ(d.requeue_after_seconds, 2);
 }
 
+// spec.minRate is warm capacity: a new pipeline starts with the plan for it before any metric,
+// and the plan for any lower load, zero included, is the plan for it. A higher load is planned
+// as measured. Checked against a pipeline without the floor planned at max(load, floor).
+TEST(Decide, AMinimumRateIsPlannedBeforeTheFirstRequestAndNeverBelow) {
+  constexpr double kFloor = 300;
+  World floored;
+  floored.object["spec"]["minRate"] = kFloor;
+  floored.Step(Error{ErrorKind::kTransient, "no series yet"}, 1000);
+  World plain;
+  plain.Step(Rate(kFloor), 1000);
+  EXPECT_GT(plain.Replicas(kDetect), 1);  // the floor must be a load that needs replicas
+  EXPECT_EQ(floored.Replicas(kDetect), plain.Replicas(kDetect));
+  EXPECT_EQ(floored.Replicas(kClassify), plain.Replicas(kClassify));
+  double now = 1000;
+  for (double load : {0.0, 100.0, 299.0, 450.0, 900.0, 0.0}) {
+    now += 400;  // past the scale-down window: each load is planned for on its own
+    World reference;
+    reference.Step(Rate(std::max(load, kFloor)), now);
+    floored.Step(Rate(load), now);
+    floored.Step(Rate(load), now + 400);
+    now += 400;
+    EXPECT_EQ(floored.Replicas(kDetect), reference.Replicas(kDetect)) << load;
+    EXPECT_EQ(floored.Replicas(kClassify), reference.Replicas(kClassify)) << load;
+    EXPECT_EQ(floored.Batch(kDetect), reference.Batch(kDetect)) << load;
+  }
+}
+
 // A series that exists and reads 0 is load 0, not missing data: the pipeline is planned for no
 // load (after the scale-down window) and Ready says so.
 TEST(Decide, ZeroTrafficIsALoadNotMissingData) {

@@ -35,6 +35,23 @@ TEST(Demand, LokiPlansForAnEwmaAdvancedOncePerInterval) {
   EXPECT_EQ(extra.demand, second.demand);
 }
 
+// spec.minRate raises what is planned for, never what is remembered: Loki's EWMA and MArk's
+// series follow the load measured, so the floor does not linger in them once the load passes it.
+TEST(Demand, TheMinimumRateIsPlannedForAndNotRemembered) {
+  model::Pipeline p = OnePath();
+  p.spec.min_rate_rps = 50;
+  for (const char* name : {"fa2", "loki", "mark"}) {
+    const DemandStep s = StepDemand(p, Named(name), {}, Rate(10), {}, 1000);
+    EXPECT_DOUBLE_EQ(s.workload.path_rates_rps.at("p"), 50) << name;
+    EXPECT_EQ(StepDemand(p, Named(name), {}, Rate(80), {}, 1000).workload.path_rates_rps.at("p"),
+              80)
+        << name;
+  }
+  EXPECT_DOUBLE_EQ(StepDemand(p, Named("loki"), {}, Rate(10), {}, 1000).demand.rps.at("p"), 10);
+  EXPECT_EQ(StepDemand(p, Named("mark"), {}, Rate(10), {}, 1000).demand.series.at("p"),
+            std::vector<double>{10});
+}
+
 TEST(Demand, MarkKeepsOneRatePerIntervalBounded) {
   const model::Pipeline p = OnePath();
   Demand d;
