@@ -91,10 +91,16 @@ rolled_out() {
     awk '{want += $1; ready += ($2 == "" ? 0 : $2); if ($1 > ($2 == "" ? 0 : $2)) short++}
          END {printf "%d %d %d", want, ready, short}'
 }
+# Pods the scheduler cannot place (a plan above the nodes' room) are not waited for.
+unschedulable() {
+  kubectl get ipl "$name" -o jsonpath='{.status.unschedulable[*].pods}' 2>/dev/null |
+    awk '{for (i = 1; i <= NF; i++) n += $i} END {print n + 0}'
+}
 for ((waited = 0; waited < 180; waited += 2)); do
   read -r want ready short <<<"$(rolled_out)"
   printf '\r  waiting for the planned replicas to be Ready: %s of %s' "${ready:-0}" "${want:-0}"
   [[ ${want:-0} -gt 0 && ${short:-1} -eq 0 ]] && break
+  [[ ${want:-0} -gt 0 && $((${ready:-0} + $(unschedulable))) -ge ${want:-0} ]] && break
   sleep 2
 done
 echo
