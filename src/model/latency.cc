@@ -22,7 +22,10 @@ double LatencyProfile::Ms(int batch) const {
   const LatencyPoint& lo = *(right - 1);
   const LatencyPoint& hi = *right;
   const double slope = (hi.ms - lo.ms) / (hi.batch - lo.batch);
-  return lo.ms + slope * (batch - lo.batch);
+  const double ms = lo.ms + slope * (batch - lo.batch);
+  // Past the last point nothing was measured: a table whose latency falls at its end would
+  // extrapolate to 0 and below, and a larger batch never costs less than the largest measured.
+  return batch > points.back().batch ? std::max(ms, points.back().ms) : ms;
 }
 
 int LatencyProfile::MaxBatch(int limit) const {

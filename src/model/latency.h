@@ -39,8 +39,8 @@ struct LatencyProfile {
   Kind kind = Kind::kQuadratic;
   QuadraticLatency quadratic;
   // The measured points, sorted by batch. For kTable they are the model (linear interpolation
-  // between points, linear extrapolation below the first); for a fitted kQuadratic they are
-  // kept to report the fit.
+  // between points, linear extrapolation below the first and above the last, never below the
+  // last point's latency there); for a fitted kQuadratic they are kept to report the fit.
   std::vector<LatencyPoint> points;
   bool fitted = false;  // kQuadratic derived from points
   FitQuality fit;

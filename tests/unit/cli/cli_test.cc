@@ -180,6 +180,24 @@ TEST(Cli, MarkForecastsFromAHistoryFile) {
 
 // --- Hostile input: the CLI refuses it with a clear message, never a crash or a wild plan ---
 
+// A valid table whose latency falls with the batch, on a Kairos class that must take queries
+// larger than its last point: the planner aborted on it (issue 25), and the operator with it.
+TEST(Cli, AFallingTableProfileIsPlannedNotAborted) {
+  std::ifstream in(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/kairos-rm2.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("points: [[10,5.704]");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "points: [[1, 90.0], [2, 80.0], [3, 70.0]]");
+  const std::string file = testing::TempDir() + "/falling.yaml";
+  std::ofstream(file) << text;
+  ASSERT_EQ(RunCli({"validate", "-f", file}).code, kExitOk);
+  for (const char* rate : {"0", "49", "1000"}) {
+    const Output r = RunCli({"plan", "-f", file, "--rate", rate, "-o", "json"});
+    ASSERT_EQ(r.code, kExitOk) << rate << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["optimizer"], "kairos");
+  }
+}
+
 TEST(Cli, RatesMustBeFiniteAndInRange) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"inf", "--rate must be a finite number of requests per second, got inf"},

@@ -269,15 +269,41 @@ class Mutator {
   void Grow(json& doc) {
     if (!doc.is_object() || !doc.contains("spec") || !doc["spec"].is_object()) return;
     json& spec = doc["spec"];
-    switch (Below(4)) {
+    switch (Below(5)) {
       case 0:
         return LongChain(spec);
       case 1:
         return ManyVariants(spec);
       case 2:
         return ManyClasses(spec);
+      case 3:
+        return ShortOddTables(spec);
       default:
         return BigBatches(spec);
+    }
+  }
+
+  // Some profiles become short tables whose latency falls or zigzags with the batch: valid at
+  // every batch they list, and asked about far past their last point by batches and query
+  // sizes (a Kairos class on one aborted the planner, issue 25).
+  void ShortOddTables(json& spec) {
+    if (!spec.contains("tasks") || !spec["tasks"].is_array()) return;
+    for (json& t : spec["tasks"]) {
+      if (!t.is_object() || !t.contains("variants") || !t["variants"].is_array()) continue;
+      for (json& v : t["variants"]) {
+        if (!v.is_object() || !v.contains("profiles") || !v["profiles"].is_array()) continue;
+        for (json& p : v["profiles"]) {
+          if (!p.is_object() || Chance(0.5)) continue;
+          const double top = Pick<double>({0.01, 1.0, 90.0, 5000.0});
+          json points = json::array();
+          const int n = Pick<int>({1, 2, 3, 5});
+          for (int b = 1; b <= n; ++b) {
+            const double falling = top * (n + 1 - b) / n;
+            points.push_back({b, b % 2 == 0 && Chance(0.5) ? top * 2 : falling});
+          }
+          p["latencyMs"] = {{"points", points}, {"model", "table"}};
+        }
+      }
     }
   }
 

@@ -23,6 +23,19 @@ TEST(LatencyProfile, TableInterpolatesAndExtrapolatesBelow) {
   EXPECT_EQ(p.MaxBatch(4), 4);
 }
 
+// Above the last point a table follows its last segment while it rises, and never falls below
+// the last point: a table whose latency falls at its end (valid at every batch it lists) must not
+// reach 0 for the larger batches an optimizer may ask about (a Kairos query size).
+TEST(LatencyProfile, TableAboveItsLastPointNeverFallsBelowIt) {
+  const LatencyProfile rising{.kind = LatencyProfile::Kind::kTable,
+                              .points = {{2, 20}, {4, 30}, {8, 70}}};
+  EXPECT_DOUBLE_EQ(rising.Ms(10), 90);
+  const LatencyProfile falling{.kind = LatencyProfile::Kind::kTable,
+                               .points = {{1, 90}, {2, 80}, {3, 70}}};
+  EXPECT_DOUBLE_EQ(falling.Ms(2), 80);
+  for (int b : {4, 10, 1000, 4096}) EXPECT_DOUBLE_EQ(falling.Ms(b), 70) << b;
+}
+
 TEST(LatencyProfile, SinglePointTableScalesLinearly) {
   const LatencyProfile p{.kind = LatencyProfile::Kind::kTable, .points = {{4, 40}}};
   EXPECT_DOUBLE_EQ(p.Ms(2), 20);
