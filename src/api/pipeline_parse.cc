@@ -984,14 +984,11 @@ void CheckPlanningSteps(Reader& r, const model::PipelineSpec& spec) {
 }
 
 // Kairos and MArk size each task's pool over its most accurate variant's classes; a burst
-// class only takes spill, so every task needs a class besides its burst classes, and the
-// largest query must fit the batch the model server accepts.
+// class only takes spill, so every task needs a class besides its burst classes.
 void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec,
                       const optimizer::Descriptor& planner) {
-  const bool pool = planner.placement == optimizer::Placement::kPerClass;
-  int largest = 1;
-  for (const auto& q : spec.query_sizes) largest = std::max(largest, q.size);
-  for (size_t t = 0; t < spec.tasks.size() && pool; ++t) {
+  if (planner.placement != optimizer::Placement::kPerClass) return;
+  for (size_t t = 0; t < spec.tasks.size(); ++t) {
     const model::Task& task = spec.tasks[t];
     if (task.variants.empty()) continue;
     const model::Variant& v = task.MostAccurateVariant();
@@ -1001,12 +998,24 @@ void CheckPoolClasses(Reader& r, const model::PipelineSpec& spec,
         if (hw.name == profile.hardware_class && !hw.burst_min_warm) main = true;
       }
     }
-    const std::string at = Reader::At(Reader::At("spec.tasks", t), "variants");
     if (!main) {
-      r.Fail(at, "variant " + Quote(v.name) + " of task " + Quote(task.name) +
-                     " has a profile only on burst classes; " + std::string(planner.name) +
-                     " needs one on a main class");
+      r.Fail(Reader::At(Reader::At("spec.tasks", t), "variants"),
+             "variant " + Quote(v.name) + " of task " + Quote(task.name) +
+                 " has a profile only on burst classes; " + std::string(planner.name) +
+                 " needs one on a main class");
     }
+  }
+}
+
+// A query is one batch on every task, whichever optimizer plans it (HPA sizes replicas by the
+// mix too), so the largest must fit the batch each model server accepts: latencies are
+// validated up to batchSize.max and nothing past it.
+void CheckQuerySizesFit(Reader& r, const model::PipelineSpec& spec) {
+  int largest = 1;
+  for (const auto& q : spec.query_sizes) largest = std::max(largest, q.size);
+  for (const model::Task& task : spec.tasks) {
+    if (task.variants.empty()) continue;
+    const model::Variant& v = task.MostAccurateVariant();
     if (largest > v.max_batch) {
       r.Fail("spec.querySizes", "query size " + std::to_string(largest) + " exceeds the batch " +
                                     Quote(v.name) + " of task " + Quote(task.name) +
@@ -1082,6 +1091,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
                                " optimizer needs at least one execution path with sloMs");
     }
     CheckPoolClasses(r, pipeline.spec, optimizer::OptimizerOf(pipeline.spec));
+    CheckQuerySizesFit(r, pipeline.spec);
     CheckPlanningSteps(r, pipeline.spec);
   }
   r.Finish();

@@ -299,6 +299,17 @@ TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
                   "spec.querySizes: query size 128 exceeds the batch \"yolov5x\" of task "
                   "\"detect\" accepts (batchSize.max 64)"))
       << Dump(errors);
+  // Whatever the optimizer: HPA sizes replicas by the mix, and latencies past batchSize.max
+  // are never validated (a falling quadratic there is 0 or below).
+  for (const char* optimizer : {"optimizer: fa2", "optimizer: hpa"}) {
+    const auto other =
+        Errors(Replace(Replace(kValid, "optimizer: fa2", optimizer),
+                       "  forecast:", "  querySizes: [{size: 128, weight: 1}]\n  forecast:"));
+    EXPECT_TRUE(Has(other,
+                    "spec.querySizes: query size 128 exceeds the batch \"yolov5x\" of task "
+                    "\"detect\" accepts (batchSize.max 64)"))
+        << optimizer << Dump(other);
+  }
   // Only burst classes for a task: nothing would serve it.
   errors = Errors(Replace(kairos, "      maxReplicas: 20\n", "      burst: {minWarm: -1}\n"));
   EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].burst.minWarm: must be >= 0, got -1"))
