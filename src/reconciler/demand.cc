@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/deployment.h"
+#include "api/pipeline_parse.h"
 #include "api/workload.h"
 #include "optimizer/pool.h"
 
@@ -92,7 +93,10 @@ void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimiz
     for (auto& task : pipeline.spec.tasks) {
       for (auto& v : task.variants) {
         auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
-        if (it != metrics.multiplicative_factors.end()) v.multiplicative_factor = it->second;
+        // Within the range the spec itself may state: a Prometheus answer is outside input.
+        if (it != metrics.multiplicative_factors.end() && it->second > 0) {
+          v.multiplicative_factor = std::min(it->second, api::limits::kMaxRatio);
+        }
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "router/shell/discovery.h"
 
+#include <algorithm>
+
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
@@ -21,7 +23,12 @@ std::vector<Matcher::Replica> MatchedReplicas(const model::Pipeline& pipeline,
     const model::Variant* v = t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(e->variant);
     const model::Profile* p = v == nullptr ? nullptr : v->FindProfile(e->hardware_class);
     std::function<double(int)> latency = [ms = e->batch_ms](int) { return ms; };
-    if (p != nullptr) latency = [l = p->latency](int rows) { return l.Ms(std::max(1, rows)); };
+    // A client may send more rows than the batch the profile is validated to: cost it there.
+    if (p != nullptr) {
+      latency = [l = p->latency, top = v->max_batch](int rows) {
+        return l.Ms(std::clamp(rows, 1, top));
+      };
+    }
     double coefficient = 1;
     for (const model::PoolMember& m : pool.members) {
       if (m.hardware_class == e->hardware_class) coefficient = m.coefficient;

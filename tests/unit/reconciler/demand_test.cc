@@ -52,6 +52,24 @@ TEST(Demand, TheMinimumRateIsPlannedForAndNotRemembered) {
             std::vector<double>{10});
 }
 
+// Measured multiplicative factors replace the spec's for Loki only within the range the spec
+// may state: a Prometheus answer of 0, below or 1e300 is not a factor to plan with.
+TEST(Demand, MeasuredFactorsAreUsedWithinTheSpecsRange) {
+  model::Pipeline p = OnePath();
+  p.spec.tasks[0].variants[0].multiplicative_factor = 2;
+  const auto factor_with = [&](double measured) {
+    model::MetricsSnapshot m = Rate(10);
+    m.multiplicative_factors["t/v"] = measured;
+    model::Pipeline used = p;
+    UseMeasured(used, Named("loki"), m, StepDemand(p, Named("loki"), {}, m, {}, 1000));
+    return used.spec.tasks[0].variants[0].multiplicative_factor;
+  };
+  EXPECT_DOUBLE_EQ(factor_with(3), 3);
+  EXPECT_DOUBLE_EQ(factor_with(0), 2);
+  EXPECT_DOUBLE_EQ(factor_with(-4), 2);
+  EXPECT_DOUBLE_EQ(factor_with(1e300), 100);
+}
+
 TEST(Demand, MarkKeepsOneRatePerIntervalBounded) {
   const model::Pipeline p = OnePath();
   Demand d;
