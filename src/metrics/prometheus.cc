@@ -143,6 +143,21 @@ std::string Escape(CURL* curl, const std::string& s) {
 }
 
 // POSTs a form; every HTTP answer is a Response, only a failed transfer is an Error.
+}  // namespace
+
+std::string RedactUrl(std::string_view url) {
+  const size_t scheme = url.find("://");
+  const size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const size_t host_end = std::min(url.find_first_of("/?#", from), url.size());
+  const size_t at = url.rfind('@', host_end - 1);
+  if (at == std::string_view::npos || at < from || host_end == from) return std::string(url);
+  const size_t colon = url.find(':', from);
+  const size_t keep = colon != std::string_view::npos && colon < at ? colon + 1 : from;
+  return std::string(url.substr(0, keep)) + "***" + std::string(url.substr(at));
+}
+
+namespace {
+
 Result<Response> Fetch(const std::string& url,
                        const std::vector<std::pair<std::string, std::string>>& form,
                        std::chrono::milliseconds timeout) {
@@ -172,7 +187,7 @@ Result<Response> Fetch(const std::string& url,
                                           " MiB; the query selects too much"};
   }
   if (rc != CURLE_OK) {
-    return Error{ErrorKind::kTransient, "prometheus " + Printable(url) + ": " +
+    return Error{ErrorKind::kTransient, "prometheus " + Printable(RedactUrl(url)) + ": " +
                                             Printable(*detail ? detail : curl_easy_strerror(rc))};
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);

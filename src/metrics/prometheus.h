@@ -44,4 +44,9 @@ class PrometheusClient {
   std::chrono::milliseconds timeout_;
 };
 
+// `url` with the password of its user information hidden (`https://user:***@host/...`; a
+// user part without a password, often a token, is hidden whole): the address goes into errors,
+// and from there into conditions, events and logs that more people read than the Secret.
+std::string RedactUrl(std::string_view url);
+
 }  // namespace pipescale::metrics

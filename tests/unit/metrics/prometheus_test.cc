@@ -262,6 +262,24 @@ TEST_F(PrometheusClientTest, ASilentServerTimesOut) {
   EXPECT_EQ(samples.error().kind, ErrorKind::kTransient) << samples.error().message;
 }
 
+// The address is quoted in the error (and so in the condition and the events), its password
+// never: a real refused connection, no fake needed.
+TEST(RedactUrl, HidesThePasswordAndNothingElse) {
+  EXPECT_EQ(RedactUrl("https://alice:s3cret@prom.example:9090/api"),
+            "https://alice:***@prom.example:9090/api");
+  EXPECT_EQ(RedactUrl("https://tok3n@prom.example/"), "https://***@prom.example/");
+  EXPECT_EQ(RedactUrl("http://prom:9090/x?a=b@c"), "http://prom:9090/x?a=b@c");
+  EXPECT_EQ(RedactUrl("http://prom-operated.monitoring:9090"),
+            "http://prom-operated.monitoring:9090");
+  EXPECT_EQ(RedactUrl(""), "");
+  const PrometheusClient client("http://alice:s3cret@127.0.0.1:1", 2s);
+  auto samples = client.Query("up");
+  ASSERT_FALSE(samples.ok());
+  EXPECT_NE(samples.error().message.find("alice:***@127.0.0.1:1"), std::string::npos)
+      << samples.error().message;
+  EXPECT_EQ(samples.error().message.find("s3cret"), std::string::npos) << samples.error().message;
+}
+
 // Through the metrics source: the condition message must say which query got the bad answer.
 model::Pipeline OnePath() {
   model::Pipeline p;
