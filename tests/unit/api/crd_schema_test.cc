@@ -49,6 +49,20 @@ TEST(CrdSchema, EveryFieldHasADescription) {
   EXPECT_TRUE(missing.empty()) << missing.size() << " fields without a description:" << list;
 }
 
+// The apiserver refuses an optimizer the enum lacks before the operator ever sees it: the enum
+// must list exactly what the registry plans for in a spec, in its order.
+TEST(CrdSchema, TheOptimizerEnumIsTheRegistrysSpecNames) {
+  std::vector<std::string> in_crd;
+  for (const auto& name : Schema()["properties"]["spec"]["properties"]["optimizer"]["enum"]) {
+    in_crd.push_back(name.as<std::string>());
+  }
+  std::vector<std::string> in_registry;
+  for (const optimizer::Descriptor& d : optimizer::Optimizers()) {
+    if (d.in_spec) in_registry.emplace_back(d.name);
+  }
+  EXPECT_EQ(in_crd, in_registry);
+}
+
 // The walk must be able to fail: it visits properties, array items and nested arrays.
 TEST(CrdSchema, TheWalkFindsAFieldWithoutADescription) {
   const YAML::Node schema = YAML::Load(R"(
