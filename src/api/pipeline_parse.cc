@@ -18,7 +18,6 @@
 #include "optimizer/fit.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
-#include "router/loki.h"
 
 namespace pipescale::api {
 namespace {
@@ -843,7 +842,7 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
   if (auto n = r.Integer(*router, "threads", at, false, 1, 64)) o.threads = static_cast<int>(*n);
   if (auto policy = r.String(*router, "dropPolicy", at, false)) {
-    if (router::ParseDropPolicy(*policy)) {
+    if (model::ParseDropPolicy(*policy)) {
       o.drop_policy = *policy;
     } else {
       r.Fail(at + ".dropPolicy", "must be none, last-task, per-task or reroute, got " + *policy);

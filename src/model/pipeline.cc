@@ -55,4 +55,11 @@ int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {
   return -1;
 }
 
+std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
+  for (const auto& [policy, n] : kDropPolicyNames) {
+    if (name == n) return policy;
+  }
+  return std::nullopt;
+}
+
 }  // namespace pipescale::model

@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/latency.h"
@@ -144,6 +146,17 @@ struct QuerySize {
   bool operator==(const QuerySize&) const = default;
 };
 
+// What Loki's router does with a request that would fall behind (the paper's ablation, its
+// Fig. 7, weakest first); the router runs kReroute unless told.
+enum class DropPolicy { kNone, kLastTask, kPerTask, kReroute };
+// "none", "last-task", "per-task", "reroute": spec.router.dropPolicy and --drop-policy.
+inline constexpr std::pair<DropPolicy, const char*> kDropPolicyNames[] = {
+    {DropPolicy::kNone, "none"},
+    {DropPolicy::kLastTask, "last-task"},
+    {DropPolicy::kPerTask, "per-task"},
+    {DropPolicy::kReroute, "reroute"}};
+std::optional<DropPolicy> ParseDropPolicy(std::string_view name);
+
 // The pipeline's front door (pipescale-router), when it asks for one: the operator runs it as
 // a Deployment and a Service and sizes it from the measured arrival rate.
 struct RouterSpec {
@@ -152,7 +165,7 @@ struct RouterSpec {
   int max_replicas = 8;
   double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
   int threads = 1;                                 // event loops (cores) per replica
-  std::string drop_policy = "reroute";  // a Loki plan's late requests (router::DropPolicy)
+  std::string drop_policy = "reroute";             // a Loki plan's late requests (DropPolicy)
 
   bool operator==(const RouterSpec&) const = default;
 };

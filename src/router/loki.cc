@@ -68,13 +68,6 @@ const std::vector<std::string>& LokiTables::Variants(const std::string& task) co
   return it == variants_.end() ? kNone : it->second;
 }
 
-std::optional<DropPolicy> ParseDropPolicy(std::string_view name) {
-  for (const auto& [policy, n] : kDropPolicyNames) {
-    if (name == n) return policy;
-  }
-  return std::nullopt;
-}
-
 Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Option> options,
                double remaining_ms, bool last) {
   using Kind = Verdict::Kind;

@@ -18,15 +18,9 @@
 
 namespace pipescale::router {
 
-// The paper's ablation (its Fig. 7), weakest first; the router runs kReroute unless told.
-enum class DropPolicy { kNone, kLastTask, kPerTask, kReroute };
-// "none", "last-task", "per-task", "reroute": spec.router.dropPolicy and --drop-policy.
-inline constexpr std::pair<DropPolicy, const char*> kDropPolicyNames[] = {
-    {DropPolicy::kNone, "none"},
-    {DropPolicy::kLastTask, "last-task"},
-    {DropPolicy::kPerTask, "per-task"},
-    {DropPolicy::kReroute, "reroute"}};
-std::optional<DropPolicy> ParseDropPolicy(std::string_view name);
+// The policies are named in the model, where the spec that chooses one is validated.
+using model::DropPolicy;
+using model::ParseDropPolicy;
 
 class LokiTables {
  public:
