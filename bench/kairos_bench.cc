@@ -1,6 +1,6 @@
 // Google Benchmark: Kairos's planning and dispatch costs against the paper's figures (1000
 // upper bounds ranked in < 2 s; a 20 x 20 matching in < 0.05 ms), on the profile shipped with
-// its artifact (../shared/reference-data/hpdc23-kairos, Copyright (c) 2023 Baolin Li, MIT).
+// its artifact (tests/data/hpdc23-kairos, Copyright (c) 2023 Baolin Li, MIT).
 #include <benchmark/benchmark.h>
 
 #include <random>

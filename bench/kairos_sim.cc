@@ -1,5 +1,5 @@
-// Kairos's headline on the measured data of its artifact (../shared/reference-data/
-// hpdc23-kairos, Copyright (c) 2023 Baolin Li, MIT): the allowable throughput (p99 within QoS)
+// Kairos's headline on the measured data of its artifact (tests/data/hpdc23-kairos,
+// Copyright (c) 2023 Baolin Li, MIT): the allowable throughput (p99 within QoS)
 // of the similarity pick under $2.5/h, with Kairos's matcher, against the best homogeneous pool
 // under the same budget served first come first served. Simulated; prints markdown.
 #include "sim/kairos_sim.h"
@@ -16,7 +16,7 @@ namespace data = pipescale::testing::kairos_data;
 
 int main() {
   if (!data::Available()) {
-    std::fprintf(stderr, "needs ../shared/reference-data/hpdc23-kairos beside the repo\n");
+    std::fprintf(stderr, "needs tests/data/hpdc23-kairos in the source tree\n");
     return 1;
   }
   const std::vector<double> prices = data::Prices();

@@ -7,8 +7,7 @@ namespace pipescale::testing::kairos_data {
 namespace {
 
 const std::string& Dir() {
-  static const std::string dir =
-      std::string(PIPESCALE_SOURCE_DIR) + "/../shared/reference-data/hpdc23-kairos/";
+  static const std::string dir = std::string(PIPESCALE_SOURCE_DIR) + "/tests/data/hpdc23-kairos/";
   return dir;
 }
 

@@ -1,6 +1,5 @@
-// The Kairos artifact's measured data (../shared/reference-data/hpdc23-kairos beside the repo;
-// Copyright (c) 2023 Baolin Li, MIT licence), read for the tests and benchmarks that check
-// against it.
+// The Kairos artifact's measured data (tests/data/hpdc23-kairos, Copyright (c) 2023 Baolin Li,
+// MIT licence: its NOTICE.md), read for the tests and benchmarks that check against it.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,5 @@
-// Kairos against the measured data of its reference artifact (../shared/reference-data/
-// hpdc23-kairos: Copyright (c) 2023 Baolin Li, MIT licence) and the golden vectors derived from
+// Kairos against the measured data of its reference artifact (tests/data/hpdc23-kairos:
+// Copyright (c) 2023 Baolin Li, MIT licence) and the golden vectors derived from
 // it (derived_*.csv), plus brute force for the matcher.
 #include "optimizer/kairos.h"
 
@@ -23,8 +23,8 @@ namespace {
 
 using namespace testing::kairos_data;
 
-// The suite reads the shared data with EXPECTs, so a clone without it fails loudly here.
-TEST(KairosData, SitsBesideTheRepo) { EXPECT_TRUE(Available()); }
+// The suite reads the data with EXPECTs, so a tree without it fails loudly here.
+TEST(KairosData, IsInTheRepo) { EXPECT_TRUE(Available()); }
 
 TEST(KairosLatency, LinearUntilEnoughSamplesThenTheTrimmedMean) {
   const auto summary = Summary();
