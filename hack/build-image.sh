@@ -41,6 +41,8 @@ fi
 
 if [[ ${PIPESCALE_SKIP_BUILD:-0} != 1 ]]; then
   export CCACHE_BASEDIR=$root
+  # With -g ccache would hash the build directory too, and a clone elsewhere would miss.
+  export CCACHE_NOHASHDIR=1
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" --target pipescale-operator pipescale-model-server pipescale-router >/dev/null
 fi

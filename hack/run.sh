@@ -24,6 +24,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PIPESCALE_BUILD_DIR:-$root/build}
 # Paths inside the checkout hash relative to it, so clones at other paths share ccache's cache.
 export CCACHE_BASEDIR=$root
+# With -g ccache would hash the build directory too, and a clone elsewhere would miss.
+export CCACHE_NOHASHDIR=1
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 if [[ ${1:-} == plan || ${1:-} == validate ]]; then
   cmake --build "$build" -j"$(nproc)" --target pipescale >/dev/null

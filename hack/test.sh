@@ -15,6 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PIPESCALE_BUILD_DIR:-$root/build}
 # Paths inside the checkout hash relative to it, so clones at other paths share ccache's cache.
 export CCACHE_BASEDIR=$root
+# With -g ccache would hash the build directory too, and a clone elsewhere would miss.
+export CCACHE_NOHASHDIR=1
 jobs=$(nproc)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$jobs"
