@@ -326,7 +326,7 @@ spec:
 
 // One task on a fast class (gpu: 8 ms + 4 ms per row), a class quick on small queries only
 // (`cpu`, by default 4 ms + 1.6 ms per row squared) and a burst class (20 ms); queries of
-// `sizes`.
+// `sizes`, each within the batch a server accepts.
 std::string PoolPipeline(
     const std::string& cpu = "{a: 1.6, c: 4}",
     const std::string& sizes = "[{size: 1, weight: 1}, {size: 10, weight: 1}]") {
@@ -341,7 +341,7 @@ spec:
     - name: classify
       variants:
         - name: v
-          batchSize: {max: 8}
+          batchSize: {max: 16}
           profiles:
             - {hardwareClass: gpu, latencyMs: {quadratic: {b: 4, c: 8}}}
             - {hardwareClass: cpu, latencyMs: {quadratic: )" +
