@@ -5,6 +5,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/time.h"
+
 namespace pipescale {
 namespace {
 
@@ -40,17 +42,8 @@ std::string JsonEscape(std::string_view s) {
 }
 
 std::string Now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()) % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms.count()));
-  return out;
+  const auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  return FormatRfc3339(std::chrono::duration<double>(since_epoch).count(), 3);
 }
 
 }  // namespace

@@ -19,24 +19,6 @@ Result<std::string> ReadFile(const std::string& path) {
   return out.str();
 }
 
-Result<std::string> Base64Decode(const std::string& text, const std::string& what) {
-  std::string compact;
-  for (char c : text) {
-    if (c != '\n' && c != '\r' && c != ' ') compact += c;
-  }
-  std::string out(compact.size() / 4 * 3 + 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(compact.data()),
-                                static_cast<int>(compact.size()));
-  if (n < 0) return Error{ErrorKind::kInvalid, what + ": not valid base64"};
-  size_t padding = 0;
-  while (padding < 2 && padding < compact.size() && compact[compact.size() - 1 - padding] == '=') {
-    ++padding;
-  }
-  out.resize(static_cast<size_t>(n) - padding);
-  return out;
-}
-
 // Fills `pem` from `<key>-data` (base64) or `<key>` (a file relative to the kubeconfig).
 Status PemField(const YAML::Node& node, const std::string& key, const std::string& base_dir,
                 std::string& pem) {
@@ -140,6 +122,24 @@ Result<ClusterConfig> LoadClusterConfig(const std::string& kubeconfig_path) {
   if (in_cluster.ok() || in_cluster.error().kind != ErrorKind::kNotFound) return in_cluster;
   const char* home = std::getenv("HOME");
   return LoadKubeconfig(std::string(home != nullptr ? home : "") + "/.kube/config");
+}
+
+Result<std::string> Base64Decode(const std::string& text, const std::string& what) {
+  std::string compact;
+  for (char c : text) {
+    if (c != '\n' && c != '\r' && c != ' ') compact += c;
+  }
+  std::string out(compact.size() / 4 * 3 + 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(compact.data()),
+                                static_cast<int>(compact.size()));
+  if (n < 0) return Error{ErrorKind::kInvalid, what + ": not valid base64"};
+  size_t padding = 0;
+  while (padding < 2 && padding < compact.size() && compact[compact.size() - 1 - padding] == '=') {
+    ++padding;
+  }
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
 }
 
 }  // namespace pipescale::kube

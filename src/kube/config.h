@@ -30,4 +30,8 @@ Result<ClusterConfig> InClusterConfig();
 // The usual order: the explicit path, else $KUBECONFIG, else in-cluster, else ~/.kube/config.
 Result<ClusterConfig> LoadClusterConfig(const std::string& kubeconfig_path);
 
+// Base64 as the API server writes it (a kubeconfig's *-data, a Secret's data), line breaks and
+// spaces ignored; kInvalid naming `what` when it is not base64.
+Result<std::string> Base64Decode(const std::string& text, const std::string& what);
+
 }  // namespace pipescale::kube

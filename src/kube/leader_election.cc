@@ -5,22 +5,13 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/time.h"
 
 namespace pipescale::kube {
 namespace {
 
 // metav1.MicroTime: RFC 3339 with microseconds.
-std::string MicroTime(double unix_seconds) {
-  const auto t = static_cast<std::time_t>(unix_seconds);
-  const int micros = static_cast<int>((unix_seconds - std::floor(unix_seconds)) * 1e6);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%06dZ", buf, micros);
-  return out;
-}
+std::string MicroTime(double unix_seconds) { return FormatRfc3339(unix_seconds, 6); }
 
 double ParseMicroTime(const std::string& s) {
   std::tm tm{};

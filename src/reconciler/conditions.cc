@@ -1,17 +1,10 @@
 #include "reconciler/conditions.h"
 
-#include <ctime>
+#include "common/time.h"
 
 namespace pipescale::reconciler {
 
-std::string Rfc3339(double unix_seconds) {
-  const auto t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string Rfc3339(double unix_seconds) { return FormatRfc3339(unix_seconds); }
 
 namespace {
 

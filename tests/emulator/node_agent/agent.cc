@@ -1,6 +1,5 @@
 #include "node_agent/agent.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -8,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "kube/config.h"
 #include "node_agent/hardware.h"
 #include "node_agent/probe.h"
 
@@ -24,14 +24,10 @@ const kube::ResourceType kSecrets{"v1", "secrets", true};
 const kube::ResourceType kPipelines{"pipescale.io/v1alpha1", "inferencepipelines", true};
 constexpr const char* kServiceAccountMount = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-std::string Base64Decode(const std::string& in) {
-  std::string out(in.size() / 4 * 3 + 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  if (n < 0) return "";
-  out.resize(static_cast<size_t>(n) - (in.ends_with("==") ? 2 : in.ends_with("=") ? 1 : 0));
-  return out;
+// A Secret's value, or "" when it is not base64 (the kubelet would fail the pod; here it runs).
+std::string SecretValue(const std::string& in) {
+  auto decoded = kube::Base64Decode(in, "secret");
+  return decoded ? std::move(*decoded) : "";
 }
 
 // $(NAME) in args becomes the variable's value, as the kubelet expands it.
@@ -289,7 +285,7 @@ std::optional<std::map<std::string, std::string>> Agent::Environment(const PodSt
         return std::nullopt;
       }
       const std::string value = (*object)["data"][key];
-      env[name] = secret ? Base64Decode(value) : value;
+      env[name] = secret ? SecretValue(value) : value;
     }
   }
   return env;
@@ -318,7 +314,7 @@ std::map<std::string, std::string> Agent::ServiceAccountFiles(const PodState& po
       return {};
     }
     std::map<std::string, std::string> files;
-    for (const auto& [k, value] : (*object)["data"].items()) files[k] = Base64Decode(value);
+    for (const auto& [k, value] : (*object)["data"].items()) files[k] = SecretValue(value);
     return files;
   }
   return {};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ctime>
 
+#include "common/time.h"
+
 namespace pipescale::emulator {
 namespace {
 
@@ -60,12 +62,7 @@ bool Final(const ContainerView& c, const std::string& policy) {
 
 }  // namespace
 
-std::string Rfc3339Now() {
-  char buffer[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buffer;
-}
+std::string Rfc3339Now() { return FormatRfc3339(static_cast<double>(std::time(nullptr))); }
 
 std::string PodPhase(const PodView& pod) {
   const auto& cs = pod.containers;
