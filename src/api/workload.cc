@@ -57,11 +57,11 @@ Result<model::Workload> MakeWorkload(const model::Pipeline& pipeline,
 
 model::Workload AtLeastMinRate(const model::Pipeline& pipeline, model::Workload workload) {
   if (pipeline.spec.min_rate_rps <= 0) return workload;
-  double weight = 0;
-  for (const model::Path& p : pipeline.spec.paths) weight += p.weight;
-  for (const model::Path& p : pipeline.spec.paths) {
-    double& rate = workload.path_rates_rps[p.name];
-    rate = std::max(rate, pipeline.spec.min_rate_rps * p.weight / weight);
+  // Validation held spec.minRate to what RateProblem takes, so the spread cannot fail.
+  const model::Workload floor = MakeWorkload(pipeline, pipeline.spec.min_rate_rps, {}).value();
+  for (const auto& [path, share] : floor.path_rates_rps) {
+    double& rate = workload.path_rates_rps[path];
+    rate = std::max(rate, share);
   }
   return workload;
 }

@@ -242,8 +242,7 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   model::Plan plan = chosen->solve(*pipeline, planned, input);
   if (planned != *workload) {
     plan.report.notes.push_back(
-        StrFormat("planned for spec.minRate %g requests/s where the "
-                  "load given is less",
+        StrFormat("planned for spec.minRate %g requests/s where the load given is less",
                   pipeline->spec.min_rate_rps));
   }
   plan.report.solve_ms =
