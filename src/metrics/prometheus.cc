@@ -142,7 +142,6 @@ std::string Escape(CURL* curl, const std::string& s) {
   return out;
 }
 
-// POSTs a form; every HTTP answer is a Response, only a failed transfer is an Error.
 }  // namespace
 
 std::string RedactUrl(std::string_view url) {
@@ -158,6 +157,7 @@ std::string RedactUrl(std::string_view url) {
 
 namespace {
 
+// POSTs a form; every HTTP answer is a Response, only a failed transfer is an Error.
 Result<Response> Fetch(const std::string& url,
                        const std::vector<std::pair<std::string, std::string>>& form,
                        std::chrono::milliseconds timeout) {
