@@ -87,11 +87,13 @@ echo
 # The clients start once every Deployment of the pipeline has the replicas it asks for Ready
 # (the plan for spec.minRate, made before the first request), and the router says the model is
 # ready, as a user waits for a new deployment (`kubectl rollout status`) before sending it traffic.
+# Ready replicas count up to what each Deployment asks, so the sum reaches the total only when
+# each has its own.
 rolled_out() {
   kubectl get deploy -l pipescale.io/pipeline="$name" 2>/dev/null \
     -o jsonpath='{range .items[*]}{.spec.replicas} {.status.readyReplicas}{"\n"}{end}' |
-    awk '{want += $1; ready += ($2 == "" ? 0 : $2); if ($1 > ($2 == "" ? 0 : $2)) short++}
-         END {printf "%d %d %d", want, ready, short}'
+    awk '{r = ($2 == "" ? 0 : $2); want += $1; ready += (r < $1 ? r : $1)}
+         END {printf "%d %d", want, ready}'
 }
 # Pods the scheduler cannot place (a plan above the nodes' room) are not waited for.
 unschedulable() {
@@ -99,9 +101,8 @@ unschedulable() {
     awk '{for (i = 1; i <= NF; i++) n += $i} END {print n + 0}'
 }
 for ((waited = 0; waited < 180; waited += 2)); do
-  read -r want ready short <<<"$(rolled_out)"
+  read -r want ready <<<"$(rolled_out)"
   printf '\r  waiting for the planned replicas to be Ready: %s of %s' "${ready:-0}" "${want:-0}"
-  [[ ${want:-0} -gt 0 && ${short:-1} -eq 0 ]] && break
   [[ ${want:-0} -gt 0 && $((${ready:-0} + $(unschedulable))) -ge ${want:-0} ]] && break
   sleep 2
 done
