@@ -4,8 +4,6 @@
 
 namespace pipescale::reconciler {
 
-std::string Rfc3339(double unix_seconds) { return FormatRfc3339(unix_seconds); }
-
 namespace {
 
 // An empty message is left out: kube-apiserver 1.20 turns "" inside a merge patch of a custom
@@ -28,7 +26,7 @@ void SetCondition(nlohmann::json& conditions, const std::string& type, bool stat
   const std::string value = status ? "True" : "False";
   for (auto& c : conditions) {
     if (c.value("type", "") != type) continue;
-    if (c.value("status", "") != value) c["lastTransitionTime"] = Rfc3339(now);
+    if (c.value("status", "") != value) c["lastTransitionTime"] = FormatRfc3339(now);
     c["status"] = value;
     c["reason"] = reason;
     SetMessage(c, message);
@@ -39,7 +37,7 @@ void SetCondition(nlohmann::json& conditions, const std::string& type, bool stat
                       {"status", value},
                       {"reason", reason},
                       {"observedGeneration", generation},
-                      {"lastTransitionTime", Rfc3339(now)}};
+                      {"lastTransitionTime", FormatRfc3339(now)}};
   SetMessage(c, message);
   conditions.push_back(std::move(c));
 }

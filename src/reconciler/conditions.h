@@ -32,9 +32,6 @@ inline constexpr const char* kChangeReverted = "ChangeReverted";
 inline constexpr const char* kQuerySizesShifted = "QuerySizesShifted";
 }  // namespace reason
 
-// RFC 3339 UTC, as Kubernetes writes times.
-std::string Rfc3339(double unix_seconds);
-
 // Sets condition `type` in `conditions` (a JSON array). lastTransitionTime changes only when
 // the status flips, so a steady state rewrites nothing.
 void SetCondition(nlohmann::json& conditions, const std::string& type, bool status,

@@ -8,6 +8,7 @@
 #include "api/router_objects.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "common/time.h"
 #include "kube/merge_patch.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
@@ -127,8 +128,8 @@ void Reconciler::Emit(const json& object, const std::string& type, const std::st
       {"reason", reason},
       {"message", message.substr(0, 1024)},
       {"source", {{"component", "pipescale-operator"}}},
-      {"firstTimestamp", Rfc3339(now)},
-      {"lastTimestamp", Rfc3339(now)},
+      {"firstTimestamp", FormatRfc3339(now)},
+      {"lastTimestamp", FormatRfc3339(now)},
       {"count", 1}};
   // An event that cannot be written is not worth failing the reconcile for, but is worth a line.
   auto created = client_.Create(kube::CollectionPath(kube::kEvents, ns), event);

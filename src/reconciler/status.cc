@@ -3,6 +3,7 @@
 #include "api/deployment.h"
 #include "api/plan_json.h"
 #include "common/strings.h"
+#include "common/time.h"
 #include "reconciler/conditions.h"
 #include "reconciler/fields.h"
 
@@ -175,7 +176,7 @@ json QueryMixStatus(const MixStep& step) {
               {"planned", MixToJson(step.planned)}};
   if (!step.measured.empty()) out["measured"] = MixToJson(step.measured);
   if (step.shift) out["shift"] = api::RoundFraction(*step.shift);
-  if (!step.memory.pending.empty()) out["settlingSince"] = Rfc3339(step.memory.pending_since);
+  if (!step.memory.pending.empty()) out["settlingSince"] = FormatRfc3339(step.memory.pending_since);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "common/time.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
@@ -710,7 +711,7 @@ TEST(Decide, KairosPlansForTheMeasuredQuerySizesOnceTheyShift) {
   const Decision settling = w.Step(Sized(180, large), 1010);
   EXPECT_TRUE(settling.notices.empty());
   EXPECT_EQ(settling.status["observed"]["querySizes"]["source"], "spec");
-  EXPECT_EQ(settling.status["observed"]["querySizes"]["settlingSince"], Rfc3339(1010));
+  EXPECT_EQ(settling.status["observed"]["querySizes"]["settlingSince"], FormatRfc3339(1010));
   EXPECT_TRUE(settling.writes.empty());
   EXPECT_EQ(settling.status["plan"], plan_before);
 
@@ -899,11 +900,11 @@ TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
   json conditions;
   SetCondition(conditions, "Ready", true, "A", "", 1, 100);
   SetCondition(conditions, "Ready", true, "B", "m", 2, 200);
-  EXPECT_EQ(conditions[0]["lastTransitionTime"], Rfc3339(100));
+  EXPECT_EQ(conditions[0]["lastTransitionTime"], FormatRfc3339(100));
   EXPECT_EQ(conditions[0]["reason"], "B");
   SetCondition(conditions, "Ready", false, "C", "", 2, 300);
-  EXPECT_EQ(conditions[0]["lastTransitionTime"], Rfc3339(300));
-  EXPECT_EQ(Rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(conditions[0]["lastTransitionTime"], FormatRfc3339(300));
+  EXPECT_EQ(FormatRfc3339(0), "1970-01-01T00:00:00Z");
 }
 
 }  // namespace
