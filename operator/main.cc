@@ -10,12 +10,14 @@
 #include <memory>
 #include <thread>
 
+#include "common/guard.h"
 #include "common/log.h"
 #include "controller/controller.h"
 #include "flags.h"
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "kube/leader_election.h"
+#include "metrics/panics.h"
 #include "metrics/source.h"
 #include "operator_metrics.h"
 #include "reconciler/reconciler.h"
@@ -65,7 +67,7 @@ class Operator {
     pods_ = std::make_unique<kube::Informer>(
         client, kube::Informer::Options{.type = kube::kPods},
         [this](const std::string&, const nlohmann::json& pod) {
-          const auto& meta = pod["metadata"];
+          const auto& meta = pod.at("metadata");
           const auto labels = meta.value("labels", nlohmann::json::object());
           const std::string pipeline = labels.value(reconciler::kDeploymentSelector, "");
           if (!pipeline.empty()) controller_->Enqueue(meta.value("namespace", "") + "/" + pipeline);
@@ -82,9 +84,10 @@ class Operator {
                                   .label_selector = reconciler::kDeploymentSelector},
           [this](const std::string&, const nlohmann::json& d) {
             // A Deployment changed (a hand edit, say): reconcile its pipeline.
-            const auto& meta = d["metadata"];
+            const auto& meta = d.at("metadata");
+            const auto labels = meta.value("labels", nlohmann::json::object());
             controller_->Enqueue(meta.value("namespace", "") + "/" +
-                                 meta["labels"].value(reconciler::kDeploymentSelector, ""));
+                                 labels.value(reconciler::kDeploymentSelector, ""));
           }));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(),
@@ -234,6 +237,8 @@ int Run(int argc, char** argv) {
     return 1;
   }
   exposer->RegisterCollectable(registry);
+  const auto panics = std::make_shared<metrics::PanicCollector>();
+  exposer->RegisterCollectable(panics);
   OperatorMetrics metrics(*registry);
 
   const std::string health_address = BindAddress(flags->health_probe_bind_address);
@@ -260,7 +265,10 @@ int Run(int argc, char** argv) {
   std::atomic<bool> stop{false};
   int exit_code = 0;
   Operator op(client, *flags, *registry, metrics);
-  std::thread run([&] {
+  // What leads: acquire, serve, hold. A throw here is a bug that leaves the operator in no
+  // known state, so it fails fast: counted, logged, and the process exits 1 as when it loses
+  // the Lease; the kubelet restarts it with its own backoff and another replica takes over.
+  const auto lead = [&] {
     if (flags->leader_elect) {
       // A replica standing by is ready: it can take over, and a rolling update of the operator
       // must not wait for the old leader to go.
@@ -281,6 +289,12 @@ int Run(int argc, char** argv) {
     if (flags->leader_elect && !elector.Hold(stop)) {
       metrics.SetLeader(false);
       Log("error", "lost leadership; exiting so another replica can take over");
+      exit_code = 1;
+      kill(getpid(), SIGTERM);
+    }
+  };
+  std::thread run([&] {
+    if (!Guard("operator", lead)) {
       exit_code = 1;
       kill(getpid(), SIGTERM);
     }

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "common/guard.h"
+
 namespace pipescale::kube {
 namespace {
 
@@ -138,6 +140,7 @@ struct Stream {
   const std::atomic<bool>* stop;
   std::string pending;  // bytes of an event not yet terminated by '\n'
   std::string error_body;
+  std::string handler_threw;  // what on_event threw: it must not unwind through libcurl
   long status = 0;
   bool stopped = false;
   CURL* curl = nullptr;
@@ -158,8 +161,17 @@ size_t OnWatchData(char* data, size_t size, size_t count, void* user) {
     if (line.empty()) continue;
     auto event = nlohmann::json::parse(line, nullptr, false);
     if (!event.is_object()) continue;  // a torn line cannot happen on '\n' boundaries
-    WatchEvent e{event.value("type", ""), std::move(event["object"])};
-    if (s->stop->load() || !(*s->on_event)(e)) {
+    const auto type = event.find("type");
+    WatchEvent e{type != event.end() && type->is_string() ? type->get<std::string>() : "",
+                 std::move(event["object"])};
+    bool more = false;
+    try {
+      more = !s->stop->load() && (*s->on_event)(e);
+    } catch (...) {
+      s->handler_threw = CurrentExceptionMessage();
+      return 0;
+    }
+    if (!more) {
       s->stopped = true;
       return 0;  // aborts the transfer
     }
@@ -247,7 +259,7 @@ Status Client::Watch(const std::string& path,
   Headers headers;
   CurlHandle curl = Prepare(config_, path, headers, "");
   CURL* c = curl.get();
-  Stream stream{&on_event, &stop, {}, {}, 0, false, c};
+  Stream stream{.on_event = &on_event, .stop = &stop, .curl = c};
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnWatchData);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &stream);
   // The progress callback runs about once a second even when no bytes arrive, so a stop
@@ -258,6 +270,11 @@ Status Client::Watch(const std::string& path,
   const CURLcode rc = curl_easy_perform(c);
   if (stream.stopped) return Done{};
   const std::string what = "watch " + path;
+  if (!stream.handler_threw.empty()) {
+    ReportPanic("kube-watch", stream.handler_threw);
+    return Error{ErrorKind::kTransient,
+                 what + ": the event handler threw: " + stream.handler_threw};
+  }
   if (rc != CURLE_OK) return Error{ErrorKind::kTransient, what + ": " + curl_easy_strerror(rc)};
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

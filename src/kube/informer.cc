@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
+#include "common/guard.h"
 #include "common/log.h"
 
 namespace pipescale::kube {
@@ -16,12 +18,25 @@ void Trim(nlohmann::json& object) {
   }
 }
 
+// metadata.resourceVersion, or "" when the object has none.
+std::string ResourceVersion(const nlohmann::json& object) {
+  const auto meta = object.is_object() ? object.find("metadata") : object.end();
+  if (meta == object.end() || !meta->is_object()) return "";
+  const auto rv = meta->find("resourceVersion");
+  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
 }  // namespace
 
 std::string ObjectKey(const nlohmann::json& object) {
-  const auto& meta = object.at("metadata");
-  const std::string name = meta.value("name", "");
-  const std::string ns = meta.value("namespace", "");
+  const auto meta = object.is_object() ? object.find("metadata") : object.end();
+  if (meta == object.end() || !meta->is_object()) return "";
+  const auto text = [&](const char* field) {
+    const auto it = meta->find(field);
+    return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string name = text("name");
+  const std::string ns = text("namespace");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -32,13 +47,46 @@ Informer::~Informer() { Stop(); }
 
 void Informer::Start() {
   stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  // A throw in the loop is a bug; the loop starts over with a fresh list, after a backoff.
+  thread_ = std::thread([this] {
+    bool resume = !options_.resume_from.empty();
+    RunWithRestarts(options_.component, stop_, [&] {
+      const bool first_resume = std::exchange(resume, false);
+      Loop(first_resume);
+    });
+  });
+  dispatcher_ = std::thread([this] { Dispatch(); });
 }
 
 void Informer::Stop() {
-  stop_ = true;
+  {
+    std::lock_guard lock(mu_);  // so a thread between its check and its wait cannot miss it
+    stop_ = true;
+  }
   cv_.notify_all();
+  pending_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (dispatcher_.joinable()) dispatcher_.join();
+}
+
+void Informer::Deliver(std::string key, nlohmann::json object) {
+  {
+    std::lock_guard lock(mu_);
+    pending_.emplace_back(std::move(key), std::move(object));
+  }
+  pending_cv_.notify_one();
+}
+
+void Informer::Dispatch() {
+  for (;;) {
+    std::unique_lock lock(mu_);
+    pending_cv_.wait(lock, [this] { return stop_.load() || !pending_.empty(); });
+    if (stop_) return;
+    auto [key, object] = std::move(pending_.front());
+    pending_.pop_front();
+    lock.unlock();
+    Guard(options_.component, [&] { handler_(key, object); });
+  }
 }
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
@@ -100,9 +148,9 @@ void Informer::Report(const char* what, const Status& status) {
       {{"resource", options_.type.plural}, {"namespace", scope}, {"error", last_error_}});
 }
 
-void Informer::Loop() {
-  bool need_list = options_.resume_from.empty();
-  if (!need_list) {
+void Informer::Loop(bool resume) {
+  bool need_list = !resume;
+  if (resume) {
     std::lock_guard lock(mu_);
     resource_version_ = options_.resume_from;
     synced_ = true;
@@ -144,9 +192,14 @@ Status Informer::ListAndReplace() {
   auto list = client_.Get(path);
   if (!list) return list.error();
   std::map<std::string, nlohmann::json> fresh;
-  for (auto& item : list.value()["items"]) {
-    Trim(item);
-    fresh.emplace(ObjectKey(item), std::move(item));
+  nlohmann::json& body = list.value();
+  auto items = body.find("items");
+  if (items != body.end() && items->is_array()) {
+    for (auto& item : *items) {
+      Trim(item);
+      std::string key = ObjectKey(item);
+      if (!key.empty()) fresh.emplace(std::move(key), std::move(item));
+    }
   }
 
   std::vector<std::pair<std::string, nlohmann::json>> changed;
@@ -161,12 +214,12 @@ Status Informer::ListAndReplace() {
       if (!fresh.contains(key)) changed.emplace_back(key, object);
     }
     cache_ = std::move(fresh);
-    resource_version_ = (*list)["metadata"].value("resourceVersion", "");
+    resource_version_ = ResourceVersion(*list);
     synced_ = true;
     ++relists_;
   }
   cv_.notify_all();
-  for (const auto& [key, object] : changed) handler_(key, object);
+  for (auto& [key, object] : changed) Deliver(std::move(key), std::move(object));
   return Done{};
 }
 
@@ -184,9 +237,10 @@ Status Informer::WatchOnce() {
       [&](const WatchEvent& e) {
         if (e.type == "ERROR") {
           // A Status object; code 410 means our resourceVersion was compacted away.
-          const int code = e.object.value("code", 0);
-          in_stream = Error{code == 410 ? ErrorKind::kExpired : ErrorKind::kTransient,
-                            "watch error event: " + e.object.value("message", e.object.dump())};
+          const auto code = e.object.is_object() ? e.object.find("code") : e.object.end();
+          const bool expired = code != e.object.end() && *code == 410;
+          in_stream = Error{expired ? ErrorKind::kExpired : ErrorKind::kTransient,
+                            "watch error event: " + e.object.dump()};
           return false;
         }
         Apply(e);
@@ -200,13 +254,14 @@ Status Informer::WatchOnce() {
 void Informer::Apply(const WatchEvent& input) {
   WatchEvent event = input;
   Trim(event.object);
-  const std::string rv = event.object["metadata"].value("resourceVersion", "");
+  const std::string rv = ResourceVersion(event.object);
   if (event.type == "BOOKMARK") {
     std::lock_guard lock(mu_);
     resource_version_ = rv;  // progress without a change: resume from here next time
     return;
   }
   const std::string key = ObjectKey(event.object);
+  if (key.empty()) return;  // not an object with a name: nothing to cache
   {
     std::lock_guard lock(mu_);
     if (event.type == "DELETED") {
@@ -216,7 +271,7 @@ void Informer::Apply(const WatchEvent& input) {
     }
     resource_version_ = rv;
   }
-  handler_(key, event.object);
+  Deliver(key, std::move(event.object));
 }
 
 }  // namespace pipescale::kube

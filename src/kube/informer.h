@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -19,7 +20,8 @@
 
 namespace pipescale::kube {
 
-// "namespace/name", or "name" for cluster-scoped objects.
+// "namespace/name", or "name" for cluster-scoped objects; "" for what is not an object with
+// metadata (nothing an apiserver sends, but it must not throw).
 std::string ObjectKey(const nlohmann::json& object);
 
 class Informer {
@@ -34,10 +36,14 @@ class Informer {
     // Resume a watch from this version instead of listing first (as after a restart that
     // kept its cache). Empty: list first.
     std::string resume_from;
+    // Names the informer's threads in pipescale_panics_total.
+    std::string component = "informer";
   };
-  // Called from the informer's thread for every object added, changed or deleted (after a
-  // relist: every key that differs from the cache), with the object as it now is or, when
-  // deleted, as it last was. Must not block for long.
+  // Called for every object added, changed or deleted (after a relist: every key that differs
+  // from the cache), with the object as it now is or, when deleted, as it last was, once the
+  // cache holds the change. It runs on the informer's own dispatch thread, in the order of the
+  // changes and never inside the HTTP client's callbacks; a throw from it is counted and logged
+  // and the next change is delivered. Must not block for long.
   using Handler = std::function<void(const std::string& key, const nlohmann::json& object)>;
 
   Informer(const Client& client, Options options, Handler handler);
@@ -60,7 +66,9 @@ class Informer {
   std::string resource_version() const;
 
  private:
-  void Loop();
+  void Loop(bool resume);
+  void Dispatch();  // the dispatch thread: hands queued changes to the handler
+  void Deliver(std::string key, nlohmann::json object);  // queues a change for Dispatch
   Status ListAndReplace();
   Status WatchOnce();  // kExpired when the server says the version is gone
   void Apply(const WatchEvent& input);
@@ -74,7 +82,9 @@ class Informer {
   Handler handler_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // signals sync and stop
+  std::condition_variable cv_;          // signals sync and stop
+  std::condition_variable pending_cv_;  // signals a queued change and stop
+  std::deque<std::pair<std::string, nlohmann::json>> pending_;
   std::map<std::string, nlohmann::json> cache_;
   std::string resource_version_;
   bool synced_ = false;
@@ -84,6 +94,7 @@ class Informer {
   std::atomic<int> reconnects_{0};
   std::string last_error_;  // the informer thread's own
   std::thread thread_;
+  std::thread dispatcher_;
 };
 
 }  // namespace pipescale::kube

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <thread>
 
+#include "common/guard.h"
 #include "common/log.h"
 #include "common/time.h"
 
@@ -27,6 +28,16 @@ LeaderElector::LeaderElector(const Client& client, Options options, Clock clock)
     : client_(client), options_(std::move(options)), clock_(std::move(clock)) {}
 
 Result<bool> LeaderElector::TryAcquireOrRenew() {
+  try {
+    return AcquireOrRenew();
+  } catch (...) {
+    const std::string what = CurrentExceptionMessage();
+    ReportPanic("leader-election", what);
+    return Error{ErrorKind::kTransient, "taking or renewing the Lease threw: " + what};
+  }
+}
+
+Result<bool> LeaderElector::AcquireOrRenew() {
   const std::string path = ObjectPath(kLeases, options_.namespace_name, options_.name);
   const double now = clock_();
   const nlohmann::json spec = {{"holderIdentity", options_.identity},
@@ -107,11 +118,14 @@ bool LeaderElector::Hold(const std::atomic<bool>& stop) {
 void LeaderElector::Release() {
   const std::string path = ObjectPath(kLeases, options_.namespace_name, options_.name);
   auto current = client_.Get(path);
-  if (!current.ok() || (*current)["spec"].value("holderIdentity", "") != options_.identity) return;
-  nlohmann::json lease = *current;
-  lease["spec"]["holderIdentity"] = "";
-  lease["spec"]["leaseDurationSeconds"] = 1;
-  (void)client_.Update(path, lease);
+  if (!current.ok()) return;
+  Guard("leader-election", [&] {
+    nlohmann::json lease = *current;
+    if (lease["spec"].value("holderIdentity", "") != options_.identity) return;
+    lease["spec"]["holderIdentity"] = "";
+    lease["spec"]["leaseDurationSeconds"] = 1;
+    (void)client_.Update(path, lease);
+  });
 }
 
 }  // namespace pipescale::kube

@@ -27,7 +27,8 @@ class LeaderElector {
 
   LeaderElector(const Client& client, Options options, Clock clock);
 
-  // One attempt to acquire or renew. True when we hold the lease afterwards.
+  // One attempt to acquire or renew. True when we hold the lease afterwards. A throw (a bug,
+  // or a Lease no apiserver would store) is counted and logged, and is a failed attempt.
   Result<bool> TryAcquireOrRenew();
   // Blocks, retrying every retry period, until we lead (true) or `stop` (false).
   bool Acquire(const std::atomic<bool>& stop);
@@ -38,6 +39,8 @@ class LeaderElector {
   void Release();
 
  private:
+  Result<bool> AcquireOrRenew();
+
   const Client& client_;
   Options options_;
   Clock clock_;

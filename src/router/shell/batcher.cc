@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/guard.h"
+
 namespace pipescale::router {
 
 double Batcher::Now() const {
@@ -52,7 +54,18 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
                        .parameters = first.parameters};
     int total = 0;
     for (int r : rows) total += r;
-    reply = co_await send(request, total);
+    // The followers this request took wait for it: a throw must still answer each of them.
+    std::optional<std::string> threw;
+    try {
+      reply = co_await send(request, total);
+    } catch (...) {
+      threw = CurrentExceptionMessage();
+    }
+    if (threw) {
+      ReportPanic("router-batcher", *threw);
+      reply =
+          Error{ErrorKind::kTransient, "the call for the batch failed; the router's log says why"};
+    }
   } else {
     reply = stacked.error();
   }

@@ -6,6 +6,7 @@
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
 #include "api/routing_parse.h"
+#include "common/guard.h"
 #include "common/log.h"
 
 namespace pipescale::router {
@@ -156,14 +157,17 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
   auto rebuild = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
   pods_ = std::make_unique<kube::Informer>(
       client,
-      kube::Informer::Options{
-          .type = kube::kPods, .namespace_name = config.namespace_name, .label_selector = selector},
+      kube::Informer::Options{.type = kube::kPods,
+                              .namespace_name = config.namespace_name,
+                              .label_selector = selector,
+                              .component = "router-discovery"},
       rebuild);
   config_maps_ = std::make_unique<kube::Informer>(
       client,
       kube::Informer::Options{.type = kube::kConfigMaps,
                               .namespace_name = config.namespace_name,
-                              .label_selector = selector},
+                              .label_selector = selector,
+                              .component = "router-discovery"},
       rebuild);
 }
 
@@ -182,7 +186,7 @@ void Discovery::Start() {
   first_table_ = std::thread([this] {
     constexpr auto kForever = std::chrono::hours(24 * 365);
     if (pods_->WaitForSync(kForever) && config_maps_->WaitForSync(kForever)) {
-      Rebuild();
+      Guard("router-discovery", [this] { Rebuild(); });
     }
   });
 }

@@ -7,6 +7,7 @@
 #include "router/picker.h"
 #include "router/pools.h"
 #include "router/request.h"
+#include "router/shell/guards.h"
 
 namespace pipescale::router {
 namespace {
@@ -472,19 +473,16 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
     co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail, previous);
     co_return;
   }
-  // Fan-out: every call at once, this coroutine resuming when the last ends (one thread: the
-  // count needs no lock).
-  const auto& executor = pool_.executor();  // this coroutine's: the pool's loop
-  auto pending = std::make_shared<std::pair<size_t, asio::steady_timer>>(
-      calls.size(), asio::steady_timer(executor, Clock::time_point::max()));
+  // Fan-out: every call at once, this coroutine resuming when the last ends.
+  std::vector<asio::awaitable<void>> branches;
   for (auto& [task, body] : calls) {
-    asio::co_spawn(executor, Visit(walk, task, std::move(body), trail, previous),
-                   [pending](const std::exception_ptr&) {
-                     if (--pending->first == 0) pending->second.cancel();
-                   });
+    branches.push_back(Visit(walk, task, std::move(body), trail, previous));
   }
-  beast::error_code ec;
-  co_await pending->second.async_wait(Redirect(ec));
+  // A branch that threw (a bug, logged by FanOut) fails the walk: never 200 with an output
+  // missing.
+  if (!(co_await FanOut(pool_.executor(), branches, "router-request")).empty()) {
+    walk.Fail(500, "a branch of the walk failed; the router's log says why");
+  }
 }
 
 namespace {

@@ -36,6 +36,7 @@
 
 #include "api/pipeline_parse.h"
 #include "kube/config.h"
+#include "metrics/panics.h"
 #include "router/shell/discovery.h"
 #include "router/shell/server.h"
 
@@ -206,6 +207,7 @@ int Run(Flags flags) {
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
   exposer.RegisterCollectable(registry);
+  exposer.RegisterCollectable(std::make_shared<pipescale::metrics::PanicCollector>());
   const unsigned short metrics_port = exposer.GetListeningPorts().front();
 
   if (!flags["--endpoints"].empty()) {

@@ -2,7 +2,9 @@
 
 #include <thread>
 
+#include "common/guard.h"
 #include "router/request.h"
+#include "router/shell/guards.h"
 
 namespace pipescale::router {
 namespace {
@@ -14,6 +16,9 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler) {
   beast::error_code ec;
   stream.socket().set_option(tcp::no_delay(true), ec);
   beast::flat_buffer buffer;
+  const Responder respond = [&handler](const HttpRequest& request) {
+    return handler.Handle(request);
+  };
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
@@ -28,7 +33,7 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler) {
     }
     if (ec) break;  // closed, timed out or not HTTP: nothing to answer
     const HttpRequest request = parser.release();
-    HttpResponse response = co_await handler.Handle(request);
+    HttpResponse response = co_await AnswerOrInternalError(respond, request);
     response.keep_alive(request.keep_alive() && !handler.draining());
     response.prepare_payload();
     stream.expires_after(120s);
@@ -46,6 +51,7 @@ struct Server::Loop {
   UpstreamPool pool{context.get_executor()};
   PipelineHandler handler;
   std::thread thread;
+  std::atomic<bool> stopping{false};
 
   Loop(RouterConfig& config, RouterMetrics& metrics, std::uint64_t seed)
       : handler(config, metrics, pool, seed) {}
@@ -56,8 +62,14 @@ struct Server::Loop {
       tcp::socket socket = co_await acceptor.async_accept(Redirect(ec));
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) continue;  // e.g. too many open files: the next may succeed
-      asio::co_spawn(context, Session(std::move(socket), handler), asio::detached);
+      asio::co_spawn(context, Session(std::move(socket), handler),
+                     ReportThrow{"router-connection"});
     }
+  }
+
+  void Stop() {
+    stopping = true;
+    context.stop();
   }
 };
 
@@ -68,7 +80,7 @@ Server::Server(RouterConfig& config, RouterMetrics& metrics, int threads) : conf
 }
 
 Server::~Server() {
-  for (auto& loop : loops_) loop->context.stop();
+  for (auto& loop : loops_) loop->Stop();
   for (auto& loop : loops_) {
     if (loop->thread.joinable()) loop->thread.join();
   }
@@ -97,8 +109,13 @@ Result<unsigned short> Server::Listen(const std::string& host, unsigned short po
 
 void Server::Start() {
   for (auto& loop : loops_) {
-    asio::co_spawn(loop->context, loop->Accept(), asio::detached);
-    loop->thread = std::thread([l = loop.get()] { l->context.run(); });
+    asio::co_spawn(loop->context, loop->Accept(), ReportThrow{"router-accept"});
+    // A handler that throws out of run() is a bug; the loop runs on, its other connections
+    // with it (asio allows run() again after a throw).
+    loop->thread = std::thread([l = loop.get()] {
+      RunWithRestarts("router-loop", l->stopping, [l] { l->context.run(); },
+                      {.min = std::chrono::milliseconds(1), .max = std::chrono::milliseconds(100)});
+    });
   }
 }
 
@@ -117,7 +134,7 @@ void Server::Drain(std::chrono::milliseconds delay, std::chrono::milliseconds gr
   while (config_.in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  for (auto& loop : loops_) loop->context.stop();
+  for (auto& loop : loops_) loop->Stop();
   for (auto& loop : loops_) {
     if (loop->thread.joinable()) loop->thread.join();
   }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "common/guard.h"
 #include "integration/harness/local_env.h"
 #include "support/pipelines.h"
 
@@ -140,6 +141,25 @@ TEST(KubeClient, WatchStreamsEventsUntilStopped) {
       CollectionPath(kConfigMaps, ns) + "?watch=1", [](const WatchEvent&) { return true; }, stop);
   EXPECT_TRUE(idle.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+// A throw from the event handler must not unwind through libcurl's C frames: the watch ends
+// with an error saying so, counted, and the client works on.
+TEST(KubeClient, AThrowingWatchHandlerEndsTheWatchWithAnError) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const Client client(LocalEnv::Get().Config());
+  const std::string ns = LocalEnv::Get().FreshNamespace(client);
+  ASSERT_TRUE(client.Create(CollectionPath(kConfigMaps, ns), ConfigMap("w", "1")).ok());
+  const auto before = PanicCounts()["kube-watch"];
+  std::atomic<bool> stop{false};
+  const Status s = client.Watch(
+      CollectionPath(kConfigMaps, ns) + "?watch=1",
+      [](const WatchEvent&) -> bool { throw std::out_of_range("no such field"); }, stop);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("the event handler threw: no such field"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(PanicCounts()["kube-watch"], before + 1);
+  EXPECT_TRUE(client.Get(ObjectPath(kConfigMaps, ns, "w")).ok());
 }
 
 TEST(KubeClient, ExpiredVersionsAre410BothWays) {
