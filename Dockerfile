@@ -43,5 +43,5 @@ ENTRYPOINT ["/usr/local/bin/pipescale-model-server"]
 FROM runtime AS router
 LABEL org.opencontainers.image.title="pipescale-router" \
       org.opencontainers.image.description="A pipeline's front door: walks its DAG over the model pods (Open Inference Protocol) and measures every path"
-COPY --from=build /build/src/router/pipescale-router /usr/local/bin/pipescale-router
+COPY --from=build /build/router/pipescale-router /usr/local/bin/pipescale-router
 ENTRYPOINT ["/usr/local/bin/pipescale-router"]

@@ -23,8 +23,8 @@
 
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
-#include "router/shell/asio.h"
-#include "router/shell/upstream.h"
+#include "router/asio.h"
+#include "router/upstream.h"
 
 namespace {
 

@@ -50,7 +50,7 @@ fi
 declare -A binaries=(
   [operator]=$build/operator/pipescale-operator
   [model-server]=$build/tests/emulator/pipescale-model-server
-  [router]=$build/src/router/pipescale-router
+  [router]=$build/router/pipescale-router
 )
 declare -A descriptions=(
   [operator]="Autoscales ML inference pipelines to their latency SLOs at the lowest cost"

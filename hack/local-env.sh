@@ -250,7 +250,7 @@ PROM
     --nodes "${PIPESCALE_NODES:-$root/hack/nodes.yaml}" --work-dir "$dir/pods" \
     --image "pipescale/model-server=$emulators/pipescale-model-server" \
     --image "pipescale/operator=${PIPESCALE_OPERATOR:-$emulators/../../operator/pipescale-operator}" \
-    --image "pipescale/router=$emulators/../../src/router/pipescale-router" \
+    --image "pipescale/router=$emulators/../../router/pipescale-router" \
     >"$dir/node-agent.log" 2>&1 &
   echo $! >"$dir/node-agent.pid"
   wait_for 30 "the emulated nodes" node_ready

@@ -21,6 +21,7 @@
 #include "metrics/source.h"
 #include "operator_metrics.h"
 #include "reconciler/reconciler.h"
+#include "solver/child_process.h"
 
 namespace pipescale::operator_main {
 namespace {
@@ -317,6 +318,10 @@ int Run(int argc, char** argv) {
 }  // namespace pipescale::operator_main
 
 int main(int argc, char** argv) {
+  // The operator solves its MILPs in children of itself (solver/child_process.h).
+  if (argc == 2 && std::string_view(argv[1]) == "--solve-milp") {
+    return pipescale::solver::ServeMilp(stdin, stdout);
+  }
   // glibc gives every thread (workers, informers, HTTP servers) its own heap arena; two arenas
   // keep the resident set near what is in use, at no measurable cost for a controller.
   mallopt(M_ARENA_MAX, 2);  // NOLINT(concurrency-mt-unsafe): no other thread runs yet

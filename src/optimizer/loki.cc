@@ -433,11 +433,12 @@ void PreferAccuracy(const Instance& in, const Columns& col, double floor, Milp& 
 // CLP aborted the process (coin-or/Clp#173) on generated instances. The first's plan when it
 // already runs the most accurate variants only, or when the second finds none in time.
 MilpSolution MostAccurateForShare(const Instance& in, const Columns& col,
-                                  const MilpOptions& options, MilpSolution first, Milp& milp) {
+                                  const MilpOptions& options, const MilpSolver& solver,
+                                  MilpSolution first, Milp& milp) {
   const Served served = ServedBy(in, col, first);
   if (served.share <= 0 || served.accuracy >= served.share * (1 - 1e-9)) return first;
   PreferAccuracy(in, col, served.share * (1 - std::max(options.relative_gap, 1e-5)), milp);
-  MilpSolution second = SolveMilp(milp, options);
+  MilpSolution second = SolveMilpWith(solver, milp, options);
   if (!second.HasSolution()) return first;
   if (first.status != MilpStatus::kOptimal) second.status = MilpStatus::kFeasible;
   return second;
@@ -591,17 +592,19 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     const Instance in = Build(pipeline, workload, variants, derating);
     Milp milp;
     const Columns col = Formulate(pipeline, in, step, options, milp);
-    MilpSolution solution = SolveMilp(milp, options.milp);
+    MilpSolution solution = SolveMilpWith(options.solver, milp, options.milp);
     if (!solution.HasSolution()) {
-      notes.push_back(StrFormat("%s: %s",
+      notes.push_back(StrFormat("%s: %s%s",
                                 step == Step::kHardwareScaling   ? "hardware scaling"
                                 : step == Step::kAccuracyScaling ? "accuracy scaling"
                                                                  : "overload",
-                                MilpStatusName(solution.status)));
+                                MilpStatusName(solution.status),
+                                solution.failure.empty() ? "" : (": " + solution.failure).c_str()));
       return std::nullopt;
     }
     if (step == Step::kOverloaded) {
-      solution = MostAccurateForShare(in, col, options.milp, std::move(solution), milp);
+      solution =
+          MostAccurateForShare(in, col, options.milp, options.solver, std::move(solution), milp);
     }
     const model::Phase phase = step == Step::kHardwareScaling   ? model::Phase::kHardwareScaling
                                : step == Step::kAccuracyScaling ? model::Phase::kAccuracyScaling

@@ -17,6 +17,7 @@ struct LokiOptions {
   std::optional<double> accuracy_floor;
   // Stop after hardware scaling: what a system without variants would do (Overloaded beyond).
   bool hardware_scaling_only = false;
+  MilpSolver solver;  // empty: CBC in this process
 };
 
 // The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the

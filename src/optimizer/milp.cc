@@ -41,6 +41,8 @@ const char* MilpStatusName(MilpStatus status) {
       return "Infeasible";
     case MilpStatus::kNoSolution:
       return "NoSolution";
+    case MilpStatus::kFailed:
+      return "Failed";
   }
   return "Unknown";
 }

@@ -2,6 +2,7 @@
 // built here without touching the solver; SolveMilp is the one place that calls CBC.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -61,6 +62,7 @@ enum class MilpStatus {
   kFeasible,    // stopped by the time limit with a solution
   kInfeasible,  // proven infeasible
   kNoSolution,  // stopped by the time limit before finding any solution
+  kFailed,      // the solver ended without an answer (its process died: MilpSolution::failure)
 };
 
 const char* MilpStatusName(MilpStatus status);
@@ -69,10 +71,20 @@ struct MilpSolution {
   MilpStatus status = MilpStatus::kNoSolution;
   double objective = 0;
   std::vector<double> values;  // one per variable; empty without a solution
+  std::string failure;         // why, with kFailed
 
   bool HasSolution() const { return !values.empty(); }
 };
 
 MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options = {});
+
+// Another way to solve: the operator solves in a child process (src/solver/), where a CBC or
+// CLP abort (coin-or/Clp#173) ends the child only. Empty: SolveMilp, here.
+using MilpSolver = std::function<MilpSolution(const Milp&, const MilpOptions&)>;
+
+inline MilpSolution SolveMilpWith(const MilpSolver& solver, const Milp& milp,
+                                  const MilpOptions& options) {
+  return solver ? solver(milp, options) : SolveMilp(milp, options);
+}
 
 }  // namespace pipescale::optimizer

@@ -32,9 +32,8 @@ constexpr char kInferline[] = "inferline";
 constexpr char kGrandslam[] = "grandslam";
 constexpr char kExact[] = "exact";
 
-model::Plan Loki(const model::Pipeline& p, const model::Workload& w,
-                 const PlannerInput& /*input*/) {
-  return SolveLoki(p, w);
+model::Plan Loki(const model::Pipeline& p, const model::Workload& w, const PlannerInput& input) {
+  return SolveLoki(p, w, {.solver = input.milp_solver});
 }
 
 model::Plan Kairos(const model::Pipeline& p, const model::Workload& w,

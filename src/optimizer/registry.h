@@ -14,6 +14,7 @@
 
 #include "model/pipeline.h"
 #include "model/plan.h"
+#include "optimizer/milp.h"
 
 namespace pipescale::optimizer {
 
@@ -48,7 +49,8 @@ struct PlannerInput {
   std::map<std::string, int> running_batch;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.
   std::set<std::string> late_paths;
-  int guard_step = 1;  // replicas the guard adds to the busiest task of a late path
+  int guard_step = 1;      // replicas the guard adds to the busiest task of a late path
+  MilpSolver milp_solver;  // how MILPs are solved (Loki); empty: CBC in this process
 };
 
 // What a planner remembers between decisions (the reconciler keeps it and hands it back).

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "common/check.h"
-#include "router/pools.h"
+#include "routing/pools.h"
 
 namespace pipescale::sim {
 

@@ -21,7 +21,7 @@
 #include "metrics/prometheus.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/router.h"
-#include "router/endpoints.h"
+#include "routing/endpoints.h"
 #include "support/shell.h"
 
 namespace pipescale {

@@ -31,8 +31,8 @@
 #include "common/json_fields.h"
 #include "kube/config.h"
 #include "kube/informer.h"
-#include "router/endpoints.h"
-#include "router/shell/upstream.h"
+#include "routing/endpoints.h"
+#include "router/upstream.h"
 #include "trace.h"
 
 namespace {

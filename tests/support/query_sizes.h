@@ -7,7 +7,7 @@
 #include <map>
 #include <vector>
 
-#include "router/request.h"
+#include "routing/request.h"
 
 namespace pipescale::testing {
 

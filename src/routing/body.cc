@@ -1,0 +1,341 @@
+#include "routing/body.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace pipescale::router {
+namespace {
+
+using nlohmann::json;
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// A recursive-descent reader of the JSON grammar (RFC 8259) that only moves over the text.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : t_(text) {}
+
+  size_t pos() const { return pos_; }
+  bool too_deep() const { return too_deep_; }
+  void Space() {
+    while (pos_ < t_.size() && IsSpace(t_[pos_])) ++pos_;
+  }
+  bool AtEnd() {
+    Space();
+    return pos_ == t_.size();
+  }
+  bool Peek(char c) {
+    Space();
+    return pos_ < t_.size() && t_[pos_] == c;
+  }
+  bool Take(char c) {
+    if (!Peek(c)) return false;
+    ++pos_;
+    return true;
+  }
+
+  // One value of any kind, `depth` containers deep.
+  bool Value(int depth) {
+    Space();
+    if (pos_ >= t_.size()) return false;
+    const char c = t_[pos_];
+    if (c == '{' || c == '[') {
+      too_deep_ = too_deep_ || depth >= kMaxNesting;
+      return !too_deep_ && Container(depth + 1);
+    }
+    if (c == '"') return String();
+    if (c == '-' || IsDigit(c)) return Number();
+    return Word("true") || Word("false") || Word("null");
+  }
+
+  // A string token, the scanner on its opening quote.
+  bool String() {
+    if (pos_ >= t_.size() || t_[pos_] != '"') return false;
+    for (++pos_; pos_ < t_.size(); ++pos_) {
+      const char c = t_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return true;
+      }
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20) return false;
+      if (byte >= 0x80) {
+        if (!Utf8()) return false;
+        continue;
+      }
+      if (c != '\\') continue;
+      if (++pos_ >= t_.size()) return false;
+      const char e = t_[pos_];
+      if (e == 'u') {
+        if (!Escape()) return false;
+      } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+ private:
+  // The four hex digits after "\u" at `at` (on the 'u'), or -1.
+  long Hex4(size_t at) const {
+    if (at + 4 >= t_.size() || !std::all_of(&t_[at + 1], &t_[at + 5], IsHex)) return -1;
+    long unit = 0;
+    std::from_chars(&t_[at + 1], &t_[at + 5], unit, 16);
+    return unit;
+  }
+
+  // A "\u" escape, the scanner on its 'u' and left on its last digit. UTF-16 surrogates come in
+  // pairs, a high one escaped right before a low one: a lone one names no character (the
+  // parsers the router's peers use refuse it, so it would come back as their error).
+  bool Escape() {
+    const long unit = Hex4(pos_);
+    if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return false;
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      const bool pair = t_.substr(pos_ + 5, 2) == "\\u";
+      const long low = pair ? Hex4(pos_ + 6) : -1;
+      if (low < 0xDC00 || low > 0xDFFF) return false;
+      pos_ += 6;
+    }
+    pos_ += 4;
+    return true;
+  }
+
+  // One UTF-8 sequence (RFC 3629: shortest form, no surrogates, at most U+10FFFF) starting at
+  // the scanner, left on its last byte.
+  bool Utf8() {
+    const auto at = [&](size_t i) {
+      return pos_ + i < t_.size() ? static_cast<unsigned char>(t_[pos_ + i]) : 0;
+    };
+    const unsigned char b = at(0);
+    const int length = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 ? 2 : 0;
+    if (length == 0 || b > 0xF4) return false;
+    // The second byte's range narrows where the lead byte allows overlong or out-of-range forms.
+    const unsigned char low = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+    const unsigned char high = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+    if (at(1) < low || at(1) > high) return false;
+    for (int i = 2; i < length; ++i) {
+      if (at(i) < 0x80 || at(i) > 0xBF) return false;
+    }
+    pos_ += length - 1;
+    return true;
+  }
+
+  bool Digits() {
+    const size_t from = pos_;
+    while (pos_ < t_.size() && IsDigit(t_[pos_])) ++pos_;
+    return pos_ > from;
+  }
+
+  bool Number() {
+    if (t_[pos_] == '-') ++pos_;
+    if (pos_ < t_.size() && t_[pos_] == '0') {
+      ++pos_;
+    } else if (!Digits()) {
+      return false;
+    }
+    if (pos_ < t_.size() && t_[pos_] == '.' && (++pos_, !Digits())) return false;
+    if (pos_ < t_.size() && (t_[pos_] == 'e' || t_[pos_] == 'E')) {
+      ++pos_;
+      if (pos_ < t_.size() && (t_[pos_] == '+' || t_[pos_] == '-')) ++pos_;
+      if (!Digits()) return false;
+    }
+    return true;
+  }
+
+  bool Word(std::string_view word) {
+    if (t_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+
+  // An object or an array whose opening bracket the scanner is on.
+  bool Container(int depth) {
+    const bool object = t_[pos_] == '{';
+    const char close = object ? '}' : ']';
+    ++pos_;
+    if (Take(close)) return true;
+    do {
+      if (object && !(Peek('"') && String() && Take(':'))) return false;
+      if (!Value(depth)) return false;
+    } while (Take(','));
+    return Take(close);
+  }
+
+  std::string_view t_;
+  size_t pos_ = 0;
+  bool too_deep_ = false;
+};
+
+Error Malformed(const std::string& what, size_t at) {
+  return Error{ErrorKind::kInvalid, what + " (at byte " + std::to_string(at) + ")"};
+}
+
+Error NotJson(const Scanner& s) {
+  if (s.too_deep()) {
+    return Error{ErrorKind::kInvalid, "is nested deeper than " + std::to_string(kMaxNesting)};
+  }
+  return Malformed("is not JSON", s.pos());
+}
+
+// The items of the one container `text` holds: members of an object, elements of an array.
+template <typename Item, typename OnItem>
+Result<std::vector<Item>> Scan(std::string_view text, char open, OnItem on_item) {
+  const char close = open == '{' ? '}' : ']';
+  const std::string kind = open == '{' ? "a JSON object" : "a JSON array";
+  Scanner s(text);
+  if (!s.Take(open)) {
+    Status valid = CheckJson(text);
+    if (!valid) return valid.error();
+    return Error{ErrorKind::kInvalid, "is not " + kind};
+  }
+  std::vector<Item> items;
+  if (!s.Take(close)) {
+    do {
+      if (!on_item(s, items)) return NotJson(s);
+    } while (s.Take(','));
+    if (!s.Take(close)) return NotJson(s);
+  }
+  if (!s.AtEnd()) return Malformed("holds more than one JSON value", s.pos());
+  return items;
+}
+
+// The value's text from where the scanner stands (after whitespace) to where it ends.
+bool ValueSpan(Scanner& s, std::string_view text, std::string_view& out) {
+  s.Space();
+  const size_t from = s.pos();
+  if (!s.Value(1)) return false;
+  out = text.substr(from, s.pos() - from);
+  return true;
+}
+
+void Append(std::string& list, std::string_view key, std::string_view value) {
+  if (!list.empty()) list += ',';
+  list += '"';
+  list += key;
+  list += "\":";
+  list += value;
+}
+
+}  // namespace
+
+Status CheckJson(std::string_view text) {
+  Scanner s(text);
+  if (!s.Value(0)) return NotJson(s);
+  if (!s.AtEnd()) return Malformed("holds more than one JSON value", s.pos());
+  return Done{};
+}
+
+Result<std::vector<Member>> ScanObject(std::string_view text) {
+  return Scan<Member>(text, '{', [&](Scanner& s, std::vector<Member>& members) {
+    if (!s.Peek('"')) return false;
+    const size_t from = s.pos();
+    if (!s.String()) return false;
+    Member m{text.substr(from + 1, s.pos() - from - 2), {}};
+    if (!s.Take(':') || !ValueSpan(s, text, m.value)) return false;
+    members.push_back(m);
+    return true;
+  });
+}
+
+Result<std::vector<std::string_view>> ScanArray(std::string_view text) {
+  return Scan<std::string_view>(text, '[', [&](Scanner& s, std::vector<std::string_view>& items) {
+    std::string_view item;
+    if (!ValueSpan(s, text, item)) return false;
+    items.push_back(item);
+    return true;
+  });
+}
+
+std::string_view Find(const std::vector<Member>& members, std::string_view key) {
+  const auto last =
+      std::find_if(members.rbegin(), members.rend(), [&](const Member& m) { return m.key == key; });
+  return last == members.rend() ? std::string_view() : last->value;
+}
+
+std::string Body::Render(const std::vector<std::pair<std::string_view, std::string>>& set) const {
+  std::string params = parameters;
+  for (const auto& [key, value] : set) Append(params, key, value);
+  std::string out;
+  out.reserve(inputs.size() + id.size() + others.size() + params.size() + 48);
+  out += "{\"inputs\":";
+  out += inputs;
+  if (!id.empty()) (out += ",\"id\":") += id;
+  if (!others.empty()) (out += ',') += others;
+  ((out += ",\"parameters\":{") += params) += "}}";
+  return out;
+}
+
+Result<Body> ClientBody(const std::vector<Member>& request) {
+  Body body;
+  for (const Member& m : request) {
+    if (m.key == "inputs") {
+      body.inputs = m.value;
+    } else if (m.key == "id") {
+      body.id = m.value;
+    } else if (m.key != "parameters") {
+      Append(body.others, m.key, m.value);
+    }
+  }
+  if (body.inputs.empty()) return Error{ErrorKind::kInvalid, "inputs: is required"};
+  const std::string_view parameters = Find(request, "parameters");
+  if (parameters.empty()) return body;
+  auto members = ScanObject(parameters);
+  if (!members) return Error{ErrorKind::kInvalid, "parameters: must be an object"};
+  for (const Member& m : *members) {
+    if (m.key != kDeadlineParameter && m.key != kPathParameter) {
+      Append(body.parameters, m.key, m.value);
+    }
+  }
+  return body;
+}
+
+Result<Answer> ReadAnswer(std::string_view body) {
+  auto members = ScanObject(body);
+  if (!members) return Error{ErrorKind::kInvalid, "its answer " + members.error().message};
+  Answer answer;
+  answer.outputs = Find(*members, "outputs");
+  if (!answer.outputs.empty() && answer.outputs.front() != '[') {
+    return Error{ErrorKind::kInvalid, "its outputs are not an array"};
+  }
+  if (answer.outputs.find_first_not_of("[ \t\r\n]") == std::string_view::npos) answer.outputs = {};
+  const std::string_view parameters = Find(*members, "parameters");
+  answer.parameters = parameters.empty() ? json::object() : json::parse(parameters, nullptr, false);
+  if (!answer.parameters.is_object()) {
+    return Error{ErrorKind::kInvalid, "its parameters are not an object"};
+  }
+  return answer;
+}
+
+Body NextBody(const Answer& answer, const Body& previous) {
+  Body next;
+  next.inputs = answer.outputs.empty() ? previous.inputs : std::string(answer.outputs);
+  next.id = previous.id;
+  return next;
+}
+
+Result<std::vector<std::string>> NamedOutputs(std::string_view task, std::string_view outputs) {
+  std::vector<std::string> named;
+  if (outputs.empty()) return named;
+  auto items = ScanArray(outputs);
+  if (!items) return items.error();
+  for (size_t i = 0; i < items->size(); ++i) {
+    auto members = ScanObject((*items)[i]);
+    if (!members) {
+      return Error{ErrorKind::kInvalid, "outputs[" + std::to_string(i) + "] is not an object"};
+    }
+    const std::string_view name = Find(*members, "name");
+    std::string out = R"({"name":")" + std::string(task) + '/';
+    out += name.size() >= 2 && name.front() == '"' ? name.substr(1) : "output\"";
+    for (const Member& m : *members) {
+      if (m.key != "name") Append(out, m.key, m.value);
+    }
+    named.push_back(out + '}');
+  }
+  return named;
+}
+
+std::string Quoted(std::string_view text) { return json(std::string(text)).dump(); }
+
+}  // namespace pipescale::router

@@ -1,0 +1,106 @@
+#include "routing/endpoints.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/json_fields.h"
+
+namespace pipescale::router {
+namespace {
+
+using nlohmann::json;
+
+// A JSON object's member as an object, or an empty one: pods come from outside.
+json Object(const json& parent, const char* key) {
+  const json* v = parent.is_object() && parent.contains(key) ? &parent[key] : nullptr;
+  return v != nullptr && v->is_object() ? *v : json::object();
+}
+
+int PortOf(const json& containers) {
+  int first = 0;
+  for (const json& c : containers) {
+    if (!c.is_object()) continue;
+    const json ports = c.value("ports", json::array());
+    if (!ports.is_array()) continue;
+    for (const json& p : ports) {
+      if (!p.is_object() || !p.value("containerPort", json()).is_number_integer()) continue;
+      const int port = p["containerPort"].get<int>();
+      if (StringField(p, "name") == "http") return port;
+      if (first == 0) first = port;
+    }
+  }
+  return first > 0 ? first : kDefaultModelPort;
+}
+
+// The batch size the pod runs with: the variant's environment variable in any container.
+int BatchOf(const json& containers, const std::string& env) {
+  for (const json& c : containers) {
+    if (!c.is_object()) continue;
+    const json env_list = c.value("env", json::array());
+    if (!env_list.is_array()) continue;
+    for (const json& e : env_list) {
+      if (e.is_object() && StringField(e, "name") == env) {
+        return std::max(1, std::atoi(StringField(e, "value").c_str()));
+      }
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+void Profile(const model::Pipeline& pipeline, const std::string& task, PodEndpoint& pod) {
+  const int t = pipeline.TaskIndex(task);
+  const model::Variant* v = t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(pod.variant);
+  const model::Profile* p = v == nullptr ? nullptr : v->FindProfile(pod.hardware_class);
+  if (p == nullptr) return;
+  pod.batch = std::clamp(pod.batch, 1, v->max_batch);
+  pod.batch_ms = p->latency.Ms(pod.batch);
+  if (pod.batch_ms > 0) pod.weight = pod.batch * 1000 / pod.batch_ms;
+}
+
+bool PodReady(const json& pod) {
+  if (Object(pod, "metadata").contains("deletionTimestamp")) return false;
+  const json conditions = Object(pod, "status").value("conditions", json::array());
+  if (!conditions.is_array()) return false;
+  for (const json& c : conditions) {
+    if (c.is_object() && StringField(c, "type") == "Ready") {
+      return StringField(c, "status") == "True";
+    }
+  }
+  return false;
+}
+
+std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipeline& pipeline,
+                                                               const std::vector<json>& pods) {
+  std::map<std::string, std::vector<PodEndpoint>> out;
+  for (const json& raw : pods) {
+    const json pod = {{"metadata", Object(raw, "metadata")},
+                      {"spec", Object(raw, "spec")},
+                      {"status", Object(raw, "status")}};
+    const json labels = Object(pod["metadata"], "labels");
+    const std::string task = StringField(labels, "pipescale.io/task");
+    if (StringField(labels, "pipescale.io/pipeline") != pipeline.name || task.empty()) continue;
+    const std::string ip = StringField(pod["status"], "podIP");
+    if (ip.empty() || !PodReady(pod)) continue;
+    const json containers = pod["spec"].value("containers", json::array());
+    if (!containers.is_array()) continue;
+    PodEndpoint endpoint{.name = StringField(pod["metadata"], "name"),
+                         .address = ip + ":" + std::to_string(PortOf(containers)),
+                         .variant = StringField(labels, "pipescale.io/variant"),
+                         .hardware_class = StringField(labels, "pipescale.io/hardware-class")};
+    const int t = pipeline.TaskIndex(task);
+    const model::Variant* v =
+        t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(endpoint.variant);
+    if (v != nullptr) endpoint.batch = BatchOf(containers, v->batch_env);
+    Profile(pipeline, task, endpoint);
+    out[task].push_back(std::move(endpoint));
+  }
+  for (auto& [task, list] : out) {
+    std::sort(list.begin(), list.end(),
+              [](const PodEndpoint& a, const PodEndpoint& b) { return a.address < b.address; });
+  }
+  return out;
+}
+
+}  // namespace pipescale::router

@@ -1,0 +1,181 @@
+#include "routing/request.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace pipescale::router {
+
+std::vector<double> QuerySizeBounds() {
+  std::vector<double> out = {1, 2, 3, 4, 5, 6};
+  for (int octave = 8; octave <= 4096; octave *= 2) {
+    for (int quarters : {4, 5, 6}) {  // 1, 1.25 and 1.5 octaves
+      const int bound = octave / 4 * quarters;
+      if (bound <= 4096) out.push_back(bound);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 13> kDatatypes = {
+    "BOOL",  "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16",
+    "INT32", "INT64", "FP16",   "FP32",   "FP64",   "BYTES"};
+
+Error Invalid(const std::string& field, const std::string& why) {
+  return Error{ErrorKind::kInvalid, field + ": " + why};
+}
+
+bool IsString(std::string_view token) { return !token.empty() && token.front() == '"'; }
+
+// A string token's text (the scanner has checked its grammar; escapes are rare, so only then
+// is it decoded by a parser, which never gets to throw).
+std::string Text(std::string_view token) {
+  if (token.find('\\') == std::string_view::npos) {
+    return std::string(token.substr(1, token.size() - 2));
+  }
+  const json decoded = json::parse(token, nullptr, false);
+  return decoded.is_string() ? decoded.get<std::string>() : std::string();
+}
+
+// Elements in `data` (its text), flat or nested, or -1 when it holds something that is not a
+// scalar.
+long CountElements(std::string_view data) {
+  if (data.front() == '{' || data == "null") return -1;
+  if (data.front() != '[') return 1;
+  long n = 0;
+  const std::vector<std::string_view> items = *ScanArray(data);  // scanned with the request
+  for (std::string_view item : items) {
+    const long inner = CountElements(item);
+    if (inner < 0) return -1;
+    n += inner;
+  }
+  return n;
+}
+
+// A non-negative integer token, or -1.
+long Dimension(std::string_view token) {
+  long value = -1;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  return error == std::errc() && end == token.data() + token.size() && value >= 0 ? value : -1;
+}
+
+struct Shape {
+  long elements = 1;
+  long first = 0;  // the leading dimension: the query's size
+};
+
+Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
+  const auto dims = shape.front() == '[' ? *ScanArray(shape) : std::vector<std::string_view>{};
+  if (dims.empty()) return Invalid(field, "must be a non-empty array of non-negative integers");
+  Shape out{.elements = 1, .first = Dimension(dims.front())};
+  for (std::string_view d : dims) {
+    const long dim = Dimension(d);
+    if (dim < 0) return Invalid(field, "must be a non-empty array of non-negative integers");
+    if (dim > 0 && out.elements > static_cast<long>(kMaxElements) / dim) {
+      return Invalid(field, "holds more than " + std::to_string(kMaxElements) + " elements");
+    }
+    out.elements *= dim;
+  }
+  return out;
+}
+
+// Checks one input tensor; its first dimension (the query's size).
+Result<long> CheckInput(std::string_view input, const std::string& field) {
+  auto members = ScanObject(input);
+  if (!members) return Invalid(field, "must be an object");
+  const std::string_view name = Find(*members, "name");
+  if (!IsString(name) || name == "\"\"")
+    return Invalid(field + ".name", "must be a non-empty string");
+  const std::string_view type = Find(*members, "datatype");
+  if (!IsString(type) || std::find(kDatatypes.begin(), kDatatypes.end(),
+                                   type.substr(1, type.size() - 2)) == kDatatypes.end()) {
+    return Invalid(field + ".datatype", "must be one of the protocol's datatypes, e.g. FP32");
+  }
+  const std::string_view shape = Find(*members, "shape");
+  if (shape.empty()) return Invalid(field + ".shape", "is required");
+  auto checked = CheckShape(shape, field + ".shape");
+  if (!checked) return checked.error();
+  const long elements = checked->elements;
+  const std::string_view data = Find(*members, "data");
+  if (data.empty()) return Invalid(field + ".data", "is required");
+  const long count = CountElements(data);
+  if (count < 0) return Invalid(field + ".data", "must hold only numbers, booleans or strings");
+  if (count != elements) {
+    return Invalid(field + ".data", "holds " + std::to_string(count) +
+                                        " elements, the shape says " + std::to_string(elements));
+  }
+  return checked->first;
+}
+
+Status CheckOutputs(std::string_view outputs) {
+  if (outputs.front() != '[') return Invalid("outputs", "must be an array");
+  const auto items = *ScanArray(outputs);
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto o = ScanObject(items[i]);
+    if (!o || !IsString(Find(*o, "name"))) {
+      return Invalid("outputs[" + std::to_string(i) + "].name", "must be a string");
+    }
+  }
+  return Done{};
+}
+
+// The path the client named in the request's parameters, or "".
+Result<std::string> NamedPath(std::string_view parameters) {
+  if (parameters.empty()) return std::string();
+  auto members = ScanObject(parameters);
+  if (!members) return Invalid("parameters", "must be an object");
+  const std::string_view path = Find(*members, kPathParameter);
+  if (path.empty()) return std::string();
+  if (!IsString(path)) return Invalid("parameters.pipescale_path", "must be a string");
+  return Text(path);
+}
+
+}  // namespace
+
+// One scan checks the syntax and notes where each member lies; the checks below read those
+// spans (a nested value is scanned again only where a rule looks inside it), and numbers are
+// never converted but for the shape's.
+Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header) {
+  if (body.size() > kMaxBodyBytes) {
+    return Invalid("body", "is larger than " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  auto members = ScanObject(body);
+  if (!members) {
+    const std::string why = members.error().message;
+    return Invalid("body", why == "is not a JSON object" ? "must be a JSON object" : why);
+  }
+  InferRequest out;
+  if (const std::string_view id = Find(*members, "id"); !id.empty()) {
+    if (!IsString(id)) return Invalid("id", "must be a string");
+    out.id = Text(id);
+  }
+  auto path = NamedPath(Find(*members, "parameters"));
+  if (!path) return path.error();
+  const std::string_view inputs = Find(*members, "inputs");
+  const auto tensors = !inputs.empty() && inputs.front() == '[' ? *ScanArray(inputs)
+                                                                : std::vector<std::string_view>{};
+  if (tensors.empty()) return Invalid("inputs", "must be a non-empty array");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    auto first = CheckInput(tensors[i], "inputs[" + std::to_string(i) + "]");
+    if (!first) return first.error();
+    if (i == 0) out.query_size = static_cast<int>(std::clamp<long>(*first, 1, 1 << 20));
+  }
+  if (const std::string_view outputs = Find(*members, "outputs"); !outputs.empty()) {
+    if (Status s = CheckOutputs(outputs); !s) return s.error();
+  }
+  out.path = path_header.empty() ? *path : std::string(path_header);
+  auto text = ClientBody(*members);
+  if (!text) return Invalid("body", text.error().message);
+  out.body = std::move(*text);
+  return out;
+}
+
+std::string ErrorBody(std::string_view message) {
+  return json{{"error", std::string(message)}}.dump();
+}
+
+}  // namespace pipescale::router

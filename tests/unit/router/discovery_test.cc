@@ -1,0 +1,60 @@
+// The routing tables the router's discovery builds, without a cluster: what one table hands the
+// next.
+#include "router/discovery.h"
+
+#include <gtest/gtest.h>
+
+#include "api/pipeline_parse.h"
+#include "support/pipelines.h"
+
+namespace pipescale::router {
+namespace {
+
+// The shared one-task pipeline: task `a`, variant `v`.
+model::Pipeline OneTask() {
+  auto parsed = api::ParsePipeline(testing::OneTaskPipeline("one").dump());
+  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
+  return *parsed.pipeline;
+}
+
+PodEndpoint Pod(const std::string& address, double weight) {
+  return {.name = address, .address = address, .weight = weight, .variant = "v"};
+}
+
+// A batch change gives a busy pod a new profile, and so a new Endpoint: it must still count the
+// requests sent to it under the old one, or the picker and the door read it as idle.
+TEST(MakeTable, APodKeepsItsRequestsOutstandingAcrossANewProfile) {
+  const model::Pipeline pipeline = OneTask();
+  Known known;
+  const auto first = MakeTable(pipeline, {{"a", {Pod("a:1", 10), Pod("b:1", 10)}}}, known);
+  const std::shared_ptr<Endpoint>& a = first->endpoints.at("a")[0];
+  *a->outstanding += 3;
+
+  const auto second = MakeTable(pipeline, {{"a", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
+  const std::shared_ptr<Endpoint>& a2 = second->endpoints.at("a")[0];
+  EXPECT_NE(a2.get(), a.get());  // the new profile
+  EXPECT_EQ(a2->weight, 20);
+  EXPECT_EQ(a2->outstanding->load(), 3);
+  --*a->outstanding;  // an answer to a request sent under the old table
+  EXPECT_EQ(a2->outstanding->load(), 2);
+  EXPECT_EQ(second->endpoints.at("a")[1]->outstanding->load(), 0);
+  EXPECT_EQ(second->endpoints.at("a")[1].get(), first->endpoints.at("a")[1].get());  // unchanged
+
+  // A pod that leaves and comes back is a new pod.
+  MakeTable(pipeline, {{"a", {Pod("b:1", 10)}}}, known);
+  const auto back = MakeTable(pipeline, {{"a", {Pod("a:1", 20), Pod("b:1", 10)}}}, known);
+  EXPECT_EQ(back->endpoints.at("a")[0]->outstanding->load(), 0);
+}
+
+// The rule the door and the model's readiness share: a task with no Ready pod is named.
+TEST(RoutingTable, NamesTheFirstTaskWithoutAPod) {
+  const model::Pipeline pipeline = OneTask();
+  Known known;
+  const auto empty = MakeTable(pipeline, {}, known);
+  EXPECT_EQ(empty->TaskWithoutPod({"a"}), "a");
+  EXPECT_EQ(MakeTable(pipeline, {{"a", {Pod("a:1", 10)}}}, known)->TaskWithoutPod({"a"}),
+            std::nullopt);
+}
+
+}  // namespace
+}  // namespace pipescale::router

@@ -1,0 +1,110 @@
+// The pods a router may call: only its pipeline's Ready pods with an address, at the port they
+// declare, weighted by what their plan says one replica serves; anything else is passed over.
+#include "routing/endpoints.h"
+
+#include <gtest/gtest.h>
+
+#include "api/pipeline_parse.h"
+
+namespace pipescale::router {
+namespace {
+
+using nlohmann::json;
+
+model::Pipeline Chain() {
+  auto parsed = api::ParsePipeline(R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain}
+spec:
+  hardwareClasses: [{name: gpu}, {name: cpu}]
+  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          profiles:
+            - {hardwareClass: gpu, latencyMs: {quadratic: {b: 2, c: 8}}}
+            - {hardwareClass: cpu, latencyMs: {quadratic: {b: 10, c: 40}}}
+    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+  paths: [{name: all, tasks: [detect, classify], sloMs: 200}]
+)");
+  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
+  return *parsed.pipeline;
+}
+
+json Pod(const std::string& name, const std::string& task, const std::string& ip,
+         const std::string& ready = "True") {
+  return {{"metadata",
+           {{"name", name},
+            {"labels",
+             {{"pipescale.io/pipeline", "chain"},
+              {"pipescale.io/task", task},
+              {"pipescale.io/variant", task == "detect" ? "small" : "v"},
+              {"pipescale.io/hardware-class", "cpu"}}}}},
+          {"spec", {{"containers", {{{"name", "model"}}}}}},
+          {"status", {{"podIP", ip}, {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
+}
+
+TEST(Endpoints, OnlyReadyPodsOfThePipelineWithAnAddress) {
+  json other = Pod("o", "detect", "127.0.0.9");
+  other["metadata"]["labels"]["pipescale.io/pipeline"] = "another";
+  json leaving = Pod("l", "detect", "127.0.0.8");
+  leaving["metadata"]["deletionTimestamp"] = "2026-11-25T09:00:00Z";
+  const auto e =
+      ReadyEndpoints(Chain(), {Pod("b", "detect", "127.0.0.3"), Pod("a", "detect", "127.0.0.2"),
+                               Pod("n", "detect", "127.0.0.4", "False"), Pod("p", "classify", ""),
+                               other, leaving});
+  ASSERT_EQ(e.size(), 1u);
+  ASSERT_EQ(e.at("detect").size(), 2u);
+  EXPECT_EQ(e.at("detect")[0].address, "127.0.0.2:8080");  // sorted, the default port
+  EXPECT_EQ(e.at("detect")[1].name, "b");
+  EXPECT_EQ(e.at("detect")[1].variant, "small");
+}
+
+TEST(Endpoints, ThePortNamedHttpElseTheFirstDeclared) {
+  json pod = Pod("a", "detect", "10.0.0.1");
+  pod["spec"]["containers"] = {
+      {{"name", "sidecar"}, {"ports", {{{"name", "metrics"}, {"containerPort", 9090}}}}},
+      {{"name", "model"}, {"ports", {{{"name", "http"}, {"containerPort", 8000}}}}}};
+  EXPECT_EQ(ReadyEndpoints(Chain(), {pod}).at("detect")[0].address, "10.0.0.1:8000");
+  pod["spec"]["containers"][1]["ports"][0]["name"] = "grpc";
+  EXPECT_EQ(ReadyEndpoints(Chain(), {pod}).at("detect")[0].address, "10.0.0.1:9090");
+}
+
+// The weight is b * 1000 / d(b) of the pod's variant on its class at its batch size, so a pod
+// batching 4 on the CPU (d(4) = 80 ms) counts as 50 requests/s and one at batch 1 as 20.
+TEST(Endpoints, WeightIsThePlannedThroughputOfOneReplica) {
+  json batched = Pod("a", "detect", "10.0.0.1");
+  batched["spec"]["containers"][0]["env"] = {{{"name", "MAX_BATCH_SIZE"}, {"value", "4"}}};
+  const auto e = ReadyEndpoints(Chain(), {batched, Pod("b", "detect", "10.0.0.2")});
+  EXPECT_DOUBLE_EQ(e.at("detect")[0].weight, 50);
+  EXPECT_DOUBLE_EQ(e.at("detect")[1].weight, 20);
+  json gpu = Pod("c", "detect", "10.0.0.3");
+  gpu["metadata"]["labels"]["pipescale.io/hardware-class"] = "gpu";
+  EXPECT_DOUBLE_EQ(ReadyEndpoints(Chain(), {gpu}).at("detect")[0].weight, 100);
+  json unknown = Pod("d", "detect", "10.0.0.4");
+  unknown["metadata"]["labels"]["pipescale.io/variant"] = "gone";
+  EXPECT_DOUBLE_EQ(ReadyEndpoints(Chain(), {unknown}).at("detect")[0].weight, 1);
+}
+
+// Pods come from outside: any shape is passed over or read as far as it makes sense, never a
+// crash.
+TEST(Endpoints, MalformedPodsArePassedOver) {
+  json labels_wrong = Pod("a", "detect", "10.0.0.1");
+  labels_wrong["metadata"]["labels"]["pipescale.io/task"] = 7;
+  json status_wrong = Pod("b", "detect", "10.0.0.2");
+  status_wrong["status"]["conditions"] = "Ready";
+  json ports_wrong = Pod("c", "detect", "10.0.0.3");
+  ports_wrong["spec"]["containers"] = {{{"ports", "http"}, {"env", 3}}, 5};
+  const auto e = ReadyEndpoints(Chain(), {json(), json::array(), json{{"metadata", 1}},
+                                          labels_wrong, status_wrong, ports_wrong});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e.at("detect")[0].address, "10.0.0.3:8080");
+  for (const json& not_a_pod : {json(), json::array(), json{{"metadata", 1}}, status_wrong}) {
+    EXPECT_FALSE(PodReady(not_a_pod)) << not_a_pod.dump();
+  }
+  EXPECT_TRUE(PodReady(Pod("r", "detect", "10.0.0.5")));
+}
+
+}  // namespace
+}  // namespace pipescale::router
