@@ -3,209 +3,156 @@
 #include <nlohmann/json.hpp>
 
 #include "api/deployment.h"
+#include "api/field_reader.h"
 
 namespace pipescale::api {
 namespace {
 
 using nlohmann::json;
 
-// `field` starts with the ConfigMap key it is in: "routing.json: tables[1].to[0].fraction".
-Error Invalid(const std::string& field, const std::string& why) {
-  return Error{ErrorKind::kInvalid, field + ": " + why};
+constexpr Range kFractionRange{.min = 0, .max = 1, .words = "in [0, 1]"};
+constexpr Range kRateRange{.min = 0, .max = 1e12};
+constexpr Range kMsRange{.min = 0, .max = 3'600'000};
+constexpr std::int64_t kMaxCount = 1'000'000;
+constexpr size_t kMaxItems = 100'000;  // tables, pools, members or batches: far beyond any plan
+
+// A required string that is not empty; "" after recording why.
+std::string Text(Reader& r, const json& object, const char* key, const std::string& path) {
+  const std::string text = r.String(object, key, path, true).value_or("");
+  if (object.contains(key) && object[key].is_string() && text.empty()) {
+    r.Fail(Reader::At(path, key), "must be a non-empty string");
+  }
+  return text;
 }
 
-Result<int> Count(const json& object, const char* key, const std::string& field, int low) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number_integer() || *it < low || *it > 1'000'000) {
-    return Invalid(field + "." + key, "must be an integer from " + std::to_string(low));
+// Calls `read(item, item_path)` for each object of the list at `key` (absent: none).
+template <typename Read>
+void ForEachObject(Reader& r, const json& object, const char* key, const std::string& path,
+                   Read read) {
+  const json* items = r.Array(object, key, path, false, kMaxItems);
+  if (items == nullptr) return;
+  for (size_t i = 0; i < items->size(); ++i) {
+    const std::string at = Reader::At(Reader::At(path, key), i);
+    if ((*items)[i].is_object()) {
+      read((*items)[i], at);
+    } else {
+      r.Fail(at, "must be an object");
+    }
   }
-  return it->get<int>();
 }
 
-Result<std::string> Text(const json& object, const char* key, const std::string& field) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string() || it->get<std::string>().empty()) {
-    return Invalid(field + "." + key, "must be a non-empty string");
-  }
-  return it->get<std::string>();
+int Count(Reader& r, const json& object, const char* key, const std::string& path, int low) {
+  return static_cast<int>(r.Integer(object, key, path, true, low, kMaxCount).value_or(low));
 }
 
-Result<double> Number(const json& object, const char* key, const std::string& field, double high) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_number() || *it < 0 || *it > high) {
-    return Invalid(field + "." + key,
-                   high == 1 ? "must be a number in [0, 1]" : "must be a non-negative number");
-  }
-  return it->get<double>();
-}
-
-const json& Array(const json& doc, const char* key) {
-  static const json kEmpty = json::array();
-  auto it = doc.find(key);
-  return it != doc.end() && it->is_array() ? *it : kEmpty;
-}
-
-Result<model::RoutingTable> Table(const json& t, const std::string& field) {
-  if (!t.is_object()) return Invalid(field, "must be an object");
-  model::RoutingTable table;
-  for (auto [key, slot] : {std::pair{"path", &table.path}, {"task", &table.task}}) {
-    auto v = Text(t, key, field);
-    if (!v) return v.error();
-    *slot = *v;
-  }
-  table.from_variant = t.value("from", json()).is_string() ? t["from"].get<std::string>() : "";
-  const json& to = Array(t, "to");
-  for (size_t i = 0; i < to.size(); ++i) {
-    const std::string at = field + ".to[" + std::to_string(i) + "]";
-    if (!to[i].is_object()) return Invalid(at, "must be an object");
-    auto variant = Text(to[i], "variant", at);
-    auto fraction = variant ? Number(to[i], "fraction", at, 1) : Result<double>(variant.error());
-    if (!fraction) return fraction.error();
-    table.to.emplace_back(*variant, *fraction);
-  }
+model::RoutingTable Table(Reader& r, const json& t, const std::string& path) {
+  model::RoutingTable table{.path = Text(r, t, "path", path), .task = Text(r, t, "task", path)};
+  table.from_variant = r.String(t, "from", path, false).value_or("");
+  ForEachObject(r, t, "to", path, [&](const json& to, const std::string& at) {
+    table.to.emplace_back(Text(r, to, "variant", at),
+                          r.Number(to, "fraction", at, true, kFractionRange).value_or(0));
+  });
   return table;
 }
 
-Result<model::BackupWorker> Backup(const json& b, const std::string& field) {
-  if (!b.is_object()) return Invalid(field, "must be an object");
-  auto task = Text(b, "task", field);
-  auto variant = task ? Text(b, "variant", field) : Result<std::string>(task.error());
-  auto spare = variant ? Number(b, "spareRps", field, 1e12) : Result<double>(variant.error());
-  if (!spare) return spare.error();
-  return model::BackupWorker{*task, *variant, *spare};
+model::BackupWorker Backup(Reader& r, const json& b, const std::string& path) {
+  return {Text(r, b, "task", path), Text(r, b, "variant", path),
+          r.Number(b, "spareRps", path, true, kRateRange).value_or(0)};
 }
 
-Result<model::PoolMember> Member(const json& m, const std::string& field) {
-  if (!m.is_object()) return Invalid(field, "must be an object");
-  model::PoolMember member;
-  auto hardware_class = Text(m, "hardwareClass", field);
-  if (!hardware_class) return hardware_class.error();
-  member.hardware_class = *hardware_class;
-  for (auto [key, slot, low] : {std::tuple{"replicas", &member.replicas, 0},
-                                std::tuple{"maxQuery", &member.max_query, 1}}) {
-    auto v = Count(m, key, field, low);
-    if (!v) return v.error();
-    *slot = *v;
-  }
-  auto coefficient = Number(m, "coefficient", field, 1);
-  auto capacity =
-      coefficient ? Number(m, "capacityRps", field, 1e12) : Result<double>(coefficient.error());
-  if (!capacity) return capacity.error();
-  member.coefficient = *coefficient;
-  member.capacity_rps = *capacity;
-  return member;
+model::PoolMember Member(Reader& r, const json& m, const std::string& path) {
+  return {.hardware_class = Text(r, m, "hardwareClass", path),
+          .replicas = Count(r, m, "replicas", path, 0),
+          .max_query = Count(r, m, "maxQuery", path, 1),
+          .coefficient = r.Number(m, "coefficient", path, true, kFractionRange).value_or(0),
+          .capacity_rps = r.Number(m, "capacityRps", path, true, kRateRange).value_or(0)};
 }
 
-Result<model::Pool> Pool(const json& p, const std::string& field) {
-  if (!p.is_object()) return Invalid(field, "must be an object");
-  model::Pool pool;
-  auto task = Text(p, "task", field);
-  auto qos = task ? Number(p, "qosMs", field, 1e9) : Result<double>(task.error());
-  if (!qos) return qos.error();
-  pool.task = *task;
-  pool.qos_ms = *qos;
-  const json& members = Array(p, "members");
-  for (size_t i = 0; i < members.size(); ++i) {
-    auto m = Member(members[i], field + ".members[" + std::to_string(i) + "]");
-    if (!m) return m.error();
-    pool.members.push_back(std::move(*m));
-  }
-  if (p.contains("spillClass")) {
-    auto spill = Text(p, "spillClass", field);
-    if (!spill) return spill.error();
-    pool.spill_class = *spill;
-  }
-  if (p.contains("upperBoundQps")) {
-    auto bound = Number(p, "upperBoundQps", field, 1e12);
-    if (!bound) return bound.error();
-    pool.upper_bound_qps = *bound;
-  }
+model::Pool Pool(Reader& r, const json& p, const std::string& path) {
+  model::Pool pool{.task = Text(r, p, "task", path),
+                   .qos_ms = r.Number(p, "qosMs", path, true, kMsRange).value_or(0)};
+  ForEachObject(r, p, "members", path, [&](const json& m, const std::string& at) {
+    pool.members.push_back(Member(r, m, at));
+  });
+  if (p.contains("spillClass")) pool.spill_class = Text(r, p, "spillClass", path);
+  pool.upper_bound_qps = r.Number(p, "upperBoundQps", path, false, kRateRange).value_or(0);
   return pool;
 }
 
-Result<RouterBatch> Batch(const json& b, const std::string& field) {
-  if (!b.is_object()) return Invalid(field, "must be an object");
-  RouterBatch out;
-  auto task = Text(b, "task", field);
-  auto variant = task ? Text(b, "variant", field) : Result<std::string>(task.error());
-  auto size = variant ? Count(b, "batchSize", field, 1) : Result<int>(variant.error());
-  auto wait = size ? Number(b, "waitMs", field, 3'600'000) : Result<double>(size.error());
-  if (!wait) return wait.error();
-  return RouterBatch{*task, *variant, *size, *wait};
+RouterBatch Batch(Reader& r, const json& b, const std::string& path) {
+  return {Text(r, b, "task", path), Text(r, b, "variant", path), Count(r, b, "batchSize", path, 1),
+          r.Number(b, "waitMs", path, true, kMsRange).value_or(0)};
+}
+
+// The document under ConfigMap key `key`, read by `read`; kInvalid naming the key and the first
+// field that is wrong ("routing.json: tables[1].to[0].fraction: must be in [0, 1], got 2").
+// Fields it does not know are left alone: an older router reads what a newer operator wrote.
+template <typename T, typename Read>
+Result<T> ReadDocument(std::string_view key, std::string_view text, Read read) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<FieldError> errors;
+  Reader r(errors);
+  T out{};
+  if (doc.is_object()) {
+    read(r, doc, out);
+  } else {
+    r.Fail("", "must be a JSON object");
+  }
+  if (!errors.empty())
+    return Error{ErrorKind::kInvalid, std::string(key) + ": " + errors[0].ToString()};
+  return out;
+}
+
+void ReadPhase(Reader& r, const json& doc, model::AccuracyScalingPlan& plan) {
+  const std::string phase = r.String(doc, "phase", "", true).value_or("");
+  for (auto p : {model::Phase::kHardwareScaling, model::Phase::kAccuracyScaling,
+                 model::Phase::kOverloaded}) {
+    if (phase == model::PhaseName(p)) {
+      plan.phase = p;
+      return;
+    }
+  }
+  r.Fail("phase", "must be HardwareScaling, AccuracyScaling or Overloaded");
 }
 
 }  // namespace
 
 Result<std::vector<RouterBatch>> ParseBatching(std::string_view text) {
-  const std::string root = std::string(kBatchingKey) + ": ";
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return Invalid(kBatchingKey, "must be a JSON object");
-  std::vector<RouterBatch> out;
-  const json& batches = Array(doc, "batches");
-  for (size_t i = 0; i < batches.size(); ++i) {
-    auto b = Batch(batches[i], root + "batches[" + std::to_string(i) + "]");
-    if (!b) return b.error();
-    out.push_back(std::move(*b));
-  }
-  return out;
+  return ReadDocument<std::vector<RouterBatch>>(
+      kBatchingKey, text, [](Reader& r, const json& doc, std::vector<RouterBatch>& out) {
+        ForEachObject(r, doc, "batches", "", [&](const json& b, const std::string& at) {
+          out.push_back(Batch(r, b, at));
+        });
+      });
 }
 
 Result<PoolsRouting> ParsePoolsRouting(std::string_view text) {
-  const std::string root = std::string(kPoolsRoutingKey) + ": ";
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return Invalid(kPoolsRoutingKey, "must be a JSON object");
-  PoolsRouting out;
-  const json optimizer = doc.value("optimizer", json());
-  if (!optimizer.is_string() || optimizer.get<std::string>().empty()) {
-    return Invalid(root + "optimizer", "must be a non-empty string");
-  }
-  out.optimizer = optimizer.get<std::string>();
-  const json& pools = Array(doc, "pools");
-  for (size_t i = 0; i < pools.size(); ++i) {
-    auto pool = Pool(pools[i], root + "pools[" + std::to_string(i) + "]");
-    if (!pool) return pool.error();
-    out.plan.pools.push_back(std::move(*pool));
-  }
-  return out;
+  return ReadDocument<PoolsRouting>(
+      kPoolsRoutingKey, text, [](Reader& r, const json& doc, PoolsRouting& out) {
+        out.optimizer = Text(r, doc, "optimizer", "");
+        ForEachObject(r, doc, "pools", "", [&](const json& p, const std::string& at) {
+          out.plan.pools.push_back(Pool(r, p, at));
+        });
+      });
 }
 
 Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
-  const std::string root = std::string(kLokiRoutingKey) + ": ";
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return Invalid(kLokiRoutingKey, "must be a JSON object");
-  model::AccuracyScalingPlan plan;
-  const std::string phase =
-      doc.value("phase", json()).is_string() ? doc["phase"].get<std::string>() : "";
-  bool known = false;
-  for (auto p : {model::Phase::kHardwareScaling, model::Phase::kAccuracyScaling,
-                 model::Phase::kOverloaded}) {
-    if (phase == model::PhaseName(p)) plan.phase = p, known = true;
-  }
-  if (!known)
-    return Invalid(root + "phase", "must be HardwareScaling, AccuracyScaling or Overloaded");
-  const json& tables = Array(doc, "tables");
-  for (size_t i = 0; i < tables.size(); ++i) {
-    auto t = Table(tables[i], root + "tables[" + std::to_string(i) + "]");
-    if (!t) return t.error();
-    plan.routing.push_back(std::move(*t));
-  }
-  const json& backups = Array(doc, "backups");
-  for (size_t i = 0; i < backups.size(); ++i) {
-    auto b = Backup(backups[i], root + "backups[" + std::to_string(i) + "]");
-    if (!b) return b.error();
-    plan.backups.push_back(std::move(*b));
-  }
-  const json budgets = doc.value("budgetsMs", json::object());
-  if (!budgets.is_object()) return Invalid(root + "budgetsMs", "must be an object");
-  for (const auto& [key, ms] : budgets.items()) {
-    if (!ms.is_number() || ms < 0) {
-      std::string field = root;
-      (field += "budgetsMs.") += key;
-      return Invalid(field, "must be a non-negative number");
-    }
-    plan.drop_budget_ms[key] = ms.get<double>();
-  }
-  return plan;
+  return ReadDocument<model::AccuracyScalingPlan>(
+      kLokiRoutingKey, text, [](Reader& r, const json& doc, model::AccuracyScalingPlan& plan) {
+        ReadPhase(r, doc, plan);
+        ForEachObject(r, doc, "tables", "", [&](const json& t, const std::string& at) {
+          plan.routing.push_back(Table(r, t, at));
+        });
+        ForEachObject(r, doc, "backups", "", [&](const json& b, const std::string& at) {
+          plan.backups.push_back(Backup(r, b, at));
+        });
+        if (const json* budgets = r.Object(doc, "budgetsMs", "", false)) {
+          for (const auto& [key, ms] : budgets->items()) {
+            const auto v = r.Number(*budgets, key.c_str(), "budgetsMs", true, kRateRange);
+            if (v) plan.drop_budget_ms[key] = *v;
+          }
+        }
+      });
 }
 
 }  // namespace pipescale::api

@@ -39,7 +39,7 @@ void ReportPanic(std::string_view component, std::string_view what) {
     }
   }
   if (first) {
-    Log("error", "caught a throw at a guard: a bug; carrying on",
+    Log("error", "a guard caught a failure (a bug); carrying on",
         {{"component", std::string(component)}, {"error", std::string(what)}});
   }
 }

@@ -54,10 +54,12 @@ TEST(LokiRouting, EachMistakeNamesItsField) {
       {R"({"phase": "HardwareScaling", "tables": [{"task": "a"}]})", "tables[0].path"},
       {R"({"phase": "HardwareScaling",
            "tables": [{"path": "p", "task": "a", "to": [{"variant": "v", "fraction": 2}]}]})",
-       "tables[0].to[0].fraction: must be a number in [0, 1]"},
+       "tables[0].to[0].fraction: must be in [0, 1], got 2"},
       {R"({"phase": "Overloaded", "backups": [{"task": "a", "variant": "v", "spareRps": -1}]})",
        "backups[0].spareRps"},
-      {R"({"phase": "Overloaded", "budgetsMs": {"a/v": "soon"}})", "budgetsMs.a/v"},
+      {R"({"phase": "Overloaded", "budgetsMs": {"a/v": "soon"}})",
+       "budgetsMs.a/v: must be a number"},
+      {R"({"phase": "Overloaded", "tables": {}})", "routing.json: tables: must be a list"},
   };
   ExpectErrors(cases, ParseLokiRouting);
 }
@@ -115,14 +117,15 @@ TEST(PoolsRouting, WhatTheOperatorWritesReadsBackTheSame) {
 TEST(PoolsRouting, EachMistakeNamesItsField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"3", "pools.json: must be a JSON object"},
-      {R"({"pools": []})", "pools.json: optimizer: must be a non-empty string"},
+      {R"({"pools": []})", "pools.json: optimizer: required"},
+      {R"({"optimizer": "", "pools": []})", "pools.json: optimizer: must be a non-empty string"},
       {R"({"optimizer": "kairos", "pools": [{"task": "a"}]})", "pools[0].qosMs"},
       {R"({"optimizer": "kairos", "pools": [{"task": "a", "qosMs": 5, "members": [
            {"hardwareClass": "gpu", "replicas": 1.5}]}]})",
-       "pools[0].members[0].replicas: must be an integer from 0"},
+       "pools[0].members[0].replicas: must be an integer, got 1.5"},
       {R"({"optimizer": "kairos", "pools": [{"task": "a", "qosMs": 5, "members": [
            {"hardwareClass": "gpu", "replicas": 1, "maxQuery": 0}]}]})",
-       "members[0].maxQuery: must be an integer from 1"},
+       "members[0].maxQuery: must be >= 1, got 0"},
       {R"({"optimizer": "mark", "pools": [{"task": "a", "qosMs": 5, "spillClass": 4}]})",
        "pools[0].spillClass"},
   };
@@ -167,7 +170,7 @@ TEST(Batching, EachMistakeNamesItsField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[]", "batching.json: must be a JSON object"},
       {R"({"batches": [{"task": "a", "variant": "v", "batchSize": 0, "waitMs": 1}]})",
-       "batching.json: batches[0].batchSize: must be an integer from 1"},
+       "batching.json: batches[0].batchSize: must be >= 1, got 0"},
       {R"({"batches": [{"task": "a", "variant": "v", "batchSize": 2, "waitMs": -1}]})",
        "batches[0].waitMs"},
   };
