@@ -197,8 +197,11 @@ Placement Wanted(const json& object, double rps) {
   o.metrics = model::MetricsSnapshot{.path_rates_rps = {{"p", rps}}};
   Placement out;
   const auto decision = reconciler::Decide(o);
-  for (const auto& t : decision.status["plan"]["tasks"]) {
-    out[t["deployment"].get<std::string>()] = {t["replicas"].get<int>(), t["batchSize"].get<int>()};
+  if (const auto& applied = decision.status.plan) {
+    for (size_t i = 0; i < applied->deployments.size(); ++i) {
+      out[applied->deployments[i]] = {applied->plan.tasks[i].replicas,
+                                      applied->plan.tasks[i].batch_size};
+    }
   }
   return out;
 }

@@ -37,6 +37,13 @@ std::string BindAddress(const std::string& address) {
   return address.rfind(':', 0) == 0 ? "0.0.0.0" + address : address;
 }
 
+// This executable, for running itself as a child (--solve-milp).
+std::string SelfPath() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "/proc/self/exe";
+}
+
 // Read by civetweb's threads, which outlive Run when it throws.
 std::atomic<bool> g_ready{false};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
@@ -98,6 +105,8 @@ class Operator {
           }));
       reconcilers_.back()->WatchCapacity(*nodes_, *pods_);
       reconcilers_.back()->SetRouterClusterRole(flags.router_cluster_role);
+      // One tenant's MILP must not abort the process that plans every tenant's pipelines.
+      reconcilers_.back()->SetMilpSolver(solver::ChildProcessSolver({SelfPath(), "--solve-milp"}));
     }
   }
 

@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "api/deployment.h"
+#include "api/object_meta.h"
+#include "common/json_fields.h"
 #include "optimizer/problem.h"
-#include "reconciler/fields.h"
 
 namespace pipescale::reconciler {
 
@@ -36,10 +37,9 @@ const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, in
 // gives it. nullptr where the plan's own choice stands.
 std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
                                                const optimizer::Problem& problem,
-                                               const json& applied_plan,
+                                               const model::AppliedPlan* applied,
                                                const std::map<std::string, json>& deployments,
                                                const model::Plan& plan) {
-  const auto applied = TasksByDeployment(applied_plan);
   std::vector<const optimizer::Choice*> keep(plan.tasks.size(), nullptr);
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const model::TaskPlan& t = plan.tasks[i];
@@ -47,11 +47,11 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
     const model::Variant& variant = *task.FindVariant(t.variant);
     const std::string name = api::DeploymentName(pipeline, task, variant, t.hardware_class);
     auto it = deployments.find(name);
-    auto was = applied.find(name);
-    if (it == deployments.end() || was == applied.end()) continue;
+    const model::TaskPlan* was = applied != nullptr ? applied->Find(name) : nullptr;
+    if (it == deployments.end() || was == nullptr) continue;
     const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
     if (f.replicas != t.replicas || !f.batch_size || *f.batch_size == t.batch_size ||
-        f.batch_size != IntField(*was->second, "batchSize", -1)) {
+        f.batch_size != was->batch_size) {
       continue;
     }
     const optimizer::Choice* c =
@@ -65,11 +65,11 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
 }  // namespace
 
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const json& applied_plan, const std::map<std::string, json>& deployments,
-                        model::Plan& plan) {
+                        const model::AppliedPlan* applied,
+                        const std::map<std::string, json>& deployments, model::Plan& plan) {
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
   std::vector<const optimizer::Choice*> keep =
-      Keepable(pipeline, problem, applied_plan, deployments, plan);
+      Keepable(pipeline, problem, applied, deployments, plan);
   optimizer::Assignment assignment(problem.dnns.size());
   for (const model::TaskPlan& t : plan.tasks) {
     const int dnn = pipeline.TaskIndex(t.task);
@@ -114,9 +114,8 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 }
 
 bool RollingOut(const json& deployment) {
-  const json meta = deployment.value("metadata", json::object());
-  const json status = deployment.value("status", json::object());
-  const long generation = IntField(meta, "generation", 0);
+  const json& status = Member(deployment, "status");
+  const long generation = api::ReadObjectMeta(deployment).generation;
   const long observed = IntField(status, "observedGeneration", 0);
   const long updated = IntField(status, "updatedReplicas", 0);
   const long running = IntField(status, "replicas", 0);

@@ -10,16 +10,17 @@
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
+#include "model/status.h"
 #include "reconciler/capacity.h"
 #include "reconciler/planned.h"
 
 namespace pipescale::reconciler {
 
-// Puts back the batch sizes the operator applied (`applied`, the status's plan) into `plan`
-// when every Deployment still runs them at the plan's replicas and they meet every SLO at the
-// workload. A batch changed by hand is not the operator's and is not kept.
+// Puts back the batch sizes the operator applied (`applied`, the status's plan; null before the
+// first) into `plan` when every Deployment still runs them at the plan's replicas and they meet
+// every SLO at the workload. A batch changed by hand is not the operator's and is not kept.
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const nlohmann::json& applied,
+                        const model::AppliedPlan* applied,
                         const std::map<std::string, nlohmann::json>& deployments,
                         model::Plan& plan);
 

@@ -222,18 +222,4 @@ model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCap
   return out;
 }
 
-json CapacityToStatus(const ClusterCapacity& capacity) {
-  json classes = json::array();
-  for (const ClassCapacity& c : capacity.classes) {
-    json entry = {{"hardwareClass", c.hardware_class},
-                  {"nodes", c.nodes},
-                  {"scheduled", c.scheduled},
-                  {"placeable", c.placeable},
-                  {"limit", c.Limit()}};
-    if (!c.full_reason.empty()) entry["full"] = c.full_reason;
-    classes.push_back(std::move(entry));
-  }
-  return classes;
-}
-
 }  // namespace pipescale::reconciler

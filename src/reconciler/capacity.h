@@ -10,29 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "model/capacity.h"
 #include "model/pipeline.h"
 
 namespace pipescale::reconciler {
 
-struct ClassCapacity {
-  std::string hardware_class;
-  int nodes = 0;      // Ready, schedulable nodes that admit the class
-  int placeable = 0;  // more replicas that fit now
-  int scheduled = 0;  // the pipeline's replicas of the class bound to a node
-  // Why nothing more fits, when placeable is 0: the resource that ran out, or that no node
-  // admits the class.
-  std::string full_reason;
-
-  // The most replicas of the class the pipeline can run now.
-  int Limit() const { return scheduled + placeable; }
-};
-
-// Pods of one of the pipeline's Deployments that the scheduler could not place.
-struct Unschedulable {
-  std::string deployment;
-  int pods = 0;
-  std::string message;  // the scheduler's, e.g. "0/6 nodes are available: ..."
-};
+using model::ClassCapacity;
+using model::Unschedulable;
 
 struct ClusterCapacity {
   std::vector<ClassCapacity> classes;  // in the spec's order
@@ -52,8 +36,5 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
 // counted their room as its own would leave the rollout no room to finish.
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
                                const std::map<std::string, nlohmann::json>& deployments);
-
-// status.capacity and status.unschedulable.
-nlohmann::json CapacityToStatus(const ClusterCapacity& capacity);
 
 }  // namespace pipescale::reconciler

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "model/status.h"
 
 namespace pipescale::reconciler {
 
@@ -32,13 +35,16 @@ inline constexpr const char* kChangeReverted = "ChangeReverted";
 inline constexpr const char* kQuerySizesShifted = "QuerySizesShifted";
 }  // namespace reason
 
-// Sets condition `type` in `conditions` (a JSON array). lastTransitionTime changes only when
-// the status flips, so a steady state rewrites nothing.
-void SetCondition(nlohmann::json& conditions, const std::string& type, bool status,
+// Sets condition `type` in `conditions`. lastTransitionTime changes only when the status flips,
+// so a steady state rewrites nothing.
+void SetCondition(std::vector<model::Condition>& conditions, const std::string& type, bool status,
                   const std::string& reason, const std::string& message, long generation,
                   double now);
 
 // The condition's status ("True", "False", "Unknown") or "" when absent.
+std::string ConditionStatus(const std::vector<model::Condition>& conditions,
+                            const std::string& type);
+// The same of status.conditions as read from the cluster (api::ReadConditions reads them).
 std::string ConditionStatus(const nlohmann::json& conditions, const std::string& type);
 
 }  // namespace pipescale::reconciler

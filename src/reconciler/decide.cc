@@ -4,16 +4,14 @@
 #include <set>
 
 #include "api/deployment.h"
-#include "api/plan_json.h"
+#include "api/object_meta.h"
 #include "api/router_objects.h"
 #include "api/workload.h"
-#include "common/json_fields.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
 #include "reconciler/budget_guard.h"
 #include "reconciler/conditions.h"
-#include "reconciler/fields.h"
 #include "reconciler/status.h"
 
 namespace pipescale::reconciler {
@@ -35,17 +33,20 @@ constexpr double kRisingLookSeconds = 2;
 constexpr double kRiseShare = 0.1;
 constexpr double kRiseFloorRps = 0.5;
 
-// The status as read back, with the shape the steps write into (anyone may have written it).
-json StartStatus(const json& object) {
-  auto it = object.find("status");
-  json status = it != object.end() && it->is_object() ? *it : json::object();
-  if (!status["conditions"].is_array()) status["conditions"] = json::array();
-  return status;
-}
+// What every step of one decision reads: what was observed, the valid pipeline, its optimizer
+// and the object's identity.
+struct Context {
+  const Observed& o;
+  const model::Pipeline& pipeline;
+  const optimizer::Descriptor& optimizer;
+  long generation = 0;
+  std::string uid;
+  bool apply = false;  // Apply mode; Recommend writes nothing
+};
 
 Decision Invalid(const Observed& o, const std::vector<api::FieldError>& errors, long generation) {
   Decision d;
-  d.status = StartStatus(o.object);
+  d.status = o.status;
   std::string message;
   for (size_t i = 0; i < errors.size() && i < kMaxErrorsInMessage; ++i) {
     message += (i ? "; " : "") + errors[i].ToString();
@@ -53,9 +54,9 @@ Decision Invalid(const Observed& o, const std::vector<api::FieldError>& errors, 
   if (errors.size() > kMaxErrorsInMessage) {
     message += StrFormat("; and %zu more", errors.size() - kMaxErrorsInMessage);
   }
-  SetCondition(d.status["conditions"], "Ready", false, reason::kInvalidSpec, message, generation,
+  SetCondition(d.status.conditions, "Ready", false, reason::kInvalidSpec, message, generation,
                o.now);
-  d.status["observedGeneration"] = generation;
+  d.status.observed_generation = generation;
   return d;  // no writes, no requeue: nothing changes until the spec does
 }
 
@@ -98,18 +99,10 @@ bool TaskRuns(const model::Pipeline& pipeline, const model::Task& task,
   return false;
 }
 
-// Without the load there is nothing to plan from: hold what runs, never scale down. A task with
-// no Deployment yet starts at the plan for spec.minRate (none: no load), so a new pipeline runs
-// before its first request; a task that runs anything keeps it, so that an idle plan that differs
-// from the one already created (a tie between classes) never adds Deployments. Zero traffic is not
-// this case: a series that reads 0 is load 0, and is planned for.
-Decision Hold(const Observed& o, const model::Pipeline& pipeline,
-              const optimizer::Descriptor& optimizer, long generation, Decision d) {
-  const bool ever_planned = d.status.contains("plan");
-  d.requeue_after_seconds =
-      std::min(pipeline.spec.interval_seconds,
-               ever_planned ? kMetricsRetrySeconds : kFirstMetricsRetrySeconds);
-  json& conditions = d.status["conditions"];
+// The conditions while the load is not known: MetricsAvailable says why.
+void HoldConditions(const Context& c, Decision& d) {
+  const Observed& o = c.o;
+  std::vector<model::Condition>& conditions = d.status.conditions;
   std::string why;
   if (!o.metrics.ok()) {
     why = o.metrics.error().message;
@@ -118,28 +111,40 @@ Decision Hold(const Observed& o, const model::Pipeline& pipeline,
   }
   SetCondition(conditions, "MetricsAvailable", false,
                o.metrics.ok() ? reason::kSeriesMissing : reason::kMetricsUnavailable, why,
-               generation, o.now);
+               c.generation, o.now);
   SetCondition(conditions, "Ready", true, reason::kReconciled,
-               "holding what runs until the load is known", generation, o.now);
+               "holding what runs until the load is known", c.generation, o.now);
   if (ConditionStatus(conditions, "PlanApplied").empty()) {
     SetCondition(conditions, "PlanApplied", false, reason::kHeld,
-                 "no load measured yet: new tasks start at the plan for no load", generation,
+                 "no load measured yet: new tasks start at the plan for no load", c.generation,
                  o.now);
   }
-  Spend spend = RunningSpend(pipeline, o.deployments);
-  if (pipeline.spec.mode == model::Mode::kApply) {
-    const model::Plan idle = optimizer.solve(pipeline, api::AtLeastMinRate(pipeline, {}), {});
-    std::vector<PlannedDeployment> planned = Place(pipeline, idle, o.deployments);
+}
+
+// Without the load there is nothing to plan from: hold what runs, never scale down. A task with
+// no Deployment yet starts at the plan for spec.minRate (none: no load), so a new pipeline runs
+// before its first request; a task that runs anything keeps it, so that an idle plan that differs
+// from the one already created (a tie between classes) never adds Deployments. Zero traffic is not
+// this case: a series that reads 0 is load 0, and is planned for.
+void Hold(const Context& c, Decision& d) {
+  const Observed& o = c.o;
+  const bool ever_planned = d.status.plan.has_value();
+  d.requeue_after_seconds =
+      std::min(c.pipeline.spec.interval_seconds,
+               ever_planned ? kMetricsRetrySeconds : kFirstMetricsRetrySeconds);
+  HoldConditions(c, d);
+  Spend spend = RunningSpend(c.pipeline, o.deployments);
+  if (c.apply) {
+    const model::Plan idle = c.optimizer.solve(c.pipeline, api::AtLeastMinRate(c.pipeline, {}), {});
+    std::vector<PlannedDeployment> planned = Place(c.pipeline, idle, o.deployments);
     std::erase_if(planned, [&](const PlannedDeployment& p) {
-      return TaskRuns(pipeline, *p.task, o.deployments);
+      return TaskRuns(c.pipeline, *p.task, o.deployments);
     });
-    d.writes = PlanWrites(pipeline, StringField(Member(o.object, "metadata"), "uid"), o.deployments,
-                          planned);
+    d.writes = PlanWrites(c.pipeline, c.uid, o.deployments, planned);
     spend += TargetSpend(planned);
   }
-  d.status["totalReplicas"] = spend.replicas;
-  d.status["costPerHour"] = api::RoundQuantity(spend.cost_per_hour);
-  return d;
+  d.status.total_replicas = spend.replicas;
+  d.status.cost_per_hour = spend.cost_per_hour;
 }
 
 // Stabilizes each planned Deployment's replicas against the recent recommendations, after
@@ -150,7 +155,8 @@ void Stabilize(const model::Pipeline& pipeline, double now, std::vector<PlannedD
   for (const PlannedDeployment& p : planned) r.replicas[p.name] = p.planned;
   Remember(history, std::move(r), pipeline.spec.behavior);
   for (PlannedDeployment& p : planned) {
-    p.target = Stabilize(history, p.name, p.planned, p.current, pipeline.spec.behavior, now);
+    p.target =
+        reconciler::Stabilize(history, p.name, p.planned, p.current, pipeline.spec.behavior, now);
   }
 }
 
@@ -163,16 +169,16 @@ Spend OthersSpend(const model::Pipeline& pipeline, const Deployments& deployment
 }
 
 // The PlanApplied condition, and the writes themselves unless in Recommend mode.
-void Apply(bool apply, const GuardOutcome& guard, std::vector<DeploymentWrite> writes,
-           long generation, double now, Decision& d) {
-  json& conditions = d.status["conditions"];
-  if (!apply) {
+void Apply(const Context& c, const GuardOutcome& guard, std::vector<DeploymentWrite> writes,
+           Decision& d) {
+  std::vector<model::Condition>& conditions = d.status.conditions;
+  if (!c.apply) {
     SetCondition(conditions, "PlanApplied", false, reason::kRecommendMode,
                  writes.empty() ? "the Deployments match the plan; nothing is written"
                                 : StrFormat("%zu Deployment changes recommended; nothing is "
                                             "written in Recommend mode",
                                             writes.size()),
-                 generation, now);
+                 c.generation, c.o.now);
     return;
   }
   d.writes = std::move(writes);
@@ -181,216 +187,229 @@ void Apply(bool apply, const GuardOutcome& guard, std::vector<DeploymentWrite> w
                  StrFormat("%d scale-outs wait for the scale-ins to finish: running both would "
                            "exceed the budget",
                            guard.waiting),
-                 generation, now);
+                 c.generation, c.o.now);
   } else {
     SetCondition(conditions, "PlanApplied", true, reason::kApplied,
-                 "the Deployments match the plan", generation, now);
+                 "the Deployments match the plan", c.generation, c.o.now);
   }
+}
+
+// status.observed: the rates planned from, and what the router measured.
+model::ObservedLoad ObservedStatus(const Context& c, const model::Plan& plan,
+                                   const DemandStep& step) {
+  const model::MetricsSnapshot& metrics = *c.o.metrics;
+  model::ObservedLoad out{.path_rates_rps = metrics.path_rates_rps,
+                          .demand_rps = std::nullopt,
+                          .arrival_rate_rps = metrics.arrival_rate_rps};
+  if (c.optimizer.memory.demand_ewma) out.demand_rps = step.demand.rps;
+  if (metrics.data_plane) {
+    out.data_plane = DataPlaneStatus(c.pipeline, plan, *metrics.data_plane);
+  }
+  if (step.mix) out.query_sizes = QueryMixStatus(*step.mix);
+  return out;
 }
 
 // status.plan, the PlanChanged event and the solver record when a Deployment changes, the
 // totals and what was observed.
-void Report(const Observed& o, const model::Pipeline& pipeline,
-            const optimizer::Descriptor& optimizer, const model::Plan& plan,
+void Report(const Context& c, const model::Plan& plan,
             const std::vector<PlannedDeployment>& planned, const Spend& spend,
             const DemandStep& step, Decision& d) {
-  const json plan_status = PlanStatus(plan, planned);
-  const json previous = d.status.value("plan", json::object());
+  model::AppliedPlan applied = PlanStatus(plan, planned);
   // Predicted latencies move with every rate and are status, not news.
-  if (const std::string diff = PlanDiff(previous, plan_status, optimizer.placement);
+  if (const std::string diff =
+          PlanDiff(d.status.plan ? &*d.status.plan : nullptr, applied, c.optimizer.placement);
       !diff.empty()) {
-    d.events.push_back(StrFormat("%s: %d replicas, $%.3f/h: ", std::string(optimizer.name).c_str(),
-                                 spend.replicas, spend.cost_per_hour) +
-                       diff);
-    d.status["solver"] = {{"name", optimizer.name},
-                          {"status", model::SolveStatusName(plan.report.status)},
-                          {"objective", plan.report.objective.value},
-                          {"objectiveUnit", plan.report.objective.unit},
-                          {"durationMs", 0}};  // the reconciler times the decision
+    d.events.push_back(
+        StrFormat("%s: %d replicas, $%.3f/h: ", std::string(c.optimizer.name).c_str(),
+                  spend.replicas, spend.cost_per_hour) +
+        diff);
+    d.status.solver = model::SolverRecord{.name = std::string(c.optimizer.name),
+                                          .status = plan.report.status,
+                                          .objective = plan.report.objective,
+                                          .duration_ms = 0};  // the reconciler times the decision
   }
-  d.status["plan"] = plan_status;
-  d.status["totalReplicas"] = spend.replicas;
-  d.status["costPerHour"] = api::RoundQuantity(spend.cost_per_hour);
-  json rates = json::object();
-  for (const auto& [path, rate] : o.metrics->path_rates_rps) rates[path] = api::RoundQuantity(rate);
-  d.status["observed"] = {{"pathRates", rates}};
-  if (optimizer.memory.demand_ewma) {
-    json smoothed = json::object();
-    for (const auto& [path, rate] : step.demand.rps) smoothed[path] = api::RoundQuantity(rate);
-    d.status["observed"]["demand"] = smoothed;
-  }
-  if (o.metrics->arrival_rate_rps) {
-    d.status["observed"]["arrivalRate"] = api::RoundQuantity(*o.metrics->arrival_rate_rps);
-  }
-  if (o.metrics->data_plane) {
-    d.status["observed"]["dataPlane"] = DataPlaneStatus(pipeline, plan, *o.metrics->data_plane);
-  }
-  if (step.mix) d.status["observed"]["querySizes"] = QueryMixStatus(*step.mix);
+  d.status.plan = std::move(applied);
+  d.status.total_replicas = spend.replicas;
+  d.status.cost_per_hour = spend.cost_per_hour;
+  d.status.observed = ObservedStatus(c, plan, step);
 }
 
 // Some path's rate is above the one the last status reported (`observed`, whatever wrote it) by
 // more than noise, or this is the first reading: a load that has just begun reads low in windows
 // that are still filling.
-bool LoadRising(const json& observed, const model::MetricsSnapshot& metrics) {
-  const json& before = Member(observed, "pathRates");
-  if (!before.is_object() || before.empty()) return true;
-  return std::ranges::any_of(
-      metrics.path_rates_rps, [&](const std::pair<const std::string, double>& path_rate) {
-        const auto it = before.find(path_rate.first);
-        const double was = it != before.end() && it->is_number() ? it->get<double>() : 0;
-        return path_rate.second > was * (1 + kRiseShare) + kRiseFloorRps;
-      });
-}
-
-// status.capacity, per hardware class, when the operator sees the cluster's nodes.
-void ReportCapacity(const Observed& o, Decision& d) {
-  if (o.capacity) {
-    d.status["capacity"] = CapacityToStatus(*o.capacity);
-  } else {
-    d.status.erase("capacity");
-  }
+bool LoadRising(const std::optional<model::ObservedLoad>& observed,
+                const model::MetricsSnapshot& metrics) {
+  if (!observed || observed->path_rates_rps.empty()) return true;
+  const std::map<std::string, double>& before = observed->path_rates_rps;
+  return std::ranges::any_of(metrics.path_rates_rps,
+                             [&](const std::pair<const std::string, double>& path_rate) {
+                               const auto it = before.find(path_rate.first);
+                               const double was = it != before.end() ? it->second : 0;
+                               return path_rate.second > was * (1 + kRiseShare) + kRiseFloorRps;
+                             });
 }
 
 // Pods the scheduler cannot place: the status says which Deployment waits on what, PlanApplied
 // says Unschedulable, and a Warning event goes out when the list changes (not at every look).
-void ReportUnschedulable(const Observed& o, long generation, Decision& d) {
-  const json previous = d.status.value("unschedulable", json::array());
-  json now = json::array();
+void ReportUnschedulable(const Context& c, Decision& d) {
+  std::set<std::string> before;
+  for (const model::Unschedulable& u : d.status.unschedulable) before.insert(u.deployment);
+  d.status.unschedulable.clear();
+  if (c.o.capacity) d.status.unschedulable = c.o.capacity->unschedulable;
+  if (d.status.unschedulable.empty()) return;
   std::string message;
-  if (o.capacity) {
-    for (const Unschedulable& u : o.capacity->unschedulable) {
-      now.push_back({{"deployment", u.deployment}, {"pods", u.pods}, {"message", u.message}});
-      message += StrFormat("%s%s: %d pods wait: %s", message.empty() ? "" : "; ",
-                           u.deployment.c_str(), u.pods, u.message.c_str());
-    }
+  for (const model::Unschedulable& u : d.status.unschedulable) {
+    message += StrFormat("%s%s: %d pods wait: %s", message.empty() ? "" : "; ",
+                         u.deployment.c_str(), u.pods, u.message.c_str());
   }
-  if (now.empty()) {
-    d.status.erase("unschedulable");
-    return;
-  }
-  d.status["unschedulable"] = now;
-  SetCondition(d.status["conditions"], "PlanApplied", false, reason::kUnschedulable, message,
-               generation, o.now);
+  SetCondition(d.status.conditions, "PlanApplied", false, reason::kUnschedulable, message,
+               c.generation, c.o.now);
   // News is a Deployment that starts to wait; the scheduler's counts of nodes in its message
   // move with every node that joins or leaves.
-  std::set<std::string> before;
-  for (const json& u : previous.is_array() ? previous : json::array()) {
-    if (u.is_object()) before.insert(StringField(u, "deployment"));
-  }
-  for (const json& u : now) {
-    if (!before.contains(u["deployment"].get<std::string>())) {
-      d.warnings.push_back({reason::kUnschedulable, message});
-      break;
-    }
+  if (std::ranges::any_of(d.status.unschedulable, [&](const model::Unschedulable& u) {
+        return !before.contains(u.deployment);
+      })) {
+    d.warnings.push_back({reason::kUnschedulable, message});
   }
 }
 
 // QuerySizesShifted follows the status, as PlanChanged does: a mix adopted in memory whose
 // writes failed is announced by the next reconcile that writes it, and once only.
-void NoticeMixShift(const Observed& o, const DemandStep& step, Decision& d) {
+void NoticeMixShift(const Context& c, const DemandStep& step, Decision& d) {
   if (!step.mix || step.mix->memory.adopted.empty()) return;
-  const json& before = Member(Member(Member(o.object, "status"), "memory"), "queryMix");
-  if (before == Member(d.status["memory"], "queryMix")) return;
+  const auto mix = [](const model::PipelineStatus& s) {
+    return s.memory ? s.memory->query_mix : std::vector<model::QuerySize>{};
+  };
+  if (mix(c.o.status) == mix(d.status)) return;
   d.notices.push_back({reason::kQuerySizesShifted,
                        StrFormat("the router's query sizes moved more than %.2f from the planned "
                                  "mix: planning for %s",
                                  kMixShift, MixText(step.mix->planned).c_str())});
 }
 
-}  // namespace
-
-Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
-  const long generation = IntField(Member(o.object, "metadata"), "generation", 0);
-  if (!parsed.pipeline) return Invalid(o, parsed.errors, generation);
-  const model::Pipeline& pipeline = *parsed.pipeline;
-  const optimizer::Descriptor& optimizer = optimizer::OptimizerOf(pipeline.spec);
-  const bool apply = pipeline.spec.mode == model::Mode::kApply;
-  const std::string uid = StringField(Member(o.object, "metadata"), "uid");
-
+// The decision's start: the status as read at this generation, the router's objects, and what
+// the cluster can place.
+Decision Start(const Context& c) {
+  const Observed& o = c.o;
   Decision d;
-  d.status = StartStatus(o.object);
-  d.status["observedGeneration"] = generation;
-  d.requeue_after_seconds = pipeline.spec.interval_seconds;
+  d.status = o.status;
+  d.status.observed_generation = c.generation;
+  d.requeue_after_seconds = c.pipeline.spec.interval_seconds;
   d.memory = o.memory;
-  ReportCapacity(o, d);
-  if (apply) {
+  d.status.capacity.reset();
+  if (o.capacity) d.status.capacity = o.capacity->classes;
+  if (c.apply) {
     // Before the metrics: the router is where they come from.
     const std::optional<double> arrival =
         o.metrics.ok() ? o.metrics->arrival_rate_rps : std::nullopt;
-    d.router = RouterWrites(pipeline, uid, o.router_cluster_role, o.router, arrival);
-    d.router_pipeline =
-        RouterPipelineWrite(pipeline, uid, o.routing_config_map, api::PipelineForRouter(o.object));
+    d.router = RouterWrites(c.pipeline, c.uid, o.router_cluster_role, o.router, arrival);
+    d.router_pipeline = RouterPipelineWrite(c.pipeline, c.uid, o.routing_config_map,
+                                            api::PipelineForRouter(o.object));
   }
+  return d;
+}
+
+// The Deployment writes for the planned Deployments and the pipeline's others, and in Apply mode
+// the changes made outside the operator they put back and the routing ConfigMap.
+std::vector<DeploymentWrite> Writes(const Context& c, const model::Plan& plan,
+                                    const std::vector<PlannedDeployment>& planned, Decision& d) {
+  const Observed& o = c.o;
+  std::vector<DeploymentWrite> writes = PlanWrites(c.pipeline, c.uid, o.deployments, planned);
+  std::set<std::string> names;
+  for (const PlannedDeployment& p : planned) names.insert(p.name);
+  for (DeploymentWrite& w : LeftoverWrites(c.pipeline, o.deployments, names)) {
+    writes.push_back(std::move(w));
+  }
+  if (c.apply) {
+    d.reverts = FindReverts(o.status.plan ? &*o.status.plan : nullptr, o.deployments, planned);
+    // Also when the plan hands nothing over but a ConfigMap exists: its stale parts go.
+    if (c.optimizer.data_plane != optimizer::DataPlane::kNone || c.pipeline.RouterBatches() ||
+        o.routing_config_map) {
+      d.routing = RoutingWrite(c.pipeline, c.uid, o.routing_config_map, plan);
+    }
+  }
+  return writes;
+}
+
+// The plan's batch changes that wait for a rollout, in PlanApplied.
+void ReportHeldBatches(const Context& c, const std::vector<std::string>& held, Decision& d) {
+  if (!c.apply || held.empty()) return;
+  std::string waiting;
+  for (const std::string& name : held) waiting += (waiting.empty() ? "" : ", ") + name;
+  SetCondition(d.status.conditions, "PlanApplied", false, reason::kBatchHeld,
+               "batch size changes wait: " + waiting, c.generation, c.o.now);
+  // Look again soon: the held change goes out as soon as the rollout ends.
+  d.requeue_after_seconds = std::min(*d.requeue_after_seconds, 2.0);
+}
+
+// From the plan to the Deployments: placed, stabilized, batch changes held during rollouts, within
+// the budget; written (in Apply mode) and reported.
+void Enact(const Context& c, model::Plan plan, const DemandStep& step, Decision& d) {
+  const Observed& o = c.o;
+  std::vector<PlannedDeployment> planned = Place(c.pipeline, plan, o.deployments);
+  Stabilize(c.pipeline, o.now, planned, d.memory.history);
+  const std::vector<std::string> held =
+      HoldBatchesDuringRollouts(c.pipeline, o.deployments, *o.metrics, o.capacity, planned);
+  const GuardOutcome guard =
+      GuardBudget(c.pipeline.spec.budget, planned, OthersSpend(c.pipeline, o.deployments, planned));
+  const Spend spend = TargetSpend(planned);
+  SetFeasible(d.status.conditions, plan, guard, spend, c.generation, o.now);
+  Apply(c, guard, Writes(c, plan, planned, d), d);
+  ReportHeldBatches(c, held, d);
+  if (c.apply) ReportUnschedulable(c, d);
+  SetCondition(d.status.conditions, "Ready", true, reason::kReconciled, "", c.generation, o.now);
+  Report(c, plan, planned, spend, step, d);
+  d.status.memory = MemoryToStatus(d.memory, c.optimizer);
+  NoticeMixShift(c, step, d);
+  d.plan = std::move(plan);
+}
+
+}  // namespace
+
+Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
+  const api::ObjectMeta meta = api::ReadObjectMeta(o.object);
+  if (!parsed.pipeline) return Invalid(o, parsed.errors, meta.generation);
+  const Context c{.o = o,
+                  .pipeline = *parsed.pipeline,
+                  .optimizer = optimizer::OptimizerOf(parsed.pipeline->spec),
+                  .generation = meta.generation,
+                  .uid = meta.uid,
+                  .apply = parsed.pipeline->spec.mode == model::Mode::kApply};
+  Decision d = Start(c);
   if (!o.metrics.ok() || !o.metrics->Complete()) {
-    d = Hold(o, pipeline, optimizer, generation, std::move(d));
-    ReportUnschedulable(o, generation, d);
+    Hold(c, d);
+    ReportUnschedulable(c, d);
     return d;
   }
-  json& conditions = d.status["conditions"];
-  SetCondition(conditions, "MetricsAvailable", true, reason::kMetricsRead, "", generation, o.now);
-  if (LoadRising(Member(d.status, "observed"), *o.metrics)) {
+  SetCondition(d.status.conditions, "MetricsAvailable", true, reason::kMetricsRead, "",
+               c.generation, o.now);
+  if (LoadRising(d.status.observed, *o.metrics)) {
     d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kRisingLookSeconds);
   }
-
-  const DemandStep step =
-      StepDemand(pipeline, optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);
+  DemandStep step =
+      StepDemand(c.pipeline, c.optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);
+  step.input.milp_solver = o.milp_solver;
   d.memory.demand = step.demand;
   // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
   model::Pipeline measured =
-      o.capacity ? WithinCapacity(pipeline, *o.capacity, o.deployments) : pipeline;
-  UseMeasured(measured, optimizer, *o.metrics, step);
-  model::Plan plan = optimizer.solve(measured, step.workload, step.input);
+      o.capacity ? WithinCapacity(c.pipeline, *o.capacity, o.deployments) : c.pipeline;
+  UseMeasured(measured, c.optimizer, *o.metrics, step);
+  model::Plan plan = c.optimizer.solve(measured, step.workload, step.input);
   if (plan.tasks.empty()) {
-    // The solver's time budget passed before any plan: hold what runs rather than read an
-    // empty plan as "scale everything to zero".
-    SetCondition(conditions, "PlanApplied", false, reason::kHeld,
-                 "the optimizer found no plan within its time budget; holding the current one",
-                 generation, o.now);
+    // The solver's time budget passed before any plan, or its process died: hold what runs
+    // rather than read an empty plan as "scale everything to zero".
+    const std::string why = plan.report.notes.empty() ? "" : " (" + plan.report.notes[0] + ")";
+    SetCondition(
+        d.status.conditions, "PlanApplied", false, reason::kHeld,
+        "the optimizer found no plan within its time budget" + why + "; holding the current one",
+        c.generation, o.now);
     return d;
   }
-  const json applied = d.status.value("plan", json::object());
-  if (optimizer.memory.holds_applied_batches) {
-    HoldAppliedBatches(pipeline, step.workload, applied, o.deployments, plan);
+  if (c.optimizer.memory.holds_applied_batches) {
+    HoldAppliedBatches(c.pipeline, step.workload, o.status.plan ? &*o.status.plan : nullptr,
+                       o.deployments, plan);
   }
-
-  std::vector<PlannedDeployment> planned = Place(pipeline, plan, o.deployments);
-  Stabilize(pipeline, o.now, planned, d.memory.history);
-  const std::vector<std::string> held =
-      HoldBatchesDuringRollouts(pipeline, o.deployments, *o.metrics, o.capacity, planned);
-  const GuardOutcome guard =
-      GuardBudget(pipeline.spec.budget, planned, OthersSpend(pipeline, o.deployments, planned));
-  const Spend spend = TargetSpend(planned);
-  SetFeasible(conditions, plan, guard, spend, generation, o.now);
-
-  std::vector<DeploymentWrite> writes = PlanWrites(pipeline, uid, o.deployments, planned);
-  std::set<std::string> names;
-  for (const PlannedDeployment& p : planned) names.insert(p.name);
-  for (DeploymentWrite& w : LeftoverWrites(pipeline, o.deployments, names)) {
-    writes.push_back(std::move(w));
-  }
-  if (apply) {
-    d.reverts = FindReverts(applied, o.deployments, planned);
-    // Also when the plan hands nothing over but a ConfigMap exists: its stale parts go.
-    if (optimizer.data_plane != optimizer::DataPlane::kNone || pipeline.RouterBatches() ||
-        o.routing_config_map) {
-      d.routing = RoutingWrite(pipeline, uid, o.routing_config_map, plan);
-    }
-  }
-  Apply(apply, guard, std::move(writes), generation, o.now, d);
-  if (apply && !held.empty()) {
-    std::string waiting;
-    for (const std::string& name : held) waiting += (waiting.empty() ? "" : ", ") + name;
-    SetCondition(conditions, "PlanApplied", false, reason::kBatchHeld,
-                 "batch size changes wait: " + waiting, generation, o.now);
-    // Look again soon: the held change goes out as soon as the rollout ends.
-    d.requeue_after_seconds = std::min(*d.requeue_after_seconds, 2.0);
-  }
-  if (apply) ReportUnschedulable(o, generation, d);
-  SetCondition(conditions, "Ready", true, reason::kReconciled, "", generation, o.now);
-  Report(o, pipeline, optimizer, plan, planned, spend, step, d);
-  d.status["memory"] = MemoryToStatus(d.memory, optimizer);
-  NoticeMixShift(o, step, d);
-  d.plan = std::move(plan);
+  Enact(c, std::move(plan), step, d);
   return d;
 }
 

@@ -14,6 +14,8 @@
 #include "common/result.h"
 #include "model/metrics_snapshot.h"
 #include "model/plan.h"
+#include "model/status.h"
+#include "optimizer/milp.h"
 #include "reconciler/capacity.h"
 #include "reconciler/memory.h"
 #include "reconciler/router.h"
@@ -22,7 +24,8 @@
 namespace pipescale::reconciler {
 
 struct Observed {
-  nlohmann::json object;                              // the InferencePipeline as read
+  nlohmann::json object;         // the InferencePipeline as read: its metadata and spec
+  model::PipelineStatus status;  // its status as read (api::ReadStatus)
   std::map<std::string, nlohmann::json> deployments;  // the pipeline's Deployments by name
   Result<model::MetricsSnapshot> metrics = Error{ErrorKind::kTransient, "not read"};
   double now = 0;  // unix seconds
@@ -35,6 +38,9 @@ struct Observed {
   std::optional<ClusterCapacity> capacity;
   RouterObjects router;                                  // read when the pipeline asks for a router
   std::string router_cluster_role = "pipescale-router";  // what its RoleBinding grants
+  // How the optimizers' MILPs are solved: the operator's in a child process
+  // (solver/child_process.h); empty: CBC in this process.
+  optimizer::MilpSolver milp_solver;
 };
 
 // An event to emit besides PlanChanged: reason and message.
@@ -47,7 +53,7 @@ struct Event {
 // may throw; nothing here is declared noexcept.
 struct Decision {                                 // NOLINT(bugprone-exception-escape)
   std::vector<DeploymentWrite> writes;            // empty in Recommend mode and while holding
-  nlohmann::json status;                          // the complete status to report
+  model::PipelineStatus status;                   // the complete status to report
   std::vector<std::string> events;                // PlanChanged messages
   std::vector<Event> warnings;                    // e.g. Unschedulable, once per change
   std::vector<Event> notices;                     // Normal ones, e.g. QuerySizesShifted
@@ -65,7 +71,8 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
 // the user's to validate.
 api::ParsedPipeline ParseObserved(const nlohmann::json& object);
 
-// `parsed` is ParseObserved(observed.object) (the reconciler parses once per reconcile).
+// `parsed` is ParseObserved(observed.object) (the reconciler parses once per reconcile). The
+// decision starts from observed.status and changes what it decides.
 Decision Decide(const Observed& observed, const api::ParsedPipeline& parsed);
 
 // Parses observed.object itself.

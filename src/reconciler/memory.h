@@ -4,10 +4,10 @@
 // from, from Prometheus.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "model/metrics_snapshot.h"
+#include "model/status.h"
 #include "optimizer/registry.h"
 #include "reconciler/demand.h"
 #include "reconciler/stabilize.h"
@@ -26,11 +26,12 @@ struct Memory {
 int RebuildIntervals(const optimizer::Descriptor& optimizer);
 
 // status.memory: what a new leader cannot rebuild from Prometheus, bounded in size.
-nlohmann::json MemoryToStatus(const Memory& memory, const optimizer::Descriptor& optimizer);
+model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descriptor& optimizer);
 
-// The memory a new leader starts from: `status` as the last leader left it, and the path rates
-// over RebuildIntervals (absent when there is nothing to rebuild or Prometheus could not say).
-Memory Recall(const nlohmann::json& status, const model::RateHistory* rates,
+// The memory a new leader starts from: `status` as the last leader left it (api::ReadStatus
+// has dropped what it could not read), and the path rates over RebuildIntervals (absent when
+// there is nothing to rebuild or Prometheus could not say).
+Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rates,
               const optimizer::Descriptor& optimizer);
 
 }  // namespace pipescale::reconciler

@@ -6,7 +6,7 @@
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
-#include "common/json_fields.h"
+#include "api/status_json.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "kube/merge_patch.h"
@@ -27,9 +27,131 @@ Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelin
       clock_(std::move(clock)),
       history_(std::move(history)) {}
 
+Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
+  std::optional<json> cached = pipelines_.Get(key);
+  std::string cached_version = cached ? api::ReadObjectMeta(*cached).resource_version : "";
+  std::optional<json> object = Latest(key, std::move(cached));
+  Outcome outcome;
+  if (!object) {
+    // Deleted: its Deployments go with it through their owner references.
+    std::lock_guard lock(mu_);
+    memory_.erase(key);
+    return outcome;
+  }
+  auto seen = Observe(key, std::move(*object), std::move(cached_version));
+  if (!seen) return seen.error();
+  Decision decision = TimedDecide(key, *seen, outcome);
+  if (Status acted = Act(*seen, decision, outcome); !acted) return acted.error();
+  if (Status reported = Report(key, *seen, std::move(decision), outcome); !reported) {
+    return reported.error();
+  }
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observe: the object, its status typed, its Deployments, the metrics, the router's objects and
+// what the cluster can place. The object's JSON is read here and nowhere else.
+
+Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, json object,
+                                                    std::string cached_version) {
+  Observation seen{.observed = {},
+                   .parsed = ParseObserved(object),
+                   .meta = api::ReadObjectMeta(object),
+                   .cached_version = std::move(cached_version)};
+  Observed& o = seen.observed;
+  o.status = api::ReadStatus(api::StatusOf(object), key);
+  o.object = std::move(object);
+  o.now = clock_();
+  o.deployments = ObserveDeployments(seen);
+  const std::optional<model::Pipeline>& pipeline = seen.parsed.pipeline;
+  if (pipeline) {
+    o.metrics = metrics_(*pipeline);
+    auto routing = ObserveRoutingConfigMap(*pipeline);
+    if (!routing) return routing.error();
+    o.routing_config_map = std::move(*routing);
+    auto router = ObserveRouter(*pipeline);
+    if (!router) return router.error();
+    o.router = std::move(*router);
+    o.router_cluster_role = router_cluster_role_;
+    o.milp_solver = milp_solver_;
+  }
+  o.memory = Remembered(key, o.status, seen.parsed, o.now);
+  if (pipeline) o.capacity = ObserveCapacity(*pipeline);
+  return seen;
+}
+
+std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& seen) const {
+  const api::ObjectMeta& pipeline = seen.meta;
+  std::map<std::string, json> out;
+  for (json& d : deployments_.List()) {
+    const api::ObjectMeta meta = api::ReadObjectMeta(d);
+    const auto label = meta.labels.find(kDeploymentSelector);
+    if (meta.namespace_name == pipeline.namespace_name && label != meta.labels.end() &&
+        label->second == pipeline.name) {
+      out[meta.name] = std::move(d);
+    }
+  }
+  // Adopted Deployments carry none of our labels: read them by name. (An invalid spec is
+  // decided without its Deployments.)
+  if (!seen.parsed.pipeline) return out;
+  for (const model::Task& task : seen.parsed.pipeline->spec.tasks) {
+    for (const model::Variant& variant : task.variants) {
+      const std::string& adopted = variant.deployment_name;
+      if (adopted.empty() || out.contains(adopted)) continue;
+      auto d = client_.Get(kube::ObjectPath(kube::kDeployments, pipeline.namespace_name, adopted));
+      if (d) out[adopted] = std::move(*d);
+    }
+  }
+  return out;
+}
+
+// The routing ConfigMap, for an optimizer that hands the data plane anything; nullopt when it
+// is absent.
+Result<std::optional<json>> Reconciler::ObserveRoutingConfigMap(
+    const model::Pipeline& pipeline) const {
+  if (!pipeline.spec.router &&
+      optimizer::OptimizerOf(pipeline.spec).data_plane == optimizer::DataPlane::kNone) {
+    return std::optional<json>();
+  }
+  auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, pipeline.namespace_name,
+                                              api::RoutingConfigMapName(pipeline)));
+  if (routing.ok()) return std::optional<json>(std::move(*routing));
+  if (routing.error().kind == ErrorKind::kNotFound) return std::optional<json>();
+  return routing.error();
+}
+
+Result<RouterObjects> Reconciler::ObserveRouter(const model::Pipeline& pipeline) const {
+  RouterObjects out;
+  if (!pipeline.spec.router) return out;
+  const std::string name = api::RouterName(pipeline);
+  const std::string& ns = pipeline.namespace_name;
+  const std::pair<const kube::ResourceType*, std::optional<json>*> objects[] = {
+      {&kRouterServiceAccounts, &out.service_account},
+      {&kRouterRoleBindings, &out.role_binding},
+      {&kube::kDeployments, &out.deployment},
+      {&kRouterServices, &out.service}};
+  for (const auto& [type, slot] : objects) {
+    auto got = client_.Get(kube::ObjectPath(*type, ns, name));
+    if (got.ok()) {
+      *slot = std::move(*got);
+    } else if (got.error().kind != ErrorKind::kNotFound) {
+      return got.error();
+    }
+  }
+  return out;
+}
+
+std::optional<ClusterCapacity> Reconciler::ObserveCapacity(const model::Pipeline& pipeline) const {
+  if (nodes_ == nullptr || pods_ == nullptr) return std::nullopt;
+  // No nodes in view (not synced, or no rights to list them) is no news about capacity.
+  const std::vector<json> nodes = nodes_->List();
+  if (nodes.empty()) return std::nullopt;
+  return ComputeCapacity(pipeline, nodes, pods_->List());
+}
+
 // What the last decision for `key` remembered; on first sight (a new leader, a restart) what the
 // status and Prometheus give back. Until the rates could be read, every reconcile asks again.
-Memory Reconciler::Remembered(const std::string& key, const json& object,
+Memory Reconciler::Remembered(const std::string& key, const model::PipelineStatus& status,
                               const api::ParsedPipeline& parsed, double now) {
   {
     std::lock_guard lock(mu_);
@@ -42,8 +164,7 @@ Memory Reconciler::Remembered(const std::string& key, const json& object,
   if (intervals > 0 && history_) {
     if (auto read = history_(*parsed.pipeline, intervals, now)) rates = std::move(*read);
   }
-  Memory memory =
-      Recall(object.value("status", json::object()), rates ? &*rates : nullptr, optimizer);
+  Memory memory = Recall(status, rates ? &*rates : nullptr, optimizer);
   if (rates || intervals == 0 || !history_) {
     std::lock_guard lock(mu_);
     memory_[key] = memory;
@@ -51,32 +172,51 @@ Memory Reconciler::Remembered(const std::string& key, const json& object,
   return memory;
 }
 
-std::map<std::string, json> Reconciler::ObserveDeployments(const json& object) const {
-  const std::string name = object["metadata"]["name"];
-  const std::string ns = object["metadata"]["namespace"];
-  std::map<std::string, json> out;
-  for (json& d : deployments_.List()) {
-    const json& meta = d["metadata"];
-    if (meta.value("namespace", "") == ns &&
-        meta.value("labels", json::object()).value(kDeploymentSelector, "") == name) {
-      out[meta["name"]] = std::move(d);
-    }
+// ---------------------------------------------------------------------------------------------
+// Decide, timed: a new solver record carries how long the decision took.
+
+Decision Reconciler::TimedDecide(const std::string& key, Observation& seen, Outcome& outcome) {
+  const auto start = std::chrono::steady_clock::now();
+  Decision decision = Decide(seen.observed, seen.parsed);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  outcome.decide_seconds = ms / 1000;
+  {
+    std::lock_guard lock(mu_);
+    // Kept only once recalled in full (Remembered); until then each reconcile recalls again.
+    if (memory_.contains(key)) memory_[key] = decision.memory;
   }
-  // Adopted Deployments carry none of our labels: read them by name.
-  for (const auto& task : object["spec"].value("tasks", json::array())) {
-    for (const auto& variant : task.value("variants", json::array())) {
-      const std::string adopted = variant.value("deploymentName", "");
-      if (adopted.empty() || out.contains(adopted)) continue;
-      if (auto d = client_.Get(kube::ObjectPath(kube::kDeployments, ns, adopted))) {
-        out[adopted] = std::move(*d);
-      }
-    }
+  // The record is this decision's when it announces a plan change (Decide leaves the time 0).
+  if (decision.status.solver && decision.status.solver->duration_ms == 0 &&
+      !decision.events.empty()) {
+    decision.status.solver->duration_ms = std::round(ms * 1000) / 1000;
   }
-  return out;
+  return decision;
 }
 
-Status Reconciler::Act(const std::string& ns, const DeploymentWrite& write,
-                       Outcome& outcome) const {
+// ---------------------------------------------------------------------------------------------
+// Act: the Deployments, the routing ConfigMap and the router's objects, in that order.
+
+Status Reconciler::Act(const Observation& seen, const Decision& decision, Outcome& outcome) const {
+  const std::string& ns = seen.meta.namespace_name;
+  for (const DeploymentWrite& write : decision.writes) {
+    if (Status s = Write(ns, write, outcome); !s) return s.error();
+  }
+  for (const std::optional<ConfigMapWrite>* routing :
+       {&decision.routing, &decision.router_pipeline}) {
+    if (!*routing) continue;
+    if (Status s = Write(ns, **routing); !s) return s.error();
+    outcome.routing_written = true;
+  }
+  for (const ObjectWrite& write : decision.router) {
+    if (Status s = Write(ns, write); !s) return s.error();
+    ++outcome.router_writes;
+  }
+  return Done{};
+}
+
+Status Reconciler::Write(const std::string& ns, const DeploymentWrite& write,
+                         Outcome& outcome) const {
   const std::string path = kube::ObjectPath(kube::kDeployments, ns, write.name);
   ++outcome.deployment_writes;
   switch (write.kind) {
@@ -110,40 +250,7 @@ Status Reconciler::Act(const std::string& ns, const DeploymentWrite& write,
   return Done{};
 }
 
-void Reconciler::Emit(const json& object, const std::string& type, const std::string& reason,
-                      const std::string& message, double now, Outcome& outcome) const {
-  const json& meta = object["metadata"];
-  const std::string ns = meta["namespace"];
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", meta["name"].get<std::string>() + "."}, {"namespace", ns}}},
-      {"involvedObject",
-       {{"apiVersion", "pipescale.io/v1alpha1"},
-        {"kind", "InferencePipeline"},
-        {"name", meta["name"]},
-        {"namespace", ns},
-        {"uid", meta.value("uid", "")}}},
-      {"type", type},
-      {"reason", reason},
-      {"message", message.substr(0, 1024)},
-      {"source", {{"component", "pipescale-operator"}}},
-      {"firstTimestamp", FormatRfc3339(now)},
-      {"lastTimestamp", FormatRfc3339(now)},
-      {"count", 1}};
-  // An event that cannot be written is not worth failing the reconcile for, but is worth a line.
-  auto created = client_.Create(kube::CollectionPath(kube::kEvents, ns), event);
-  if (created.ok()) {
-    ++outcome.events;
-  } else {
-    Log("warning", "cannot record an event",
-        {{"pipeline", ns + "/" + meta["name"].get<std::string>()},
-         {"reason", reason},
-         {"error", created.error().message}});
-  }
-}
-
-Status Reconciler::Act(const std::string& ns, const ConfigMapWrite& write) const {
+Status Reconciler::Write(const std::string& ns, const ConfigMapWrite& write) const {
   const std::string path = kube::ObjectPath(kube::kConfigMaps, ns, write.name);
   if (write.create) {
     auto created = client_.Create(kube::CollectionPath(kube::kConfigMaps, ns), write.body);
@@ -159,7 +266,7 @@ Status Reconciler::Act(const std::string& ns, const ConfigMapWrite& write) const
   return Done{};
 }
 
-Status Reconciler::Act(const std::string& ns, const ObjectWrite& write) const {
+Status Reconciler::Write(const std::string& ns, const ObjectWrite& write) const {
   if (!write.create) {
     auto patched = client_.MergePatch(kube::ObjectPath(write.type, ns, write.name), write.body);
     if (!patched) return patched.error();
@@ -171,38 +278,109 @@ Status Reconciler::Act(const std::string& ns, const ObjectWrite& write) const {
   return Done{};
 }
 
-Result<RouterObjects> Reconciler::ObserveRouter(const model::Pipeline& pipeline) const {
-  RouterObjects out;
-  if (!pipeline.spec.router) return out;
-  const std::string name = api::RouterName(pipeline);
-  const std::string& ns = pipeline.namespace_name;
-  const std::pair<const kube::ResourceType*, std::optional<json>*> objects[] = {
-      {&kRouterServiceAccounts, &out.service_account},
-      {&kRouterRoleBindings, &out.role_binding},
-      {&kube::kDeployments, &out.deployment},
-      {&kRouterServices, &out.service}};
-  for (const auto& [type, slot] : objects) {
-    auto got = client_.Get(kube::ObjectPath(*type, ns, name));
-    if (got.ok()) {
-      *slot = std::move(*got);
-    } else if (got.error().kind != ErrorKind::kNotFound) {
-      return got.error();
-    }
+// ---------------------------------------------------------------------------------------------
+// Report: the status (written once, and only when it changed), the events, and the outcome.
+
+Status Reconciler::Report(const std::string& key, Observation& seen, Decision decision,
+                          Outcome& outcome) {
+  if (Status s = WriteStatus(key, seen, decision, outcome); !s) return s.error();
+  EmitEvents(seen, decision, outcome);
+  const model::PipelineStatus& status = decision.status;
+  outcome.requeue_after_seconds = decision.requeue_after_seconds;
+  outcome.conditions = api::ConditionsToJson(status.conditions);
+  outcome.cost_per_hour = status.cost_per_hour.value_or(0);
+  if (decision.plan && status.plan) outcome.deployments = status.plan->deployments;
+  if (status.observed && status.observed->data_plane) {
+    outcome.served_accuracy = status.observed->data_plane->served_accuracy;
   }
-  return out;
+  outcome.plan = std::move(decision.plan);
+  outcome.capacity = std::move(seen.observed.capacity);
+  return Done{};
 }
 
-namespace {
-std::string ResourceVersion(const json& object) {
-  return StringField(Member(object, "metadata"), "resourceVersion");
+Status Reconciler::WriteStatus(const std::string& key, const Observation& seen,
+                               const Decision& decision, Outcome& outcome) {
+  const json& previous = api::StatusOf(seen.observed.object);
+  const json status = api::StatusToJson(decision.status);
+  if (status == previous) return Done{};
+  // Keys the decision left out are removed, not kept by the merge.
+  auto written = client_.MergePatch(
+      kube::ObjectPath(kInferencePipelines, seen.meta.namespace_name, seen.meta.name, "status"),
+      {{"status", kube::MergePatchFrom(previous, status)}});
+  if (!written) return written.error();
+  RememberWritten(key, seen.observed.object, seen.cached_version, std::move(*written));
+  outcome.status_written = true;
+  const model::PipelineStatus& before = seen.observed.status;
+  const bool newly_invalid =
+      !seen.parsed.pipeline && (ConditionStatus(before.conditions, "Ready") != "False" ||
+                                before.observed_generation != decision.status.observed_generation);
+  if (newly_invalid) {
+    const auto& errors = seen.parsed.errors;
+    Emit(seen.meta, "Warning", reason::kInvalidSpec,
+         errors.empty() ? "invalid spec" : errors.front().ToString(), seen.observed.now, outcome);
+  }
+  return Done{};
 }
-}  // namespace
+
+void Reconciler::EmitEvents(const Observation& seen, const Decision& decision,
+                            Outcome& outcome) const {
+  const double now = seen.observed.now;
+  for (const std::string& message : decision.events) {
+    Emit(seen.meta, "Normal", "PlanChanged", message, now, outcome);
+  }
+  for (const Event& warning : decision.warnings) {
+    Emit(seen.meta, "Warning", warning.reason, warning.message, now, outcome);
+  }
+  for (const Event& notice : decision.notices) {
+    Emit(seen.meta, "Normal", notice.reason, notice.message, now, outcome);
+  }
+  for (const Revert& revert : decision.reverts) {
+    Emit(seen.meta, "Warning", reason::kChangeReverted, revert.Message(), now, outcome);
+    outcome.reverted_fields.push_back(revert.field);
+  }
+}
+
+void Reconciler::Emit(const api::ObjectMeta& meta, const std::string& type,
+                      const std::string& reason, const std::string& message, double now,
+                      Outcome& outcome) const {
+  const std::string& ns = meta.namespace_name;
+  const json event = {{"apiVersion", "v1"},
+                      {"kind", "Event"},
+                      {"metadata", {{"generateName", meta.name + "."}, {"namespace", ns}}},
+                      {"involvedObject",
+                       {{"apiVersion", "pipescale.io/v1alpha1"},
+                        {"kind", "InferencePipeline"},
+                        {"name", meta.name},
+                        {"namespace", ns},
+                        {"uid", meta.uid}}},
+                      {"type", type},
+                      {"reason", reason},
+                      {"message", message.substr(0, 1024)},
+                      {"source", {{"component", "pipescale-operator"}}},
+                      {"firstTimestamp", FormatRfc3339(now)},
+                      {"lastTimestamp", FormatRfc3339(now)},
+                      {"count", 1}};
+  // An event that cannot be written is not worth failing the reconcile for, but is worth a line.
+  auto created = client_.Create(kube::CollectionPath(kube::kEvents, ns), event);
+  if (created.ok()) {
+    ++outcome.events;
+  } else {
+    Log("warning", "cannot record an event",
+        {{"pipeline", ns + "/" + meta.name},
+         {"reason", reason},
+         {"error", created.error().message}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What this replica wrote, against an informer that lags it.
 
 std::optional<json> Reconciler::Latest(const std::string& key, std::optional<json> cached) {
   std::lock_guard lock(mu_);
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
-  if (cached && it->second.superseded.contains(ResourceVersion(*cached))) return it->second.object;
+  if (cached && it->second.superseded.contains(api::ReadObjectMeta(*cached).resource_version))
+    return it->second.object;
   written_.erase(it);  // caught up, deleted, or written by someone else since: the cache rules
   return cached;
 }
@@ -212,139 +390,8 @@ void Reconciler::RememberWritten(const std::string& key, const json& decided_fro
   std::lock_guard lock(mu_);
   Written& w = written_[key];
   w.superseded.insert(cached_version);
-  w.superseded.insert(ResourceVersion(decided_from));
+  w.superseded.insert(api::ReadObjectMeta(decided_from).resource_version);
   w.object = std::move(written);
-}
-
-Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
-  Outcome outcome;
-  std::optional<json> cached = pipelines_.Get(key);
-  const std::string cached_version = cached ? ResourceVersion(*cached) : "";
-  const auto object = Latest(key, std::move(cached));
-  if (!object) {
-    // Deleted: its Deployments go with it through their owner references.
-    std::lock_guard lock(mu_);
-    memory_.erase(key);
-    return outcome;
-  }
-
-  // Observe.
-  Observed observed;
-  observed.object = *object;
-  observed.now = clock_();
-  observed.deployments = ObserveDeployments(*object);
-  const api::ParsedPipeline parsed = ParseObserved(*object);
-  if (parsed.pipeline) observed.metrics = metrics_(*parsed.pipeline);
-  // The routing ConfigMap, for an optimizer that hands the data plane anything.
-  if (parsed.pipeline &&
-      (parsed.pipeline->spec.router ||
-       optimizer::OptimizerOf(parsed.pipeline->spec).data_plane != optimizer::DataPlane::kNone)) {
-    auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, parsed.pipeline->namespace_name,
-                                                api::RoutingConfigMapName(*parsed.pipeline)));
-    if (routing.ok()) {
-      observed.routing_config_map = *routing;
-    } else if (routing.error().kind != ErrorKind::kNotFound) {
-      return routing.error();
-    }
-  }
-  if (parsed.pipeline) {
-    auto router = ObserveRouter(*parsed.pipeline);
-    if (!router) return router.error();
-    observed.router = std::move(*router);
-    observed.router_cluster_role = router_cluster_role_;
-  }
-  observed.memory = Remembered(key, *object, parsed, observed.now);
-  if (parsed.pipeline && nodes_ != nullptr && pods_ != nullptr) {
-    // No nodes in view (not synced, or no rights to list them) is no news about capacity.
-    const std::vector<json> nodes = nodes_->List();
-    if (!nodes.empty()) {
-      observed.capacity = ComputeCapacity(*parsed.pipeline, nodes, pods_->List());
-    }
-  }
-
-  // Decide.
-  const auto start = std::chrono::steady_clock::now();
-  Decision decision = Decide(observed, parsed);
-  const double decide_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  {
-    std::lock_guard lock(mu_);
-    // Kept only once recalled in full (Remembered); until then each reconcile recalls again.
-    if (memory_.contains(key)) memory_[key] = decision.memory;
-  }
-  if (decision.status.contains("solver") &&
-      decision.status["solver"].value("durationMs", 0.0) == 0.0 && !decision.events.empty()) {
-    decision.status["solver"]["durationMs"] = std::round(decide_ms * 1000) / 1000;
-  }
-
-  // Act.
-  const std::string ns = (*object)["metadata"]["namespace"];
-  for (const DeploymentWrite& write : decision.writes) {
-    if (Status s = Act(ns, write, outcome); !s) return s.error();
-  }
-  if (decision.routing) {
-    if (Status s = Act(ns, *decision.routing); !s) return s.error();
-    outcome.routing_written = true;
-  }
-  if (decision.router_pipeline) {
-    if (Status s = Act(ns, *decision.router_pipeline); !s) return s.error();
-    outcome.routing_written = true;
-  }
-  for (const ObjectWrite& write : decision.router) {
-    if (Status s = Act(ns, write); !s) return s.error();
-    ++outcome.router_writes;
-  }
-
-  // Report.
-  outcome.conditions = decision.status.value("conditions", json::array());
-  if (decision.plan) {
-    for (const auto& t : decision.status["plan"].value("tasks", json::array())) {
-      outcome.deployments.push_back(t.value("deployment", ""));
-    }
-  }
-  const json previous = object->value("status", json::object());
-  if (decision.status != previous) {
-    const std::string name = (*object)["metadata"]["name"];
-    // Keys the decision left out are removed, not kept by the merge.
-    auto written =
-        client_.MergePatch(kube::ObjectPath(kInferencePipelines, ns, name, "status"),
-                           {{"status", kube::MergePatchFrom(previous, decision.status)}});
-    if (!written) return written.error();
-    RememberWritten(key, *object, cached_version, std::move(*written));
-    outcome.status_written = true;
-    const bool newly_invalid =
-        !parsed.pipeline &&
-        (ConditionStatus(previous.value("conditions", json::array()), "Ready") != "False" ||
-         previous.value("observedGeneration", 0L) !=
-             decision.status.value("observedGeneration", 0L));
-    if (newly_invalid) {
-      Emit(*object, "Warning", reason::kInvalidSpec,
-           parsed.errors.empty() ? "invalid spec" : parsed.errors.front().ToString(), observed.now,
-           outcome);
-    }
-  }
-  for (const std::string& message : decision.events) {
-    Emit(*object, "Normal", "PlanChanged", message, observed.now, outcome);
-  }
-  for (const Event& warning : decision.warnings) {
-    Emit(*object, "Warning", warning.reason, warning.message, observed.now, outcome);
-  }
-  for (const Event& notice : decision.notices) {
-    Emit(*object, "Normal", notice.reason, notice.message, observed.now, outcome);
-  }
-  for (const Revert& revert : decision.reverts) {
-    Emit(*object, "Warning", reason::kChangeReverted, revert.Message(), observed.now, outcome);
-    outcome.reverted_fields.push_back(revert.field);
-  }
-  outcome.requeue_after_seconds = decision.requeue_after_seconds;
-  outcome.cost_per_hour = decision.status.value("costPerHour", 0.0);
-  outcome.decide_seconds = decide_ms / 1000;
-  const json& served =
-      Member(Member(Member(decision.status, "observed"), "dataPlane"), "servedAccuracy");
-  if (served.is_number()) outcome.served_accuracy = served.get<double>();
-  outcome.plan = std::move(decision.plan);
-  outcome.capacity = std::move(observed.capacity);
-  return outcome;
 }
 
 }  // namespace pipescale::reconciler

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/object_meta.h"
 #include "common/result.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -48,6 +49,8 @@ class Reconciler {
 
   // The ClusterRole the RoleBinding of each pipeline's router grants (the chart installs it).
   void SetRouterClusterRole(std::string name) { router_cluster_role_ = std::move(name); }
+  // How MILPs are solved (Loki); by default CBC in this process.
+  void SetMilpSolver(optimizer::MilpSolver solver) { milp_solver_ = std::move(solver); }
 
   struct Outcome {
     std::optional<double> requeue_after_seconds;
@@ -65,7 +68,8 @@ class Reconciler {
     // Loki: the accuracy the router's answers carried (status.observed.dataPlane), when measured.
     std::optional<double> served_accuracy;
     std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
-    nlohmann::json conditions = nlohmann::json::array();  // status.conditions as decided
+    // status.conditions as decided, in their JSON form (api::ConditionsToJson).
+    nlohmann::json conditions = nlohmann::json::array();
     std::vector<std::string> deployments;  // the plan's Deployments (status.plan.tasks)
   };
 
@@ -74,20 +78,48 @@ class Reconciler {
   Result<Outcome> Reconcile(const std::string& key);
 
  private:
-  std::map<std::string, nlohmann::json> ObserveDeployments(const nlohmann::json& object) const;
-  Status Act(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
-  Status Act(const std::string& ns, const ConfigMapWrite& write) const;
-  Status Act(const std::string& ns, const ObjectWrite& write) const;
+  // What one reconcile observed: the object as read (its metadata and spec parsed once), and
+  // what Decide reads. The object's JSON is read only here, at the boundary.
+  struct Observation {  // NOLINT(bugprone-exception-escape): json's moves may throw
+    Observed observed;
+    api::ParsedPipeline parsed;
+    api::ObjectMeta meta;
+    std::string cached_version;  // the informer's resourceVersion, which a status write supersedes
+  };
+
+  // The phases of a reconcile.
+  Result<Observation> Observe(const std::string& key, nlohmann::json object,
+                              std::string cached_version);
+  Decision TimedDecide(const std::string& key, Observation& seen, Outcome& outcome);
+  Status Act(const Observation& seen, const Decision& decision, Outcome& outcome) const;
+  Status Report(const std::string& key, Observation& seen, Decision decision, Outcome& outcome);
+
+  // Observe's parts.
+  std::map<std::string, nlohmann::json> ObserveDeployments(const Observation& seen) const;
+  Result<std::optional<nlohmann::json>> ObserveRoutingConfigMap(
+      const model::Pipeline& pipeline) const;
   Result<RouterObjects> ObserveRouter(const model::Pipeline& pipeline) const;
-  Memory Remembered(const std::string& key, const nlohmann::json& object,
+  std::optional<ClusterCapacity> ObserveCapacity(const model::Pipeline& pipeline) const;
+  Memory Remembered(const std::string& key, const model::PipelineStatus& status,
                     const api::ParsedPipeline& parsed, double now);
-  void Emit(const nlohmann::json& object, const std::string& type, const std::string& reason,
+
+  // Act's writes, one per kind of object.
+  Status Write(const std::string& ns, const DeploymentWrite& write, Outcome& outcome) const;
+  Status Write(const std::string& ns, const ConfigMapWrite& write) const;
+  Status Write(const std::string& ns, const ObjectWrite& write) const;
+
+  // Report's parts.
+  Status WriteStatus(const std::string& key, const Observation& seen, const Decision& decision,
+                     Outcome& outcome);
+  void EmitEvents(const Observation& seen, const Decision& decision, Outcome& outcome) const;
+  void Emit(const api::ObjectMeta& meta, const std::string& type, const std::string& reason,
             const std::string& message, double now, Outcome& outcome) const;
 
   const kube::Client& client_;
   const kube::Informer& pipelines_;
   const kube::Informer& deployments_;
   std::string router_cluster_role_ = "pipescale-router";
+  optimizer::MilpSolver milp_solver_;
   MetricsReader metrics_;
   Clock clock_;
   HistoryReader history_;

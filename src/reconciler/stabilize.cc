@@ -1,10 +1,6 @@
 #include "reconciler/stabilize.h"
 
 #include <algorithm>
-#include <cmath>
-#include <nlohmann/json.hpp>
-
-#include "optimizer/problem.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -50,39 +46,6 @@ void Remember(std::vector<Recommendation>& history, Recommendation now,
       std::max(behavior.scale_down_window_seconds, behavior.scale_up_window_seconds);
   while (history.size() > 1 && history[1].since <= at - keep) history.erase(history.begin());
   while (history.size() > kMaxRecommendations) MergeOldestTwo(history);
-}
-
-nlohmann::json RecommendationsToJson(const std::vector<Recommendation>& history) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Recommendation& r : history) {
-    out.push_back({{"since", r.since}, {"replicas", r.replicas}});
-  }
-  return out;
-}
-
-std::vector<Recommendation> RecommendationsFromJson(const nlohmann::json& steps) {
-  std::vector<Recommendation> out;
-  if (!steps.is_array()) return out;
-  for (const nlohmann::json& step : steps) {
-    if (out.size() == kMaxRecommendations) break;
-    if (!step.is_object()) continue;
-    auto since = step.find("since");
-    auto replicas = step.find("replicas");
-    if (since == step.end() || !since->is_number() || !std::isfinite(since->get<double>()) ||
-        replicas == step.end() || !replicas->is_object()) {
-      continue;
-    }
-    Recommendation r{.since = since->get<double>(), .replicas = {}};
-    for (const auto& [name, n] : replicas->items()) {
-      if (!n.is_number_integer()) continue;
-      r.replicas[name] =
-          static_cast<int>(std::clamp<long long>(n.get<long long>(), 0, optimizer::kMaxReplicas));
-    }
-    // Steps out of order were not written by us: keep what reads as a history.
-    if (!out.empty() && r.since < out.back().since) continue;
-    out.push_back(std::move(r));
-  }
-  return out;
 }
 
 }  // namespace pipescale::reconciler

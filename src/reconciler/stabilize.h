@@ -3,29 +3,23 @@
 // The recommendations are a step function, kept in the status so that a new leader honours them.
 #pragma once
 
-#include <map>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/pipeline.h"
+#include "model/status.h"
 
 namespace pipescale::reconciler {
 
-// One step of the recommendations: replicas per Deployment name from `since` until the next
-// step's `since` (the last step lasts until now). A step only starts when the recommendation
-// changes, so steady reconciles leave the history, and the status that keeps it, as they were.
-struct Recommendation {
-  double since = 0;  // unix seconds
-  std::map<std::string, int> replicas;
-
-  bool operator==(const Recommendation&) const = default;
-};
+// One step of the recommendations (status.memory.recommendations). A step only starts when the
+// recommendation changes, so steady reconciles leave the history, and the status that keeps it,
+// as they were.
+using model::Recommendation;
 
 // Steps kept at most; beyond it the two oldest merge, keeping the larger of each (which can only
 // make a scale-down wait longer).
-inline constexpr size_t kMaxRecommendations = 32;
+using model::kMaxRecommendations;
 
 // The replicas to set for Deployment `name`, from `desired`, what it has now (`current`;
 // nullopt: not created yet, so no window applies) and the steps in `history`.
@@ -36,9 +30,5 @@ int Stabilize(const std::vector<Recommendation>& history, const std::string& nam
 // steps that ended before both windows.
 void Remember(std::vector<Recommendation>& history, Recommendation now,
               const model::Behavior& behavior);
-
-// status.memory.recommendations and back; what cannot be read is left out.
-nlohmann::json RecommendationsToJson(const std::vector<Recommendation>& history);
-std::vector<Recommendation> RecommendationsFromJson(const nlohmann::json& steps);
 
 }  // namespace pipescale::reconciler

@@ -1,54 +1,47 @@
 #include "reconciler/status.h"
 
 #include "api/deployment.h"
-#include "api/plan_json.h"
+#include "api/object_meta.h"
 #include "common/strings.h"
 #include "common/time.h"
 #include "reconciler/conditions.h"
-#include "reconciler/fields.h"
 
 namespace pipescale::reconciler {
 
 using nlohmann::json;
 
-json PlanStatus(const model::Plan& plan, const std::vector<PlannedDeployment>& planned) {
-  json out = api::PlanToJsonValue(plan, {.rounded = true, .report = false});
+model::AppliedPlan PlanStatus(const model::Plan& plan,
+                              const std::vector<PlannedDeployment>& planned) {
+  model::AppliedPlan out{.plan = plan, .deployments = {}};
   // What the status adds to the plan: each task's Deployment and what it is set to: the
   // replicas stabilized and within the budget, the batch size a rollout rule may have held.
-  json& tasks = out["tasks"];
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
-    tasks[i]["deployment"] = planned[i].name;
-    tasks[i]["replicas"] = planned[i].target;
-    tasks[i]["batchSize"] = planned[i].batch_size;
+    out.plan.tasks[i].replicas = planned[i].target;
+    out.plan.tasks[i].batch_size = planned[i].batch_size;
+    out.deployments.push_back(planned[i].name);
   }
   return out;
 }
 
-std::string PlanDiff(const json& before, const json& after, optimizer::Placement placement) {
-  std::map<std::string, std::pair<int, int>> old;
-  // The previous status is read back from the cluster: anything may be in it.
-  for (const auto& [name, t] : TasksByDeployment(before)) {
-    old[name] = {IntField(*t, "replicas", 0), IntField(*t, "batchSize", 0)};
-  }
+std::string PlanDiff(const model::AppliedPlan* before, const model::AppliedPlan& after,
+                     optimizer::Placement placement) {
   std::map<std::string, int> per_task;
-  for (const auto& t : after["tasks"]) ++per_task[t["task"].get<std::string>()];
+  for (const model::TaskPlan& t : after.plan.tasks) ++per_task[t.task];
   std::string diff;
-  for (const auto& t : after["tasks"]) {
-    const std::string name = t["deployment"];
-    const int replicas = t["replicas"];
-    const int batch = t["batchSize"];
-    auto it = old.find(name);
-    if (it != old.end() && it->second == std::pair{replicas, batch}) continue;
-    std::string label = t["task"].get<std::string>();
+  for (size_t i = 0; i < after.plan.tasks.size() && i < after.deployments.size(); ++i) {
+    const model::TaskPlan& t = after.plan.tasks[i];
+    const model::TaskPlan* old = before != nullptr ? before->Find(after.deployments[i]) : nullptr;
+    if (old != nullptr && old->replicas == t.replicas && old->batch_size == t.batch_size) continue;
+    std::string label = t.task;
     if (placement == optimizer::Placement::kPerVariant) {
-      label += "/" + t["variant"].get<std::string>();
-    } else if (per_task[t["task"].get<std::string>()] > 1) {
-      label += "@" + t["hardwareClass"].get<std::string>();
+      label += "/" + t.variant;
+    } else if (per_task[t.task] > 1) {
+      label += "@" + t.hardware_class;
     }
     diff += (diff.empty() ? "" : ", ") + label + " " +
-            (it == old.end() ? StrFormat("new: %d replicas, batch %d", replicas, batch)
-                             : StrFormat("%d->%d replicas, batch %d->%d", it->second.first,
-                                         replicas, it->second.second, batch));
+            (old == nullptr ? StrFormat("new: %d replicas, batch %d", t.replicas, t.batch_size)
+                            : StrFormat("%d->%d replicas, batch %d->%d", old->replicas, t.replicas,
+                                        old->batch_size, t.batch_size));
   }
   return diff;
 }
@@ -64,8 +57,8 @@ std::string Reasons(const model::Plan& plan) {
 
 }  // namespace
 
-void SetFeasible(json& conditions, const model::Plan& plan, const GuardOutcome& guard,
-                 const Spend& spend, long generation, double now) {
+void SetFeasible(std::vector<model::Condition>& conditions, const model::Plan& plan,
+                 const GuardOutcome& guard, const Spend& spend, long generation, double now) {
   if (guard.over_budget) {
     SetCondition(conditions, "Feasible", false, reason::kOverBudget,
                  StrFormat("the plan needs more than the budget allows; scale-out held at %d "
@@ -97,9 +90,9 @@ Spend RunningSpend(const model::Pipeline& pipeline,
   Spend out;
   for (const auto& [name, deployment] : deployments) {
     const int running = api::RunningReplicas(deployment);
-    const json& meta = deployment["metadata"];
-    const int hw = pipeline.HardwareClassIndex(
-        StringField(meta.value("labels", json::object()), "pipescale.io/hardware-class"));
+    const auto labels = api::ReadObjectMeta(deployment).labels;
+    const auto label = labels.find("pipescale.io/hardware-class");
+    const int hw = label == labels.end() ? -1 : pipeline.HardwareClassIndex(label->second);
     out.replicas += running;
     if (hw >= 0) out.cost_per_hour += running * pipeline.spec.hardware_classes[hw].cost_per_hour;
   }
@@ -107,12 +100,6 @@ Spend RunningSpend(const model::Pipeline& pipeline,
 }
 
 namespace {
-
-json Rounded(const std::map<std::string, double>& values, double (*round)(double)) {
-  json out = json::object();
-  for (const auto& [key, v] : values) out[key] = round(v);
-  return out;
-}
 
 // Per task, the call-weighted mean of its answering variants' accuracy over its most accurate
 // one's; their product over the tasks that answered. nullopt when none did.
@@ -135,48 +122,44 @@ std::optional<double> ServedAccuracy(const model::Pipeline& pipeline,
 
 }  // namespace
 
-json DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
-                     const model::DataPlaneSnapshot& observed) {
-  json out = {{"dropsPerSecond", Rounded(observed.drops_rps, api::RoundQuantity)},
-              {"reroutesPerSecond", api::RoundQuantity(observed.reroutes_rps)},
-              {"spillShare", Rounded(observed.spill_share, api::RoundFraction)},
-              {"poolWaiting", Rounded(observed.pool_waiting, api::RoundQuantity)},
-              {"batchRows", Rounded(observed.batch_rows, api::RoundQuantity)}};
-  json shed = json::object();
+model::ObservedDataPlane DataPlaneStatus(const model::Pipeline& pipeline, const model::Plan& plan,
+                                         const model::DataPlaneSnapshot& observed) {
+  model::ObservedDataPlane out{.drops_rps = observed.drops_rps,
+                               .shed_rps = {},
+                               .reroutes_rps = observed.reroutes_rps,
+                               .spill_share = observed.spill_share,
+                               .pool_waiting = observed.pool_waiting,
+                               .batch_rows = observed.batch_rows};
   for (const auto& [key, rps] : observed.shed_rps) {
     const size_t slash = key.find('/');
-    if (slash != std::string::npos) {
-      shed[key.substr(0, slash)][key.substr(slash + 1)] = api::RoundQuantity(rps);
-    }
+    if (slash != std::string::npos) out.shed_rps[key.substr(0, slash)][key.substr(slash + 1)] = rps;
   }
-  out["shedPerSecond"] = std::move(shed);
   if (const auto* loki = plan.accuracy_scaling()) {
-    out["plannedAccuracy"] = api::RoundFraction(loki->accuracy);
-    if (auto served = ServedAccuracy(pipeline, observed.variant_rps)) {
-      out["servedAccuracy"] = api::RoundFraction(*served);
-    }
+    out.planned_accuracy = loki->accuracy;
+    out.served_accuracy = ServedAccuracy(pipeline, observed.variant_rps);
   }
   return out;
 }
 
 namespace {
 
-json MixToJson(const Mix& mix) {
-  json out = json::array();
-  for (const auto& [size, share] : Shares(mix)) {
-    out.push_back({{"size", size}, {"share", api::RoundFraction(share)}});
-  }
+std::vector<model::SizeShare> MixShares(const Mix& mix) {
+  std::vector<model::SizeShare> out;
+  for (const auto& [size, share] : Shares(mix)) out.push_back({.size = size, .share = share});
   return out;
 }
 
 }  // namespace
 
-json QueryMixStatus(const MixStep& step) {
-  json out = {{"source", step.memory.adopted.empty() ? "spec" : "measured"},
-              {"planned", MixToJson(step.planned)}};
-  if (!step.measured.empty()) out["measured"] = MixToJson(step.measured);
-  if (step.shift) out["shift"] = api::RoundFraction(*step.shift);
-  if (!step.memory.pending.empty()) out["settlingSince"] = FormatRfc3339(step.memory.pending_since);
+model::QuerySizesRecord QueryMixStatus(const MixStep& step) {
+  model::QuerySizesRecord out{
+      .source = step.memory.adopted.empty() ? model::MixSource::kSpec : model::MixSource::kMeasured,
+      .planned = MixShares(step.planned),
+      .measured = {},
+      .shift = step.shift};
+  // Shares() reads an empty mix as every query one row; an empty measurement is none.
+  if (!step.measured.empty()) out.measured = MixShares(step.measured);
+  if (!step.memory.pending.empty()) out.settling_since = FormatRfc3339(step.memory.pending_since);
   return out;
 }
 

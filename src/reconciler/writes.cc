@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "api/deployment.h"
+#include "api/object_meta.h"
 #include "api/router_objects.h"
 #include "common/strings.h"
-#include "reconciler/fields.h"
 
 namespace pipescale::reconciler {
 
@@ -36,14 +36,21 @@ std::vector<DeploymentWrite> PlanWrites(const model::Pipeline& pipeline, const s
 
 namespace {
 
+using Labels = std::map<std::string, std::string>;
+
+std::string Label(const Labels& labels, const std::string& key) {
+  const auto it = labels.find(key);
+  return it == labels.end() ? "" : it->second;
+}
+
 // Whether the spec still lists the (task, variant, class) a Deployment's labels name.
-bool Listed(const model::Pipeline& pipeline, const json& labels) {
-  const int ti = pipeline.TaskIndex(labels.value("pipescale.io/task", ""));
+bool Listed(const model::Pipeline& pipeline, const Labels& labels) {
+  const int ti = pipeline.TaskIndex(Label(labels, "pipescale.io/task"));
   if (ti < 0) return false;
   const auto& variants = pipeline.spec.tasks[ti].variants;
   return std::any_of(variants.begin(), variants.end(), [&](const model::Variant& v) {
-    return v.name == labels.value("pipescale.io/variant", "") &&
-           v.FindProfile(labels.value("pipescale.io/hardware-class", ""));
+    return v.name == Label(labels, "pipescale.io/variant") &&
+           v.FindProfile(Label(labels, "pipescale.io/hardware-class"));
   });
 }
 
@@ -55,8 +62,8 @@ std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
   std::vector<DeploymentWrite> writes;
   for (const auto& [name, deployment] : deployments) {
     if (planned_names.contains(name)) continue;
-    const json labels = deployment["metadata"].value("labels", json::object());
-    if (!Listed(pipeline, labels) && labels.value("pipescale.io/pipeline", "") == pipeline.name) {
+    const Labels labels = api::ReadObjectMeta(deployment).labels;
+    if (!Listed(pipeline, labels) && Label(labels, "pipescale.io/pipeline") == pipeline.name) {
       writes.push_back({DeploymentWrite::Kind::kDelete, name, {}});
     } else if (api::ReadManagedFields(deployment, "").replicas.value_or(0) != 0) {
       writes.push_back({DeploymentWrite::Kind::kScaleToZero, name, {{"spec", {{"replicas", 0}}}}});
@@ -92,21 +99,19 @@ std::string Revert::Message() const {
                    deployment.c_str(), field.c_str(), found, restored);
 }
 
-std::vector<Revert> FindReverts(const json& applied, const Deployments& deployments,
+std::vector<Revert> FindReverts(const model::AppliedPlan* applied, const Deployments& deployments,
                                 const std::vector<PlannedDeployment>& planned) {
-  const auto record = TasksByDeployment(applied);  // what the operator set
   std::vector<Revert> out;
+  if (applied == nullptr) return out;  // no record yet: nothing to compare with
   for (const PlannedDeployment& p : planned) {
     auto dep = deployments.find(p.name);
-    auto rec = record.find(p.name);
-    if (dep == deployments.end() || rec == record.end()) continue;
+    const model::TaskPlan* set = applied->Find(p.name);  // what the operator set
+    if (dep == deployments.end() || set == nullptr) continue;
     const api::ManagedFields now = api::ReadManagedFields(dep->second, p.variant->batch_env);
-    const int set_replicas = IntField(*rec->second, "replicas", -1);
-    const int set_batch = IntField(*rec->second, "batchSize", -1);
-    if (now.replicas && *now.replicas != set_replicas && *now.replicas != p.target) {
+    if (now.replicas && *now.replicas != set->replicas && *now.replicas != p.target) {
       out.push_back({p.name, "spec.replicas", *now.replicas, p.target});
     }
-    if (now.batch_size && *now.batch_size != set_batch && *now.batch_size != p.batch_size) {
+    if (now.batch_size && *now.batch_size != set->batch_size && *now.batch_size != p.batch_size) {
       out.push_back({p.name, "spec.template.spec.containers[0].env[" + p.variant->batch_env + "]",
                      *now.batch_size, p.batch_size});
     }

@@ -12,6 +12,7 @@
 
 #include "model/pipeline.h"
 #include "model/plan.h"
+#include "model/status.h"
 #include "reconciler/planned.h"
 
 namespace pipescale::reconciler {
@@ -66,8 +67,9 @@ struct Revert {
 };
 
 // The reverts among the planned Deployments' writes. `applied` is the status's plan as the
-// operator last wrote it: a field that differs from it was changed outside the operator.
-std::vector<Revert> FindReverts(const nlohmann::json& applied, const Deployments& deployments,
+// operator last wrote it (null before the first): a field that differs from it was changed
+// outside the operator.
+std::vector<Revert> FindReverts(const model::AppliedPlan* applied, const Deployments& deployments,
                                 const std::vector<PlannedDeployment>& planned);
 
 }  // namespace pipescale::reconciler

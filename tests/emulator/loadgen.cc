@@ -31,8 +31,8 @@
 #include "common/json_fields.h"
 #include "kube/config.h"
 #include "kube/informer.h"
-#include "routing/endpoints.h"
 #include "router/upstream.h"
+#include "routing/endpoints.h"
 #include "trace.h"
 
 namespace {

@@ -11,8 +11,10 @@
 
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
+#include "api/status_json.h"
 #include "api/workload.h"
 #include "optimizer/registry.h"
+#include "unit/api/status_samples.h"
 
 namespace pipescale {
 namespace {
@@ -100,9 +102,10 @@ void Misfits(const nlohmann::json& value, const YAML::Node& schema, const std::s
     for (const auto& item : value) Misfits(item, schema["items"], path + "[]", out);
   }
   if (!value.is_object()) return;
+  const YAML::Node properties = schema["properties"];  // absent where additionalProperties is
   for (const auto& [key, v] : value.items()) {
-    if (const YAML::Node declared = schema["properties"][key]) {
-      Misfits(v, declared, path + "." + key, out);
+    if (properties && properties[key]) {
+      Misfits(v, properties[key], path + "." + key, out);
     } else if (const YAML::Node any = schema["additionalProperties"]) {
       Misfits(v, any, path + "." + key, out);
     } else {
@@ -112,7 +115,7 @@ void Misfits(const nlohmann::json& value, const YAML::Node& schema, const std::s
 }
 
 // Every optimizer's plan of every example, at a light and an overloading rate, as status.plan
-// holds it (PlanToJsonValue plus the Deployment the reconciler names), fits the schema.
+// holds it (the status writer: PlanToJsonValue plus each task's Deployment), fits the schema.
 TEST(CrdSchema, StatusPlanDeclaresWhatEveryOptimizerWrites) {
   const YAML::Node plan = Schema()["properties"]["status"]["properties"]["plan"];
   int plans = 0;
@@ -125,8 +128,9 @@ TEST(CrdSchema, StatusPlanDeclaresWhatEveryOptimizerWrites) {
       ASSERT_TRUE(workload.ok()) << workload.error().message;
       const model::Plan p = optimizer::Solve(*parsed.pipeline, *workload,
                                              optimizer::OptimizerOf(parsed.pipeline->spec).name);
-      nlohmann::json status = api::PlanToJsonValue(p, {.rounded = true, .report = false});
-      for (auto& t : status["tasks"]) t["deployment"] = "d";
+      const model::AppliedPlan applied{
+          .plan = p, .deployments = std::vector<std::string>(p.tasks.size(), "d")};
+      const nlohmann::json status = api::StatusToJson({.plan = applied})["plan"];
       std::vector<std::string> misfits;
       Misfits(status, plan, "status.plan", misfits);
       std::string list;
@@ -136,6 +140,20 @@ TEST(CrdSchema, StatusPlanDeclaresWhatEveryOptimizerWrites) {
     }
   }
   EXPECT_GE(plans, 8);
+}
+
+// The rest of the status as the operator writes it, over varied statuses, fits the schema too.
+TEST(CrdSchema, StatusDeclaresEverythingTheWriterWrites) {
+  const YAML::Node schema = Schema()["properties"]["status"];
+  testing::StatusSampler sampler(3);
+  for (int i = 0; i < 200; ++i) {
+    const nlohmann::json status = api::StatusToJson(sampler.Next());
+    std::vector<std::string> misfits;
+    Misfits(status, schema, "status", misfits);
+    std::string list;
+    for (const std::string& m : misfits) list += "\n  " + m;
+    EXPECT_TRUE(misfits.empty()) << status.dump() << list;
+  }
 }
 
 TEST(CrdSchema, TheFitCheckFindsUndeclaredKeysAndWrongTypes) {

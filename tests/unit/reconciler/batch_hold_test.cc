@@ -148,7 +148,7 @@ TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
       for (int running = 1; running <= 16; ++running) {
         if (running == fresh.tasks[task].batch_size) continue;
         std::map<std::string, json> deployments;
-        json applied = {{"tasks", json::array()}};
+        model::AppliedPlan applied;
         for (int i = 0; i < 2; ++i) {
           const model::TaskPlan& t = fresh.tasks[i];
           const model::Task& spec_task = p.spec.tasks[i];
@@ -157,11 +157,11 @@ TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
           const int batch = i == task ? running : t.batch_size;
           deployments[name] = api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
                                                    p.spec.hardware_classes[0], t.replicas, batch);
-          applied["tasks"].push_back(
-              {{"deployment", name}, {"replicas", t.replicas}, {"batchSize", batch}});
+          applied.plan.tasks.push_back({.replicas = t.replicas, .batch_size = batch});
+          applied.deployments.push_back(name);
         }
         model::Plan plan = fresh;
-        HoldAppliedBatches(p, load, applied, deployments, plan);
+        HoldAppliedBatches(p, load, &applied, deployments, plan);
 
         const auto at = [&](int i, int batch) {
           return testing::ChoiceWithin(problem, i, batch, fresh.tasks[i].replicas);

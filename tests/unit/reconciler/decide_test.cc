@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "api/deployment.h"
+#include "api/object_meta.h"
 #include "api/pipeline_parse.h"
+#include "api/status_json.h"
 #include "common/time.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
@@ -45,6 +47,9 @@ json Pipeline(const std::string& mode = "Apply") {
           {"scaleUp", {{"stabilizationWindowSeconds", 0}}}}}}}};
 }
 
+// The status a decision writes.
+json Json(const Decision& d) { return api::StatusToJson(d.status); }
+
 model::MetricsSnapshot Rate(double rps) { return {.path_rates_rps = {{"p", rps}}}; }
 
 // A stand-in for the API server's state: applies a decision's writes to a map of Deployments
@@ -55,9 +60,11 @@ struct World {
   Memory memory;
   std::optional<json> routing;  // the routing ConfigMap, once written
   std::optional<ClusterCapacity> capacity;
+  optimizer::MilpSolver milp_solver;  // empty: CBC here
 
   Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
-    Observed o{object, deployments, std::move(metrics), now, memory, routing, capacity};
+    Observed o{object, Status(), deployments, std::move(metrics), now, memory, routing, capacity};
+    o.milp_solver = milp_solver;
     Decision d = Decide(o);
     if (d.routing) {
       if (d.routing->create) {
@@ -96,13 +103,15 @@ struct World {
       dep["status"]["replicas"] = replicas;
       dep["status"]["updatedReplicas"] = replicas;
     }
-    object["status"] = d.status;
+    // As the API server keeps it: the status goes through its JSON text.
+    object["status"] = json::parse(Json(d).dump());
     return d;
   }
 
   // A decision whose writes all failed: the reconciler keeps its memory before it acts.
   Decision Lost(Result<model::MetricsSnapshot> metrics, double now) {
-    Decision d = Decide({object, deployments, std::move(metrics), now, memory, routing, capacity});
+    Decision d =
+        Decide({object, Status(), deployments, std::move(metrics), now, memory, routing, capacity});
     memory = d.memory;
     return d;
   }
@@ -110,8 +119,10 @@ struct World {
   // A new leader: nothing in memory but what the status and the rates in Prometheus give back.
   void FailOver(const model::RateHistory* rates = nullptr) {
     const auto parsed = ParseObserved(object);
-    memory = Recall(object["status"], rates, optimizer::OptimizerOf(parsed.pipeline->spec));
+    memory = Recall(Status(), rates, optimizer::OptimizerOf(parsed.pipeline->spec));
   }
+
+  model::PipelineStatus Status() const { return api::ReadStatus(api::StatusOf(object)); }
 
   int Replicas(const std::string& name) const { return deployments.at(name)["spec"]["replicas"]; }
   int Batch(const std::string& name) const {
@@ -135,10 +146,10 @@ TEST(Decide, CreatesEveryDeploymentFromThePlan) {
   EXPECT_EQ(w.Replicas(kDetect), d.plan->tasks[0].replicas);
   EXPECT_EQ(w.Batch(kDetect), d.plan->tasks[0].batch_size);
   EXPECT_GT(d.plan->TotalReplicas(), 2);  // 200 rps needs more than one replica each
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Ready"), "True");
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "True");
-  EXPECT_EQ(d.status["observedGeneration"], 3);
-  EXPECT_EQ(d.status["totalReplicas"], d.plan->TotalReplicas());
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "True");
+  EXPECT_EQ(Json(d)["observedGeneration"], 3);
+  EXPECT_EQ(Json(d)["totalReplicas"], d.plan->TotalReplicas());
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_NE(d.events[0].find("detect new: "), std::string::npos) << d.events[0];
   EXPECT_EQ(d.requeue_after_seconds, 2);  // from no load to 200 rps: rising (below)
@@ -180,28 +191,28 @@ TEST(Decide, PlansWithinTheRoomTheClusterHasAndSaysWhoWaits) {
   ASSERT_TRUE(d.plan.has_value());
   EXPECT_LE(d.plan->TotalReplicas(), 3);
   EXPECT_EQ(d.plan->report.status, model::SolveStatus::kInfeasible);
-  EXPECT_EQ(d.status["capacity"][0]["limit"], 3);
-  EXPECT_EQ(d.status["capacity"][0]["placeable"], 1);
+  EXPECT_EQ(Json(d)["capacity"][0]["limit"], 3);
+  EXPECT_EQ(Json(d)["capacity"][0]["placeable"], 1);
   EXPECT_TRUE(d.warnings.empty());
 
   w.capacity->unschedulable = {{.deployment = kDetect,
                                 .pods = 2,
                                 .message = "0/1 nodes are available: 1 Insufficient cpu."}};
   d = w.Step(Rate(400), 1010);
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "False");
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "False");
   ASSERT_EQ(d.warnings.size(), 1u);
   EXPECT_EQ(d.warnings[0].reason, "Unschedulable");
   EXPECT_NE(d.warnings[0].message.find(kDetect + ": 2 pods wait: 0/1 nodes"), std::string::npos)
       << d.warnings[0].message;
-  EXPECT_EQ(d.status["unschedulable"][0]["deployment"], kDetect);
+  EXPECT_EQ(Json(d)["unschedulable"][0]["deployment"], kDetect);
   EXPECT_TRUE(w.Step(Rate(400), 1020).warnings.empty());  // the same pods still wait
   w.capacity->unschedulable[0].message = "0/2 nodes are available: 2 Insufficient cpu.";
   EXPECT_TRUE(w.Step(Rate(400), 1025).warnings.empty());  // a node joined: no news
 
   w.capacity->unschedulable.clear();
   d = w.Step(Rate(400), 1030);
-  EXPECT_FALSE(d.status.contains("unschedulable"));
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "PlanApplied"), "True");
+  EXPECT_FALSE(Json(d).contains("unschedulable"));
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "True");
 }
 
 TEST(Decide, SecondDecisionWritesNothing) {
@@ -211,7 +222,7 @@ TEST(Decide, SecondDecisionWritesNothing) {
   const Decision again = w.Step(Rate(200), 1010);
   EXPECT_TRUE(again.writes.empty());
   EXPECT_TRUE(again.events.empty());
-  EXPECT_EQ(again.status, status);  // not even lastTransitionTime moves
+  EXPECT_EQ(Json(again), status);  // not even lastTransitionTime moves
 }
 
 TEST(Decide, EventsExactlyWhenReplicasOrBatchesChange) {
@@ -241,7 +252,7 @@ TEST(Decide, InvalidSpecIsReportedAndNothingWritten) {
   const Decision d = w.Step(Rate(200), 1000);
   EXPECT_TRUE(d.writes.empty());
   EXPECT_FALSE(d.requeue_after_seconds.has_value());
-  const json& ready = d.status["conditions"][0];
+  const json ready = Json(d)["conditions"][0];
   EXPECT_EQ(ready["type"], "Ready");
   EXPECT_EQ(ready["status"], "False");
   EXPECT_EQ(ready["reason"], "InvalidSpec");
@@ -259,16 +270,16 @@ TEST(Decide, MissingMetricsHoldAndNeverScaleDown) {
       w.Step(Error{ErrorKind::kTransient, "prometheus: connection refused"}, 1010);
   EXPECT_TRUE(down.writes.empty());
   EXPECT_EQ(w.Replicas(kDetect), before);
-  EXPECT_EQ(ConditionStatus(down.status["conditions"], "MetricsAvailable"), "False");
+  EXPECT_EQ(ConditionStatus(down.status.conditions, "MetricsAvailable"), "False");
   // Missing metrics are not an invalid spec: Ready stays True, and what runs is reported.
-  EXPECT_EQ(ConditionStatus(down.status["conditions"], "Ready"), "True");
-  EXPECT_EQ(down.status["totalReplicas"], before + w.Replicas(kClassify));
+  EXPECT_EQ(ConditionStatus(down.status.conditions, "Ready"), "True");
+  EXPECT_EQ(Json(down)["totalReplicas"], before + w.Replicas(kClassify));
 
   model::MetricsSnapshot partial;
   partial.missing = {"pathRate{path=\"p\"}"};
   const Decision missing = w.Step(partial, 1020);
   EXPECT_TRUE(missing.writes.empty());
-  EXPECT_NE(missing.status["conditions"].dump().find("SeriesMissing"), std::string::npos);
+  EXPECT_NE(Json(missing)["conditions"].dump().find("SeriesMissing"), std::string::npos);
   // Missing metrics are looked for again within 10 s, whatever the interval.
   w.object["spec"]["interval"] = "60s";
   EXPECT_EQ(w.Step(partial, 1030).requeue_after_seconds, 10);
@@ -282,12 +293,12 @@ TEST(Decide, WithoutMetricsMissingDeploymentsStartSmall) {
   EXPECT_EQ(w.Replicas(kDetect), 1);
   EXPECT_EQ(w.Batch(kDetect), 1);
   // A fresh pipeline with no traffic yet: ready, and its status says what runs and costs.
-  const json& conditions = d.status["conditions"];
+  const json conditions = Json(d)["conditions"];
   EXPECT_EQ(ConditionStatus(conditions, "Ready"), "True");
   EXPECT_EQ(ConditionStatus(conditions, "MetricsAvailable"), "False");
   EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "False");
-  EXPECT_EQ(d.status["totalReplicas"], 2);
-  EXPECT_DOUBLE_EQ(d.status["costPerHour"].get<double>(), 0.2);
+  EXPECT_EQ(Json(d)["totalReplicas"], 2);
+  EXPECT_DOUBLE_EQ(Json(d)["costPerHour"].get<double>(), 0.2);
   // Never planned yet: its series come with its first scrapes, so it looks again within 2 s,
   // where a planned pipeline that loses its metrics waits 10 (MissingMetricsHoldAndNeverScaleDown).
   EXPECT_EQ(d.requeue_after_seconds, 2);
@@ -327,7 +338,7 @@ TEST(Decide, ZeroTrafficIsALoadNotMissingData) {
   w.Step(Rate(400), 1000);
   w.Step(Rate(0), 1060);
   const Decision idle = w.Step(Rate(0), 1400);  // the 300 s window since 400 rps has passed
-  const json& conditions = idle.status["conditions"];
+  const json conditions = Json(idle)["conditions"];
   EXPECT_EQ(ConditionStatus(conditions, "MetricsAvailable"), "True");
   EXPECT_EQ(ConditionStatus(conditions, "Ready"), "True");
   EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "True");
@@ -394,9 +405,9 @@ TEST(Decide, TheKeptMemoryChangesOnlyWithTheRecommendation) {
   World w;
   const Decision first = w.Step(Rate(100), 1000);
   const Decision again = w.Step(Rate(100), 1030);
-  EXPECT_EQ(again.status, first.status);
-  ASSERT_EQ(again.status["memory"]["recommendations"].size(), 1u);
-  EXPECT_EQ(again.status["memory"]["recommendations"][0]["since"], 1000);
+  EXPECT_EQ(Json(again), Json(first));
+  ASSERT_EQ(Json(again)["memory"]["recommendations"].size(), 1u);
+  EXPECT_EQ(Json(again)["memory"]["recommendations"][0]["since"], 1000);
 }
 
 TEST(Decide, RecommendModeWritesNothing) {
@@ -406,8 +417,8 @@ TEST(Decide, RecommendModeWritesNothing) {
   EXPECT_TRUE(d.writes.empty());
   EXPECT_TRUE(w.deployments.empty());
   ASSERT_TRUE(d.plan.has_value());
-  EXPECT_EQ(d.status["plan"]["tasks"].size(), 2u);
-  const std::string applied = d.status["conditions"].dump();
+  EXPECT_EQ(Json(d)["plan"]["tasks"].size(), 2u);
+  const std::string applied = Json(d)["conditions"].dump();
   EXPECT_NE(applied.find("RecommendMode"), std::string::npos);
   EXPECT_NE(applied.find("2 Deployment changes recommended"), std::string::npos) << applied;
 }
@@ -419,7 +430,7 @@ TEST(Decide, BudgetGuardHoldsScaleOut) {
   w.object["spec"]["budget"] = {{"maxReplicas", small}};
   const Decision d = w.Step(Rate(400), 1010);
   EXPECT_EQ(w.Replicas(kDetect) + w.Replicas(kClassify), small);
-  EXPECT_NE(d.status["conditions"].dump().find("OverBudget"), std::string::npos);
+  EXPECT_NE(Json(d)["conditions"].dump().find("OverBudget"), std::string::npos);
 }
 
 TEST(Decide, HandEditsAreRestoredFieldByField) {
@@ -551,7 +562,7 @@ TEST(Decide, LokiWritesItsVariantsAndRoutingTablesOnce) {
   w.object = LokiPipeline();
   const Decision first = w.Step(Rate(50), 1000);
   ASSERT_TRUE(first.plan.has_value());
-  EXPECT_EQ(first.status["plan"]["phase"], "HardwareScaling");
+  EXPECT_EQ(Json(first)["plan"]["phase"], "HardwareScaling");
   ASSERT_TRUE(first.routing.has_value());
   EXPECT_TRUE(first.routing->create);
   EXPECT_EQ(first.routing->name, "shop-routing");
@@ -571,8 +582,8 @@ TEST(Decide, LokiWritesItsVariantsAndRoutingTablesOnce) {
   // fast variant takes a share.
   Decision busy;
   for (double t = 1020; t < 1200; t += 10) busy = w.Step(Rate(200), t);
-  EXPECT_EQ(busy.status["plan"]["phase"], "AccuracyScaling") << busy.status.dump();
-  EXPECT_LT(busy.status["plan"]["accuracy"].get<double>(), 1.0);
+  EXPECT_EQ(Json(busy)["plan"]["phase"], "AccuracyScaling") << Json(busy).dump();
+  EXPECT_LT(Json(busy)["plan"]["accuracy"].get<double>(), 1.0);
   EXPECT_TRUE(w.deployments.contains("shop-classify-fast-cpu"));
   EXPECT_NE(w.routing->dump().find("fast"), std::string::npos);
 }
@@ -592,6 +603,28 @@ TEST(Decide, AnotherOptimizerRemovesTheTablesItNoLongerHands) {
   EXPECT_FALSE(w.Step(Rate(50), 1020).routing.has_value());
 }
 
+// A MILP solver that dies (CLP's assertion, in the operator's child process) leaves no plan:
+// what runs is held, nothing is scaled down for it, and the status says why.
+TEST(Decide, ASolverThatDiesHoldsWhatRuns) {
+  World w;
+  w.object = LokiPipeline();
+  w.Step(Rate(200), 1000);
+  const auto running = w.deployments;
+  w.milp_solver = [](const optimizer::Milp&, const optimizer::MilpOptions&) {
+    return optimizer::MilpSolution{.status = optimizer::MilpStatus::kFailed,
+                                   .failure = "the solver process died of signal 6 (ABRT)"};
+  };
+  const Decision d = w.Step(Rate(5), 1100);  // a load that would scale down
+  EXPECT_TRUE(d.writes.empty());
+  EXPECT_EQ(w.deployments, running);
+  const std::string conditions = Json(d)["conditions"].dump();
+  EXPECT_NE(conditions.find(reason::kHeld), std::string::npos) << conditions;
+  EXPECT_NE(conditions.find("signal 6"), std::string::npos) << conditions;
+  // Once the solver works again, the load is planned for.
+  w.milp_solver = nullptr;
+  EXPECT_FALSE(w.Step(Rate(5), 1200).writes.empty());
+}
+
 TEST(Decide, LokiPlansForTheSmoothedDemand) {
   World w;
   w.object = LokiPipeline();
@@ -602,7 +635,7 @@ TEST(Decide, LokiPlansForTheSmoothedDemand) {
   EXPECT_DOUBLE_EQ(w.memory.demand.rps.at("p"), 100);
   const Decision d = w.Step(Rate(360), 1010);
   EXPECT_NEAR(w.memory.demand.rps.at("p"), 100 + (360 - 100) / 2.6, 1e-9);
-  EXPECT_NEAR(d.status["observed"]["demand"]["p"].get<double>(), 200, 0.01);
+  EXPECT_NEAR(Json(d)["observed"]["demand"]["p"].get<double>(), 200, 0.01);
 }
 
 TEST(Decide, LokiUsesMeasuredMultiplicativeFactors) {
@@ -616,8 +649,8 @@ TEST(Decide, LokiUsesMeasuredMultiplicativeFactors) {
   const Decision d = measured.Step(m, 1000);
   auto load = [](const Decision& x, const std::string& task) {
     double rps = 0;
-    for (const auto& t : x.status["plan"]["tasks"]) {
-      if (t["task"] == task) rps += t["loadRps"].get<double>();
+    for (const model::TaskPlan& t : x.status.plan->plan.tasks) {
+      if (t.task == task) rps += t.load_rps;
     }
     return rps;
   };
@@ -656,9 +689,9 @@ TEST(Decide, KairosRunsOneDeploymentPerClassAndPublishesItsPools) {
   // 300 rps / 0.85 = 353 qps: eight cpus ($0.8) beat a gpu and four cpus ($1.4).
   EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 8);
   EXPECT_EQ(w.Replicas("shop-m-v-gpu"), 0);  // created, ready to scale
-  EXPECT_EQ(first.status["plan"]["upperBoundQps"], 400);
-  EXPECT_EQ(first.status["costPerHour"], 0.8);
-  EXPECT_EQ(ConditionStatus(first.status["conditions"], "Feasible"), "True");
+  EXPECT_EQ(Json(first)["plan"]["upperBoundQps"], 400);
+  EXPECT_EQ(Json(first)["costPerHour"], 0.8);
+  EXPECT_EQ(ConditionStatus(first.status.conditions, "Feasible"), "True");
   ASSERT_TRUE(first.routing.has_value());
   const json pools = json::parse(first.routing->body["data"]["pools.json"].get<std::string>());
   EXPECT_EQ(pools["optimizer"], "kairos");
@@ -670,7 +703,7 @@ TEST(Decide, KairosRunsOneDeploymentPerClassAndPublishesItsPools) {
   const Decision again = w.Step(Rate(300), 1010);
   EXPECT_TRUE(again.writes.empty());
   EXPECT_FALSE(again.routing.has_value());
-  EXPECT_EQ(again.status, status);
+  EXPECT_EQ(Json(again), status);
 }
 
 // Kairos with sizes that matter: a gpu (8 ms + 4 ms a row) and a cpu (4 ms + 1.6 ms a row
@@ -704,39 +737,39 @@ TEST(Decide, KairosPlansForTheMeasuredQuerySizesOnceTheyShift) {
   const Decision spec = w.Step(Sized(180, testing::Sizes({{1, 750}, {10, 250}})), 1000);
   ASSERT_TRUE(spec.plan.has_value());
   EXPECT_TRUE(spec.notices.empty());
-  EXPECT_EQ(spec.status["observed"]["querySizes"]["source"], "spec");
-  const json plan_before = spec.status["plan"];
+  EXPECT_EQ(Json(spec)["observed"]["querySizes"]["source"], "spec");
+  const json plan_before = Json(spec)["plan"];
 
   const auto large = testing::Sizes({{1, 250}, {10, 750}});
   const Decision settling = w.Step(Sized(180, large), 1010);
   EXPECT_TRUE(settling.notices.empty());
-  EXPECT_EQ(settling.status["observed"]["querySizes"]["source"], "spec");
-  EXPECT_EQ(settling.status["observed"]["querySizes"]["settlingSince"], FormatRfc3339(1010));
+  EXPECT_EQ(Json(settling)["observed"]["querySizes"]["source"], "spec");
+  EXPECT_EQ(Json(settling)["observed"]["querySizes"]["settlingSince"], FormatRfc3339(1010));
   EXPECT_TRUE(settling.writes.empty());
-  EXPECT_EQ(settling.status["plan"], plan_before);
+  EXPECT_EQ(Json(settling)["plan"], plan_before);
 
   const Decision shifted = w.Step(Sized(180, large), 1010 + kMixSettleSeconds);
   ASSERT_EQ(shifted.notices.size(), 1u);
   EXPECT_EQ(shifted.notices[0].reason, reason::kQuerySizesShifted);
   EXPECT_NE(shifted.notices[0].message.find("1: 25%, 10: 75%"), std::string::npos)
       << shifted.notices[0].message;
-  const json mix = shifted.status["observed"]["querySizes"];
+  const json mix = Json(shifted)["observed"]["querySizes"];
   EXPECT_EQ(mix["source"], "measured");
   EXPECT_EQ(mix["planned"], mix["measured"]);
   EXPECT_EQ(mix["shift"], 0.5);
   EXPECT_FALSE(mix.contains("settlingSince"));
   // With the larger queries the pool that served 180 requests/s no longer bounds them.
-  EXPECT_GT(shifted.status["totalReplicas"], spec.status["totalReplicas"]);
+  EXPECT_GT(Json(shifted)["totalReplicas"], Json(spec)["totalReplicas"]);
 
   const json status = w.object["status"];
   w.FailOver();
   const Decision again = w.Step(Sized(180, large), 1080);
   EXPECT_TRUE(again.notices.empty());
   EXPECT_TRUE(again.writes.empty());
-  EXPECT_EQ(again.status["plan"], status["plan"]);
+  EXPECT_EQ(Json(again)["plan"], status["plan"]);
   const Decision nudged = w.Step(Sized(180, testing::Sizes({{1, 330}, {10, 670}})), 1090);
   EXPECT_TRUE(nudged.notices.empty());
-  EXPECT_EQ(nudged.status["observed"]["querySizes"]["planned"], mix["planned"]);
+  EXPECT_EQ(Json(nudged)["observed"]["querySizes"]["planned"], mix["planned"]);
 }
 
 // The decision that adopted the measured mix is lost (its writes failed; the reconciler's
@@ -755,7 +788,7 @@ TEST(Decide, AShiftWhoseWritesFailedIsAnnouncedWhenTheyLand) {
   const Decision retried = w.Step(Sized(180, large), 1080);
   ASSERT_EQ(retried.notices.size(), 1u);
   EXPECT_EQ(retried.notices[0].reason, reason::kQuerySizesShifted);
-  EXPECT_EQ(retried.status["observed"]["querySizes"]["source"], "measured");
+  EXPECT_EQ(Json(retried)["observed"]["querySizes"]["source"], "measured");
   EXPECT_EQ(retried.writes.size(), lost.writes.size());
   EXPECT_TRUE(w.Step(Sized(180, large), 1090).notices.empty());
 }
@@ -765,9 +798,9 @@ TEST(Decide, KairosKeepsTheSpecsQuerySizesWithoutAMeasurement) {
   World w;
   w.object = SizedPoolPipeline();
   const Decision d = w.Step(Sized(60, testing::Sizes({{10, 100}})), 1000);
-  EXPECT_EQ(d.status["observed"]["querySizes"]["source"], "spec");
-  EXPECT_FALSE(d.status["observed"]["querySizes"].contains("measured"));
-  EXPECT_FALSE(d.status["memory"].contains("queryMix"));
+  EXPECT_EQ(Json(d)["observed"]["querySizes"]["source"], "spec");
+  EXPECT_FALSE(Json(d)["observed"]["querySizes"].contains("measured"));
+  EXPECT_FALSE(Json(d)["memory"].contains("queryMix"));
 }
 
 TEST(Decide, KairosSaysWhyTheBudgetFallsShort) {
@@ -775,8 +808,8 @@ TEST(Decide, KairosSaysWhyTheBudgetFallsShort) {
   w.object = PoolPipeline("kairos");
   w.object["spec"]["budget"] = {{"costPerHour", 0.5}};
   const Decision d = w.Step(Rate(300), 1000);
-  EXPECT_EQ(ConditionStatus(d.status["conditions"], "Feasible"), "False");
-  const std::string conditions = d.status["conditions"].dump();
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "Feasible"), "False");
+  const std::string conditions = Json(d)["conditions"].dump();
   EXPECT_NE(conditions.find("budget: $0.500/h"), std::string::npos) << conditions;
   // The informational notes (which rule chose the pool) stay out of the condition.
   EXPECT_EQ(conditions.find("Kairos pick"), std::string::npos) << conditions;
@@ -808,14 +841,14 @@ TEST(Decide, BudgetHoldsWhileReplicasMoveBetweenClasses) {
   EXPECT_LE(running_cost(before), 1.85 + 1e-9);
   EXPECT_EQ(w.Replicas("shop-m-v-gpu"), 0);
   EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 8);
-  EXPECT_EQ(ConditionStatus(moving.status["conditions"], "PlanApplied"), "False");
-  EXPECT_NE(moving.status.dump().find("ScaleInFirst"), std::string::npos);
+  EXPECT_EQ(ConditionStatus(moving.status.conditions, "PlanApplied"), "False");
+  EXPECT_NE(Json(moving).dump().find("ScaleInFirst"), std::string::npos);
 
   before = w.deployments;
   const Decision done = w.Step(Rate(400), 1020);
   EXPECT_LE(running_cost(before), 1.85 + 1e-9);
   EXPECT_EQ(w.Replicas("shop-m-v-cpu"), 10);
-  EXPECT_EQ(ConditionStatus(done.status["conditions"], "PlanApplied"), "True");
+  EXPECT_EQ(ConditionStatus(done.status.conditions, "PlanApplied"), "True");
 }
 
 TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
@@ -828,11 +861,11 @@ TEST(Decide, MarkRemembersOneRatePerIntervalAndReportsItsForecast) {
   ASSERT_EQ(d.memory.demand.series.at("p").size(), 2u);
   EXPECT_EQ(d.memory.demand.series.at("p")[1], 110);
   // Two points make no trend: flat at the rate now.
-  EXPECT_EQ(d.status["plan"]["forecast"]["rps"][6], 110);
+  EXPECT_EQ(Json(d)["plan"]["forecast"]["rps"][6], 110);
   for (int k = 2; k < 12; ++k) d = w.Step(Rate(100 + 10 * k), 1000 + 10 * k);
   ASSERT_EQ(d.memory.demand.series.at("p").size(), 12u);
   // 60 s ahead in 10 s steps, now first; the trend of +10 rps a step goes on.
-  const json& forecast = d.status["plan"]["forecast"];
+  const json forecast = Json(d)["plan"]["forecast"];
   EXPECT_EQ(forecast["stepSeconds"], 10);
   ASSERT_EQ(forecast["rps"].size(), 7u);
   EXPECT_EQ(forecast["rps"][0], 210);
@@ -856,8 +889,8 @@ TEST(Decide, ANewMarkLeaderForecastsFromTheRebuiltHistory) {
   fresh.FailOver(&rates);
   const Decision rebuilt = fresh.Step(Rate(220), 1120);
   EXPECT_EQ(rebuilt.memory.demand.series, kept.memory.demand.series);
-  EXPECT_EQ(rebuilt.status["plan"]["forecast"], kept.status["plan"]["forecast"]);
-  EXPECT_NEAR(rebuilt.status["plan"]["forecast"]["rps"][6].get<double>(), 280, 1e-6);
+  EXPECT_EQ(Json(rebuilt)["plan"]["forecast"], Json(kept)["plan"]["forecast"]);
+  EXPECT_NEAR(Json(rebuilt)["plan"]["forecast"]["rps"][6].get<double>(), 280, 1e-6);
 }
 
 // The SLO guard's quiet time is in the status: a new leader does not act again before it ends.
@@ -868,7 +901,7 @@ TEST(Decide, ANewMarkLeaderKeepsTheGuardsQuietTime) {
   late.path_latency_ms["p"] = 150;
   w.Step(Rate(300), 1000);
   const Decision added = w.Step(late, 1010);
-  EXPECT_EQ(added.status["memory"]["guardQuietUntil"], 1040);
+  EXPECT_EQ(Json(added)["memory"]["guardQuietUntil"], 1040);
   const int after = w.Replicas("shop-m-v-gpu") + w.Replicas("shop-m-v-cpu");
   w.FailOver();
   EXPECT_DOUBLE_EQ(w.memory.demand.guard_quiet_until, 1040);
@@ -897,13 +930,18 @@ TEST(Decide, MarkGuardAddsReplicasOnceThenCoolsDown) {
 }
 
 TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
-  json conditions;
+  std::vector<model::Condition> conditions;
   SetCondition(conditions, "Ready", true, "A", "", 1, 100);
   SetCondition(conditions, "Ready", true, "B", "m", 2, 200);
-  EXPECT_EQ(conditions[0]["lastTransitionTime"], FormatRfc3339(100));
-  EXPECT_EQ(conditions[0]["reason"], "B");
+  ASSERT_EQ(conditions.size(), 1u);
+  EXPECT_EQ(conditions[0].last_transition_time, FormatRfc3339(100));
+  EXPECT_EQ(conditions[0].reason, "B");
+  EXPECT_EQ(conditions[0].observed_generation, 2);
   SetCondition(conditions, "Ready", false, "C", "", 2, 300);
-  EXPECT_EQ(conditions[0]["lastTransitionTime"], FormatRfc3339(300));
+  EXPECT_EQ(conditions[0].last_transition_time, FormatRfc3339(300));
+  EXPECT_EQ(conditions[0].message, "");
+  EXPECT_EQ(ConditionStatus(conditions, "Ready"), "False");
+  EXPECT_EQ(ConditionStatus(conditions, "Feasible"), "");
   EXPECT_EQ(FormatRfc3339(0), "1970-01-01T00:00:00Z");
 }
 

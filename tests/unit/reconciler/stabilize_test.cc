@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/status_json.h"
+
 namespace pipescale::reconciler {
 namespace {
 
@@ -79,19 +81,28 @@ TEST(Stabilize, BoundedHistoryNeverScalesDownSooner) {
   }
 }
 
+// The steps as status.memory keeps them (api/status_json.h) read back as written; what cannot be
+// read is left out.
+std::vector<Recommendation> ReadBack(const nlohmann::json& steps) {
+  std::vector<std::string> dropped;
+  const auto status = api::ReadStatus({{"memory", {{"recommendations", steps}}}}, "", &dropped);
+  return status.memory ? status.memory->recommendations : std::vector<Recommendation>{};
+}
+
 TEST(Stabilize, TheStatusFormRoundTripsAndSkipsWhatItCannotRead) {
   const std::vector<Recommendation> history = Falling();
-  EXPECT_EQ(RecommendationsFromJson(RecommendationsToJson(history)), history);
+  const model::PipelineStatus status{.memory = model::StatusMemory{.recommendations = history}};
+  EXPECT_EQ(api::ReadStatus(api::StatusToJson(status)), status);
   const auto hostile = nlohmann::json::parse(R"([
     {"since": 5, "replicas": {"a": 2, "b": "x", "c": 1e30}},
     {"since": "soon", "replicas": {}}, 7, null,
     {"since": 3, "replicas": {"a": 9}},
     {"since": 9, "replicas": {"a": -4}}])");
-  const std::vector<Recommendation> read = RecommendationsFromJson(hostile);
+  const std::vector<Recommendation> read = ReadBack(hostile);
   ASSERT_EQ(read.size(), 2u);
   EXPECT_EQ(read[0].replicas, (std::map<std::string, int>{{"a", 2}}));
   EXPECT_EQ(read[1].replicas.at("a"), 0);
-  EXPECT_TRUE(RecommendationsFromJson(nlohmann::json("steps")).empty());
+  EXPECT_TRUE(ReadBack(nlohmann::json("steps")).empty());
 }
 
 }  // namespace
