@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs clang-tidy (.clang-tidy: every enabled check is an error) on the src/ and operator/ files
-# changed since the merge base with origin/main, or on all of them with PIPESCALE_TIDY_ALL=1.
+# Runs clang-tidy (.clang-tidy: every enabled check is an error) on the src/, router/ and
+# operator/ files changed since the merge base with origin/main, or on all of them with
+# PIPESCALE_TIDY_ALL=1.
 # Usage: hack/tidy.sh [build-dir]. hack/test.sh runs it; PIPESCALE_SKIP_TIDY=1 skips it locally.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,7 @@ cd "$root"
 
 # The project's own translation units, which the build lists with absolute paths.
 mapfile -t units < <(grep -o '"file": *"[^"]*"' "$build/compile_commands.json" |
-  sed -E 's/^"file": *"(.*)"$/\1/; s#^'"$root"'/##' | grep -E '^(src|operator)/' | sort -u)
+  sed -E 's/^"file": *"(.*)"$/\1/; s#^'"$root"'/##' | grep -E '^(src|router|operator)/' | sort -u)
 declare -A is_unit=()
 for u in "${units[@]}"; do is_unit[$u]=1; done
 
@@ -45,7 +46,7 @@ unit_for() {
         return
       fi
       if [[ $f == *.h ]]; then queue+=("$f"); fi
-    done < <(grep -rlF --include='*.cc' --include='*.h' "#include \"$inc\"" src operator | sort)
+    done < <(grep -rlF --include='*.cc' --include='*.h' "#include \"$inc\"" src router operator | sort)
   done
   return 0
 }
@@ -63,13 +64,13 @@ fi
 files=()
 if [[ ${PIPESCALE_TIDY_ALL:-0} == 1 || -z $base ]] ||
   ! git diff --quiet "$base" -- .clang-tidy hack/tidy.sh; then
-  scope="all of src/ and operator/"
+  scope="all of src/, router/ and operator/"
   files=("${units[@]}")
 else
   scope="changed since ${base:0:12}"
   mapfile -t changed < <({
-    git diff --name-only --diff-filter=d "$base" -- src operator
-    git ls-files --others --exclude-standard -- src operator
+    git diff --name-only --diff-filter=d "$base" -- src router operator
+    git ls-files --others --exclude-standard -- src router operator
   } | grep -E '\.(cc|h)$' | sort -u)
   declare -A want=()
   for f in "${changed[@]}"; do
