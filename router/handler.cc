@@ -475,6 +475,7 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
   }
   // Fan-out: every call at once, this coroutine resuming when the last ends.
   std::vector<asio::awaitable<void>> branches;
+  branches.reserve(calls.size());
   for (auto& [task, body] : calls) {
     branches.push_back(Visit(walk, task, std::move(body), trail, previous));
   }

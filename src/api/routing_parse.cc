@@ -18,7 +18,7 @@ constexpr size_t kMaxItems = 100'000;  // tables, pools, members or batches: far
 
 // A required string that is not empty; "" after recording why.
 std::string Text(Reader& r, const json& object, const char* key, const std::string& path) {
-  const std::string text = r.String(object, key, path, true).value_or("");
+  std::string text = r.String(object, key, path, true).value_or("");
   if (object.contains(key) && object[key].is_string() && text.empty()) {
     r.Fail(Reader::At(path, key), "must be a non-empty string");
   }

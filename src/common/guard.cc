@@ -18,7 +18,8 @@ struct Panics {
 
 // Never destroyed: a detached thread may report while the process exits.
 Panics& State() {
-  static auto* state = new Panics;  // NOLINT(cppcoreguidelines-owning-memory)
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory,cppcoreguidelines-avoid-non-const-global-variables)
+  static auto* state = new Panics;
   return *state;
 }
 

@@ -82,10 +82,10 @@ void Informer::Dispatch() {
     std::unique_lock lock(mu_);
     pending_cv_.wait(lock, [this] { return stop_.load() || !pending_.empty(); });
     if (stop_) return;
-    auto [key, object] = std::move(pending_.front());
+    const auto change = std::move(pending_.front());
     pending_.pop_front();
     lock.unlock();
-    Guard(options_.component, [&] { handler_(key, object); });
+    Guard(options_.component, [&] { handler_(change.first, change.second); });
   }
 }
 

@@ -2,25 +2,31 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <csignal>
+#include <cstring>  // sigabbrev_np
+#include <system_error>
 
 #include "common/guard.h"
 #include "common/result.h"
 #include "optimizer/milp_text.h"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+// POSIX declares it nowhere; posix_spawn hands it to the child.
+// NOLINTNEXTLINE(readability-redundant-declaration,cppcoreguidelines-avoid-non-const-global-variables)
+extern char** environ;
 
 namespace pipescale::solver {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// strerror's words, from a function safe in threads.
+std::string Why(int error) { return std::generic_category().message(error); }
 
 struct Child {
   pid_t pid = -1;
@@ -30,11 +36,11 @@ struct Child {
 
 Result<Child> Spawn(const std::vector<std::string>& command) {
   int to_child[2], from_child[2];
-  if (pipe2(to_child, O_CLOEXEC) != 0) return Error{ErrorKind::kTransient, std::strerror(errno)};
+  if (pipe2(to_child, O_CLOEXEC) != 0) return Error{ErrorKind::kTransient, Why(errno)};
   if (pipe2(from_child, O_CLOEXEC) != 0) {
     close(to_child[0]);
     close(to_child[1]);
-    return Error{ErrorKind::kTransient, std::strerror(errno)};
+    return Error{ErrorKind::kTransient, Why(errno)};
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -48,6 +54,7 @@ Result<Child> Spawn(const std::vector<std::string>& command) {
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   Child child;
@@ -59,7 +66,7 @@ Result<Child> Spawn(const std::vector<std::string>& command) {
   if (rc != 0) {
     close(to_child[1]);
     close(from_child[0]);
-    return Error{ErrorKind::kTransient, "cannot start " + command[0] + ": " + std::strerror(rc)};
+    return Error{ErrorKind::kTransient, "cannot start " + command[0] + ": " + Why(rc)};
   }
   child.input = to_child[1];
   child.output = from_child[0];
@@ -163,7 +170,7 @@ optimizer::MilpSolver ChildProcessSolver(std::vector<std::string> command) {
 int ServeMilp(std::FILE* in, std::FILE* out) {
   std::string text;
   char buffer[65536];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, in)) > 0;) text.append(buffer, n);
+  for (size_t n = 0; (n = std::fread(buffer, 1, sizeof buffer, in)) > 0;) text.append(buffer, n);
   auto problem = optimizer::ReadMilp(text);
   if (!problem) {
     std::fprintf(stderr, "pipescale: --solve-milp: %s\n", problem.error().message.c_str());
