@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/capacity.h"
+#include "model/cluster_capacity.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
 

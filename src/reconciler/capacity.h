@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/capacity.h"
+#include "model/cluster_capacity.h"
 #include "model/pipeline.h"
 
 namespace pipescale::reconciler {
