@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 namespace pipescale::testing {
 
@@ -49,14 +51,20 @@ std::string LocalEnv::FreshNamespace(const kube::Client& client) const {
     return std::isalnum(c) ? static_cast<char>(std::tolower(c)) : '-';
   });
   name = name.substr(0, 50);
-  // A namespace left by an earlier run of the same test is deleted first.
+  // A namespace left by an earlier run of the same test is deleted first. One whose pods ran on
+  // a test's own node agent stays Terminating once that agent is gone (no kubelet confirms the
+  // pods' end): then the run takes the name with a suffix.
   (void)client.Delete("/api/v1/namespaces/" + name);
-  for (int i = 0; i < 100; ++i) {
+  const std::string base = name.substr(0, 46);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
     auto created = client.Create(
         "/api/v1/namespaces",
         {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
     if (created.ok()) return name;
-    std::system("sleep 0.1");  // still terminating
+    if (std::chrono::steady_clock::now() > deadline)
+      name = base + "-" + std::to_string(attempt % 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // still terminating
   }
   ADD_FAILURE() << "cannot create namespace " << name;
   return name;
