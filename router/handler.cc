@@ -64,6 +64,29 @@ class InFlight {
   RouterMetrics& metrics_;
 };
 
+// Counts a call outstanding at its pod and in flight at its task for as long as it lives: also
+// when what it awaits throws (a guard carries on), a pod must not stay counted busy for good.
+class Outstanding {
+ public:
+  Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task)
+      : at_pod_(at_pod), at_task_(at_task) {
+    ++at_pod_;
+    at_task_.Increment();
+  }
+  ~Outstanding() {
+    at_task_.Decrement();
+    --at_pod_;
+  }
+  Outstanding(const Outstanding&) = delete;
+  Outstanding& operator=(const Outstanding&) = delete;
+  Outstanding(Outstanding&&) = delete;
+  Outstanding& operator=(Outstanding&&) = delete;
+
+ private:
+  std::atomic<int>& at_pod_;
+  prometheus::Gauge& at_task_;
+};
+
 }  // namespace
 
 // One request's walk through the DAG, shared by the visits it fans out to (all on one thread).
@@ -402,14 +425,13 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
     }
     parameters[0].second = std::to_string(remaining.count());
     Endpoint& pod = *lease->pod;
-    ++*pod.outstanding;
-    prometheus::Gauge& in_flight = metrics_.TaskInFlight(task);
-    in_flight.Increment();
     const auto sent = Clock::now();
-    auto reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
-                                     body.Render(parameters), remaining + config_.grace);
-    in_flight.Decrement();
-    --*pod.outstanding;
+    Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
+    {
+      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(task));
+      reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
+                                  body.Render(parameters), remaining + config_.grace);
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
     metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
