@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/guard.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "controller/controller.h"
 #include "flags.h"
@@ -75,10 +76,11 @@ class Operator {
     pods_ = std::make_unique<kube::Informer>(
         client, kube::Informer::Options{.type = kube::kPods},
         [this](const std::string&, const nlohmann::json& pod) {
-          const auto& meta = pod.at("metadata");
-          const auto labels = meta.value("labels", nlohmann::json::object());
-          const std::string pipeline = labels.value(reconciler::kDeploymentSelector, "");
-          if (!pipeline.empty()) controller_->Enqueue(meta.value("namespace", "") + "/" + pipeline);
+          const nlohmann::json& meta = Member(pod, "metadata");
+          const std::string pipeline =
+              StringField(Member(meta, "labels"), reconciler::kDeploymentSelector);
+          if (!pipeline.empty())
+            controller_->Enqueue(StringField(meta, "namespace") + "/" + pipeline);
         });
     for (const std::string& ns : namespaces) {
       pipelines_.push_back(std::make_unique<kube::Informer>(
@@ -92,10 +94,10 @@ class Operator {
                                   .label_selector = reconciler::kDeploymentSelector},
           [this](const std::string&, const nlohmann::json& d) {
             // A Deployment changed (a hand edit, say): reconcile its pipeline.
-            const auto& meta = d.at("metadata");
-            const auto labels = meta.value("labels", nlohmann::json::object());
-            controller_->Enqueue(meta.value("namespace", "") + "/" +
-                                 labels.value(reconciler::kDeploymentSelector, ""));
+            const nlohmann::json& meta = Member(d, "metadata");
+            controller_->Enqueue(
+                StringField(meta, "namespace") + "/" +
+                StringField(Member(meta, "labels"), reconciler::kDeploymentSelector));
           }));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(),

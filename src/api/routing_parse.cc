@@ -18,11 +18,9 @@ constexpr size_t kMaxItems = 100'000;  // tables, pools, members or batches: far
 
 // A required string that is not empty; "" after recording why.
 std::string Text(Reader& r, const json& object, const char* key, const std::string& path) {
-  std::string text = r.String(object, key, path, true).value_or("");
-  if (object.contains(key) && object[key].is_string() && text.empty()) {
-    r.Fail(Reader::At(path, key), "must be a non-empty string");
-  }
-  return text;
+  std::optional<std::string> text = r.String(object, key, path, true);
+  if (text && text->empty()) r.Fail(Reader::At(path, key), "must be a non-empty string");
+  return text.value_or("");
 }
 
 // Calls `read(item, item_path)` for each object of the list at `key` (absent: none).

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/guard.h"
+#include "common/json_fields.h"
 
 namespace pipescale::kube {
 namespace {
@@ -161,9 +162,7 @@ size_t OnWatchData(char* data, size_t size, size_t count, void* user) {
     if (line.empty()) continue;
     auto event = nlohmann::json::parse(line, nullptr, false);
     if (!event.is_object()) continue;  // a torn line cannot happen on '\n' boundaries
-    const auto type = event.find("type");
-    WatchEvent e{type != event.end() && type->is_string() ? type->get<std::string>() : "",
-                 std::move(event["object"])};
+    WatchEvent e{StringField(event, "type"), std::move(event["object"])};
     bool more = false;
     try {
       more = !s->stop->load() && (*s->on_event)(e);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/guard.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 
 namespace pipescale::kube {
@@ -20,23 +21,15 @@ void Trim(nlohmann::json& object) {
 
 // metadata.resourceVersion, or "" when the object has none.
 std::string ResourceVersion(const nlohmann::json& object) {
-  const auto meta = object.is_object() ? object.find("metadata") : object.end();
-  if (meta == object.end() || !meta->is_object()) return "";
-  const auto rv = meta->find("resourceVersion");
-  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
+  return StringField(Member(object, "metadata"), "resourceVersion");
 }
 
 }  // namespace
 
 std::string ObjectKey(const nlohmann::json& object) {
-  const auto meta = object.is_object() ? object.find("metadata") : object.end();
-  if (meta == object.end() || !meta->is_object()) return "";
-  const auto text = [&](const char* field) {
-    const auto it = meta->find(field);
-    return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  const std::string name = text("name");
-  const std::string ns = text("namespace");
+  const nlohmann::json& meta = Member(object, "metadata");
+  const std::string name = StringField(meta, "name");
+  const std::string ns = StringField(meta, "namespace");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -237,8 +230,7 @@ Status Informer::WatchOnce() {
       [&](const WatchEvent& e) {
         if (e.type == "ERROR") {
           // A Status object; code 410 means our resourceVersion was compacted away.
-          const auto code = e.object.is_object() ? e.object.find("code") : e.object.end();
-          const bool expired = code != e.object.end() && *code == 410;
+          const bool expired = IntField(e.object, "code", 0) == 410;
           in_stream = Error{expired ? ErrorKind::kExpired : ErrorKind::kTransient,
                             "watch error event: " + e.object.dump()};
           return false;
