@@ -69,8 +69,7 @@ class InFlight {
 class Outstanding {
  public:
   Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task)
-      : at_pod_(at_pod), at_task_(at_task) {
-    ++at_pod_;
+      : at_pod_(at_pod), at_task_(at_task), ahead_(at_pod_.fetch_add(1)) {
     at_task_.Increment();
   }
   ~Outstanding() {
@@ -81,10 +80,14 @@ class Outstanding {
   Outstanding& operator=(const Outstanding&) = delete;
   Outstanding(Outstanding&&) = delete;
   Outstanding& operator=(Outstanding&&) = delete;
+  // Calls outstanding at the pod when this one was sent (the count it found, read and raised
+  // at once, so two calls sent together cannot both find the pod idle).
+  int ahead() const { return ahead_; }
 
  private:
   std::atomic<int>& at_pod_;
   prometheus::Gauge& at_task_;
+  const int ahead_;
 };
 
 }  // namespace
@@ -104,6 +107,37 @@ struct PipelineHandler::Walk {
     if (!failure) failure = {status, std::move(message)};
   }
 };
+
+namespace {
+
+// The batch rows an answer reports: 0 when it reports none a batch can have (absent, not a whole
+// number, not above 0), so the rows sent may stand; -1 past kMaxBatchRows, never recorded.
+int ReportedRows(const json& parameters) {
+  const auto rows = parameters.find(kBatchRowsParameter);
+  if (rows == parameters.end() || !rows->is_number_integer() || *rows <= 0) return 0;
+  return *rows > kMaxBatchRows ? -1 : rows->get<int>();
+}
+
+}  // namespace
+
+std::optional<BatchSample> BatchServiceSample(const CallFacts& call, double seconds,
+                                              const json& parameters) {
+  if (call.hardware_class.empty()) return std::nullopt;  // a profile is per class
+  int rows = ReportedRows(parameters);
+  if (rows == 0 && !call.pod_batches) rows = call.rows;
+  // A server batch of unknown size says nothing about d(b); nor does a batch past any spec's.
+  if (rows <= 0 || rows > kMaxBatchRows) return std::nullopt;
+  const auto queued = parameters.find(kQueueParameter);
+  if (queued != parameters.end() && queued->is_number() && *queued >= 0) {
+    const double queue = queued->get<double>() / 1000;
+    // The queue lies within the call: one longer is a broken clock, no service time.
+    if (queue > seconds) return std::nullopt;
+    return BatchSample{rows, seconds - queue};
+  }
+  // No queue time: only a call that cannot have queued at its server is all service.
+  if (call.pod_batches || !call.pod_was_idle) return std::nullopt;
+  return BatchSample{rows, seconds};
+}
 
 RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config)
     : config_(config),
@@ -163,6 +197,11 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                       .Name("pipescale_router_batch_rows")
                       .Help("Rows of each batch the router formed (batchSize.formedBy: router)")
                       .Register(r)),
+      batch_service_(prometheus::BuildSummary()
+                         .Name("pipescale_router_batch_service_seconds")
+                         .Help("Service time of one batch of `rows` rows on a pod of the class: "
+                               "the call's time past the pod's queue")
+                         .Register(r)),
       late_(prometheus::BuildCounter()
                 .Name("pipescale_router_deadline_exceeded_total")
                 .Help("Requests answered 504: their path's SLO passed before they were served")
@@ -286,6 +325,21 @@ void RouterMetrics::Batch(const std::string& task, int rows) {
   }).Observe(rows);
 }
 
+void RouterMetrics::BatchService(const std::string& task, const std::string& variant,
+                                 const std::string& hardware_class, int rows, double seconds) {
+  const std::string r = std::to_string(rows);
+  const std::string series = task + '\x1f' + variant + '\x1f' + hardware_class + '\x1f' + r;
+  // No quantiles: _sum and _count, whose ratio over a window is the mean d(rows) the operator
+  // learns; quantiles would cost a sliding window per series and sum across nothing.
+  Cached(batch_service_, series, [&] {
+    return &batch_service_.Add(Labels({{"task", task},
+                                       {"variant", variant},
+                                       {"hardware_class", hardware_class},
+                                       {"rows", r}}),
+                               prometheus::Summary::Quantiles{});
+  }).Observe(seconds);
+}
+
 void RouterMetrics::Shed(const std::string& path, const char* reason) {
   shed_.Add(Labels({{"path", path}, {"reason", reason}})).Increment();
 }
@@ -404,7 +458,8 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
-    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
+    const Walk& walk, const std::string& task, const std::string& variant, const Body& body,
+    int rows) {
   // A model that branches takes the client's path instead when told which it is.
   std::vector<std::pair<std::string_view, std::string>> parameters = {{kDeadlineParameter, ""}};
   if (!walk.path.empty()) parameters.emplace_back(kPathParameter, Quoted(walk.path));
@@ -425,17 +480,25 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
     }
     parameters[0].second = std::to_string(remaining.count());
     Endpoint& pod = *lease->pod;
-    const auto sent = Clock::now();
+    // The clock starts here, as the call leaves: whatever waited in the router before (a batch
+    // filling, Kairos's queue) is not the pod's time.
+    const auto start = Clock::now();
     Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
+    int ahead = 0;
     {
       const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(task));
+      ahead = busy.ahead();
       reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
                                   body.Render(parameters), remaining + config_.grace);
     }
-    const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
-      co_return TaskReply{std::move(*reply).body, pod.variant, seconds};
+      co_return TaskReply{.call = {std::move(*reply).body, pod.variant, seconds},
+                          .facts = CallFacts{.hardware_class = pod.hardware_class,
+                                             .rows = rows,
+                                             .pod_batches = pod.batch > 1,
+                                             .pod_was_idle = ahead == 0}};
     }
     if (reply.ok() && reply->status < 500) {
       co_return Error{ErrorKind::kInvalid, "task " + task + " refused the request (" +
@@ -479,12 +542,36 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(
   const auto found = walk.table->BatcherFor(task, variant);
   const std::shared_ptr<Batcher>& batcher = found.first;
   const std::string& batch_variant = found.second;
-  if (!batcher) co_return co_await Call(walk, task, variant, body);
+  if (!batcher) co_return co_await Call(walk, task, variant, body, walk.rows);
   const Batcher::Send send = [&](const Body& batch, int rows) {
     metrics_.Batch(task, rows);
-    return Call(walk, task, batch_variant, batch);
+    // A request the batcher cannot stack goes alone as the client sent it (the batcher counts it
+    // 1 row): its rows are the request's.
+    return SendBatch(walk, task, batch_variant, batch, &batch == &body ? walk.rows : rows);
   };
-  co_return co_await batcher->Submit(body, walk.deadline, send);
+  auto reply = co_await batcher->Submit(body, walk.deadline, send);
+  if (!reply) co_return reply.error();
+  co_return TaskReply{.call = std::move(*reply)};  // its batch was measured where it was sent
+}
+
+asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk,
+                                                              const std::string& task,
+                                                              const std::string& variant,
+                                                              const Body& batch, int rows) {
+  auto reply = co_await Call(walk, task, variant, batch, rows);
+  if (!reply) co_return reply.error();
+  // Once per batch, not per request in it: the count is batches served.
+  if (const auto answer = ReadAnswer(reply->call.body)) {
+    MeasureBatch(task, reply->call, *reply->facts, answer->parameters);
+  }
+  co_return std::move(*reply).call;
+}
+
+void PipelineHandler::MeasureBatch(const std::string& task, const CallReply& call,
+                                   const CallFacts& facts, const json& parameters) {
+  if (const auto sample = BatchServiceSample(facts, call.seconds, parameters)) {
+    metrics_.BatchService(task, call.variant, facts.hardware_class, sample->rows, sample->seconds);
+  }
 }
 
 asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
@@ -605,13 +692,16 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
     co_return;
   }
   // Read in place: `answer` points into the reply, which lives until this visit ends.
-  auto answer = ReadAnswer(reply->body);
+  const CallReply& call = reply->call;
+  auto answer = ReadAnswer(call.body);
   if (answer) {
     const auto queued = answer->parameters.find(kQueueParameter);
     if (queued != answer->parameters.end() && queued->is_number() && *queued >= 0) {
-      const double queue = std::min(reply->seconds, queued->get<double>() / 1000);
-      metrics_.Split(task, reply->variant, queue, reply->seconds - queue);
+      const double queue = std::min(call.seconds, queued->get<double>() / 1000);
+      metrics_.Split(task, call.variant, queue, call.seconds - queue);
     }
+    // A call of its own (not a router-formed batch's, measured once as it was sent).
+    if (reply->facts) MeasureBatch(task, call, *reply->facts, answer->parameters);
   }
   auto next = answer ? walk.table->graph.Next(walk.path, task, answer->parameters)
                      : Result<std::vector<router::Call>>(answer.error());
@@ -634,7 +724,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   auto calls = Spread(tasks, NextBody(*answer, body));
   // Coroutines get named values only: GCC 12 destroys a prvalue argument of a coroutine twice
   // (AddressSanitizer caught it), and a temporary may end at the suspension.
-  const Previous here{reply->variant};
+  const Previous here{call.variant};
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 

@@ -8,6 +8,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/summary.h>
 
 #include <atomic>
 #include <chrono>
@@ -67,6 +68,43 @@ struct RoutingTable {
   std::optional<std::string> TaskWithoutPod(const std::vector<std::string>& tasks) const;
 };
 
+// Batch rows past this are no batch size a spec may declare: a call naming more is not recorded,
+// so a hostile or broken answer cannot mint series without bound.
+inline constexpr int kMaxBatchRows = 4096;
+
+// What the router knows of one call it sent, besides its answer, for the batch-service series.
+struct CallFacts {
+  std::string hardware_class;  // the pod's class ("" when not known)
+  int rows = 0;                // rows sent: the request's, or the whole batch the router formed
+  // The pod's server forms batches itself (Endpoint.batch > 1; discovery gives a pod whose
+  // batches the router forms 1: it serves each alone).
+  bool pod_batches = false;
+  bool pod_was_idle = false;  // no other call was outstanding at the pod when it was sent
+};
+
+// One batch's service time on a pod of `hardware_class`: d(rows) as measured.
+struct BatchSample {
+  int rows = 0;
+  double seconds = 0;
+};
+
+// What an answered call (`seconds` from sent to answered, its answer's `parameters`) says of d(b)
+// on its pod's class, or nullopt when it says nothing sure:
+//  - rows: the answer's kBatchRowsParameter (a whole number above 0); else, when the pod does
+//    not batch, the rows sent; else nothing (a server batch of unknown size names no d(b)).
+//    Rows past kMaxBatchRows: nothing (dropped, not clamped, so no series holds another size's
+//    times).
+//  - service: the call past the queue time the answer reports (kQueueParameter); else, when the
+//    pod does not batch and had no other call outstanding (as this router counts: another
+//    replica's calls are not seen), the whole call, which cannot have queued; else nothing.
+//  - a pod of no known class: nothing (a profile is per class).
+// The router's own waits (a batch filling in its batcher, Kairos's queue) come before the call is
+// sent, so are never in it. A batch the router formed is one call, measured once; the calls of a
+// batch its server formed are each a sample of it (the router cannot tell which calls shared
+// it), so there the count is calls, the mean the same.
+std::optional<BatchSample> BatchServiceSample(const CallFacts& call, double seconds,
+                                              const nlohmann::json& parameters);
+
 // What every thread shares: fixed after start, but for the atomics.
 struct RouterConfig {
   std::string pipeline, namespace_name;
@@ -107,6 +145,9 @@ class RouterMetrics {
   void Spill(const std::string& task);
   // A batch the router formed, by its rows.
   void Batch(const std::string& task, int rows);
+  // One batch of `rows` rows served in `seconds` on a pod of `hardware_class` (a BatchSample).
+  void BatchService(const std::string& task, const std::string& variant,
+                    const std::string& hardware_class, int rows, double seconds);
   prometheus::Gauge& PoolWaiting(const std::string& task);
   void Late(const std::string& path);
   // A request refused at the door, by reason (kShedReasons).
@@ -152,6 +193,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& spills_;
   prometheus::Family<prometheus::Gauge>& pool_waiting_;
   prometheus::Family<prometheus::Histogram>& batch_rows_;
+  prometheus::Family<prometheus::Summary>& batch_service_;
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Counter>& shed_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
@@ -173,17 +215,31 @@ class PipelineHandler {
   // A request for a named path at the door: nothing when it may go in (after waiting for its
   // tasks' first Ready pods within its deadline), else the 503 that refuses it.
   asio::awaitable<std::optional<HttpResponse>> AtDoor(Walk& walk);
-  using TaskReply = CallReply;
+  // A task's answer, with what its batch-service sample needs: `facts` is empty for an answer
+  // out of the router's batcher, whose batch was measured once where it was sent (SendBatch).
+  struct TaskReply {
+    CallReply call;
+    std::optional<CallFacts> facts;
+  };
   // The call before a visit: the variant that served it ("" at the first task), which picks
   // Loki's table for the next.
   struct Previous {
     std::string variant;
   };
+  // `rows`: the rows it carries (CallFacts::rows).
   asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const std::string& task,
-                                          const std::string& variant, const Body& body);
+                                          const std::string& variant, const Body& body, int rows);
   // Call, or through the task's batcher when the router forms its batches.
   asio::awaitable<Result<TaskReply>> Send(const Walk& walk, const std::string& task,
                                           const std::string& variant, const Body& body);
+  // The call for a batch the router formed (`rows` rows), its service measured once here: each
+  // request of the batch gets its rows of this answer from the batcher.
+  asio::awaitable<Result<CallReply>> SendBatch(const Walk& walk, const std::string& task,
+                                               const std::string& variant, const Body& batch,
+                                               int rows);
+  // The batch-service sample of an answered call, if it makes one.
+  void MeasureBatch(const std::string& task, const CallReply& call, const CallFacts& facts,
+                    const nlohmann::json& parameters);
   // A pod for the call, held until its answer: a matched pool's replica goes back to its
   // matcher when the lease ends.
   struct Lease {

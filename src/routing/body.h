@@ -22,6 +22,9 @@ inline constexpr std::string_view kDeadlineParameter = "pipescale_deadline_ms";
 // A response parameter a model server may set: the milliseconds the request waited for its
 // batch, which splits the task's time as the router sees it into queue and service.
 inline constexpr const char* kQueueParameter = "pipescale_queue_ms";
+// A response parameter a model server may set: the rows of the batch it served the request in
+// (all its requests' rows), which names the d(b) its service time measures.
+inline constexpr const char* kBatchRowsParameter = "pipescale_batch_rows";
 
 // A member of a scanned object: its key as written between the quotes (escapes left as they
 // are) and its value's text.

@@ -10,15 +10,21 @@
 // chance, as Loki's model of a pipeline has it (on a path the client named, the router takes
 // the count of the path's next task; 0 ends the request there). Each response also says how
 // long the request waited for its batch (pipescale_queue_ms), from which the router splits a
-// task's time into queue and service.
+// task's time into queue and service, and the rows of the batch it was served in
+// (pipescale_batch_rows), from which the router learns d(b) per batch size.
 //
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
-//       [--latency-ms a,b,c] [--startup-seconds S] [--batch-env NAME] [--max-wait-ms 1000]
-//       [--factor 1.0] [--next TASK=RATIO[,TASK=RATIO...]]
+//       [--latency-ms a,b,c] [--latency-scale 1] [--startup-seconds S] [--batch-env NAME]
+//       [--max-wait-ms 1000] [--factor 1.0] [--next TASK=RATIO[,TASK=RATIO...]]
 // Flags may be written --flag=value. Defaults come from the environment the operator and the
 // node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
 // emulated hardware's profile), PIPESCALE_STARTUP_SECONDS, PIPESCALE_MULTIPLICATIVE_FACTOR and
 // PIPESCALE_NEXT (the variant's factor and the task's edges).
+// --latency-scale (or PIPESCALE_LATENCY_SCALE; the flag wins) multiplies d(b): 1.3 runs 30%
+// slower than the profile it is given, 0.8 20% faster, as a profile a person typed wrong would
+// be against the real hardware. A pod template's container env reaches the server through the
+// node agent, so a variant's template may set it. It must be a number above 0 (default 1); the
+// server refuses to start otherwise.
 #include <civetweb.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -57,6 +63,7 @@ struct Options {
   int port = 8080;
   std::string port_file;
   double a = 0, b = 1, c = 5;  // d(b) in ms
+  double latency_scale = 1;    // the emulated hardware against its profile: d(b) times this
   double startup_seconds = 0;
   std::string batch_env = "MAX_BATCH_SIZE";
   int max_wait_ms = 1000;  // a partial batch runs after this long
@@ -68,7 +75,14 @@ struct Options {
 struct Ticket {
   int rows = 1;                        // the leading dimension of its first input
   Clock::time_point arrived, batched;  // into the queue; out of it, into a batch
+  int batch_rows = 0;                  // the rows of the batch it was served in
   std::promise<void> done;
+};
+
+// How one request was served: the milliseconds it waited for its batch, and that batch's rows.
+struct Served {
+  double queued_ms = 0;
+  int batch_rows = 0;
 };
 
 // The batching queue and the metrics; thread-safe.
@@ -138,8 +152,8 @@ class Server {
   void Release() { in_flight_.fetch_sub(1); }
 
   // Blocks the calling (civetweb) thread until the request's batch has run.
-  // Serves one request in a batch; the milliseconds it waited in the queue.
-  double Infer(int rows) {
+  // Serves one request in a batch.
+  Served Infer(int rows) {
     auto ticket = std::make_shared<Ticket>();
     ticket->rows = std::max(1, rows);
     ticket->arrived = Clock::now();
@@ -150,7 +164,8 @@ class Server {
     }
     cv_.notify_all();
     done.wait();
-    return std::chrono::duration<double, std::milli>(ticket->batched - ticket->arrived).count();
+    return {std::chrono::duration<double, std::milli>(ticket->batched - ticket->arrived).count(),
+            ticket->batch_rows};
   }
 
   // Where this response's output goes: {"pipescale_next": {task: count}}; counted as emitted.
@@ -174,7 +189,9 @@ class Server {
   }
 
  private:
-  double BatchMs(int n) const { return options_.a * n * n + options_.b * n + options_.c; }
+  double BatchMs(int n) const {
+    return options_.latency_scale * (options_.a * n * n + options_.b * n + options_.c);
+  }
 
   void Dispatch() {
     std::unique_lock lock(mu_);
@@ -202,6 +219,7 @@ class Server {
       const auto now = Clock::now();
       batches_->Observe(static_cast<double>(batch.size()));
       for (auto& t : batch) {
+        t->batch_rows = rows;
         latency_->Observe(std::chrono::duration<double>(now - t->arrived).count());
         requests_->Increment();
         rows_->Increment(t->rows);
@@ -348,7 +366,7 @@ int OnInfer(mg_connection* conn, Server& server) {
   }
   const json& shape = request["inputs"][0]["shape"];
   // The data's size matches the shape and the body is at most 4 MiB, which bounds the rows.
-  const double queued_ms =
+  const Served served =
       server.Infer(shape.empty() ? 1 : static_cast<int>(std::min(shape[0].get<long>(), 1L << 20)));
   server.Release();
   json outputs = json::array();
@@ -358,11 +376,13 @@ int OnInfer(mg_connection* conn, Server& server) {
                        {"shape", input["shape"]},
                        {"data", input["data"]}});
   }
-  json response = {
-      {"model_name", server.options().model},
-      {"model_version", "1"},
-      {"parameters", {{"batch_size", server.batch()}, {"pipescale_queue_ms", queued_ms}}},
-      {"outputs", outputs}};
+  json response = {{"model_name", server.options().model},
+                   {"model_version", "1"},
+                   {"parameters",
+                    {{"batch_size", server.batch()},
+                     {"pipescale_queue_ms", served.queued_ms},
+                     {"pipescale_batch_rows", served.batch_rows}}},
+                   {"outputs", outputs}};
   // A last task has no edges; what it would emit still counts, as its factor is measured.
   json next = server.Next();
   if (!next.empty()) response["parameters"]["pipescale_next"] = std::move(next);
@@ -433,6 +453,16 @@ bool ParseLatency(const std::string& s, Options& o) {
          comma2 == ',';
 }
 
+// The latency scale: a finite number above 0 and nothing else ("1.3", "2"), as a typo must not
+// run a pod at another speed unnoticed: "1,3" or "fast" is refused, not read as 1 or 0.
+bool ParseScale(const std::string& s, Options& o) {
+  char* end = nullptr;
+  const double scale = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(scale) || scale <= 0) return false;
+  o.latency_scale = scale;
+  return true;
+}
+
 std::string Env(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : fallback;
@@ -446,6 +476,11 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   o.startup_seconds = std::atof(Env("PIPESCALE_STARTUP_SECONDS", "0").c_str());
   if (!ParseLatency(Env("PIPESCALE_LATENCY_MS", "0,1,5"), o)) {
     std::cerr << "PIPESCALE_LATENCY_MS must be a,b,c\n";
+    return std::nullopt;
+  }
+  if (const std::string scale = Env("PIPESCALE_LATENCY_SCALE", "1"); !ParseScale(scale, o)) {
+    std::cerr << "PIPESCALE_LATENCY_SCALE must be a number above 0 (d(b) times it), got '" << scale
+              << "'\n";
     return std::nullopt;
   }
   o.factor = std::atof(Env("PIPESCALE_MULTIPLICATIVE_FACTOR", "1").c_str());
@@ -472,6 +507,10 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     } else if (flag == "--latency-ms" && !ParseLatency(value, o)) {
       std::cerr << "--latency-ms must be a,b,c\n";
       return std::nullopt;
+    } else if (flag == "--latency-scale" && !ParseScale(value, o)) {
+      std::cerr << "--latency-scale must be a number above 0 (d(b) times it), got '" << value
+                << "'\n";
+      return std::nullopt;
     } else if (flag == "--startup-seconds") {
       o.startup_seconds = std::atof(value.c_str());
     } else if (flag == "--batch-env") {
@@ -483,7 +522,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     } else if (flag == "--next" && !ParseNext(value, o)) {
       std::cerr << "--next must be TASK=RATIO[,TASK=RATIO...]\n";
       return std::nullopt;
-    } else if (flag != "--latency-ms" && flag != "--next") {
+    } else if (flag != "--latency-ms" && flag != "--latency-scale" && flag != "--next") {
       std::cerr << "unknown flag " << flag << "\n";
       return std::nullopt;
     }
@@ -526,7 +565,8 @@ int main(int argc, char** argv) {
   mg_server_port ports[1];
   mg_get_server_ports(ctx, 1, ports);
   std::cerr << "serving model " << o->model << " on " << o->host << ":" << ports[0].port
-            << " with batch size " << batch << "\n";
+            << " with batch size " << batch << " at " << o->latency_scale
+            << " times its latency profile\n";
   if (!o->port_file.empty()) {
     std::ofstream(o->port_file + ".tmp") << ports[0].port << "\n";
     std::rename((o->port_file + ".tmp").c_str(), o->port_file.c_str());

@@ -1,0 +1,286 @@
+// The router's measure of each batch's service time (pipescale_router_batch_service_seconds),
+// from which the operator learns d(b) per (task, variant, class, rows): the rules of what a call
+// says (BatchServiceSample), the series it exports, and the handler applying them to real calls
+// to a fake model pod on 127.0.0.1 (a router-formed batch measured once, from when it is sent).
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+#include <thread>
+
+#include "api/pipeline_parse.h"
+#include "router/discovery.h"
+#include "router/handler.h"
+#include "support/fake_http_server.h"
+#include "support/pipelines.h"
+
+namespace pipescale::router {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+CallFacts Facts(int rows, bool pod_batches, bool pod_was_idle, const std::string& klass = "cpu") {
+  return {.hardware_class = klass,
+          .rows = rows,
+          .pod_batches = pod_batches,
+          .pod_was_idle = pod_was_idle};
+}
+
+TEST(BatchServiceSample, TheServersRowsAndQueueTimeMakeTheSample) {
+  const json parameters = {{"pipescale_queue_ms", 30}, {"pipescale_batch_rows", 12}};
+  for (const bool batches : {false, true}) {
+    for (const bool idle : {false, true}) {
+      const auto sample = BatchServiceSample(Facts(2, batches, idle), 0.050, parameters);
+      ASSERT_TRUE(sample);
+      EXPECT_EQ(sample->rows, 12);
+      EXPECT_NEAR(sample->seconds, 0.020, 1e-12);
+    }
+  }
+}
+
+TEST(BatchServiceSample, APodThatDoesNotBatchIsMeasuredByTheRowsSent) {
+  const auto sample =
+      BatchServiceSample(Facts(3, false, false), 0.05, {{"pipescale_queue_ms", 10}});
+  ASSERT_TRUE(sample);
+  EXPECT_EQ(sample->rows, 3);
+  EXPECT_NEAR(sample->seconds, 0.04, 1e-12);
+  // Rows that no batch can have are not the server's word: the rows sent stand.
+  for (const json& odd : {json(0), json(-4), json(2.5), json("8"), json(nullptr)}) {
+    const auto s = BatchServiceSample(Facts(3, false, false), 0.05,
+                                      {{"pipescale_queue_ms", 10}, {"pipescale_batch_rows", odd}});
+    ASSERT_TRUE(s) << odd;
+    EXPECT_EQ(s->rows, 3) << odd;
+  }
+}
+
+TEST(BatchServiceSample, AServerBatchOfUnknownSizeSaysNothing) {
+  EXPECT_FALSE(BatchServiceSample(Facts(1, true, true), 0.05, {{"pipescale_queue_ms", 10}}));
+  EXPECT_FALSE(BatchServiceSample(Facts(1, true, true), 0.05,
+                                  {{"pipescale_queue_ms", 10}, {"pipescale_batch_rows", 1.5}}));
+}
+
+TEST(BatchServiceSample, WithoutAQueueTimeOnlyACallThatCannotHaveQueuedIsAllService) {
+  const auto idle = BatchServiceSample(Facts(4, false, true), 0.05, json::object());
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(idle->rows, 4);
+  EXPECT_EQ(idle->seconds, 0.05);
+  EXPECT_FALSE(BatchServiceSample(Facts(4, false, false), 0.05, json::object()));  // busy
+  // A batching pod with its rows reported but no queue: the batch may have waited to fill.
+  EXPECT_FALSE(BatchServiceSample(Facts(4, true, true), 0.05, {{"pipescale_batch_rows", 4}}));
+  // A queue time that is not one counts as none.
+  for (const json& odd : {json(-1), json("5"), json(nullptr)}) {
+    EXPECT_FALSE(BatchServiceSample(Facts(4, false, false), 0.05, {{"pipescale_queue_ms", odd}}))
+        << odd;
+    EXPECT_TRUE(BatchServiceSample(Facts(4, false, true), 0.05, {{"pipescale_queue_ms", odd}}))
+        << odd;
+  }
+}
+
+TEST(BatchServiceSample, NoClassOrAnAbsurdBatchOrQueueMakesNoSample) {
+  const json fine = {{"pipescale_queue_ms", 10}, {"pipescale_batch_rows", 8}};
+  EXPECT_FALSE(BatchServiceSample(Facts(8, false, true, ""), 0.05, fine));
+  // A hostile answer cannot mint a series per number: past kMaxBatchRows nothing is recorded.
+  EXPECT_TRUE(BatchServiceSample(Facts(1, false, true), 0.05,
+                                 {{"pipescale_queue_ms", 10}, {"pipescale_batch_rows", 4096}}));
+  for (const json& rows : {json(4097), json(1L << 40)}) {
+    EXPECT_FALSE(BatchServiceSample(Facts(1, false, true), 0.05,
+                                    {{"pipescale_queue_ms", 10}, {"pipescale_batch_rows", rows}}))
+        << rows;
+  }
+  EXPECT_FALSE(BatchServiceSample(Facts(5000, false, true), 0.05, {{"pipescale_queue_ms", 10}}));
+  // The queue lies within the call: a longer one is a broken clock, not a batch of no time.
+  EXPECT_FALSE(BatchServiceSample(Facts(8, false, true), 0.05, {{"pipescale_queue_ms", 60}}));
+}
+
+// The value of the series `name` + `labels` in Prometheus's text format, or nullopt.
+std::optional<double> Value(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nullopt;
+}
+
+std::string Labels(const std::string& rows, const std::string& klass = "cpu") {
+  return R"({hardware_class=")" + klass + R"(",namespace="demo",pipeline="one",rows=")" + rows +
+         R"(",task="a",variant="v"})";
+}
+
+constexpr const char* kSum = "pipescale_router_batch_service_seconds_sum";
+constexpr const char* kCount = "pipescale_router_batch_service_seconds_count";
+
+TEST(RouterMetrics, ABatchServiceSeriesHasASumAndACountAndNoQuantiles) {
+  prometheus::Registry registry;
+  RouterConfig config;
+  config.pipeline = "one";
+  config.namespace_name = "demo";
+  RouterMetrics metrics(registry, config);
+  metrics.BatchService("a", "v", "cpu", 8, 0.25);
+  metrics.BatchService("a", "v", "cpu", 8, 0.35);
+  metrics.BatchService("a", "v", "cpu", 2, 0.1);
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_EQ(Value(text, kCount + Labels("8")), 2) << text;
+  EXPECT_NEAR(Value(text, kSum + Labels("8")).value_or(-1), 0.6, 1e-12);
+  EXPECT_EQ(Value(text, kCount + Labels("2")), 1);
+  EXPECT_EQ(text.find("quantile"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE pipescale_router_batch_service_seconds summary"), std::string::npos);
+}
+
+// The handler on its own loop, in front of a fake model pod whose answers the test writes.
+class BatchServiceHandlerTest : public ::testing::Test {
+ protected:
+  // The one-task pipeline (task a, variant v), with an SLO long enough for a batch's wait.
+  static model::Pipeline Pipeline() {
+    json spec = testing::OneTaskPipeline("one", "demo");
+    spec["spec"]["paths"][0]["sloMs"] = 2000;
+    auto parsed = api::ParsePipeline(spec.dump());
+    EXPECT_TRUE(parsed.pipeline);
+    return *parsed.pipeline;
+  }
+
+  // The pod answers `parameters` after `ms`, its outputs the inputs it was sent.
+  void Answer(json parameters, int ms) {
+    pod_.SetHandler([parameters, ms](const testing::FakeHttpServer::Request& r) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      const json request = json::parse(r.body);
+      json body = {{"outputs", request["inputs"]}};
+      if (!parameters.empty()) body["parameters"] = parameters;
+      return testing::HttpResponse(200, "application/json", body.dump());
+    });
+  }
+
+  // Routes to the fake pod, of class `klass` and server batch `batch`; the router forms batches
+  // of `router_batch` rows (waiting up to `wait_ms`) when it is above 0.
+  void Route(const std::string& klass, int batch, int router_batch = 0, double wait_ms = 0) {
+    const PodEndpoint pod{.name = "pod",
+                          .address = pod_.url().substr(7),
+                          .variant = "v",
+                          .hardware_class = klass,
+                          .batch = batch};
+    DataPlaneParts parts;
+    if (router_batch > 0) parts.batches = {{"a", "v", router_batch, wait_ms}};
+    config_.table.store(MakeTable(Pipeline(), {{"a", {pod}}}, known_, parts));
+  }
+
+  // Sends `clients` requests of `rows` rows at once; their statuses and their longest time.
+  std::pair<std::vector<int>, double> Send(int clients, int rows) {
+    std::vector<int> codes;
+    const auto start = std::chrono::steady_clock::now();
+    for (int c = 0; c < clients; ++c) {
+      asio::co_spawn(io_, Infer(rows), [&](const std::exception_ptr& e, unsigned code) {
+        codes.push_back(e ? -1 : static_cast<int>(code));
+      });
+    }
+    io_.restart();
+    io_.run_for(10s);
+    return {codes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  }
+
+  asio::awaitable<unsigned> Infer(int rows) {
+    HttpRequest request{http::verb::post, "/v2/models/one/infer", 11};
+    request.set("x-pipescale-path", "p");
+    const std::vector<double> data(2 * rows, 1.5);
+    request.body() =
+        json{{"inputs",
+              {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {rows, 2}}, {"data", data}}}}}
+            .dump();
+    const HttpResponse response = co_await handler_->Handle(request);
+    co_return response.result_int();
+  }
+
+  std::string Metrics() const {
+    return prometheus::TextSerializer().Serialize(registry_.Collect());
+  }
+
+  std::atomic<int>& Outstanding() {
+    return *config_.table.load()->endpoints.at("a")[0]->outstanding;
+  }
+
+  BatchServiceHandlerTest() {
+    config_.pipeline = "one";
+    config_.namespace_name = "demo";
+    config_.admission = false;
+    metrics_ = std::make_unique<RouterMetrics>(registry_, config_);
+    handler_ = std::make_unique<PipelineHandler>(config_, *metrics_, upstream_, 1);
+  }
+
+  testing::FakeHttpServer pod_{nullptr};
+  prometheus::Registry registry_;
+  RouterConfig config_;
+  Known known_;
+  asio::io_context io_;
+  UpstreamPool upstream_{io_.get_executor()};
+  std::unique_ptr<RouterMetrics> metrics_;
+  std::unique_ptr<PipelineHandler> handler_;
+};
+
+// A pod that batches nothing and reports no queue, with no other call outstanding: the whole
+// call is the batch, of the rows the request had.
+TEST_F(BatchServiceHandlerTest, AnIdlePodThatReportsNoQueueIsMeasuredWholeByTheRowsSent) {
+  Answer(json::object(), 20);
+  Route("cpu", 1);
+  const auto [codes, seconds] = Send(1, 3);
+  ASSERT_EQ(codes, std::vector<int>({200}));
+  const std::string m = Metrics();
+  EXPECT_EQ(Value(m, kCount + Labels("3")), 1) << m;
+  EXPECT_GE(Value(m, kSum + Labels("3")).value_or(-1), 0.020);
+  EXPECT_LE(Value(m, kSum + Labels("3")).value_or(-1), seconds);
+  // Once more with a call already outstanding there (another request's): it may have queued
+  // behind it, and the pod does not say, so it is not measured.
+  Outstanding() = 1;
+  EXPECT_EQ(Send(1, 3).first, std::vector<int>({200}));
+  Outstanding() = 0;
+  EXPECT_EQ(Value(Metrics(), kCount + Labels("3")), 1);
+}
+
+// A pod that forms its own batches: measured past its queue, by the rows it says its batch had;
+// a batch it does not size says nothing.
+TEST_F(BatchServiceHandlerTest, AServerBatchIsMeasuredPastItsQueueByTheRowsItReports) {
+  Answer({{"pipescale_queue_ms", 20}, {"pipescale_batch_rows", 5}}, 30);
+  Route("cpu", 8);
+  ASSERT_EQ(Send(1, 1).first, std::vector<int>({200}));
+  std::string m = Metrics();
+  EXPECT_EQ(Value(m, kCount + Labels("5")), 1) << m;
+  const std::string call = R"(pipescale_router_task_duration_seconds_sum{namespace="demo",)"
+                           R"(pipeline="one",task="a",variant="v"})";
+  EXPECT_NEAR(Value(m, kSum + Labels("5")).value_or(-1), Value(m, call).value_or(-1) - 0.020, 1e-9)
+      << m;
+  Answer({{"pipescale_queue_ms", 20}}, 30);
+  ASSERT_EQ(Send(1, 1).first, std::vector<int>({200}));
+  m = Metrics();
+  EXPECT_EQ(Value(m, kCount + Labels("5")), 1);
+  EXPECT_EQ(Value(m, kCount + Labels("1")), std::nullopt) << m;
+}
+
+TEST_F(BatchServiceHandlerTest, NoClassOrAHostileBatchMakesNoSeries) {
+  Answer({{"pipescale_queue_ms", 1}, {"pipescale_batch_rows", 4}}, 0);
+  Route("", 1);
+  ASSERT_EQ(Send(1, 1).first, std::vector<int>({200}));
+  Answer({{"pipescale_queue_ms", 1}, {"pipescale_batch_rows", 1000000}}, 0);
+  Route("cpu", 1);
+  ASSERT_EQ(Send(1, 1).first, std::vector<int>({200}));
+  EXPECT_EQ(Metrics().find(kCount), std::string::npos) << Metrics();
+}
+
+// Four requests of one row each make one batch of four: one sample (the count is batches), every
+// client answered. Then one request alone waits 150 ms in the router for its batch to fill: the
+// sample is the pod's 30 ms, not that wait.
+TEST_F(BatchServiceHandlerTest, ARouterFormedBatchIsMeasuredOnceFromWhenItIsSent) {
+  Answer(json::object(), 30);
+  Route("cpu", 1, 4, 150);
+  EXPECT_EQ(Send(4, 1).first, std::vector<int>(4, 200));
+  std::string m = Metrics();
+  EXPECT_EQ(Value(m, kCount + Labels("4")), 1) << m;
+  EXPECT_EQ(pod_.requests(), 1);
+  const auto [codes, seconds] = Send(1, 1);
+  EXPECT_EQ(codes, std::vector<int>({200}));
+  EXPECT_GE(seconds, 0.150);
+  m = Metrics();
+  EXPECT_EQ(Value(m, kCount + Labels("1")), 1) << m;
+  EXPECT_GE(Value(m, kSum + Labels("1")).value_or(-1), 0.030);
+  EXPECT_LT(Value(m, kSum + Labels("1")).value_or(-1), 0.120);
+}
+
+}  // namespace
+}  // namespace pipescale::router
