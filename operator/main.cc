@@ -191,6 +191,7 @@ class Operator {
                       outcome->served_accuracy);
       if (outcome->capacity)
         metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
+      metrics_.RecordProfiles(ns, name, outcome->profiles);
     } else if (!exists) {
       metrics_.Forget(ns, name);
     }

@@ -40,6 +40,9 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       condition_(Gauge(registry, "pipescale_pipeline_condition",
                        "1 for each status condition of a pipeline, labelled with its type, "
                        "status and reason")),
+      profile_ratio_(Gauge(registry, "pipescale_profile_ratio",
+                           "A variant's batch service time on a hardware class as the router "
+                           "measured it, over its declared latency profile (1: as declared)")),
       leader_(Gauge(registry, "pipescale_leader",
                     "1 while this replica holds the leader Lease (or runs without election)")
                   .Add({})),
@@ -111,6 +114,19 @@ void OperatorMetrics::RecordCapacity(const std::string& ns, const std::string& n
   for (const auto& u : capacity.unschedulable) waiting[u.deployment] = u.pods;
   for (const auto& [deployment, pods] : waiting) {
     add(unschedulable_, {{"deployment", deployment}}, pods);
+  }
+}
+
+void OperatorMetrics::RecordProfiles(const std::string& ns, const std::string& name,
+                                     const std::vector<model::ObservedProfile>& profiles) {
+  std::lock_guard lock(mu_);
+  for (const model::ObservedProfile& p : profiles) {
+    if (!p.ratio) continue;
+    AddLocked(ns, name, profile_ratio_,
+              {{"task", p.key.task},
+               {"variant", p.key.variant},
+               {"hardware_class", p.key.hardware_class}},
+              *p.ratio);
   }
 }
 

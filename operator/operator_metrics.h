@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/plan.h"
+#include "model/status.h"
 #include "reconciler/capacity.h"
 
 namespace pipescale::operator_main {
@@ -31,6 +32,10 @@ class OperatorMetrics {
   void RecordCapacity(const std::string& ns, const std::string& name,
                       const reconciler::ClusterCapacity& capacity,
                       const std::vector<std::string>& deployments);
+  // Adds measured over declared per profile with a measurement (status.observed.profiles),
+  // after Record.
+  void RecordProfiles(const std::string& ns, const std::string& name,
+                      const std::vector<model::ObservedProfile>& profiles);
   // Counts Deployment writes that restart pods (rolling updates the operator caused).
   void CountRollouts(const std::string& ns, const std::string& name, int rollouts);
   // Counts managed fields that were changed outside the operator and set back.
@@ -64,6 +69,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& placeable_;
   prometheus::Family<prometheus::Gauge>& unschedulable_;
   prometheus::Family<prometheus::Gauge>& condition_;
+  prometheus::Family<prometheus::Gauge>& profile_ratio_;
   prometheus::Gauge& leader_;
   prometheus::Family<prometheus::Counter>& reverted_;
   prometheus::Family<prometheus::Counter>& rollouts_;

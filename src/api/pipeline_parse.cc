@@ -659,6 +659,40 @@ void ParseBehavior(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
 }
 
+// spec.profiles: learning the profiles from what the router measures. Run after ParseRouter.
+void ParseProfileLearning(Reader& r, const json& spec, model::PipelineSpec& out) {
+  using model::ProfileLearning;
+  const json* profiles = r.Object(spec, "profiles", "spec", false);
+  if (profiles == nullptr) return;
+  const std::string at = "spec.profiles";
+  r.OnlyKnown(*profiles, at, {"learn", "tolerance", "minBatches", "window"});
+  model::ProfilesSpec& o = out.profiles;
+  if (auto l = ParseEnum<ProfileLearning>(r, *profiles, "learn", at,
+                                          {{"Off", ProfileLearning::kOff},
+                                           {"Report", ProfileLearning::kReport},
+                                           {"Plan", ProfileLearning::kPlan}})) {
+    o.learn = *l;
+  }
+  if (auto t =
+          r.Number(*profiles, "tolerance", at, false, {.min = 0, .max = 10, .above_min = true})) {
+    o.tolerance = *t;
+  }
+  if (auto n = r.Integer(*profiles, "minBatches", at, false, 1, 1000000)) {
+    o.min_batches = static_cast<int>(*n);
+  }
+  if (auto w = r.Duration(*profiles, "window", at, limits::kMaxHorizonSeconds)) {
+    if (*w < limits::kMinProfileWindowSeconds) {
+      r.Fail(at + ".window", "must be at least " + Bound(limits::kMinProfileWindowSeconds) +
+                                 " s (Prometheus needs two scrapes in it), got " + Num(*w));
+    } else {
+      o.window_seconds = *w;
+    }
+  }
+  if (o.learn == ProfileLearning::kPlan && !out.router) {
+    r.Fail(at + ".learn", "Plan needs spec.router: the router measures the batch times");
+  }
+}
+
 void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   using model::Mode;
   if (auto o = r.String(spec, "optimizer", "spec", false)) {
@@ -690,6 +724,7 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   ParseForecast(r, spec, out);
   ParseQuerySizes(r, spec, out);
   ParseBehavior(r, spec, out);
+  ParseProfileLearning(r, spec, out);
 }
 
 // MArk plans one step per interval up to its forecast horizon and the slowest startup; both
@@ -804,9 +839,10 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   if (const json* meta = r.Object(root, "metadata", "", true)) ParseMetadata(r, *meta, pipeline);
   const json* spec = r.Object(root, "spec", "", true);
   if (spec != nullptr) {
-    r.OnlyKnown(*spec, "spec",
-                {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths",
-                 "slo", "budget", "metrics", "forecast", "behavior", "querySizes", "router"});
+    r.OnlyKnown(
+        *spec, "spec",
+        {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths", "slo",
+         "budget", "metrics", "forecast", "behavior", "querySizes", "router", "profiles"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

@@ -59,7 +59,8 @@ inline constexpr double kMaxWeight = 1e6;  // paths[].weight, querySizes[].weigh
 inline constexpr double kMinIntervalSeconds = 1;
 inline constexpr double kMaxIntervalSeconds = 3600;
 inline constexpr double kMaxHorizonSeconds = 86400;
-inline constexpr double kMaxWindowSeconds = 3600;  // behavior stabilizationWindowSeconds
+inline constexpr double kMaxWindowSeconds = 3600;       // behavior stabilizationWindowSeconds
+inline constexpr double kMinProfileWindowSeconds = 30;  // spec.profiles.window
 // MArk plans step by step up to its forecast horizon and the slowest startup, each at most
 // this many intervals ahead.
 inline constexpr int kMaxPlanningSteps = 1440;

@@ -79,12 +79,51 @@ json QuerySizesToJson(const model::QuerySizesRecord& sizes) {
   return out;
 }
 
+json KeyToJson(const model::ProfileKey& key) {
+  return {{"task", key.task}, {"variant", key.variant}, {"hardwareClass", key.hardware_class}};
+}
+
+json ProfilesToJson(const std::vector<model::ObservedProfile>& profiles) {
+  json out = json::array();
+  for (const model::ObservedProfile& p : profiles) {
+    json entry = KeyToJson(p.key);
+    if (p.ratio) entry["ratio"] = RoundFraction(*p.ratio);
+    entry["plannedRatio"] = RoundFraction(p.planned_ratio);
+    json points = json::array();
+    for (const model::ProfilePoint& q : p.points) {
+      points.push_back({{"batch", q.batch},
+                        {"measuredMs", RoundQuantity(q.measured_ms)},
+                        {"declaredMs", RoundQuantity(q.declared_ms)},
+                        {"batches", RoundQuantity(q.batches)}});
+    }
+    entry["points"] = std::move(points);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// Exact, not rounded: what the planner plans from must come back as it was.
+json CorrectionsToJson(const std::vector<model::ProfileCorrection>& corrections) {
+  json out = json::array();
+  for (const model::ProfileCorrection& c : corrections) {
+    json entry = KeyToJson(c.key);
+    entry["ratio"] = c.ratio;
+    json points = json::array();
+    for (const model::LatencyPoint& p : c.points) points.push_back({p.batch, p.ms});
+    entry["points"] = std::move(points);
+    entry["declared"] = c.declared;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 json ObservedToJson(const model::ObservedLoad& observed) {
   json out = {{"pathRates", Rounded(observed.path_rates_rps, RoundQuantity)}};
   if (observed.demand_rps) out["demand"] = Rounded(*observed.demand_rps, RoundQuantity);
   if (observed.arrival_rate_rps) out["arrivalRate"] = RoundQuantity(*observed.arrival_rate_rps);
   if (observed.data_plane) out["dataPlane"] = DataPlaneToJson(*observed.data_plane);
   if (observed.query_sizes) out["querySizes"] = QuerySizesToJson(*observed.query_sizes);
+  if (!observed.profiles.empty()) out["profiles"] = ProfilesToJson(observed.profiles);
   return out;
 }
 
@@ -125,6 +164,7 @@ json MemoryToJson(const model::StatusMemory& memory) {
     out["queryMix"] = std::move(mix);
     out["queryMixFor"] = memory.query_mix_for;
   }
+  if (!memory.profiles.empty()) out["profiles"] = CorrectionsToJson(memory.profiles);
   return out;
 }
 
@@ -558,6 +598,80 @@ model::QuerySizesRecord ReadQuerySizes(Fields& f) {
   return out;
 }
 
+// ----- profiles
+
+// A profile's task, variant and class; nullopt (dropped) without all three.
+std::optional<model::ProfileKey> ReadKey(Fields& f) {
+  model::ProfileKey key;
+  const auto task = f.String("task"), variant = f.String("variant");
+  const auto hardware_class = f.String("hardwareClass");
+  if (!task || !variant || !hardware_class) {
+    f.drops().Add(f.path(), "without task, variant or hardwareClass");
+    return std::nullopt;
+  }
+  return model::ProfileKey{*task, *variant, *hardware_class};
+}
+
+std::vector<model::ObservedProfile> ReadProfiles(Fields& f) {
+  std::vector<model::ObservedProfile> out;
+  EachObject(f, "profiles", [&](Fields& p) {
+    const auto key = ReadKey(p);
+    model::ObservedProfile entry;
+    Set(p.Number("ratio"), entry.ratio);
+    Set(p.Number("plannedRatio"), entry.planned_ratio);
+    EachObject(p, "points", [&](Fields& q) {
+      model::ProfilePoint point;
+      const auto batch = q.Integer("batch", 1, limits::kMaxBatch);
+      Set(q.Number("measuredMs"), point.measured_ms);
+      Set(q.Number("declaredMs"), point.declared_ms);
+      Set(q.Number("batches"), point.batches);
+      if (batch) point.batch = static_cast<int>(*batch);
+      if (batch) entry.points.push_back(point);
+    });
+    if (!key) return;
+    entry.key = *key;
+    out.push_back(std::move(entry));
+  });
+  return out;
+}
+
+// A correction's points, whole or not at all: [[batch, ms], ...], batches rising, ms positive.
+std::optional<std::vector<model::LatencyPoint>> ReadCorrectionPoints(const json* list) {
+  std::vector<model::LatencyPoint> out;
+  if (list == nullptr || list->size() > limits::kMaxBatch) return std::nullopt;
+  for (const json& p : *list) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
+      return std::nullopt;
+    }
+    const long long batch = p[0].get<long long>();
+    const double ms = p[1].get<double>();
+    if (batch < 1 || batch > limits::kMaxBatch || !(ms > 0) || ms > limits::kMaxMs ||
+        (!out.empty() && batch <= out.back().batch)) {
+      return std::nullopt;
+    }
+    out.push_back({static_cast<int>(batch), ms});
+  }
+  return out;
+}
+
+// The corrections planned from, each whole or forgotten: the declared profile is planned from
+// instead until the router measures again.
+std::vector<model::ProfileCorrection> ReadCorrections(Fields& f) {
+  std::vector<model::ProfileCorrection> out;
+  EachObject(f, "profiles", [&](Fields& c) {
+    const auto key = ReadKey(c);
+    const auto ratio = c.Number("ratio");
+    const auto declared = c.String("declared");
+    const auto points = ReadCorrectionPoints(c.Array("points"));
+    if (!key || !ratio || !(*ratio > 0) || *ratio > limits::kMaxRatio || !declared || !points) {
+      c.drops().Add(c.path(), "malformed correction: forgotten");
+      return;
+    }
+    out.push_back({.key = *key, .ratio = *ratio, .points = *points, .declared = *declared});
+  });
+  return out;
+}
+
 std::optional<model::ObservedLoad> ReadObserved(const json& value, const std::string& path,
                                                 Drops& drops) {
   Fields f(value, path, drops);
@@ -580,6 +694,7 @@ std::optional<model::ObservedLoad> ReadObserved(const json& value, const std::st
     if (qs.ok()) out.query_sizes = ReadQuerySizes(qs);
     qs.Done();
   }
+  out.profiles = ReadProfiles(f);
   f.Done();
   return out;
 }
@@ -687,6 +802,7 @@ std::optional<model::StatusMemory> ReadMemory(const json& value, const std::stri
   out.recommendations = ReadRecommendations(f);
   Set(f.Number("guardQuietUntil"), out.guard_quiet_until);
   ReadQueryMix(f, out);
+  out.profiles = ReadCorrections(f);
   f.Done();
   return out;
 }

@@ -1,6 +1,7 @@
 #include "common/strings.h"
 
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 
 #include "common/result.h"
@@ -128,6 +129,12 @@ const char* ErrorKindName(ErrorKind kind) {
       return "Unavailable";
   }
   return "Unknown";
+}
+
+std::string Fingerprint(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return StrFormat("%016llx", static_cast<unsigned long long>(hash));
 }
 
 }  // namespace pipescale

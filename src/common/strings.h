@@ -29,4 +29,8 @@ bool IsValidUtf8(std::string_view text);
 // carry user bytes (a parser's "last read" token).
 std::string EscapeUserText(std::string_view text, size_t max_chars);
 
+// A short fingerprint of `text` (FNV-1a, 16 hex digits), to tell when a remembered input
+// changed; not a checksum against anyone trying.
+std::string Fingerprint(std::string_view text);
+
 }  // namespace pipescale

@@ -38,6 +38,12 @@ const std::map<std::string, std::string>& DefaultQueries() {
        R"(sum by (task) (rate(pipescale_router_batch_rows_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_batch_rows_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
       {"routerVariantRate",
        R"(sum by (task, variant) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",code="200"}[1m])))"},
+      // Batch service times per (task, variant, class, rows) over spec.profiles.window: the
+      // time the batches took in all, and how many there were (their mean is d(rows)).
+      {"profileSeconds",
+       R"(sum by (task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[{{window}}])))"},
+      {"profileBatches",
+       R"(sum by (task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[{{window}}])))"},
       // Kairos's query-size mix: queries by size bucket over two minutes, every path's.
       {"querySizes",
        R"(sum by (le) (increase(pipescale_router_query_rows_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
@@ -58,6 +64,9 @@ std::string Render(const std::string& query, const std::map<std::string, std::st
 }
 
 namespace {
+
+// Batch rows past this are not a batch size any spec may declare (api's kMaxBatch).
+constexpr long kMaxBatchRows = 4096;
 
 std::string QueryFor(const model::Pipeline& pipeline, const std::string& name) {
   auto it = pipeline.spec.metrics.queries.find(name);
@@ -124,6 +133,51 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheu
   return out;
 }
 
+// A label's value, "" when absent.
+std::string Label(const Sample& s, const char* name) {
+  const auto it = s.labels.find(name);
+  return it != s.labels.end() ? it->second : "";
+}
+
+// The batch rows a series names, or 0 when its label is not a batch size.
+int Rows(const Sample& s) {
+  const std::string rows = Label(s, "rows");
+  char* end = nullptr;
+  const long n = std::strtol(rows.c_str(), &end, 10);
+  return rows.empty() || *end != '\0' || n < 1 || n > kMaxBatchRows ? 0 : static_cast<int>(n);
+}
+
+// The router's batch times over the profiles' window, from the total seconds and the number of
+// batches of each (task, variant, class, rows).
+Result<model::BatchTimings> ReadBatchTimings(const PrometheusClient& prometheus,
+                                             const model::Pipeline& pipeline) {
+  const std::map<std::string, std::string> values = {
+      {"pipeline", pipeline.name},
+      {"namespace", pipeline.namespace_name},
+      {"window", std::to_string(static_cast<long>(pipeline.spec.profiles.window_seconds)) + "s"}};
+  std::map<std::pair<model::ProfileKey, int>, double> seconds;
+  model::BatchTimings out;
+  for (const char* name : {"profileSeconds", "profileBatches"}) {
+    auto samples = prometheus.Query(Render(QueryFor(pipeline, name), values));
+    if (!samples) return Named(name, samples.error());
+    const bool counts = std::string_view(name) == "profileBatches";
+    for (const Sample& s : *samples) {
+      const int rows = Rows(s);
+      if (rows == 0 || !std::isfinite(s.value) || s.value < 0) continue;
+      const model::ProfileKey key{Label(s, "task"), Label(s, "variant"),
+                                  Label(s, "hardware_class")};
+      if (!counts) {
+        seconds[{key, rows}] = s.value;
+        continue;
+      }
+      const auto total = seconds.find({key, rows});
+      if (total == seconds.end() || s.value <= 0) continue;
+      out[key][rows] = {.batches = s.value, .mean_ms = 1000 * total->second / s.value};
+    }
+  }
+  return out;
+}
+
 // Cumulative queries by bucket upper bound, from series by their `le` label ("+Inf" included);
 // a label that is not a number is left out.
 std::map<double, double> SizeBuckets(const std::map<std::string, double>& by_le) {
@@ -184,6 +238,11 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
       auto sizes = ByLabels(prometheus, pipeline, "querySizes", {"le"});
       if (!sizes) return sizes.error();
       snapshot.query_sizes = SizeBuckets(*sizes);
+    }
+    if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) {
+      auto timings = ReadBatchTimings(prometheus, pipeline);
+      if (!timings) return timings.error();
+      snapshot.batch_timings = std::move(*timings);
     }
   }
   return snapshot;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/pipeline.h"
+
 namespace pipescale::model {
 
 // What the router's data plane did, as its metrics say (over the last minute): informative,
@@ -23,6 +25,18 @@ struct DataPlaneSnapshot {
   bool operator==(const DataPlaneSnapshot&) const = default;
 };
 
+// The batches of one size the router saw served over the profiles' window, and their mean
+// service time (past the pod's queue).
+struct BatchTiming {
+  double batches = 0;
+  double mean_ms = 0;
+
+  bool operator==(const BatchTiming&) const = default;
+};
+
+// Measured batch times per profile, by batch rows.
+using BatchTimings = std::map<ProfileKey, std::map<int, BatchTiming>>;
+
 struct MetricsSnapshot {
   std::map<std::string, double> path_rates_rps;   // measured rate per execution path
   std::map<std::string, double> path_latency_ms;  // measured tail latency per path
@@ -37,6 +51,9 @@ struct MetricsSnapshot {
   // never read as 0: the operator keeps its current plan instead.
   std::vector<std::string> missing;
   std::optional<DataPlaneSnapshot> data_plane;  // read when the pipeline runs a router
+  // The router's batch times (spec.profiles.learn not Off); absent series are no data, never
+  // "missing": a profile is corrected only where something was measured.
+  BatchTimings batch_timings;
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

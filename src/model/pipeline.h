@@ -3,6 +3,7 @@
 // were validated by api/ and are trusted by every later layer.
 #pragma once
 
+#include <compare>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,15 @@ struct Profile {
   LatencyProfile latency;
 
   bool operator==(const Profile&) const = default;
+};
+
+// Which profile a measurement or a correction is of: a variant of a task on a hardware class.
+struct ProfileKey {
+  std::string task;
+  std::string variant;
+  std::string hardware_class;
+
+  auto operator<=>(const ProfileKey&) const = default;
 };
 
 struct Variant {
@@ -170,6 +180,22 @@ struct RouterSpec {
   bool operator==(const RouterSpec&) const = default;
 };
 
+// Whether the operator learns the variants' latency profiles from what the router measures
+// (spec.profiles.learn): not at all, to report drift beside the declared profile, or also to plan
+// from the corrected profile.
+enum class ProfileLearning { kOff, kReport, kPlan };
+
+// spec.profiles: how measured batch times are trusted and compared with the declared profiles.
+struct ProfilesSpec {
+  ProfileLearning learn = ProfileLearning::kReport;
+  // Measured over declared past which a profile counts as drifted (ProfileAccurate=False).
+  double tolerance = 0.15;
+  int min_batches = 30;         // batches of one size before its measurement is trusted
+  double window_seconds = 300;  // the forgetting window: older batches no longer count
+
+  bool operator==(const ProfilesSpec&) const = default;
+};
+
 struct PipelineSpec {
   std::string optimizer = "fa2";  // a name of optimizer/registry.h; api checks it
   Mode mode = Mode::kApply;
@@ -187,6 +213,7 @@ struct PipelineSpec {
   // The load planned for at the least, in requests per second entering the pipeline, spread
   // over the paths by weight: the warm capacity ready before the first request (0: none).
   double min_rate_rps = 0;
+  ProfilesSpec profiles;
 
   bool operator==(const PipelineSpec&) const = default;
 };

@@ -87,6 +87,26 @@ struct QuerySizesRecord {
   bool operator==(const QuerySizesRecord&) const = default;
 };
 
+// One batch size of a profile as the router measured it, beside what the spec declares.
+struct ProfilePoint {
+  int batch = 1;
+  double measured_ms = 0;
+  double declared_ms = 0;
+  double batches = 0;  // served over the window
+
+  bool operator==(const ProfilePoint&) const = default;
+};
+
+// A variant's profile on a class as the router measured it (status.observed.profiles).
+struct ObservedProfile {
+  ProfileKey key;
+  std::vector<ProfilePoint> points;  // the trusted batch sizes (spec.profiles.minBatches), by batch
+  std::optional<double> ratio;       // measured over declared at those points; absent: none yet
+  double planned_ratio = 1;          // the correction planned from (1: the declared profile)
+
+  bool operator==(const ObservedProfile&) const = default;
+};
+
 // The inputs of the last plan.
 struct ObservedLoad {
   std::map<std::string, double> path_rates_rps;
@@ -94,6 +114,7 @@ struct ObservedLoad {
   std::optional<double> arrival_rate_rps;
   std::optional<ObservedDataPlane> data_plane;
   std::optional<QuerySizesRecord> query_sizes;
+  std::vector<ObservedProfile> profiles;  // spec.profiles.learn Report or Plan
 
   bool operator==(const ObservedLoad&) const = default;
 };
@@ -111,6 +132,17 @@ struct Recommendation {
 // with more is read up to this many.
 inline constexpr size_t kMaxRecommendations = 32;
 
+// A measured profile the planner adopted (spec.profiles.learn: Plan): the trusted points and the
+// ratio that scales the declared curve elsewhere, for the declared profile it corrects.
+struct ProfileCorrection {
+  ProfileKey key;
+  double ratio = 1;
+  std::vector<LatencyPoint> points;  // measured, by batch
+  std::string declared;              // fingerprint of the declared profile: a new one forgets it
+
+  bool operator==(const ProfileCorrection&) const = default;
+};
+
 // What a new leader cannot rebuild from Prometheus, bounded in size.
 struct StatusMemory {
   std::vector<Recommendation> recommendations;  // oldest first
@@ -119,6 +151,9 @@ struct StatusMemory {
   // replaced; both or neither.
   std::vector<QuerySize> query_mix;
   std::string query_mix_for;
+  // The profile corrections planned from: kept when the window holds no batches (no load), and
+  // through a failover, so the plan does not fall back to a profile known to be wrong.
+  std::vector<ProfileCorrection> profiles;
 
   bool operator==(const StatusMemory&) const = default;
 };

@@ -8,7 +8,12 @@ namespace pipescale::reconciler {
 void SetCondition(std::vector<model::Condition>& conditions, const std::string& type, bool status,
                   const std::string& reason, const std::string& message, long generation,
                   double now) {
-  const std::string value = status ? "True" : "False";
+  SetConditionValue(conditions, type, status ? "True" : "False", reason, message, generation, now);
+}
+
+void SetConditionValue(std::vector<model::Condition>& conditions, const std::string& type,
+                       const std::string& value, const std::string& reason,
+                       const std::string& message, long generation, double now) {
   for (model::Condition& c : conditions) {
     if (c.type != type) continue;
     if (c.status != value) c.last_transition_time = FormatRfc3339(now);
@@ -24,6 +29,10 @@ void SetCondition(std::vector<model::Condition>& conditions, const std::string& 
                         .message = message,
                         .observed_generation = generation,
                         .last_transition_time = FormatRfc3339(now)});
+}
+
+void RemoveCondition(std::vector<model::Condition>& conditions, const std::string& type) {
+  std::erase_if(conditions, [&](const model::Condition& c) { return c.type == type; });
 }
 
 std::string ConditionStatus(const std::vector<model::Condition>& conditions,

@@ -33,6 +33,16 @@ inline constexpr const char* kBatchHeld = "BatchHeld";
 inline constexpr const char* kChangeReverted = "ChangeReverted";
 // An event's: the router's measured query sizes moved past kMixShift; Kairos plans for them.
 inline constexpr const char* kQuerySizesShifted = "QuerySizesShifted";
+// ProfileAccurate's: a measured profile differs from the declared one by more than
+// spec.profiles.tolerance (also a Warning event); every measured one is within it; nothing is
+// measured yet.
+inline constexpr const char* kDrift = "Drift";
+inline constexpr const char* kMeasured = "Measured";
+inline constexpr const char* kNotMeasured = "NotMeasured";
+// A Warning event's: a profile starts to drift.
+inline constexpr const char* kProfileDrift = "ProfileDrift";
+// An event's: the plan starts from other measured profiles (spec.profiles.learn: Plan).
+inline constexpr const char* kProfileCorrected = "ProfileCorrected";
 }  // namespace reason
 
 // Sets condition `type` in `conditions`. lastTransitionTime changes only when the status flips,
@@ -40,6 +50,14 @@ inline constexpr const char* kQuerySizesShifted = "QuerySizesShifted";
 void SetCondition(std::vector<model::Condition>& conditions, const std::string& type, bool status,
                   const std::string& reason, const std::string& message, long generation,
                   double now);
+
+// The same with `value` "True", "False" or "Unknown".
+void SetConditionValue(std::vector<model::Condition>& conditions, const std::string& type,
+                       const std::string& value, const std::string& reason,
+                       const std::string& message, long generation, double now);
+
+// Drops condition `type` (a feature turned off).
+void RemoveCondition(std::vector<model::Condition>& conditions, const std::string& type);
 
 // The condition's status ("True", "False", "Unknown") or "" when absent.
 std::string ConditionStatus(const std::vector<model::Condition>& conditions,

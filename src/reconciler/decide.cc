@@ -1,6 +1,7 @@
 #include "reconciler/decide.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "api/deployment.h"
@@ -206,6 +207,7 @@ model::ObservedLoad ObservedStatus(const Context& c, const model::Plan& plan,
     out.data_plane = DataPlaneStatus(c.pipeline, plan, *metrics.data_plane);
   }
   if (step.mix) out.query_sizes = QueryMixStatus(*step.mix);
+  out.profiles = step.profiles.observed;
   return out;
 }
 
@@ -287,6 +289,49 @@ void NoticeMixShift(const Context& c, const DemandStep& step, Decision& d) {
                                  kMixShift, MixText(step.mix->planned).c_str())});
 }
 
+// The profiles measured beyond tolerance in `status` as last reported.
+std::set<model::ProfileKey> Drifted(const model::PipelineStatus& status, double tolerance) {
+  std::set<model::ProfileKey> out;
+  if (!status.observed) return out;
+  for (const model::ObservedProfile& p : status.observed->profiles) {
+    if (p.ratio && std::abs(*p.ratio - 1) > tolerance) out.insert(p.key);
+  }
+  return out;
+}
+
+// ProfileAccurate; a Warning when a profile starts to drift; a notice when the plan starts from
+// other measured profiles. Both follow the status, as QuerySizesShifted does.
+void ReportProfiles(const Context& c, const DemandStep& step, Decision& d) {
+  std::vector<model::Condition>& conditions = d.status.conditions;
+  const model::ProfilesSpec& spec = c.pipeline.spec.profiles;
+  if (spec.learn == model::ProfileLearning::kOff) {
+    RemoveCondition(conditions, "ProfileAccurate");
+    return;
+  }
+  const ProfileVerdict v = JudgeProfiles(c.pipeline, step.profiles);
+  SetConditionValue(
+      conditions, "ProfileAccurate", !v.known ? "Unknown" : (v.accurate ? "True" : "False"),
+      !v.known ? reason::kNotMeasured : (v.accurate ? reason::kMeasured : reason::kDrift),
+      v.message, c.generation, c.o.now);
+  const std::set<model::ProfileKey> before = Drifted(c.o.status, spec.tolerance);
+  if (std::ranges::any_of(step.profiles.drifted,
+                          [&](const model::ProfileKey& k) { return !before.contains(k); })) {
+    d.warnings.push_back({reason::kProfileDrift, v.message});
+  }
+  const auto corrections = [](const model::PipelineStatus& s) {
+    return s.memory ? s.memory->profiles : std::vector<model::ProfileCorrection>{};
+  };
+  if (corrections(c.o.status) == corrections(d.status)) return;
+  std::string message;
+  for (const model::ProfileCorrection& k : step.profiles.corrections) {
+    message += StrFormat("%s%s at %.2fx its declared profile", message.empty() ? "" : "; ",
+                         ProfileName(k.key).c_str(), k.ratio);
+  }
+  d.notices.push_back(
+      {reason::kProfileCorrected, message.empty() ? "planning from the declared profiles again"
+                                                  : "planning from measured profiles: " + message});
+}
+
 // The decision's start: the status as read at this generation, the router's objects, and what
 // the cluster can place.
 Decision Start(const Context& c) {
@@ -361,6 +406,7 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step, Decision&
   Report(c, plan, planned, spend, step, d);
   d.status.memory = MemoryToStatus(d.memory, c.optimizer);
   NoticeMixShift(c, step, d);
+  ReportProfiles(c, step, d);
   d.plan = std::move(plan);
 }
 
@@ -406,7 +452,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     return d;
   }
   if (c.optimizer.memory.holds_applied_batches) {
-    HoldAppliedBatches(c.pipeline, step.workload, o.status.plan ? &*o.status.plan : nullptr,
+    HoldAppliedBatches(measured, step.workload, o.status.plan ? &*o.status.plan : nullptr,
                        o.deployments, plan);
   }
   Enact(c, std::move(plan), step, d);

@@ -82,6 +82,8 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
     step.mix = StepMix(pipeline, before.query_mix, metrics.query_sizes, now);
     step.demand.query_mix = step.mix->memory;
   }
+  step.profiles = StepProfiles(pipeline, before.profiles, metrics.batch_timings);
+  step.demand.profiles = step.profiles.corrections;
   // After the memory: what is remembered is the load measured, the floor only what is planned.
   step.workload = api::AtLeastMinRate(pipeline, std::move(step.workload));
   return step;
@@ -101,6 +103,7 @@ void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimiz
     }
   }
   if (step.mix) pipeline.spec.query_sizes = step.mix->planned;
+  UseCorrections(pipeline, step.profiles.corrections);
 }
 
 }  // namespace pipescale::reconciler

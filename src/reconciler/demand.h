@@ -11,6 +11,7 @@
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "optimizer/registry.h"
+#include "reconciler/profiles.h"
 #include "reconciler/query_mix.h"
 
 namespace pipescale::reconciler {
@@ -24,6 +25,7 @@ struct Demand {
   std::map<std::string, std::vector<double>> series;  // MArk: oldest first, bounded
   double guard_quiet_until = 0;                       // MArk: no guard action before this
   MixMemory query_mix;                                // Kairos: the query sizes adopted
+  std::vector<model::ProfileCorrection> profiles;     // spec.profiles.learn: Plan
 
   bool operator==(const Demand&) const = default;
 };
@@ -34,6 +36,7 @@ struct DemandStep {
   optimizer::PlannerInput input;
   Demand demand;
   std::optional<MixStep> mix;  // Kairos: the query sizes to plan for
+  ProfileStep profiles;        // the measured profiles, and the corrections to plan from
 };
 
 // Advances `before` by the measured rates at `now` (once per interval) and query sizes, as the
@@ -42,8 +45,8 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, nlohmann::json>& deployments, double now);
 
-// The spec's multiplicative factors replaced by the measured ones, where there are any, and its
-// query sizes by the mix to plan for.
+// The spec's multiplicative factors replaced by the measured ones, where there are any, its
+// query sizes by the mix to plan for, and its profiles by the corrections to plan from.
 void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                  const model::MetricsSnapshot& metrics, const DemandStep& step);
 

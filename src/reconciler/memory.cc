@@ -43,6 +43,7 @@ model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descri
     out.query_mix = memory.demand.query_mix.adopted;
     out.query_mix_for = memory.demand.query_mix.adopted_for;
   }
+  out.profiles = memory.demand.profiles;
   return out;
 }
 
@@ -59,6 +60,7 @@ Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rat
   if (optimizer.memory.measured_mix) {
     out.demand.query_mix = {.adopted = memory.query_mix, .adopted_for = memory.query_mix_for};
   }
+  out.demand.profiles = memory.profiles;
   return out;
 }
 

@@ -53,13 +53,11 @@ int LargestQuery(const model::Pipeline& pipeline) {
 }
 
 std::string SpecMixKey(const model::Pipeline& pipeline) {
-  std::uint64_t hash = 14695981039346656037ULL;
+  std::string text;
   for (const model::QuerySize& q : pipeline.spec.query_sizes) {
-    for (const char c : StrFormat("%d:%.17g,", q.size, q.weight)) {
-      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    }
+    text += StrFormat("%d:%.17g,", q.size, q.weight);
   }
-  return StrFormat("%016llx", static_cast<unsigned long long>(hash));
+  return Fingerprint(text);
 }
 
 Mix MeasuredMix(const SizeHistogram& histogram, int largest) {

@@ -293,6 +293,7 @@ Status Reconciler::Report(const std::string& key, Observation& seen, Decision de
   if (status.observed && status.observed->data_plane) {
     outcome.served_accuracy = status.observed->data_plane->served_accuracy;
   }
+  if (status.observed) outcome.profiles = status.observed->profiles;
   outcome.plan = std::move(decision.plan);
   outcome.capacity = std::move(seen.observed.capacity);
   return Done{};

@@ -67,6 +67,8 @@ class Reconciler {
     double decide_seconds = 0;
     // Loki: the accuracy the router's answers carried (status.observed.dataPlane), when measured.
     std::optional<double> served_accuracy;
+    // The measured profiles beside the declared ones (status.observed.profiles).
+    std::vector<model::ObservedProfile> profiles;
     std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
     // status.conditions as decided, in their JSON form (api::ConditionsToJson).
     nlohmann::json conditions = nlohmann::json::array();

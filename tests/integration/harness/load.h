@@ -25,6 +25,8 @@ class Load {
   Load& operator=(const Load&) = delete;
 
   void SetRate(const std::string& path, double rps);
+  // For more series beside the rates, scraped with them.
+  prometheus::Registry& registry() { return *registry_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

@@ -3,6 +3,7 @@
 #include "metrics/source.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/summary.h>
 
 #include <thread>
 
@@ -50,6 +51,58 @@ TEST(MetricsSource, ReadsRatesAndReportsMissingSeries) {
   EXPECT_EQ(snapshot->missing, std::vector<std::string>{"pathRate{path=\"silent\"}"});
   ASSERT_TRUE(snapshot->arrival_rate_rps.has_value());
   EXPECT_NEAR(*snapshot->arrival_rate_rps, 25, 7.5);
+}
+
+// The router's batch times, as pipescale-router exports them (a Summary without quantiles),
+// read back as each profile's mean service time per batch size over spec.profiles.window.
+TEST(MetricsSource, ReadsTheRoutersBatchTimesPerProfileAndBatchSize) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  model::Pipeline pipeline = ThreePaths("batches");
+  pipeline.spec.router = model::RouterSpec{};
+  pipeline.spec.profiles.window_seconds = 30;
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 5}});
+  auto& family = prometheus::BuildSummary()
+                     .Name("pipescale_router_batch_service_seconds")
+                     .Help("test")
+                     .Register(load.registry());
+  const auto series = [&](const char* rows) -> prometheus::Summary& {
+    return family.Add({{"namespace", pipeline.namespace_name},
+                       {"pipeline", pipeline.name},
+                       {"task", "detect"},
+                       {"variant", "small"},
+                       {"hardware_class", "cpu"},
+                       {"rows", rows}},
+                      prometheus::Summary::Quantiles{});
+  };
+  prometheus::Summary &four = series("4"), &one = series("1"), &odd = series("four");
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  model::BatchTimings timings;
+  const auto deadline = std::chrono::steady_clock::now() + 40s;
+  // Batches keep coming while Prometheus scrapes: increase() needs them between two scrapes.
+  while (std::chrono::steady_clock::now() < deadline &&
+         (!timings.contains({"detect", "small", "cpu"}) ||
+          timings.at({"detect", "small", "cpu"}).size() < 2)) {
+    for (int i = 0; i < 10; ++i) {
+      four.Observe(0.078);
+      one.Observe(0.05);
+      odd.Observe(9);
+    }
+    std::this_thread::sleep_for(500ms);
+    auto snapshot = ReadSnapshot(prometheus, pipeline);
+    ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+    timings = snapshot->batch_timings;
+  }
+  ASSERT_EQ(timings.size(), 1u);
+  const auto& by_rows = timings.at({"detect", "small", "cpu"});
+  ASSERT_EQ(by_rows.size(), 2u);  // rows="four" is no batch size
+  EXPECT_NEAR(by_rows.at(4).mean_ms, 78, 0.01);
+  EXPECT_NEAR(by_rows.at(1).mean_ms, 50, 0.01);
+  EXPECT_GT(by_rows.at(4).batches, 0);
+
+  pipeline.spec.profiles.learn = model::ProfileLearning::kOff;
+  auto off = ReadSnapshot(prometheus, pipeline);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_TRUE(off->batch_timings.empty());
 }
 
 TEST(MetricsSource, NamesABadOverride) {

@@ -367,6 +367,44 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   EXPECT_FALSE(ParsePipeline(Replace(kValid, "  forecast:", "  router: 3\n  forecast:")).pipeline);
 }
 
+TEST(ParsePipeline, ProfileLearningIsReportUnlessToldAndChecked) {
+  EXPECT_EQ(ParsePipeline(kValid).pipeline->spec.profiles, model::ProfilesSpec{});
+  EXPECT_EQ(model::ProfilesSpec{}.learn, model::ProfileLearning::kReport);
+  const auto set =
+      ParsePipeline(
+          Replace(kValid, "  forecast:",
+                  "  router: {}\n"
+                  "  profiles: {learn: Plan, tolerance: 0.3, minBatches: 10, window: 2m}\n"
+                  "  forecast:"))
+          .pipeline;
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->spec.profiles, (model::ProfilesSpec{.learn = model::ProfileLearning::kPlan,
+                                                     .tolerance = 0.3,
+                                                     .min_batches = 10,
+                                                     .window_seconds = 120}));
+  auto errors =
+      Errors(Replace(kValid, "  forecast:",
+                     "  profiles: {learn: Plan, tolerance: 0, minBatches: 0, window: 10s, x: 1}\n"
+                     "  forecast:"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.profiles.learn: Plan needs spec.router: the router measures the batch "
+                  "times"))
+      << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.profiles.minBatches: must be >= 1, got 0")) << Dump(errors);
+  EXPECT_TRUE(Has(errors,
+                  "spec.profiles.window: must be at least 30 s (Prometheus needs two scrapes in "
+                  "it), got 10"))
+      << Dump(errors);
+  for (const char* field : {"spec.profiles.tolerance: ", "spec.profiles.x: unknown field"}) {
+    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
+                            [&](const std::string& e) { return e.starts_with(field); }))
+        << field << Dump(errors);
+  }
+  errors = Errors(Replace(kValid, "  forecast:", "  profiles: {learn: on}\n  forecast:"));
+  EXPECT_TRUE(Has(errors, "spec.profiles.learn: must be one of Off, Report, Plan, got \"on\""))
+      << Dump(errors);
+}
+
 // --- Limits: every document is read within bounded stack, memory and time -----------------
 
 // The valid pipeline as JSON, to edit field by field.
@@ -642,7 +680,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
   EXPECT_TRUE(Has(errors,
                   "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, minRate, "
                   "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
-                  "querySizes, router"))
+                  "querySizes, router, profiles"))
       << Dump(errors);
   // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
   errors = Errors(Replace(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));

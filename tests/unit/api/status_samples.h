@@ -185,6 +185,24 @@ class StatusSampler {
       if (Coin()) sizes.settling_since = Time();
       out.query_sizes = std::move(sizes);
     }
+    for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) out.profiles.push_back(Profile());
+    return out;
+  }
+
+  model::ProfileKey Key() { return {Name("t"), Name("v"), Name("hw")}; }
+
+  model::ObservedProfile Profile() {
+    model::ObservedProfile out{.key = Key(),
+                               .points = {},
+                               .ratio = std::nullopt,
+                               .planned_ratio = api::RoundFraction(Real(0.1, 3))};
+    if (Coin()) out.ratio = api::RoundFraction(Real(0.1, 3));
+    for (int b = Int(1, 4); b <= 32; b += Int(1, 8)) {
+      out.points.push_back({.batch = b,
+                            .measured_ms = Quantity(),
+                            .declared_ms = Quantity(),
+                            .batches = Quantity()});
+    }
     return out;
   }
 
@@ -216,6 +234,12 @@ class StatusSampler {
         out.query_mix.push_back({.size = size * 3, .weight = Real(0.001, 1e6)});
       }
       out.query_mix_for = Coin() ? "" : "c0ffee";
+    }
+    for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) {
+      model::ProfileCorrection c{
+          .key = Key(), .ratio = Real(0.1, 3), .points = {}, .declared = "0123456789abcdef"};
+      for (int b = Int(1, 4); b <= 32; b += Int(1, 8)) c.points.push_back({b, Real(0.1, 1000)});
+      out.profiles.push_back(std::move(c));
     }
     return out;
   }

@@ -945,5 +945,101 @@ TEST(Conditions, TransitionTimeMovesOnlyOnFlips) {
   EXPECT_EQ(FormatRfc3339(0), "1970-01-01T00:00:00Z");
 }
 
+// ----- profiles learned from the router (spec.profiles)
+
+// The pipeline with a router and spec.profiles.learn; detect/small declared 10 b + 20 ms.
+json Learning(const std::string& learn, double detect_c = 20) {
+  json p = Pipeline();
+  p["spec"]["router"] = json::object();
+  p["spec"]["profiles"] = {{"learn", learn}};
+  p["spec"]["tasks"][0]["variants"][0]["profiles"][0]["latencyMs"]["quadratic"] = {
+      {"a", 0}, {"b", 10}, {"c", detect_c}};
+  return p;
+}
+
+// `rps` on the path, and detect's batches of 4 measured at `scale` times the declared 60 ms.
+model::MetricsSnapshot SlowDetect(double rps, double scale) {
+  model::MetricsSnapshot m = Rate(rps);
+  m.batch_timings[{"detect", "small", "cpu"}][4] = {.batches = 200, .mean_ms = 60 * scale};
+  return m;
+}
+
+const json* Condition(const json& status, const std::string& type) {
+  for (const json& c : status["conditions"]) {
+    if (c["type"] == type) return &c;
+  }
+  return nullptr;
+}
+
+// Detect runs 1.3x its profile. Report says so and plans as declared; Plan plans as the true
+// profile would, says so once, and a second look writes nothing new.
+TEST(Decide, AMeasuredProfileIsReportedAndWithPlanPlannedFrom) {
+  World truth;
+  truth.object = Learning("Report", 20 * 1.3);
+  truth.object["spec"]["tasks"][0]["variants"][0]["profiles"][0]["latencyMs"]["quadratic"]["b"] =
+      13;
+  truth.Step(Rate(30), 1000);
+
+  World report;
+  report.object = Learning("Report");
+  const Decision reported = report.Step(SlowDetect(30, 1.3), 1000);
+  const json reported_status = Json(reported);
+  const json* accurate = Condition(reported_status, "ProfileAccurate");
+  ASSERT_NE(accurate, nullptr);
+  EXPECT_EQ((*accurate)["status"], "False");
+  EXPECT_EQ((*accurate)["reason"], "Drift");
+  ASSERT_EQ(reported.warnings.size(), 1u);
+  EXPECT_EQ(reported.warnings[0].reason, reason::kProfileDrift);
+  const json seen = Json(reported)["observed"]["profiles"][0];
+  EXPECT_EQ(seen["ratio"], 1.3);
+  EXPECT_EQ(seen["plannedRatio"], 1);
+  EXPECT_EQ(seen["points"][0]["measuredMs"], 78);
+  EXPECT_EQ(seen["points"][0]["declaredMs"], 60);
+
+  World plan;
+  plan.object = Learning("Plan");
+  const Decision planned = plan.Step(SlowDetect(30, 1.3), 1000);
+  ASSERT_EQ(planned.notices.size(), 1u);
+  EXPECT_EQ(planned.notices[0].reason, reason::kProfileCorrected);
+  EXPECT_EQ(plan.Replicas(kDetect), truth.Replicas(kDetect));
+  EXPECT_GT(plan.Replicas(kDetect), report.Replicas(kDetect));
+  EXPECT_EQ(Json(planned)["observed"]["profiles"][0]["plannedRatio"], 1.3);
+
+  const json status = plan.object["status"];
+  const Decision again = plan.Step(SlowDetect(30, 1.3), 1010);
+  EXPECT_TRUE(again.notices.empty());
+  EXPECT_TRUE(again.warnings.empty());
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_EQ(plan.object["status"], status);
+}
+
+// A new leader with no batches in the window (no load for five minutes) plans from what the last
+// one learned, not from the profile known to be wrong; a re-profiled spec forgets it.
+TEST(Decide, ALearnedProfileSurvivesAFailoverAndGoesWithANewProfile) {
+  World w;
+  w.object = Learning("Plan");
+  w.Step(SlowDetect(30, 1.3), 1000);
+  const int corrected = w.Replicas(kDetect);
+  w.FailOver();
+  w.Step(Rate(30), 1010);
+  EXPECT_EQ(w.Replicas(kDetect), corrected);
+  EXPECT_EQ(w.object["status"]["memory"]["profiles"][0]["ratio"], 1.3);
+
+  World declared;
+  declared.object = Learning("Plan");
+  declared.Step(Rate(30), 1000);
+  EXPECT_LT(declared.Replicas(kDetect), corrected);
+}
+
+TEST(Decide, LearningOffMeasuresNothingAndSaysNothing) {
+  World w;
+  w.object = Learning("Off");
+  const Decision d = w.Step(SlowDetect(30, 1.3), 1000);
+  const json status = Json(d);
+  EXPECT_EQ(Condition(status, "ProfileAccurate"), nullptr);
+  EXPECT_FALSE(Json(d)["observed"].contains("profiles"));
+  EXPECT_TRUE(d.warnings.empty());
+}
+
 }  // namespace
 }  // namespace pipescale::reconciler
