@@ -20,9 +20,9 @@ example=$root/deploy/examples/profile-drift.yaml
 # The example with learn set to $1; with "true" the true profiles declared instead.
 variant() {
   case $1 in
-    off) sed 's/learn: Plan/learn: Off/' "$example" ;;
+    off) sed 's/learn: Plan/learn: "Off"/' "$example" ;;
     plan) cat "$example" ;;
-    true) sed -e 's/learn: Plan/learn: Off/' -e 's/value: "1.3"/value: "1"/' \
+    true) sed -e 's/learn: Plan/learn: "Off"/' -e 's/value: "1.3"/value: "1"/' \
               -e 's/value: "0.7"/value: "1"/' -e 's/{a: 0, b: 8, c: 20}/{a: 0, b: 10.4, c: 26}/' \
               -e 's/{a: 0, b: 6, c: 16}/{a: 0, b: 4.2, c: 11.2}/' "$example" ;;
   esac

@@ -1,9 +1,13 @@
 #include "cli/cli.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -13,16 +17,21 @@
 #include "api/workload.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
+#include "profile/job.h"
+#include "profile/protocol.h"
+#include "profile/session.h"
 
 namespace pipescale::cli {
 namespace {
 
-constexpr const char* kUsage = R"(pipescale: plan and validate InferencePipelines offline
+constexpr const char* kUsage = R"(pipescale: plan, validate and profile InferencePipelines
 
 usage:
   pipescale plan -f FILE [--optimizer NAME] [--latency-model tail|mean]
                  [--rate RPS] [--path-rate NAME=RPS ...] [--history FILE] [-o table|json]
   pipescale validate -f FILE
+  pipescale profile -f FILE --task T --variant V --hardware-class C
+                    (--address HOST:PORT | --deployment NAME) [...]   (see profile --help)
   pipescale help
 
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
@@ -251,6 +260,251 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   return kExitOk;
 }
 
+// --- pipescale profile ---
+
+constexpr const char* kProfileUsage =
+    R"(pipescale profile: measure a model server and write a variant's latencyMs
+
+usage:
+  pipescale profile -f FILE --task T --variant V --hardware-class C
+                    (--address HOST:PORT | --deployment NAME [-n NAMESPACE] [--kubeconfig F])
+                    [--batches all|pow2|B,B,...] [--requests N] [--warmup N]
+                    [--statistic mean|p50|p99] [--fit quadratic|table] [--model NAME]
+                    [--input-shape D,D,...] [--timeout SECONDS] [--progress auto|bar|lines|none]
+                    [--write] [-o table|yaml|json]
+
+It speaks the Open Inference Protocol (KServe v2 REST: GET /v2/health/ready, GET
+/v2/models/MODEL, POST /v2/models/MODEL/infer). At each batch size b it sends --warmup requests,
+then --requests requests of b rows (shape [b, ...]), one at a time on one kept-alive connection,
+each timed by its round trip less the queueing the server reports
+(parameters.pipescale_queue_ms, as pipescale's model server does). Each size's --statistic is a
+point [b, ms] of the profile's latencyMs: {points: [...]}, which the planners fit to
+d(b) = a b^2 + b b + c (--fit table: interpolate them instead).
+
+  --address HOST:PORT     the model server (or an http:// URL)
+  --deployment NAME       a Ready pod of this Deployment in -n NAMESPACE (default: the config's),
+                          found through the Kubernetes API (--kubeconfig, else $KUBECONFIG, else
+                          in-cluster, else ~/.kube/config), measured at its pod IP and container
+                          port (named http, else the first). Pod IPs answer inside the cluster;
+                          from outside, run `kubectl port-forward deploy/NAME 8080:8080` and give
+                          --address 127.0.0.1:8080
+  --batches               all: every size from 1 to the variant's batchSize.max, each one a planner
+                          may choose (default); pow2: 1, 2, 4, ... and the max; or sizes: 1,4,16
+  --requests N            measured requests per size (default 200, so the p99 is not the slowest)
+  --warmup N              requests per size sent first, not measured (default 10)
+  --statistic             a size's latency: mean (default), p50 or p99. The planners take
+                          latencyMs as a batch's service time: its mean sets what a replica
+                          serves, and their tail model adds the queueing at the SLO's percentile
+                          itself; p99 would count the tail twice, p50 would overload replicas
+                          whose batches sometimes run long
+  --fit                   quadratic (default; a table below three sizes) or table
+  --model NAME            the model's name on the server (default: the task's)
+  --input-shape D,D,...   one row's dimensions (default: the model's metadata, a variable
+                          dimension as 1, 16 elements when all are variable)
+  --timeout SECONDS       for each request (default 60)
+  --progress              auto (default): a bar redrawn on a terminal, else a line per size
+  --write                 rewrite FILE in place: only this profile's latencyMs changes (the
+                          profile is added when the variant has none for the class); comments,
+                          order and layout stay
+  -o table|yaml|json      stdout: the summary (default), a profiles entry to paste, or JSON
+
+Exit codes: 0 measured (and written); 2 invalid flags, an invalid pipeline, or an unknown task,
+variant or hardware class; 1 the server or the cluster failed (the message names the address,
+and during the run the batch size and request).
+)";
+
+struct ProfileFlags {
+  std::string file;
+  profile::Options options;
+  std::string batches = "all";
+  int timeout_s = 60;
+  std::string progress = "auto";
+  std::string output = "table";
+  bool write = false;
+};
+
+// An integer in [min, max] into `value`; what is wrong, or "".
+std::string ParseCount(const std::string& name, std::string_view text, int min, int max,
+                       int& value) {
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < min ||
+      value > max) {
+    return name + " needs an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+           "], got " + QuoteUserText(text);
+  }
+  return "";
+}
+
+// One of `choices` into `value`; what is wrong, or "".
+std::string ParseChoice(const std::string& name, const std::string& text,
+                        std::initializer_list<const char*> choices, std::string& value) {
+  std::string names;
+  for (const char* c : choices) {
+    if (text == c) {
+      value = text;
+      return "";
+    }
+    names += (names.empty() ? "" : ", ") + std::string(c);
+  }
+  return name + " must be one of " + names + ", got " + QuoteUserText(text);
+}
+
+// The flags naming what is measured and where. Returns false for a flag it does not know.
+bool SetProfileTarget(const std::string& name, const std::string& v, ProfileFlags& f) {
+  profile::Options& o = f.options;
+  std::string* field = name == "-f" || name == "--file"        ? &f.file
+                       : name == "--task"                      ? &o.target.task
+                       : name == "--variant"                   ? &o.target.variant
+                       : name == "--hardware-class"            ? &o.target.hardware_class
+                       : name == "--address"                   ? &o.address
+                       : name == "--deployment"                ? &o.cluster.deployment
+                       : name == "-n" || name == "--namespace" ? &o.cluster.ns
+                       : name == "--kubeconfig"                ? &o.cluster.kubeconfig
+                       : name == "--model"                     ? &o.model
+                       : name == "--batches"                   ? &f.batches
+                                                               : nullptr;
+  if (field != nullptr) *field = v;
+  return field != nullptr;
+}
+
+// The flags of how it is measured and shown. Returns what is wrong, or "".
+std::string SetProfileMeasure(const std::string& name, const std::string& v, ProfileFlags& f) {
+  profile::Options& o = f.options;
+  if (name == "--requests") return ParseCount(name, v, 1, 1000000, o.requests);
+  if (name == "--warmup") return ParseCount(name, v, 0, 100000, o.warmup);
+  if (name == "--timeout") return ParseCount(name, v, 1, 86400, f.timeout_s);
+  if (name == "--progress")
+    return ParseChoice(name, v, {"auto", "bar", "lines", "none"}, f.progress);
+  if (name == "-o" || name == "--output") {
+    return ParseChoice(name, v, {"table", "yaml", "json"}, f.output);
+  }
+  if (name == "--fit") {
+    std::string fit;
+    if (auto problem = ParseChoice(name, v, {"quadratic", "table"}, fit); !problem.empty()) {
+      return problem;
+    }
+    o.fit = fit == "table" ? profile::FitModel::kTable : profile::FitModel::kQuadratic;
+    return "";
+  }
+  if (name == "--statistic") {
+    auto statistic = profile::ParseStatistic(v);
+    if (!statistic) return name + " " + statistic.error().message;
+    o.statistic = *statistic;
+    return "";
+  }
+  if (name == "--input-shape") {
+    auto shape = profile::ParseRowShape(v);
+    if (!shape) return name + " " + shape.error().message;
+    o.row_shape = *shape;
+    return "";
+  }
+  return "unknown argument " + QuoteUserText(name);
+}
+
+// What the flags together lack or contradict, or "".
+std::string CheckProfileFlags(const ProfileFlags& f) {
+  const profile::Options& o = f.options;
+  for (const auto& [value, name] : {std::pair{&f.file, "-f FILE"},
+                                    {&o.target.task, "--task"},
+                                    {&o.target.variant, "--variant"},
+                                    {&o.target.hardware_class, "--hardware-class"}}) {
+    if (value->empty()) return std::string(name) + " is required";
+  }
+  if (o.address.empty() == o.cluster.deployment.empty()) {
+    return "give exactly one of --address HOST:PORT or --deployment NAME";
+  }
+  if (!o.address.empty() && (!o.cluster.ns.empty() || !o.cluster.kubeconfig.empty())) {
+    return "-n and --kubeconfig go with --deployment, not --address";
+  }
+  return "";
+}
+
+std::string ParseProfileFlags(std::span<const std::string> args, ProfileFlags& f) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "--write" && !value) {
+      f.write = true;
+      continue;
+    }
+    if (!value && i + 1 < args.size()) value = args[++i];
+    if (!value) return name + " needs a value";
+    if (SetProfileTarget(name, *value, f)) continue;
+    if (std::string problem = SetProfileMeasure(name, *value, f); !problem.empty()) {
+      return problem;
+    }
+  }
+  f.options.timeout = std::chrono::seconds(f.timeout_s);
+  return CheckProfileFlags(f);
+}
+
+int Fail(std::ostream& err, const std::string& message, int code) {
+  err << "pipescale profile: " << message << "\n";
+  return code;
+}
+
+profile::ProgressStyle StyleOf(const std::string& progress, bool tty) {
+  if (progress == "none") return profile::ProgressStyle::kNone;
+  if (progress == "lines" || (progress == "auto" && !tty)) return profile::ProgressStyle::kLines;
+  return profile::ProgressStyle::kBar;
+}
+
+// Measures with progress on `err`, prints the report on `out`.
+int MeasureAndReport(const ProfileFlags& f, const profile::Job& job, std::ostream& out,
+                     std::ostream& err, bool tty) {
+  auto endpoint = profile::FindEndpoint(f.options, job);
+  if (!endpoint) return Fail(err, endpoint.error().message, kExitFailure);
+  profile::ProgressPrinter printer(err, StyleOf(f.progress, tty));
+  auto report = profile::MeasureEndpoint(f.options, job, *endpoint,
+                                         [&](const profile::Progress& p) { printer.Update(p); });
+  printer.Finish();
+  if (!report) return Fail(err, report.error().message, kExitFailure);
+  out << (f.output == "json"   ? profile::ReportJson(*report)
+          : f.output == "yaml" ? profile::ReportYaml(*report)
+                               : profile::ReportTable(*report));
+  out.flush();
+  if (!f.write) return kExitOk;
+  const profile::Target& t = f.options.target;
+  if (Status s = profile::WriteLatency(f.file, t, report->latency); !s) {
+    return Fail(err, "--write " + Shown(f.file) + ": " + s.error().message, kExitFailure);
+  }
+  err << "wrote the latencyMs of " << t.task << "/" << t.variant << " on " << t.hardware_class
+      << " into " << Shown(f.file) << "\n";
+  return kExitOk;
+}
+
+int Profile(const ProfileFlags& f, std::ostream& out, std::ostream& err, bool tty) {
+  auto pipeline = Load(f.file, err);
+  if (!pipeline) return kExitInvalidInput;
+  auto job = profile::ResolveJob(*pipeline, f.options.target, f.batches);
+  if (!job) return Fail(err, job.error().message, kExitInvalidInput);
+  // A run may take minutes: a file it could not write is refused first.
+  if (Status s = f.write ? profile::CheckWritable(f.file, *job, f.options.fit) : Done{}; !s) {
+    return Fail(err, "--write " + Shown(f.file) + ": " + s.error().message, kExitInvalidInput);
+  }
+  return MeasureAndReport(f, *job, out, err, tty);
+}
+
+int RunProfile(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      out << kProfileUsage;
+      return kExitOk;
+    }
+  }
+  ProfileFlags flags;
+  if (std::string problem = ParseProfileFlags(args, flags); !problem.empty()) {
+    return Fail(err, problem + " (pipescale profile --help)", kExitInvalidInput);
+  }
+  // The bar redraws its line: only where a person watches it.
+  const bool tty = &err == &std::cerr && isatty(STDERR_FILENO) == 1;
+  return Profile(flags, out, err, tty);
+}
+
 }  // namespace
 
 int Run(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -259,6 +513,7 @@ int Run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     return args.empty() ? kExitInvalidInput : kExitOk;
   }
   const std::string& command = args[0];
+  if (command == "profile") return RunProfile(args.subspan(1), out, err);
   if (command != "plan" && command != "validate") {
     err << "unknown command " << QuoteUserText(command) << "\n\n" << Usage();
     return kExitInvalidInput;

@@ -1,5 +1,5 @@
-// The `pipescale` command line: plan (offline what-if), validate. Kept apart from main() so
-// tests run it in-process.
+// The `pipescale` command line: plan (offline what-if), validate, profile (measure a model
+// server's latency profile). Kept apart from main() so tests run it in-process.
 #pragma once
 
 #include <ostream>

@@ -1,0 +1,306 @@
+// `pipescale profile` (in-process, through cli::Run) against pipescale's emulated model server
+// on loopback, which runs a batch of b rows for a known d(b): what it measures, what it writes
+// and how the planners take it, how it fails against a closed port, a web server that is not a
+// model server and a server that dies or refuses mid-run, and --deployment through a fake
+// Kubernetes API. No cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli.h"
+#include "integration/harness/process.h"
+#include "support/fake_http_server.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::Process;
+using namespace std::chrono_literals;
+
+// The emulated server's d(b) = A b^2 + B b + C ms, and the pipeline holding it as the profile.
+constexpr double kA = 0.2, kB = 5, kC = 30;
+constexpr int kMaxBatch = 8;
+
+constexpr const char* kPipeline = R"(# Two models on one CPU class; detect's profile is what
+# pipescale profile measures.
+apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain}
+spec:
+  optimizer: fa2
+  hardwareClasses:
+    - {name: cpu, costPerHour: 0.1}
+  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          batchSize: {max: 8}
+          profiles:
+            - hardwareClass: cpu
+              latencyMs: {quadratic: {a: 0.2, b: 5, c: 30}}  # the emulator's
+    - name: classify
+      variants:
+        - name: resnet
+          batchSize: {max: 8}
+          profiles:
+            - {hardwareClass: cpu, latencyMs: {quadratic: {a: 0.1, b: 3, c: 5}}}
+  paths:
+    - {name: p, tasks: [detect, classify], sloMs: 400}
+)";
+
+struct Output {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Output RunCli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = cli::Run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+class ProfileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/profile-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ + "/true.yaml") << kPipeline;
+    std::filesystem::copy_file(dir_ + "/true.yaml", dir_ + "/measured.yaml");
+  }
+
+  // An emulated model server for "detect" on `host` with d(b) = `latency` and batches of 1
+  // (each request runs at once); its address.
+  std::string StartServer(const std::string& host, const std::string& latency = "0.2,5,30") {
+    const std::string port_file = dir_ + "/" + host + ".port";
+    setenv("MAX_BATCH_SIZE", "1", 1);
+    servers_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", "detect", "--host", host,
+                                 "--port", "0", "--port-file", port_file, "--latency-ms", latency},
+        dir_ + "/" + host + ".log"));
+    const std::vector<int> ports = testing::WaitForPorts(port_file, 10s);
+    EXPECT_FALSE(ports.empty()) << servers_.back()->Log();
+    return host + ":" + (ports.empty() ? "0" : std::to_string(ports[0]));
+  }
+
+  std::vector<std::string> Profile(const std::string& file, std::vector<std::string> more) const {
+    std::vector<std::string> args = {"profile", "-f",         file,    "--task",
+                                     "detect",  "--variant",  "small", "--hardware-class",
+                                     "cpu",     "--progress", "none"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+
+  // The true pipeline with detect's profile scaled by `factor`; its file.
+  std::string Scaled(double factor) const {
+    std::string text = kPipeline;
+    const std::string value = "{a: 0.2, b: 5, c: 30}";
+    text.replace(text.find(value), value.size(),
+                 "{a: " + std::to_string(kA * factor) + ", b: " + std::to_string(kB * factor) +
+                     ", c: " + std::to_string(kC * factor) + "}");
+    const std::string file = dir_ + "/scaled-" + std::to_string(factor) + ".yaml";
+    std::ofstream(file) << text;
+    return file;
+  }
+
+  std::string dir_;
+  std::vector<std::unique_ptr<Process>> servers_;
+};
+
+double TrueMs(int b) { return kA * b * b + kB * b + kC; }
+
+// What the planner decides for each task at `rate`: "task:replicas:batch ...".
+std::string PlanAt(const std::string& file, double rate) {
+  const Output r = RunCli({"plan", "-f", file, "--rate", std::to_string(rate), "-o", "json"});
+  EXPECT_EQ(r.code, cli::kExitOk) << r.err;
+  const json plan = json::parse(r.out);
+  std::string out;
+  for (const json& t : plan["tasks"]) {
+    out += t["task"].get<std::string>() + ":" + std::to_string(t["replicas"].get<int>()) + ":" +
+           std::to_string(t["batchSize"].get<int>()) + " ";
+  }
+  return out;
+}
+
+TEST_F(ProfileTest, MeasuresTheEmulatorsProfileAndWritesWhatPlansTheSame) {
+  const std::string address = StartServer("127.0.8.1");
+  const std::string measured = dir_ + "/measured.yaml";
+  const Output r = RunCli(Profile(measured, {"--address", address, "--requests", "30", "--warmup",
+                                             "3", "--write", "-o", "json"}));
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_EQ(report["batches"].size(), static_cast<size_t>(kMaxBatch));
+  // (1) Each size within 5% of the emulator's d(b); the error of each is in the test's log.
+  std::string errors;
+  for (const json& batch : report["batches"]) {
+    const int b = batch["batch"];
+    const double ms = batch["latencyMs"], error = (ms - TrueMs(b)) / TrueMs(b);
+    errors += "b=" + std::to_string(b) + " measured " + std::to_string(ms) + " ms, d(b) " +
+              std::to_string(TrueMs(b)) + " ms, error " + std::to_string(100 * error) + "%\n";
+    EXPECT_LT(std::abs(error), 0.05) << "batch " << b;
+    EXPECT_EQ(batch["queueReported"], 30);
+  }
+  std::cout << errors << "fit: " << report["fit"].dump() << "\n";
+  EXPECT_NEAR(report["fit"]["b"].get<double>(), kB, 0.2 * kB);
+  // The file: only detect's profile line changed, its comment kept.
+  std::ifstream in(measured);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string expected = kPipeline;
+  const std::string old_value = "{quadratic: {a: 0.2, b: 5, c: 30}}";
+  const size_t at = expected.find(old_value);
+  std::string written = text.str();
+  ASSERT_EQ(written.substr(0, at), expected.substr(0, at));
+  const size_t rest = written.find("  # the emulator's");
+  ASSERT_NE(rest, std::string::npos) << written;
+  EXPECT_EQ(written.substr(rest), expected.substr(at + old_value.size()));
+  EXPECT_EQ(written.substr(at, 14), "{points: [[1, ") << written;
+  // (2) The planners plan the same on the measured profile as on the true one, at each rate
+  // where the true profile 5% slower or faster plans the same too (FA2 picks the smallest
+  // batch that keeps up, so at other rates a 1% error may move it), and where a profile 25%
+  // slower would not: the comparison can fail.
+  int compared = 0, wrong_differs = 0;
+  for (double rate : {20.0, 30.0, 70.0, 80.0, 100.0, 190.0}) {
+    const std::string truth = PlanAt(dir_ + "/true.yaml", rate);
+    if (PlanAt(Scaled(0.95), rate) != truth || PlanAt(Scaled(1.05), rate) != truth) continue;
+    ++compared;
+    const std::string wrong = PlanAt(Scaled(1.25), rate);
+    std::cout << "rate " << rate << ": " << truth << "| 25% slower: " << wrong << "\n";
+    wrong_differs += wrong != truth ? 1 : 0;
+    EXPECT_EQ(PlanAt(measured, rate), truth) << "rate " << rate;
+  }
+  EXPECT_GE(compared, 4);
+  EXPECT_GE(wrong_differs, 3);
+}
+
+TEST_F(ProfileTest, NothingListening) {
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreePort());
+  const Output r = RunCli(Profile(dir_ + "/measured.yaml", {"--address", address}));
+  EXPECT_EQ(r.code, cli::kExitFailure);
+  EXPECT_EQ(r.err.rfind("pipescale profile: nothing answers at " + address +
+                            " (GET /v2/health/"
+                            "ready: Failed to connect to 127.0.0.1 port ",
+                        0),
+            0u)
+      << r.err;
+}
+
+// The real python3 -m http.server: a web server, not a model server.
+TEST_F(ProfileTest, AWebServerThatIsNotAModelServer) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  const int port = testing::FreePort();
+  Process web(
+      {"/bin/sh", "-c",
+       "cd " + dir_ + " && exec python3 -m http.server --bind 127.0.0.1 " + std::to_string(port)},
+      dir_ + "/http.log");
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (testing::HttpGet(port, "/").first == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const Output r = RunCli(Profile(dir_ + "/measured.yaml", {"--address", address}));
+  EXPECT_EQ(r.code, cli::kExitFailure) << web.Log();
+  EXPECT_EQ(r.err.rfind("pipescale profile: " + address +
+                            " does not speak the Open Inference Protocol: GET /v2/health/ready "
+                            "answered 404 (text/html",
+                        0),
+            0u)
+      << r.err << web.Log();
+}
+
+TEST_F(ProfileTest, AServerKilledDuringTheRun) {
+  const std::string address = StartServer("127.0.8.3", "0,0,20");
+  auto run = std::async(std::launch::async, [&] {
+    return RunCli(Profile(dir_ + "/measured.yaml",
+                          {"--address", address, "--requests", "40", "--warmup", "0", "--write"}));
+  });
+  std::this_thread::sleep_for(1500ms);  // about 70 of 320 requests of 20 ms
+  kill(servers_.back()->pid(), SIGKILL);
+  const Output r = run.get();
+  EXPECT_EQ(r.code, cli::kExitFailure);
+  EXPECT_EQ(r.err.rfind("pipescale profile: " + address + " failed at batch size ", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find(" of 40: POST /v2/models/detect/infer: "), std::string::npos) << r.err;
+  // Nothing written.
+  std::ifstream in(dir_ + "/measured.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), kPipeline);
+}
+
+// The emulator refuses bodies over 4 MiB: rows of 150000 elements pass at 6 rows, not at 7.
+TEST_F(ProfileTest, AServerThatRefusesMidRun) {
+  const std::string address = StartServer("127.0.8.4", "0,0,1");
+  const Output r =
+      RunCli(Profile(dir_ + "/measured.yaml", {"--address", address, "--requests", "2", "--warmup",
+                                               "0", "--input-shape", "150000"}));
+  EXPECT_EQ(r.code, cli::kExitFailure);
+  EXPECT_EQ(r.err, "pipescale profile: " + address +
+                       " failed at batch size 7, request 1 of 2: POST /v2/models/detect/infer "
+                       "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4 MiB\\\"}\"\n");
+}
+
+// --deployment: the Deployment and its pods from a (fake) Kubernetes API, the pod's IP and
+// container port from them, and the operator's name suggested for a Deployment not found.
+TEST_F(ProfileTest, ADeploymentsReadyPod) {
+  const std::string address = StartServer("127.0.8.5", "0,1,2");
+  const std::string ip = address.substr(0, address.find(':'));
+  const int port = std::atoi(address.substr(address.find(':') + 1).c_str());
+  const json deployment = {{"metadata", {{"name", "detect"}}},
+                           {"spec", {{"selector", {{"matchLabels", {{"app", "detect"}}}}}}}};
+  const json ready = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  const json ports = json::array({{{"name", "http"}, {"containerPort", port}}});
+  const json pod = {
+      {"metadata", {{"name", "detect-7d9f-x2"}, {"labels", {{"app", "detect"}}}}},
+      {"spec", {{"containers", json::array({{{"name", "model"}, {"ports", ports}}})}}},
+      {"status", {{"podIP", ip}, {"conditions", ready}}}};
+  testing::FakeHttpServer api([&](const testing::FakeHttpServer::Request& r) {
+    if (r.target == "/apis/apps/v1/namespaces/models/deployments/detect") {
+      return testing::HttpResponse(200, "application/json", deployment.dump());
+    }
+    if (r.target == "/api/v1/namespaces/models/pods?labelSelector=app%3Ddetect") {
+      return testing::HttpResponse(200, "application/json",
+                                   json{{"items", json::array({pod})}}.dump());
+    }
+    return testing::HttpResponse(404, "application/json",
+                                 R"({"kind": "Status", "message": "not found", "code": 404})");
+  });
+  const std::string kubeconfig = dir_ + "/kubeconfig";
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                               "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                               "clusters: [{name: k, cluster: {server: \""
+                            << api.url() << "\"}}]\nusers: [{name: u, user: {token: t}}]\n";
+  Output r = RunCli(Profile(dir_ + "/measured.yaml",
+                            {"--deployment", "detect", "-n", "models", "--kubeconfig", kubeconfig,
+                             "--batches", "1,2,8", "--requests", "10", "-o", "json"}));
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report["pod"], "detect-7d9f-x2");
+  EXPECT_EQ(report["address"], address);
+  EXPECT_EQ(report["batches"].size(), 3u);
+  r = RunCli(Profile(dir_ + "/measured.yaml",
+                     {"--deployment", "detector", "-n", "models", "--kubeconfig", kubeconfig}));
+  EXPECT_EQ(r.code, cli::kExitFailure);
+  EXPECT_NE(r.err.find("deployment \"detector\" in namespace \"models\": "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the operator names this variant's Deployment on cpu "
+                       "\"chain-detect-small-cpu\""),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace pipescale
