@@ -8,10 +8,10 @@
 # Each run prints, from what the load generator measured through the router: the share within the
 # SLO over the first and the last minute, the 10 s intervals until every later interval is at the
 # goal (99% within the SLO: the SLO is a p99), and the replicas and plan it ends on.
-#   bench/profile-drift.sh [RPS] [SECONDS]      # default 150 requests/s for 240 s
+#   bench/profile-drift.sh [RPS] [SECONDS]      # default 120 requests/s for 240 s
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-rps=${1:-150}
+rps=${1:-120}
 seconds=${2:-240}
 goal=99
 work=$(mktemp -d /tmp/pipescale-drift.XXXXXX)

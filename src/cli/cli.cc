@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
@@ -114,15 +115,19 @@ std::string SetFlag(const std::string& name, const std::string& v, Flags& flags)
   return "";
 }
 
+// A flag as given: "--flag=value" is split in two; "--flag" and "-f" have no value yet (the next
+// argument is theirs).
+std::pair<std::string, std::optional<std::string>> SplitFlag(const std::string& arg) {
+  if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+    return {arg.substr(0, eq), arg.substr(eq + 1)};
+  }
+  return {arg, std::nullopt};
+}
+
 // Accepts "--flag value" and "--flag=value". Returns an error message or "".
 std::string ParseFlags(std::span<const std::string> args, Flags& flags) {
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
+    auto [name, value] = SplitFlag(args[i]);
     if (name != "-f" && name != "--file" && name != "--optimizer" && name != "-o" &&
         name != "--output" && name != "--rate" && name != "--path-rate" && name != "--history" &&
         name != "--latency-model") {
@@ -421,12 +426,7 @@ std::string CheckProfileFlags(const ProfileFlags& f) {
 
 std::string ParseProfileFlags(std::span<const std::string> args, ProfileFlags& f) {
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
+    auto [name, value] = SplitFlag(args[i]);
     if (name == "--write" && !value) {
       f.write = true;
       continue;

@@ -95,8 +95,9 @@ TEST(MetricsSource, ReadsTheRoutersBatchTimesPerProfileAndBatchSize) {
   ASSERT_EQ(timings.size(), 1u);
   const auto& by_rows = timings.at({"detect", "small", "cpu"});
   ASSERT_EQ(by_rows.size(), 2u);  // rows="four" is no batch size
-  EXPECT_NEAR(by_rows.at(4).mean_ms, 78, 0.01);
-  EXPECT_NEAR(by_rows.at(1).mean_ms, 50, 0.01);
+  // Within 0.5%: Prometheus extrapolates each series' increase to the window's edges on its own.
+  EXPECT_NEAR(by_rows.at(4).mean_ms, 78, 0.39);
+  EXPECT_NEAR(by_rows.at(1).mean_ms, 50, 0.25);
   EXPECT_GT(by_rows.at(4).batches, 0);
 
   pipeline.spec.profiles.learn = model::ProfileLearning::kOff;

@@ -1,8 +1,8 @@
 // `pipescale profile` (in-process, through cli::Run) against pipescale's emulated model server
 // on loopback, which runs a batch of b rows for a known d(b): what it measures, what it writes
 // and how the planners take it, how it fails against a closed port, a web server that is not a
-// model server and a server that dies or refuses mid-run, and --deployment through a fake
-// Kubernetes API. No cluster.
+// model server and a server that dies or refuses mid-run. No cluster: --deployment is tested on
+// the local cluster (deployment_test.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 
 #include "cli/cli.h"
 #include "integration/harness/process.h"
-#include "support/fake_http_server.h"
+#include "support/cli_run.h"
 
 namespace pipescale {
 namespace {
@@ -59,17 +59,8 @@ spec:
     - {name: p, tasks: [detect, classify], sloMs: 400}
 )";
 
-struct Output {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Output RunCli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int code = cli::Run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Output = testing::CliOutput;
+using testing::RunCli;
 
 class ProfileTest : public ::testing::Test {
  protected:
@@ -251,55 +242,6 @@ TEST_F(ProfileTest, AServerThatRefusesMidRun) {
   EXPECT_EQ(r.err, "pipescale profile: " + address +
                        " failed at batch size 7, request 1 of 2: POST /v2/models/detect/infer "
                        "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4 MiB\\\"}\"\n");
-}
-
-// --deployment: the Deployment and its pods from a (fake) Kubernetes API, the pod's IP and
-// container port from them, and the operator's name suggested for a Deployment not found.
-TEST_F(ProfileTest, ADeploymentsReadyPod) {
-  const std::string address = StartServer("127.0.8.5", "0,1,2");
-  const std::string ip = address.substr(0, address.find(':'));
-  const int port = std::atoi(address.substr(address.find(':') + 1).c_str());
-  const json deployment = {{"metadata", {{"name", "detect"}}},
-                           {"spec", {{"selector", {{"matchLabels", {{"app", "detect"}}}}}}}};
-  const json ready = json::array({{{"type", "Ready"}, {"status", "True"}}});
-  const json ports = json::array({{{"name", "http"}, {"containerPort", port}}});
-  const json pod = {
-      {"metadata", {{"name", "detect-7d9f-x2"}, {"labels", {{"app", "detect"}}}}},
-      {"spec", {{"containers", json::array({{{"name", "model"}, {"ports", ports}}})}}},
-      {"status", {{"podIP", ip}, {"conditions", ready}}}};
-  testing::FakeHttpServer api([&](const testing::FakeHttpServer::Request& r) {
-    if (r.target == "/apis/apps/v1/namespaces/models/deployments/detect") {
-      return testing::HttpResponse(200, "application/json", deployment.dump());
-    }
-    if (r.target == "/api/v1/namespaces/models/pods?labelSelector=app%3Ddetect") {
-      return testing::HttpResponse(200, "application/json",
-                                   json{{"items", json::array({pod})}}.dump());
-    }
-    return testing::HttpResponse(404, "application/json",
-                                 R"({"kind": "Status", "message": "not found", "code": 404})");
-  });
-  const std::string kubeconfig = dir_ + "/kubeconfig";
-  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                               "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-                               "clusters: [{name: k, cluster: {server: \""
-                            << api.url() << "\"}}]\nusers: [{name: u, user: {token: t}}]\n";
-  Output r = RunCli(Profile(dir_ + "/measured.yaml",
-                            {"--deployment", "detect", "-n", "models", "--kubeconfig", kubeconfig,
-                             "--batches", "1,2,8", "--requests", "10", "-o", "json"}));
-  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
-  const json report = json::parse(r.out);
-  EXPECT_EQ(report["pod"], "detect-7d9f-x2");
-  EXPECT_EQ(report["address"], address);
-  EXPECT_EQ(report["batches"].size(), 3u);
-  r = RunCli(Profile(dir_ + "/measured.yaml",
-                     {"--deployment", "detector", "-n", "models", "--kubeconfig", kubeconfig}));
-  EXPECT_EQ(r.code, cli::kExitFailure);
-  EXPECT_NE(r.err.find("deployment \"detector\" in namespace \"models\": "), std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("the operator names this variant's Deployment on cpu "
-                       "\"chain-detect-small-cpu\""),
-            std::string::npos)
-      << r.err;
 }
 
 }  // namespace

@@ -8,20 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/cli_run.h"
+
 namespace pipescale::cli {
 namespace {
 
-struct Output {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Output RunCli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = Run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Output = testing::CliOutput;
+using testing::RunCli;
 
 const std::string kExample = std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/fa2-gpu.yaml";
 
@@ -152,7 +145,7 @@ TEST(Cli, KairosReportsCostAndUpperBound) {
 }
 
 TEST(Cli, MarkForecastsFromAHistoryFile) {
-  const std::string file = testing::TempDir() + "/history.csv";
+  const std::string file = ::testing::TempDir() + "/history.csv";
   {
     std::ofstream out(file);
     out << "time,rate\n";
@@ -188,7 +181,7 @@ TEST(Cli, AFallingTableProfileIsPlannedNotAborted) {
   const size_t at = text.find("points: [[10,5.704]");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, text.find('\n', at) - at, "points: [[1, 90.0], [2, 80.0], [3, 70.0]]");
-  const std::string file = testing::TempDir() + "/falling.yaml";
+  const std::string file = ::testing::TempDir() + "/falling.yaml";
   std::ofstream(file) << text;
   ASSERT_EQ(RunCli({"validate", "-f", file}).code, kExitOk);
   for (const char* rate : {"0", "49", "1000"}) {
@@ -240,7 +233,7 @@ TEST(Cli, EndlessOrHugeFilesAreRefused) {
   EXPECT_NE(zero.err.find("the document is 1048577 bytes; at most 1048576 are read"),
             std::string::npos)
       << zero.err;
-  const std::string file = testing::TempDir() + "/far-history.csv";
+  const std::string file = ::testing::TempDir() + "/far-history.csv";
   std::ofstream(file) << "0,1\n1e15,2\n";
   const Output far = RunCli({"plan", "-f", kExample, "--optimizer", "mark", "--history", file});
   EXPECT_EQ(far.code, kExitInvalidInput);

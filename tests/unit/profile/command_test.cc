@@ -7,21 +7,13 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "support/cli_run.h"
 
 namespace pipescale::cli {
 namespace {
 
-struct Output {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Output RunCli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = Run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Output = testing::CliOutput;
+using testing::RunCli;
 
 const std::string kMark = std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/mark-classify.yaml";
 
