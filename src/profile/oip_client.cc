@@ -51,6 +51,11 @@ struct OipClient::Answer {
 struct OipClient::Handle {
   CURL* curl = nullptr;
   curl_slist* headers = nullptr;
+  Handle() = default;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&&) = delete;
+  Handle& operator=(Handle&&) = delete;
   ~Handle() {
     curl_slist_free_all(headers);
     if (curl != nullptr) curl_easy_cleanup(curl);

@@ -17,7 +17,8 @@ const json& Array(const json& object, const char* key) {
 }
 
 std::string Expression(const json& e) {
-  const std::string key = StringField(e, "key"), op = StringField(e, "operator");
+  std::string key = StringField(e, "key");
+  const std::string op = StringField(e, "operator");
   std::string values;
   for (const json& v : Array(e, "values")) {
     if (v.is_string()) values += (values.empty() ? "" : ",") + v.get<std::string>();

@@ -15,9 +15,8 @@ std::string Seconds(double s) {
   return StrFormat("%.0f min %02.0f s", std::floor(s / 60), std::fmod(s, 60));
 }
 
-}  // namespace
-
-std::string ProgressPrinter::Bar(const Progress& p) const {
+// The bar's line for `p`, from the start of the terminal's line.
+std::string Bar(const Progress& p) {
   const double all = static_cast<double>(p.sizes) * p.total;
   const double done = static_cast<double>(p.size_index) * p.total + p.done;
   const double share = all > 0 ? done / all : 1;
@@ -31,6 +30,8 @@ std::string ProgressPrinter::Bar(const Progress& p) const {
     line += ", at least " + Seconds(p.elapsed_s / share - p.elapsed_s) + " left";
   return line + "\033[K";
 }
+
+}  // namespace
 
 void ProgressPrinter::Update(const Progress& p) {
   if (style_ == ProgressStyle::kNone) return;

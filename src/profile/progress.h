@@ -32,8 +32,6 @@ class ProgressPrinter {
   void Finish();
 
  private:
-  std::string Bar(const Progress& progress) const;
-
   std::ostream& out_;
   ProgressStyle style_;
   double drawn_at_s_ = -1;

@@ -67,7 +67,7 @@ std::vector<std::string> MeasurementNotes(const Report& r) {
     reported += m.queue_reported;
   }
   if (reported == 0) {
-    notes.push_back(
+    notes.emplace_back(
         "latencies are whole round trips: the server reports no queueing "
         "(parameters.pipescale_queue_ms)");
   } else {

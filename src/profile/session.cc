@@ -87,7 +87,7 @@ Result<Report> MeasureEndpoint(const Options& options, const Job& job, const End
   if (!latency) return latency.error();
   std::vector<std::string> notes = endpoint.notes;
   if (!client.keeps_alive()) {
-    notes.push_back(
+    notes.emplace_back(
         "the server closes its connection after each answer: each request opened a "
         "new one, and its round trip includes connecting");
   }

@@ -218,7 +218,7 @@ Result<Edit> ReplaceValue(std::string_view t, const YAML::Node& key, const YAML:
 std::string FlowProfile(std::string_view t, const std::string& hardware_class,
                         const Latency& latency, size_t column) {
   const bool json = IsJson(t);
-  const std::string head = json ? "{\"hardwareClass\": \"" + hardware_class + "\", \"latencyMs\": "
+  const std::string head = json ? R"({"hardwareClass": ")" + hardware_class + R"(", "latencyMs": )"
                                 : "{hardwareClass: " + hardware_class + ", latencyMs: ";
   const TextStyle style{
       .json = json, .column = static_cast<int>(column + head.size()), .newline = NewlineOf(t)};
