@@ -189,16 +189,19 @@ TEST_F(ProfileTest, NothingListening) {
       << r.err;
 }
 
-// The real python3 -m http.server: a web server, not a model server.
+// A real web server that is not a model server: Prometheus (the tests' own, hack/install-deps.sh
+// installs it), which answers 404 to the protocol's health call.
 TEST_F(ProfileTest, AWebServerThatIsNotAModelServer) {
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
   const int port = testing::FreePort();
+  std::ofstream(dir_ + "/prometheus.yml") << "global: {}\n";
   Process web(
       {"/bin/sh", "-c",
-       "cd " + dir_ + " && exec python3 -m http.server --bind 127.0.0.1 " + std::to_string(port)},
-      dir_ + "/http.log");
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (testing::HttpGet(port, "/").first == 0 && std::chrono::steady_clock::now() < deadline) {
+       "exec prometheus --config.file=" + dir_ + "/prometheus.yml --storage.tsdb.path=" + dir_ +
+           "/prometheus-data --web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir_ + "/prometheus.log");
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (testing::HttpGet(port, "/-/ready").first != 200 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
@@ -206,7 +209,7 @@ TEST_F(ProfileTest, AWebServerThatIsNotAModelServer) {
   EXPECT_EQ(r.code, cli::kExitFailure) << web.Log();
   EXPECT_EQ(r.err.rfind("pipescale profile: " + address +
                             " does not speak the Open Inference Protocol: GET /v2/health/ready "
-                            "answered 404 (text/html",
+                            "answered 404 (text/plain",
                         0),
             0u)
       << r.err << web.Log();
