@@ -304,7 +304,8 @@ std::set<model::ProfileKey> Drifted(const model::PipelineStatus& status, double 
 void ReportProfiles(const Context& c, const DemandStep& step, Decision& d) {
   std::vector<model::Condition>& conditions = d.status.conditions;
   const model::ProfilesSpec& spec = c.pipeline.spec.profiles;
-  if (spec.learn == model::ProfileLearning::kOff) {
+  // Without a router nothing measures the batches: no condition rather than one Unknown for good.
+  if (spec.learn == model::ProfileLearning::kOff || !c.pipeline.spec.router) {
     RemoveCondition(conditions, "ProfileAccurate");
     return;
   }

@@ -1031,6 +1031,23 @@ TEST(Decide, ALearnedProfileSurvivesAFailoverAndGoesWithANewProfile) {
   EXPECT_LT(declared.Replicas(kDetect), corrected);
 }
 
+// Without a router nothing measures the batches; before enough batches, Unknown says so.
+TEST(Decide, ProfileAccurateIsUnknownUntilMeasuredAndAbsentWithoutARouter) {
+  World routed;
+  routed.object = Learning("Report");
+  const json waiting = Json(routed.Step(Rate(30), 1000));
+  const json* accurate = Condition(waiting, "ProfileAccurate");
+  ASSERT_NE(accurate, nullptr);
+  EXPECT_EQ((*accurate)["status"], "Unknown");
+  EXPECT_EQ((*accurate)["reason"], "NotMeasured");
+  const json measured = Json(routed.Step(SlowDetect(30, 1.05), 1010));
+  EXPECT_EQ((*Condition(measured, "ProfileAccurate"))["reason"], "Measured");
+
+  World bare;  // the default pipeline: no spec.router
+  const json status = Json(bare.Step(Rate(30), 1000));
+  EXPECT_EQ(Condition(status, "ProfileAccurate"), nullptr);
+}
+
 TEST(Decide, LearningOffMeasuresNothingAndSaysNothing) {
   World w;
   w.object = Learning("Off");
