@@ -204,14 +204,15 @@ TEST_F(RouterTest, AFailedPodIsRetriedOnceOnAnotherThenTheTaskIsNamed) {
   EXPECT_NE(failed.body.value("error", "").find("task detect"), std::string::npos) << failed.body;
 }
 
-// classify takes 300 ms against a 200 ms SLO: the client hears 504 by the deadline plus the
-// grace, not 300 ms later, and the router counts it.
+// classify takes 600 ms against a 200 ms SLO: the client hears 504 by the deadline plus the
+// grace (50 ms), not when classify ends. The 150 ms beyond them are for a loaded 2-core CI
+// machine (a parallel test once held the answer 60 ms), still well short of classify's end.
 TEST_F(RouterTest, ARequestThatCannotMakeItsDeadlineIsAnsweredByIt) {
-  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,300"),
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,600"),
               200);
   const Reply late = Infer(kRequest);
   EXPECT_EQ(late.code, 504) << late.body;
-  EXPECT_LT(late.seconds, 0.2 + 0.05 + 0.05);
+  EXPECT_LT(late.seconds, 0.2 + 0.05 + 0.15);
   EXPECT_NE(Metrics().find("pipescale_router_deadline_exceeded_total{namespace=\"demo\",path=\"p\","
                            "pipeline=\"chain\"} 1"),
             std::string::npos)
