@@ -87,6 +87,12 @@ Result<std::optional<double>> One(const PrometheusClient& prometheus, const std:
   return std::optional<double>{samples->front().value};
 }
 
+// A label's value, "" when absent.
+std::string Label(const Sample& s, const char* name) {
+  const auto it = s.labels.find(name);
+  return it != s.labels.end() ? it->second : "";
+}
+
 // Each series' value by its `labels` joined with '/', finite values only.
 Result<std::map<std::string, double>> ByLabels(const PrometheusClient& prometheus,
                                                const model::Pipeline& pipeline,
@@ -99,11 +105,8 @@ Result<std::map<std::string, double>> ByLabels(const PrometheusClient& prometheu
   std::map<std::string, double> out;
   for (const Sample& s : *samples) {
     std::string key;
-    for (size_t i = 0; i < labels.size(); ++i) {
-      const auto it = s.labels.find(labels[i]);
-      if (i > 0) key += '/';
-      if (it != s.labels.end()) key += it->second;
-    }
+    for (size_t i = 0; i < labels.size(); ++i)
+      key += (i > 0 ? "/" : "") + Label(s, labels[i].c_str());
     if (std::isfinite(s.value)) out[key] = s.value;
   }
   return out;
@@ -131,12 +134,6 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheu
   }
   out.reroutes_rps = reroutes.empty() ? 0 : reroutes.begin()->second;
   return out;
-}
-
-// A label's value, "" when absent.
-std::string Label(const Sample& s, const char* name) {
-  const auto it = s.labels.find(name);
-  return it != s.labels.end() ? it->second : "";
 }
 
 // The batch rows a series names, or 0 when its label is not a batch size.
