@@ -33,7 +33,7 @@
 #include "kube/informer.h"
 #include "router/upstream.h"
 #include "routing/endpoints.h"
-#include "trace.h"
+#include "trace/trace.h"
 
 namespace {
 
@@ -147,7 +147,7 @@ json Report(const std::map<std::string, PathStats>& paths, double seconds) {
 
 class LoadGenerator {
  public:
-  LoadGenerator(const Flags& flags, const model::Pipeline& pipeline, emulator::Trace trace)
+  LoadGenerator(const Flags& flags, const model::Pipeline& pipeline, trace::Trace trace)
       : flags_(flags),
         pipeline_(pipeline),
         trace_(std::move(trace)),
@@ -241,7 +241,7 @@ class LoadGenerator {
                     std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
     }
     std::exponential_distribution<double> gap(1);
-    for (const emulator::Step& step : trace_.steps) {
+    for (const trace::Step& step : trace_.steps) {
       ++phase_;
       std::cerr << "loadgen: " << step.rps << " requests/s for " << step.seconds << " s\n";
       const auto end = at + std::chrono::duration_cast<Clock::duration>(
@@ -297,7 +297,7 @@ class LoadGenerator {
 
   const Flags& flags_;
   const model::Pipeline& pipeline_;
-  emulator::Trace trace_;
+  trace::Trace trace_;
   Routers routers_;
   std::mt19937_64 rng_;
   std::chrono::milliseconds timeout_;
@@ -396,7 +396,7 @@ int main(int argc, char** argv) {
     std::ifstream in(flags.at("--trace").substr(4));
     csv.assign(std::istreambuf_iterator<char>(in), {});
   }
-  auto trace = emulator::ParseTrace(flags.at("--trace"), std::stoull(flags.at("--seed")), csv);
+  auto trace = trace::ParseTrace(flags.at("--trace"), std::stoull(flags.at("--seed")), csv);
   if (!trace) {
     std::cerr << "pipescale-loadgen: " << trace.error().message << "\n";
     return 2;

@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "api/nodes_file.h"
 #include "common/result.h"
 #include "kube/client.h"
 
 namespace pipescale::emulator {
 
-// The file: {nodes: [{name, count, labels, capacity, taints}]}. `count` > 1 makes
-// name-1 .. name-count. Allocatable is the capacity.
-Result<std::vector<nlohmann::json>> ReadNodesFile(const std::string& path);
+using api::ReadNodesFile;  // the file's format is api/nodes_file.h's
 
 class Nodes {
  public:

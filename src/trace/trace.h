@@ -1,6 +1,7 @@
-// The load shapes pipescale-loadgen replays: rates over time (constant steps, the FA2 paper's
-// fluctuating 8 <-> 27 requests/s, normal-random, diurnal with bursts, or a CSV of rates) or
-// the exact arrival times of a CSV. Pure: parsing and shaping only, the seed passed in.
+// The load shapes pipescale-loadgen sends and `pipescale simulate` replays: rates over time
+// (constant steps, the FA2 paper's fluctuating 8 <-> 27 requests/s, normal-random, diurnal with
+// bursts, or a CSV of rates) or the exact arrival times of a CSV. Pure: parsing and shaping only,
+// the seed passed in.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 
 #include "common/result.h"
 
-namespace pipescale::emulator {
+namespace pipescale::trace {
 
 struct Step {
   double rps = 0;
@@ -38,4 +39,4 @@ struct Trace {
 Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed,
                          const std::string& csv_text = "");
 
-}  // namespace pipescale::emulator
+}  // namespace pipescale::trace

@@ -1,10 +1,10 @@
 // The load generator's shapes: each one's length and mean rate are what its numbers say, and
 // a malformed one is refused with the reason.
-#include "trace.h"
+#include "trace/trace.h"
 
 #include <gtest/gtest.h>
 
-namespace pipescale::emulator {
+namespace pipescale::trace {
 namespace {
 
 TEST(Trace, StepsAreTakenAsWritten) {
@@ -74,4 +74,4 @@ TEST(Trace, MalformedShapesSayWhy) {
 }
 
 }  // namespace
-}  // namespace pipescale::emulator
+}  // namespace pipescale::trace

@@ -1,4 +1,4 @@
-#include "trace.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-namespace pipescale::emulator {
+namespace pipescale::trace {
 namespace {
 
 Error Invalid(const std::string& spec, const std::string& why) {
@@ -134,4 +134,4 @@ Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed, const std:
   return Invalid(spec, "see pipescale-loadgen --help for the shapes and their numbers");
 }
 
-}  // namespace pipescale::emulator
+}  // namespace pipescale::trace

@@ -1,0 +1,102 @@
+#include "api/nodes_file.h"
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "api/document.h"
+
+namespace pipescale::api {
+namespace {
+
+using nlohmann::json;
+
+std::string Now() {
+  char buffer[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+}  // namespace
+
+json NodeReadyConditions() {
+  const std::string now = Now();
+  return json::array({{{"type", "Ready"},
+                       {"status", "True"},
+                       {"reason", "KubeletReady"},
+                       {"message", "pipescale node agent is posting ready status"},
+                       {"lastHeartbeatTime", now},
+                       {"lastTransitionTime", now}}});
+}
+
+namespace {
+
+json NodeObject(const std::string& name, const json& entry) {
+  json capacity = entry.value("capacity", json::object());
+  if (!capacity.contains("pods")) capacity["pods"] = "110";
+  for (auto& [k, v] : capacity.items()) {
+    if (v.is_number()) v = v.dump();
+  }
+  json labels = entry.value("labels", json::object());
+  labels["kubernetes.io/hostname"] = name;
+  labels["kubernetes.io/os"] = "linux";
+  labels["node.pipescale.io/emulated"] = "true";
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", labels}}},
+          {"spec", {{"taints", entry.value("taints", json::array())}}},
+          {"status",
+           {{"capacity", capacity},
+            {"allocatable", capacity},
+            {"conditions", NodeReadyConditions()},
+            {"addresses", json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
+                                       {{"type", "Hostname"}, {"address", name}}})},
+            {"nodeInfo",
+             {{"kubeletVersion", "v1.20.2"},
+              {"kubeProxyVersion", "v1.20.2"},
+              {"containerRuntimeVersion", "pipescale-node-agent://1"},
+              {"operatingSystem", "linux"},
+              {"architecture", "amd64"},
+              {"osImage", "emulated"},
+              {"kernelVersion", ""},
+              {"machineID", ""},
+              {"systemUUID", ""},
+              {"bootID", ""}}}}}};
+}
+
+}  // namespace
+
+Result<std::vector<json>> ParseNodesFile(const std::string& text, const std::string& source) {
+  auto doc = ParseDocument(text);
+  if (!doc) return Error{ErrorKind::kInvalid, source + ": " + doc.error().message};
+  if (!doc->is_object() || !(*doc)["nodes"].is_array()) {
+    return Error{ErrorKind::kInvalid, source + ": expected {nodes: [...]}"};
+  }
+  std::vector<json> nodes;
+  for (const json& entry : (*doc)["nodes"]) {
+    if (!entry.is_object() || !entry.value("name", json()).is_string()) {
+      return Error{ErrorKind::kInvalid, source + ": every node needs a name"};
+    }
+    const json count = entry.value("count", json(1));
+    if (!count.is_number_integer() || count.get<int>() < 1 || count.get<int>() > 10000) {
+      return Error{ErrorKind::kInvalid, source + ": count must be a whole number 1..10000"};
+    }
+    const std::string name = entry["name"];
+    const int n = count.get<int>();
+    for (int i = 1; i <= n; ++i) {
+      nodes.push_back(NodeObject(n == 1 ? name : name + "-" + std::to_string(i), entry));
+    }
+  }
+  return nodes;
+}
+
+Result<std::vector<json>> ReadNodesFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{ErrorKind::kNotFound, "cannot read nodes file " + path};
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseNodesFile(text.str(), path);
+}
+
+}  // namespace pipescale::api
