@@ -129,14 +129,20 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
 
 ManagedFields ReadManagedFields(const json& deployment, const std::string& batch_env) {
   ManagedFields fields;
-  const json& spec = deployment.contains("spec") ? deployment["spec"] : json::object();
+  // By reference: a conditional with json::object() on one side would copy the whole spec.
+  static const json kNone = json::object();
+  const auto found = deployment.find("spec");
+  const json& spec = found != deployment.end() ? *found : kNone;
   if (spec.contains("replicas") && spec["replicas"].is_number_integer()) {
     fields.replicas = spec["replicas"].get<int>();
   }
   if (const json* container = FirstContainer(deployment);
       container != nullptr && container->contains("env")) {
     for (const json& e : (*container)["env"]) {
-      if (e.value("name", "") != batch_env || !e.contains("value")) continue;
+      if (!e.is_object() || e.value("name", "") != batch_env || !e.contains("value") ||
+          !e["value"].is_string()) {
+        continue;
+      }
       const std::string v = e["value"].get<std::string>();
       int batch = 0;
       auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), batch);

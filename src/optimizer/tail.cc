@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <utility>
 
 namespace pipescale::optimizer {
 namespace {
@@ -59,16 +61,31 @@ double WaitChance(double erlang_b, int servers, double offered) {
 
 }  // namespace
 
-double ErlangQuantileMs(int k, double rate_rps, double p) {
-  if (k <= 0) return 0;
-  if (!(rate_rps > 0)) return kInfinity;
+namespace {
+
+// The p-quantile of Erlang(k, 1), by bisection. Remembered per thread: a solve asks for the same
+// few (k, p) for every task and batch size, at every interval, and each answer costs some hundred
+// log-gamma evaluations (most of a plan's time before it was remembered).
+double UnitErlangQuantile(int k, double p) {
+  thread_local std::map<std::pair<int, double>, double> known;
+  if (auto it = known.find({k, p}); it != known.end()) return it->second;
   double lo = 0, hi = k + 1.0;
   while (ErlangCdf(k, hi) < p) hi *= 2;
   for (int i = 0; i < 60 && hi - lo > 1e-9 * hi; ++i) {
     const double mid = (lo + hi) / 2;
     (ErlangCdf(k, mid) < p ? lo : hi) = mid;
   }
-  return 1000 * hi / rate_rps;
+  if (known.size() > 100000) known.clear();  // a bound, far past any pipeline's batch sizes
+  known.emplace(std::make_pair(k, p), hi);
+  return hi;
+}
+
+}  // namespace
+
+double ErlangQuantileMs(int k, double rate_rps, double p) {
+  if (k <= 0) return 0;
+  if (!(rate_rps > 0)) return kInfinity;
+  return 1000 * UnitErlangQuantile(k, p) / rate_rps;
 }
 
 double ErlangC(int servers, double offered) {
