@@ -46,37 +46,48 @@ Result<std::vector<std::string>> Graph::Entry(const std::string& path) const {
   return roots;
 }
 
-Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string& task,
-                                      const json& response_parameters) const {
-  const json named = response_parameters.is_object()
-                         ? response_parameters.value(kNextParameter, json::object())
-                         : json::object();
-  if (!named.is_object()) {
+Result<NextCounts> ReadNext(const json& response_parameters) {
+  NextCounts out;
+  if (!response_parameters.is_object()) return out;
+  const auto named = response_parameters.find(kNextParameter);
+  if (named == response_parameters.end()) return out;
+  if (!named->is_object()) {
     return Error{ErrorKind::kInvalid, std::string(kNextParameter) + " must be an object"};
   }
-  auto count_for = [&](const std::string& next) -> Result<int> {
-    const auto it = named.find(next);
-    if (it == named.end()) return 1;
-    if (!it->is_number_integer() || it->get<long>() < 0 || it->get<long>() > kMaxFanOut) {
+  for (const auto& [next, value] : named->items()) {
+    if (!value.is_number_integer() || value.get<long>() < 0 || value.get<long>() > kMaxFanOut) {
       return Error{ErrorKind::kInvalid, std::string(kNextParameter) + "." + next +
                                             " must be an integer from 0 to " +
                                             std::to_string(kMaxFanOut)};
     }
-    return static_cast<int>(it->get<long>());
-  };
+    out[next] = static_cast<int>(value.get<long>());
+  }
+  return out;
+}
 
+Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string& task,
+                                      const json& response_parameters) const {
+  auto named = ReadNext(response_parameters);
+  if (!named) return named.error();
+  return Next(path, task, *named);
+}
+
+Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string& task,
+                                      const NextCounts& named) const {
+  auto count_for = [&](const std::string& next) {
+    const auto it = named.find(next);
+    return it == named.end() ? 1 : it->second;
+  };
   std::vector<Call> out;
   if (!path.empty()) {
     const std::vector<std::string>& tasks = paths_.at(path);
     const auto at = std::find(tasks.begin(), tasks.end(), task);
     if (at == tasks.end() || at + 1 == tasks.end()) return out;
-    auto count = count_for(*(at + 1));
-    if (!count) return count.error();
-    if (*count > 0) out.push_back({*(at + 1), *count});
+    if (const int count = count_for(*(at + 1)); count > 0) out.push_back({*(at + 1), count});
     return out;
   }
   const std::vector<std::string>& edges = edges_.at(task);
-  for (const auto& [next, value] : named.items()) {
+  for (const auto& [next, count] : named) {
     if (std::find(edges.begin(), edges.end(), next) == edges.end()) {
       return Error{ErrorKind::kInvalid, "task " + task + " named " + QuoteUserText(next) +
                                             ", which is not one of its next tasks"};
@@ -84,9 +95,7 @@ Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string
   }
   for (const std::string& next : edges) {
     if (!named.empty() && !named.contains(next)) continue;
-    auto count = count_for(next);
-    if (!count) return count.error();
-    if (*count > 0) out.push_back({next, *count});
+    if (const int count = count_for(next); count > 0) out.push_back({next, count});
   }
   return out;
 }

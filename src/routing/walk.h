@@ -24,6 +24,13 @@ struct Call {
   bool operator==(const Call&) const = default;
 };
 
+// The requests a response names for each next task (kNextParameter), by task.
+using NextCounts = std::map<std::string, int>;
+
+// The response's kNextParameter, read: empty when absent; kInvalid (the model's fault) when it is
+// not an object or a count is not an integer from 0 to kMaxFanOut.
+Result<NextCounts> ReadNext(const nlohmann::json& response_parameters);
+
 class Graph {
  public:
   explicit Graph(const model::Pipeline& pipeline);
@@ -38,6 +45,10 @@ class Graph {
   // (the model's fault, a 502) for a count or a task the graph does not allow.
   Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
                                  const nlohmann::json& response_parameters) const;
+  // The same with the response's counts read (ReadNext); kInvalid for a task the graph does not
+  // allow.
+  Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
+                                 const NextCounts& named) const;
 
   // Whether a request at `task` ends there: the last task of the named path, or a task with no
   // next edge when the models decide.
