@@ -133,8 +133,18 @@ pods_text() {
 echo "plan lines read \"task replicas/batch\"; LIMIT is what the cluster can run of the first class"
 printf '%6s  %8s  %8s  %5s  %-18s  %s\n' TIME LOAD/s REPLICAS LIMIT PLAN-APPLIED FEASIBLE
 last_plan="" last_pods="" last_feasible="" start=$SECONDS
+# Ready replicas per task every 5 s, what `pipescale simulate` is validated against
+# (bench/gym-validation.sh).
+echo "seconds,task,ready" >"$dir/timeline.csv"
+timeline() {
+  k get deploy -l pipescale.io/pipeline="$name" \
+    -o jsonpath='{range .items[*]}{.metadata.labels.pipescale\.io/task} {.status.readyReplicas}{"\n"}{end}' |
+    awk -v t="$1" 'NF {r[$1] += $2} END {for (k in r) printf "%d,%s,%d\n", t, k, r[k]}' \
+      >>"$dir/timeline.csv"
+}
 while kill -0 "$loadgen" 2>/dev/null; do
   sleep 5
+  timeline $((SECONDS - start))
   rate=$(curl -s "$PIPESCALE_PROMETHEUS/api/v1/query" \
     --data-urlencode "query=sum(rate(pipescale_requests_total{pipeline=\"$name\"}[30s]))" |
     sed -n 's/.*"value":\[[^,]*,"\([^"]*\)".*/\1/p')

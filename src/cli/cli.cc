@@ -16,6 +16,7 @@
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
 #include "api/workload.h"
+#include "cli/simulate.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "profile/job.h"
@@ -33,6 +34,7 @@ usage:
   pipescale validate -f FILE
   pipescale profile -f FILE --task T --variant V --hardware-class C
                     (--address HOST:PORT | --deployment NAME) [...]   (see profile --help)
+  pipescale simulate -f FILE --trace SHAPE [--policy fa2,hpa,...] [...]   (see simulate --help)
   pipescale help
 
 --rate spreads a total rate over the paths by their weight (default equal); --path-rate sets
@@ -514,6 +516,7 @@ int Run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
   }
   const std::string& command = args[0];
   if (command == "profile") return RunProfile(args.subspan(1), out, err);
+  if (command == "simulate") return RunSimulate(args.subspan(1), out, err);
   if (command != "plan" && command != "validate") {
     err << "unknown command " << QuoteUserText(command) << "\n\n" << Usage();
     return kExitInvalidInput;

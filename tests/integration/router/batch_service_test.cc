@@ -2,10 +2,10 @@
 // whose d(b) the test sets, at a load that keeps their queues long: for every series with enough
 // batches, the mean service time is within 10% of the true d(rows), with no allowance for the
 // call's own overhead (the HTTP round trip and the server's timer overshoot: 1-3 ms on a loaded
-// 2-core machine against batches of 30 ms and more; each run prints the measured excess). Batches the servers form (MAX_BATCH_SIZE 8), batches the
-// router forms (batchSize.formedBy: router), and a server told to run 1.3 times slower than its
-// profile (PIPESCALE_LATENCY_SCALE), whose means follow it. No cluster: the endpoints are given
-// on the command line.
+// 2-core machine against batches of 30 ms and more; each run prints the measured excess). Batches
+// the servers form (MAX_BATCH_SIZE 8), batches the router forms (batchSize.formedBy: router), and a
+// server told to run 1.3 times slower than its profile (PIPESCALE_LATENCY_SCALE), whose means
+// follow it. No cluster: the endpoints are given on the command line.
 #include <gtest/gtest.h>
 #include <signal.h>
 

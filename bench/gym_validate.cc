@@ -1,0 +1,72 @@
+// pipescale simulate against the cluster in a box: reads a hack/run.sh run (the load generator's
+// report and the Ready-replicas timeline in its directory), simulates the same pipeline, trace,
+// seed and nodes file, and prints how they agree (src/gym/validate.h), as a Markdown table.
+//
+//   gym_validate -f PIPELINE.yaml --trace SPEC --nodes FILE --box DIR [--seed 42]
+// Exit 0 when every figure is within the tolerance, 1 when one is not, 2 for bad input.
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "api/document.h"
+#include "api/nodes_file.h"
+#include "gym/simulation.h"
+#include "gym/validate.h"
+
+namespace {
+
+using namespace pipescale;
+
+std::string Read(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Main(const std::map<std::string, std::string>& flags) {
+  auto pipeline = api::ParseDocument(Read(flags.at("-f")));
+  if (!pipeline) return std::cerr << pipeline.error().message << "\n", 2;
+  auto box = gym::ReadBoxRun(Read(flags.at("--box") + "/loadgen.json"),
+                             Read(flags.at("--box") + "/timeline.csv"));
+  if (!box) return std::cerr << box.error().message << "\n", 2;
+  gym::Options options;
+  options.seed = static_cast<unsigned>(std::stoul(flags.at("--seed")));
+  auto trace = trace::ParseTrace(flags.at("--trace"), options.seed);
+  if (!trace) return std::cerr << trace.error().message << "\n", 2;
+  options.trace = *trace;
+  options.interval_row_s = 5;  // hack/run.sh samples every 5 s
+  if (!flags.at("--nodes").empty()) {
+    auto nodes = api::ReadNodesFile(flags.at("--nodes"));
+    if (!nodes) return std::cerr << nodes.error().message << "\n", 2;
+    options.nodes = *nodes;
+  }
+  auto sim = gym::Simulate(*pipeline, options);
+  if (!sim) return std::cerr << sim.error().message << "\n", 2;
+  const auto agreements = gym::Compare(*box, *sim);
+  std::cout << gym::RenderAgreement(agreements);
+  for (const gym::Agreement& a : agreements) {
+    if (!a.within) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags = {
+      {"-f", ""}, {"--trace", "8:60,27:90,8:90"}, {"--nodes", ""}, {"--box", ""}, {"--seed", "42"}};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!flags.contains(argv[i])) {
+      std::cerr << "unknown flag " << argv[i] << "\n";
+      return 2;
+    }
+    flags[argv[i]] = argv[i + 1];
+  }
+  if (flags["-f"].empty() || flags["--box"].empty()) {
+    std::cerr << "usage: gym_validate -f PIPELINE.yaml --box DIR [--trace SPEC] [--nodes FILE]\n";
+    return 2;
+  }
+  return Main(flags);
+}

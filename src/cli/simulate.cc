@@ -1,0 +1,218 @@
+#include "cli/simulate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "api/document.h"
+#include "api/nodes_file.h"
+#include "cli/cli.h"
+#include "gym/render.h"
+#include "gym/simulation.h"
+
+namespace pipescale::cli {
+namespace {
+
+constexpr const char* kSimulateUsage =
+    R"(pipescale simulate: replay a trace through the whole loop, in simulated time
+
+usage:
+  pipescale simulate -f PIPELINE.yaml --trace SHAPE|csv:FILE [--policy P[,P...]]
+                     [--seed N] [--duration D] [--nodes FILE] [-o table|json|csv]
+                     [--plot FILE.svg] [--progress auto|bar|none]
+
+Each policy runs the same trace and seed: an optimizer (fa2, loki, kairos, mark: the operator's
+own Decide every interval, the router's policies in the request path), or a baseline that scales
+each task's Deployment on its own metric: hpa (utilisation), keda (request rate), kpa (Knative's
+concurrency autoscaler), fixed:N (N replicas per task). Default: the pipeline's optimizer and hpa.
+--trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
+diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE. --duration (90s, 10m, 24h) cuts or extends
+it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,
+room is unbounded. -o csv prints one row per policy and interval; --plot writes an SVG.
+)";
+
+// "90s", "10m", "24h" or a number of seconds; nullopt for anything else.
+std::optional<double> SecondsOf(const std::string& text) {
+  char* end = nullptr;
+  const double n = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(n)) return std::nullopt;
+  const std::string unit(end);
+  if (unit.empty() || unit == "s") return n;
+  if (unit == "m") return 60 * n;
+  if (unit == "h") return 3600 * n;
+  return std::nullopt;
+}
+
+std::vector<std::string> Names(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+struct SimulateFlags {
+  std::string file, trace, nodes, output = "table", plot, progress = "auto";
+  std::vector<std::string> policies;
+  unsigned seed = 42;
+  double seconds = 0;
+};
+
+std::string SetSimulateFlag(const std::string& name, const std::string& value, SimulateFlags& f) {
+  if (name == "-f" || name == "--file") {
+    f.file = value;
+  } else if (name == "--trace") {
+    f.trace = value;
+  } else if (name == "--policy") {
+    f.policies = Names(value);
+  } else if (name == "--seed") {
+    f.seed = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
+  } else if (name == "--duration") {
+    const auto d = SecondsOf(value);
+    if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";
+    f.seconds = *d;
+  } else if (name == "--nodes") {
+    f.nodes = value;
+  } else if (name == "-o" || name == "--output") {
+    if (value != "table" && value != "json" && value != "csv") return "-o is table, json or csv";
+    f.output = value;
+  } else if (name == "--plot") {
+    if (value.size() < 4 || value.substr(value.size() - 4) != ".svg") {
+      return "--plot writes SVG: name a FILE.svg";
+    }
+    f.plot = value;
+  } else if (name == "--progress") {
+    f.progress = value;
+  } else {
+    return "unknown argument " + name;
+  }
+  return "";
+}
+
+std::string ParseSimulateFlags(std::span<const std::string> args, SimulateFlags& f) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i], value;
+    if (auto eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return name + " needs a value";
+    }
+    if (std::string problem = SetSimulateFlag(name, value, f); !problem.empty()) return problem;
+  }
+  if (f.file.empty()) return "-f FILE is required";
+  if (f.trace.empty()) return "--trace is required";
+  return "";
+}
+
+std::optional<std::string> ReadText(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Fail(std::ostream& err, const std::string& message, int code) {
+  err << "pipescale simulate: " << message << "\n";
+  return code;
+}
+
+// What a run needs besides the policy; an exit code and message when something is wrong.
+struct Inputs {
+  nlohmann::json pipeline;
+  gym::Options options;
+};
+
+Result<Inputs> ReadInputs(const SimulateFlags& f) {
+  Inputs in;
+  const auto text = ReadText(f.file);
+  if (!text) return Error{ErrorKind::kInvalid, "cannot read " + f.file};
+  auto doc = api::ParseDocument(*text);
+  if (!doc) return Error{ErrorKind::kInvalid, f.file + ": " + doc.error().message};
+  in.pipeline = std::move(*doc);
+  std::string csv;
+  if (f.trace.rfind("csv:", 0) == 0) {
+    const auto t = ReadText(f.trace.substr(4));
+    if (!t) return Error{ErrorKind::kInvalid, "cannot read the trace " + f.trace.substr(4)};
+    csv = *t;
+  }
+  auto trace = trace::ParseTrace(f.trace, f.seed, csv);
+  if (!trace) return Error{ErrorKind::kInvalid, "--trace: " + trace.error().message};
+  in.options.trace = std::move(*trace);
+  in.options.seed = f.seed;
+  in.options.seconds = f.seconds;
+  if (!f.nodes.empty()) {
+    auto nodes = api::ReadNodesFile(f.nodes);
+    if (!nodes) return Error{ErrorKind::kInvalid, "--nodes: " + nodes.error().message};
+    in.options.nodes = std::move(*nodes);
+  }
+  return in;
+}
+
+// A bar on a terminal, nothing elsewhere unless asked.
+std::function<void(double)> Progress(const std::string& style, const std::string& policy,
+                                     std::ostream& err) {
+  const bool tty = &err == &std::cerr && isatty(STDERR_FILENO) == 1;
+  if (style == "none" || (style == "auto" && !tty)) return nullptr;
+  return [&err, policy](double done) {
+    const int filled = static_cast<int>(30 * std::clamp(done, 0.0, 1.0));
+    err << "\r" << policy << " [" << std::string(filled, '#') << std::string(30 - filled, ' ')
+        << "] " << static_cast<int>(100 * done) << "%" << std::flush;
+  };
+}
+
+int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
+  auto inputs = ReadInputs(f);
+  if (!inputs) return Fail(err, inputs.error().message, kExitInvalidInput);
+  gym::Report report;
+  report.pipeline = inputs->pipeline["metadata"].value("name", "");
+  report.trace = f.trace;
+  report.seed = f.seed;
+  report.seconds = f.seconds > 0 ? f.seconds : inputs->options.trace.Seconds();
+  std::vector<std::string> policies = f.policies;
+  if (policies.empty()) policies = {"", "hpa"};
+  for (const std::string& policy : policies) {
+    gym::Options options = inputs->options;
+    options.policy = policy;
+    options.progress = Progress(f.progress, policy.empty() ? "pipescale" : policy, err);
+    auto run = gym::Simulate(inputs->pipeline, options);
+    if (options.progress) err << "\n";
+    if (!run) return Fail(err, run.error().message, kExitInvalidInput);
+    report.policies.push_back(std::move(*run));
+  }
+  out << (f.output == "json"  ? gym::ToJson(report).dump(2) + "\n"
+          : f.output == "csv" ? gym::RenderCsv(report)
+                              : gym::RenderTable(report));
+  if (!f.plot.empty()) {
+    std::ofstream svg(f.plot);
+    svg << gym::RenderSvg(report);
+    if (!svg) return Fail(err, "cannot write " + f.plot, kExitFailure);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunSimulate(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      out << kSimulateUsage;
+      return kExitOk;
+    }
+  }
+  SimulateFlags flags;
+  if (std::string problem = ParseSimulateFlags(args, flags); !problem.empty()) {
+    return Fail(err, problem + " (pipescale simulate --help)", kExitInvalidInput);
+  }
+  return Simulate(flags, out, err);
+}
+
+}  // namespace pipescale::cli

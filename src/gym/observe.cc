@@ -1,0 +1,283 @@
+// What the run shows: the clients' counts (as pipescale-loadgen keeps them), the per-second
+// counters the router and the model pods would export, and from them the MetricsSnapshot the
+// operator's default PromQL queries (metrics/source.cc) would read: the same windows, the same
+// histogram buckets and quantile interpolation.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "gym/world.h"
+#include "routing/request.h"
+
+namespace pipescale::gym::engine {
+namespace {
+
+// The router's pipescale_request_duration_seconds buckets (router/handler.cc).
+constexpr double kDurationBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+// Prometheus's histogram_quantile over `values` bucketed at kDurationBounds: linear within the
+// bucket the rank falls in; the highest finite bound past the last. NaN without values.
+double HistogramQuantile(const std::vector<double>& values, double q) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  constexpr size_t kBuckets = std::size(kDurationBounds);
+  std::vector<double> counts(kBuckets + 1, 0);
+  for (double v : values) {
+    const size_t b = std::lower_bound(std::begin(kDurationBounds), std::end(kDurationBounds), v) -
+                     std::begin(kDurationBounds);
+    counts[b] += 1;
+  }
+  const double rank = q * static_cast<double>(values.size());
+  double below = 0;
+  for (size_t b = 0; b < kBuckets; ++b) {
+    if (below + counts[b] >= rank) {
+      const double lower = b == 0 ? 0 : kDurationBounds[b - 1];
+      if (counts[b] == 0) return lower;
+      return lower + (kDurationBounds[b] - lower) * (rank - below) / counts[b];
+    }
+    below += counts[b];
+  }
+  return kDurationBounds[kBuckets - 1];
+}
+
+// The nearest-rank percentile, as pipescale-loadgen reports.
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+// The path's name in the report: "unlisted" for walks the pipeline's paths do not name, as the
+// router and the load generator count them.
+std::string ReportedPath(const model::Pipeline& pipeline, int path) {
+  return path >= 0 ? pipeline.spec.paths[path].name : "unlisted";
+}
+
+}  // namespace
+
+void World::RecordRequest(int path, int code, const std::string& reason, double ms) {
+  const size_t at = static_cast<size_t>(path + 1);
+  current.requests[at][code] += 1;
+  PathOutcome& out = path_outcomes[at];
+  ++out.sent;
+  ++out.codes[std::to_string(code)];
+  IntervalPath& row = interval_paths[at];
+  ++row.sent;
+  if (code != 200) {
+    ++out.dropped[reason];
+    return;
+  }
+  ++out.answered;
+  current.ok_s[at].push_back(ms / 1000);
+  all_ok_ms[at].push_back(ms);
+  row.ok_ms.push_back(ms);
+  if (out.slo_ms <= 0 || ms <= out.slo_ms) {
+    ++out.within_slo;
+    ++row.within;
+  }
+}
+
+// Calls `f` with each of the last `window` seconds.
+template <typename F>
+void World::ForSeconds(double window, F&& f) const {
+  const size_t n = std::min(seconds.size(), static_cast<size_t>(window));
+  for (size_t i = seconds.size() - n; i < seconds.size(); ++i) f(seconds[i]);
+}
+
+double World::Rate(int path, double window) const {
+  double count = 0;
+  ForSeconds(window, [&](const SecondCounts& s) {
+    for (size_t p = 0; p < s.requests.size(); ++p) {
+      if (path != -2 && static_cast<int>(p) != path + 1) continue;
+      for (const auto& [code, n] : s.requests[p]) count += static_cast<double>(n);
+    }
+  });
+  return count / std::max(1.0, std::min(window, static_cast<double>(seconds.size())));
+}
+
+model::MetricsSnapshot World::Snapshot() const {
+  model::MetricsSnapshot m;
+  for (size_t i = 0; i < pipeline.spec.paths.size(); ++i) {
+    const model::Path& path = pipeline.spec.paths[i];
+    const int p = static_cast<int>(i);
+    m.path_rates_rps[path.name] = std::max(Rate(p, 10), Rate(p, 30));
+    std::vector<double> ok;
+    ForSeconds(60, [&](const SecondCounts& s) {
+      ok.insert(ok.end(), s.ok_s[i + 1].begin(), s.ok_s[i + 1].end());
+    });
+    const double p99 = HistogramQuantile(ok, 0.99);
+    if (!std::isnan(p99)) m.path_latency_ms[path.name] = 1000 * p99;
+  }
+  m.arrival_rate_rps = Rate(-2, 30);
+  std::map<std::pair<int, int>, std::pair<double, double>> factors;
+  ForSeconds(60, [&](const SecondCounts& s) {
+    for (const auto& [k, n] : s.served) factors[k].second += n;
+    for (const auto& [k, n] : s.emitted) factors[k].first += n;
+  });
+  for (const auto& [k, f] : factors) {
+    if (f.second > 0 && f.first > 0) {
+      const model::Task& t = pipeline.spec.tasks[k.first];
+      m.multiplicative_factors[t.name + "/" + t.variants[k.second].name] = f.first / f.second;
+    }
+  }
+  // What metrics::ReadSnapshot reads only where it is used.
+  if (!pipeline.spec.router) return m;
+  m.data_plane = DataPlane();
+  if (optimizer != nullptr && optimizer->memory.measured_mix) m.query_sizes = QuerySizes();
+  if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) m.batch_timings = Timings();
+  return m;
+}
+
+model::DataPlaneSnapshot World::DataPlane() const {
+  model::DataPlaneSnapshot d;
+  std::map<int, std::pair<double, double>> rows;
+  std::map<int, double> spills, task_calls;
+  ForSeconds(60, [&](const SecondCounts& s) {
+    for (const auto& [r, n] : s.drops) d.drops_rps[r] += n / 60;
+    for (const auto& [r, n] : s.shed) d.shed_rps[r] += n / 60;
+    d.reroutes_rps += s.reroutes / 60;
+    for (const auto& [t, n] : s.spills) spills[t] += n;
+    for (const auto& [t, n] : s.task_calls) task_calls[t] += n;
+    for (const auto& [t, r] : s.batch_rows) {
+      rows[t].first += r.first;
+      rows[t].second += r.second;
+    }
+    for (const auto& [k, n] : s.variant_ok) {
+      const model::Task& t = pipeline.spec.tasks[k.first];
+      d.variant_rps[t.name + "/" + t.variants[k.second].name] += n / 60;
+    }
+  });
+  for (const auto& [t, n] : spills) {
+    if (task_calls[t] > 0) d.spill_share[pipeline.spec.tasks[t].name] = n / task_calls[t];
+  }
+  for (const auto& [t, r] : rows) {
+    if (r.second > 0) d.batch_rows[pipeline.spec.tasks[t].name] = r.first / r.second;
+  }
+  for (const auto& [t, pool] : pools) {
+    if (pool.kairos) {
+      d.pool_waiting[pipeline.spec.tasks[t].name] = static_cast<double>(pool.kairos->waiting());
+    }
+  }
+  return d;
+}
+
+std::map<double, double> World::QuerySizes() const {
+  std::vector<double> bounds = router::QuerySizeBounds();
+  bounds.push_back(std::numeric_limits<double>::infinity());
+  std::map<double, double> out;
+  for (double b : bounds) out[b] = 0;
+  ForSeconds(120, [&](const SecondCounts& s) {
+    for (const auto& [rows, n] : s.query_rows) {
+      for (double b : bounds) out[b] += rows <= b ? n : 0;
+    }
+  });
+  return out;
+}
+
+model::BatchTimings World::Timings() const {
+  std::map<std::pair<int, int>, std::pair<double, double>> sums;
+  ForSeconds(pipeline.spec.profiles.window_seconds, [&](const SecondCounts& s) {
+    for (const auto& [k, v] : s.batch_service) {
+      sums[k].first += v.first;
+      sums[k].second += v.second;
+    }
+  });
+  model::BatchTimings out;
+  for (const auto& [k, v] : sums) {
+    const Deployment& d = deployments[k.first];
+    const model::Task& t = pipeline.spec.tasks[d.task];
+    const model::ProfileKey key{t.name, t.variants[d.variant].name,
+                                pipeline.spec.hardware_classes[d.hw_class].name};
+    out[key][k.second] = {.batches = v.second, .mean_ms = 1000 * v.first / v.second};
+  }
+  return out;
+}
+
+void World::EndSecond() {
+  std::map<int, TaskSample> samples;
+  for (int pi : live_pods) {
+    Pod& p = pods[pi];
+    const Deployment& d = deployments[p.deployment];
+    if (p.state != Pod::State::kPending) {
+      const model::HardwareClass& c = pipeline.spec.hardware_classes[d.hw_class];
+      report.replica_hours[c.name] += 1.0 / 3600;
+      report.cost[c.name] += c.cost_per_hour / 3600;
+      report.total_cost += c.cost_per_hour / 3600;
+    }
+    if (p.busy_since_ms >= 0) {
+      p.busy_ms += now_ms_ - p.busy_since_ms;
+      p.busy_since_ms = now_ms_;
+    }
+    p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
+    p.held_since_ms = now_ms_;
+    if (p.state == Pod::State::kReady) {
+      TaskSample& s = samples[d.task];
+      ++s.ready;
+      s.busy += std::min(1.0, p.busy_ms / 1000);
+      s.concurrency += p.held_ms_area / 1000;
+      replica_seconds_ready += 1;
+    }
+    p.busy_ms = 0;
+    p.held_ms_area = 0;
+  }
+  for (const auto& [t, n] : current.task_calls) samples[t].arrivals_rps = n;
+  if (autoscaler) {
+    for (size_t t = 0; t < pipeline.spec.tasks.size(); ++t) {
+      autoscaler->Observe(now_ms_ / 1000, pipeline.spec.tasks[t].name,
+                          samples[static_cast<int>(t)]);
+    }
+  }
+  seconds.push_back(std::move(current));
+  current = SecondCounts(pipeline.spec.paths.size());
+  const size_t keep = static_cast<size_t>(std::max(120.0, pipeline.spec.profiles.window_seconds));
+  while (seconds.size() > keep) seconds.pop_front();
+}
+
+void World::RecordInterval() {
+  IntervalRow row;
+  row.at_s = (now_ms_ - trace_start_ms) / 1000;
+  const double span_s = std::max(1e-9, (now_ms_ - last_row_ms) / 1000);
+  long sent = 0;
+  for (size_t i = 0; i < interval_paths.size(); ++i) {
+    IntervalPath& p = interval_paths[i];
+    if (i == 0 && p.sent == 0) continue;  // no unlisted walks
+    const std::string name = ReportedPath(pipeline, static_cast<int>(i) - 1);
+    sent += p.sent;
+    row.p99_ms[name] = Percentile(p.ok_ms, 0.99);
+    row.attainment[name] = p.sent > 0 ? static_cast<double>(p.within) / p.sent : 1;
+    p = IntervalPath();
+  }
+  row.offered_rps = static_cast<double>(arrivals_in_row) / span_s;
+  for (const model::Task& t : pipeline.spec.tasks) row.replicas[t.name] = 0;
+  for (int pi : live_pods) {
+    const Pod& p = pods[pi];
+    const Deployment& d = deployments[p.deployment];
+    if (p.state == Pod::State::kReady) ++row.replicas[pipeline.spec.tasks[d.task].name];
+    if (p.state != Pod::State::kPending) {
+      row.cost_per_hour += pipeline.spec.hardware_classes[d.hw_class].cost_per_hour;
+    }
+  }
+  (void)sent;
+  report.intervals.push_back(std::move(row));
+  arrivals_in_row = 0;
+  last_row_ms = now_ms_;
+}
+
+PolicyReport World::Finish() {
+  for (size_t i = 0; i < path_outcomes.size(); ++i) {
+    PathOutcome out = path_outcomes[i];
+    if (i == 0 && out.sent == 0) continue;  // no unlisted walks
+    const std::vector<double>& ok = all_ok_ms[i];
+    out.p50_ms = Percentile(ok, 0.5);
+    out.p99_ms = Percentile(ok, 0.99);
+    out.mean_ms = ok.empty() ? 0 : std::accumulate(ok.begin(), ok.end(), 0.0) / ok.size();
+    report.paths[ReportedPath(pipeline, static_cast<int>(i) - 1)] = std::move(out);
+  }
+  report.accuracy = accuracy_count > 0 ? accuracy_sum / accuracy_count : 0;
+  const double run_s = (end_ms_ - trace_start_ms) / 1000;
+  report.mean_replicas = run_s > 0 ? replica_seconds_ready / run_s : 0;
+  return std::move(report);
+}
+
+}  // namespace pipescale::gym::engine

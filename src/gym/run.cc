@@ -1,0 +1,247 @@
+// The loop: events in time order; every second the bookkeeping; at the policy's period the
+// operator's Decide (the same function the reconciler calls, on the snapshot the run's metrics
+// give) or a baseline autoscaler per task. The trace starts once every task has a Ready pod,
+// as pipescale-loadgen --wait-ready holds it on the cluster in a box.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "api/pipeline_parse.h"
+#include "api/quantity.h"
+#include "gym/world.h"
+#include "optimizer/registry.h"
+
+namespace pipescale::gym::engine {
+namespace {
+
+constexpr double kEpoch = 1.8e9;         // the unix time the run starts at
+constexpr double kWaitReadyMs = 120000;  // loadgen --wait-ready 120 in hack/run.sh
+
+std::map<std::string, double> Allocatable(const nlohmann::json& node) {
+  std::map<std::string, double> out;
+  const nlohmann::json& a = node["status"]["allocatable"];
+  for (const auto& [k, v] : a.items()) {
+    if (!v.is_string()) continue;
+    if (auto q = api::ParseQuantity(v.get<std::string>())) out[k] = *q;
+  }
+  return out;
+}
+
+}  // namespace
+
+World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
+    : pipeline(std::move(p)), object(std::move(o)), options(opts), rng(opts.seed) {
+  graph = std::make_unique<router::Graph>(pipeline);
+  for (const model::Path& path : pipeline.spec.paths) {
+    std::vector<int> tasks;
+    for (const std::string& t : path.tasks) tasks.push_back(pipeline.TaskIndex(t));
+    path_tasks.push_back(std::move(tasks));
+  }
+  nodes = options.nodes;
+  for (const nlohmann::json& n : nodes) node_free.push_back(Allocatable(n));
+  if (pipeline.spec.router) {
+    drop_policy = model::ParseDropPolicy(pipeline.spec.router->drop_policy)
+                      .value_or(model::DropPolicy::kReroute);
+  }
+  ready.assign(pipeline.spec.tasks.size(), {});
+  current = SecondCounts(pipeline.spec.paths.size());
+  path_outcomes.resize(pipeline.spec.paths.size() + 1);
+  for (size_t i = 0; i < pipeline.spec.paths.size(); ++i) {
+    path_outcomes[i + 1].slo_ms = pipeline.spec.paths[i].slo_ms;
+  }
+  interval_paths.resize(pipeline.spec.paths.size() + 1);
+  all_ok_ms.resize(pipeline.spec.paths.size() + 1);
+  for (const model::Path& path : pipeline.spec.paths) path_weight_total += path.weight;
+  for (const model::QuerySize& q : pipeline.spec.query_sizes) size_weight_total += q.weight;
+}
+
+void World::At(double at_ms, EventKind kind, std::int64_t a, std::int64_t b) {
+  events.push(Event{.at_ms = at_ms, .seq = seq++, .kind = kind, .a = a, .b = b});
+}
+
+void World::ScheduleArrival() {
+  const trace::Trace& t = options.trace;
+  double at_s = 0;
+  if (!t.arrivals.empty()) {
+    if (arrival_index >= t.arrivals.size()) return;
+    at_s = t.arrivals[arrival_index++];
+  } else {
+    // Poisson at each step's rate: an exponential gap, carried over into the next step by the
+    // memorylessness of the process (what is left of a gap restarts at the next rate).
+    while (step_index < t.steps.size()) {
+      const trace::Step& step = t.steps[step_index];
+      const double end = step_start_s + step.seconds;
+      if (step.rps > 0) {
+        std::exponential_distribution<double> gap(step.rps);
+        const double next = trace_clock_s + gap(rng);
+        if (next < end) {
+          trace_clock_s = next;
+          break;
+        }
+      }
+      trace_clock_s = end;
+      step_start_s = end;
+      ++step_index;
+    }
+    if (step_index >= t.steps.size()) return;
+    at_s = trace_clock_s;
+  }
+  // The path by the paths' weights, the size by spec.querySizes, as pipescale-loadgen draws.
+  std::uniform_real_distribution<double> u(0, 1);
+  int path = -1;
+  if (!pipeline.spec.paths.empty()) {
+    double x = u(rng) * path_weight_total;
+    path = 0;
+    for (size_t i = 0; i < pipeline.spec.paths.size(); ++i) {
+      path = static_cast<int>(i);
+      if ((x -= pipeline.spec.paths[i].weight) < 0) break;
+    }
+  }
+  int rows = 1;
+  if (!pipeline.spec.query_sizes.empty()) {
+    double x = u(rng) * size_weight_total;
+    for (const model::QuerySize& q : pipeline.spec.query_sizes) {
+      rows = q.size;
+      if ((x -= q.weight) < 0) break;
+    }
+  }
+  At(trace_start_ms + 1000 * at_s, EventKind::kArrival, path, rows);
+}
+
+void World::OperatorStep() {
+  reconciler::Observed o;
+  o.object = object;
+  o.status = status;
+  o.deployments = DeploymentObjects();
+  o.metrics = Snapshot();
+  o.now = kEpoch + now_ms_ / 1000;
+  o.memory = memory;
+  o.routing_config_map = routing_config_map;
+  if (!nodes.empty()) o.capacity = reconciler::ComputeCapacity(pipeline, nodes, PodObjects());
+  o.router = router_objects;
+  const reconciler::Decision decision = reconciler::Decide(o, *parsed);
+  status = decision.status;
+  memory = decision.memory;
+  ApplyDecision(decision);
+  const double next_s = decision.requeue_after_seconds.value_or(pipeline.spec.interval_seconds);
+  At(now_ms_ + 1000 * std::max(1.0, next_s), EventKind::kControl);
+}
+
+void World::AutoscalerStep() {
+  for (size_t t = 0; t < pipeline.spec.tasks.size(); ++t) {
+    const int d = baseline_deployment[t];
+    const int want =
+        autoscaler->Desired(now_ms_ / 1000, pipeline.spec.tasks[t].name, deployments[d].replicas);
+    SetReplicas(d, want);
+  }
+  Reconcile();
+  RebuildRouting();
+  At(now_ms_ + 1000 * autoscaler->PeriodSeconds(), EventKind::kControl);
+}
+
+void World::Control() {
+  if (optimizer != nullptr) {
+    OperatorStep();
+  } else if (autoscaler) {
+    AutoscalerStep();
+  }
+}
+
+// As hack/run.sh waits: every pod the Deployments ask for Ready or unschedulable (none starting),
+// and every task with a Ready pod (the router says the model is ready).
+bool World::ReadyToStart() const {
+  if (!std::all_of(ready.begin(), ready.end(), [](const auto& r) { return !r.empty(); })) {
+    return false;
+  }
+  return std::none_of(live_pods.begin(), live_pods.end(),
+                      [&](int p) { return pods[p].state == Pod::State::kStarting; });
+}
+
+void World::OnSecond() {
+  EndSecond();
+  PlacePending();
+  if (trace_start_ms < 0 && (ReadyToStart() || now_ms_ >= kWaitReadyMs)) StartTrace();
+  if (trace_start_ms >= 0 && now_ms_ - last_row_ms >= 1000 * options.interval_row_s - 1e-6) {
+    RecordInterval();
+  }
+  At(now_ms_ + 1000, EventKind::kSecond);
+}
+
+void World::StartTrace() {
+  trace_start_ms = now_ms_;
+  last_row_ms = now_ms_;
+  end_ms_ = now_ms_ + 1000 * (options.seconds > 0 ? options.seconds : options.trace.Seconds());
+  // What ran before the first request is the set-up, not the run.
+  const long starts = report.pod_starts, actions = report.scaling_actions;
+  report = PolicyReport();
+  report.policy = options.policy;
+  for (PathOutcome& p : path_outcomes) p = PathOutcome{.slo_ms = p.slo_ms};
+  (void)starts;
+  (void)actions;
+  replica_seconds_ready = 0;
+  ScheduleArrival();
+}
+
+void World::Dispatch(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kArrival:
+      ++arrivals_in_row;
+      OnArrival(static_cast<int>(e.a), static_cast<int>(e.b));
+      ScheduleArrival();
+      break;
+    case EventKind::kDoorPoll:
+      if (walks.Find(e.a) != nullptr) OnDoorPoll(e.a);
+      break;
+    case EventKind::kPodWake:
+      if (pods[e.a].wake_at_ms == e.at_ms) pods[e.a].wake_at_ms = -1;
+      MaybeStart(static_cast<int>(e.a));
+      break;
+    case EventKind::kBatchDone:
+      OnBatchDone(static_cast<int>(e.a));
+      break;
+    case EventKind::kBatcherDue:
+      if (batchers[e.a].due_ms == e.at_ms) batchers[e.a].due_ms = -1;
+      OnBatcherDue(static_cast<int>(e.a));
+      break;
+    case EventKind::kPodReady:
+      OnPodReady(static_cast<int>(e.a));
+      break;
+    case EventKind::kPodGone:
+      OnPodGone(static_cast<int>(e.a));
+      break;
+    case EventKind::kControl:
+      Control();
+      break;
+    case EventKind::kSecond:
+      OnSecond();
+      break;
+    case EventKind::kPoolExpire:
+      OnPoolExpire(e.a);
+      break;
+  }
+}
+
+PolicyReport World::Run() {
+  const auto wall = std::chrono::steady_clock::now();
+  At(0, EventKind::kControl);
+  At(1000, EventKind::kSecond);
+  std::uint64_t handled = 0;
+  while (!events.empty()) {
+    const Event e = events.top();
+    if (trace_start_ms >= 0 && e.at_ms > end_ms_) break;
+    if (trace_start_ms < 0 && e.at_ms > 2 * kWaitReadyMs) break;  // never ready: nothing to run
+    events.pop();
+    now_ms_ = e.at_ms;
+    Dispatch(e);
+    if (options.progress && ++handled % 200000 == 0 && trace_start_ms >= 0) {
+      options.progress((now_ms_ - trace_start_ms) / std::max(1.0, end_ms_ - trace_start_ms));
+    }
+  }
+  now_ms_ = std::max(now_ms_, end_ms_);
+  if (trace_start_ms >= 0 && now_ms_ > last_row_ms) RecordInterval();
+  PolicyReport out = Finish();
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  return out;
+}
+
+}  // namespace pipescale::gym::engine

@@ -1,0 +1,107 @@
+// Simulate: the policy named on the command line set up in a World, and the run.
+#include <cstdlib>
+
+#include "gym/world.h"
+#include "optimizer/registry.h"
+
+namespace pipescale::gym {
+namespace {
+
+using engine::World;
+
+// What a user of a baseline sets per task: its target at 70% of what one replica serves alone
+// (batch 1, the most accurate variant on its first class), as HPA and KPA users set 70%.
+std::map<std::string, TaskTarget> Targets(const model::Pipeline& pipeline) {
+  std::map<std::string, TaskTarget> out;
+  for (const model::Task& t : pipeline.spec.tasks) {
+    const model::Variant& v = *std::max_element(
+        t.variants.begin(), t.variants.end(),
+        [](const model::Variant& a, const model::Variant& b) { return a.accuracy < b.accuracy; });
+    const model::Profile& p = v.profiles.front();
+    const int c = pipeline.HardwareClassIndex(p.hardware_class);
+    TaskTarget target;
+    target.rps = 0.7 * 1000 / p.latency.Ms(1);
+    target.concurrency = 1;
+    target.max_replicas = pipeline.spec.hardware_classes[c].max_replicas.value_or(100);
+    out[t.name] = target;
+  }
+  return out;
+}
+
+// The baselines run what users run without pipescale: one Deployment per task (its most accurate
+// variant on the first class it profiles, batch 1), behind a gateway that walks the DAG with no
+// door, no drops and no router-formed batches.
+void SetUpBaseline(World& world, int fixed) {
+  const model::Pipeline& p = world.pipeline;
+  world.admission = false;
+  world.drop_policy = model::DropPolicy::kNone;
+  for (size_t t = 0; t < p.spec.tasks.size(); ++t) {
+    const model::Task& task = p.spec.tasks[t];
+    size_t best = 0;
+    for (size_t v = 0; v < task.variants.size(); ++v) {
+      if (task.variants[v].accuracy > task.variants[best].accuracy) best = v;
+    }
+    const int c = p.HardwareClassIndex(task.variants[best].profiles.front().hardware_class);
+    const int d = world.EnsureDeployment(static_cast<int>(t), static_cast<int>(best), c, 1);
+    world.baseline_deployment.push_back(d);
+    world.SetReplicas(d, fixed > 0 ? fixed : 1);
+  }
+  world.Reconcile();
+}
+
+Result<int> FixedCount(const std::string& policy) {
+  const std::string n = policy.substr(6);
+  char* end = nullptr;
+  const long count = std::strtol(n.c_str(), &end, 10);
+  if (n.empty() || *end != '\0' || count < 1 || count > 1000) {
+    return Error{ErrorKind::kInvalid, "policy " + policy + ": N must be a whole number 1..1000"};
+  }
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
+  nlohmann::json object = pipeline_object;
+  object.erase("status");
+  const std::string& policy = options.policy;
+  const bool baseline =
+      policy == "hpa" || policy == "keda" || policy == "kpa" || policy.rfind("fixed:", 0) == 0;
+  if (!baseline && !policy.empty()) {
+    if (optimizer::FindOptimizer(policy) == nullptr) {
+      return Error{ErrorKind::kInvalid, "unknown policy " + policy + ": one of " +
+                                            optimizer::OptimizerNames(true) +
+                                            ", hpa, keda, kpa, fixed:N"};
+    }
+    object["spec"]["optimizer"] = policy;
+  }
+  object["metadata"]["uid"] = object["metadata"].value("uid", "gym");
+  object["metadata"]["generation"] = object["metadata"].value("generation", 1);
+  auto parsed = std::make_shared<api::ParsedPipeline>(reconciler::ParseObserved(object));
+  if (!parsed->errors.empty()) {
+    std::string message;
+    for (const api::FieldError& e : parsed->errors)
+      message += (message.empty() ? "" : "; ") + e.ToString();
+    return Error{ErrorKind::kInvalid, message};
+  }
+  Options named = options;
+  named.policy = policy.empty() ? parsed->pipeline->spec.optimizer : policy;
+  World world(*parsed->pipeline, object, named);
+  world.parsed = parsed;
+  if (!baseline) {
+    world.optimizer = &optimizer::OptimizerOf(world.pipeline.spec);
+  } else if (policy.rfind("fixed:", 0) == 0) {
+    auto n = FixedCount(policy);
+    if (!n) return n.error();
+    SetUpBaseline(world, *n);
+  } else {
+    const auto targets = Targets(world.pipeline);
+    world.autoscaler = policy == "hpa"    ? MakeHpa(targets)
+                       : policy == "keda" ? MakeKeda(targets)
+                                          : MakeKpa(targets);
+    SetUpBaseline(world, 0);
+  }
+  return world.Run();
+}
+
+}  // namespace pipescale::gym

@@ -1,0 +1,138 @@
+// The whole loop of one pipeline as a discrete-event simulation: arrivals from a trace, the
+// router's walk with its pure policies (routing/), model pods that batch and serve as the emulated
+// model server does, pods that wait for node room and start-up, and every interval the operator's
+// own Decide (or a baseline autoscaler) on the metrics the run would have exported. Single
+// threaded and deterministic for a seed; time is simulated, never read.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gym/autoscaler.h"
+#include "gym/report.h"
+#include "model/pipeline.h"
+#include "reconciler/decide.h"
+#include "routing/batching.h"
+#include "routing/loki.h"
+#include "routing/pools.h"
+#include "routing/walk.h"
+#include "trace/trace.h"
+
+namespace pipescale::gym {
+
+struct Options {
+  // An optimizer of optimizer/registry.h run by the operator's Decide (the pipeline's own when
+  // empty), or a baseline: "hpa", "keda", "kpa", "fixed:N" (N replicas per task).
+  std::string policy;
+  trace::Trace trace;
+  double seconds = 0;  // simulated; 0: the trace's length
+  unsigned seed = 42;
+  std::vector<nlohmann::json> nodes;  // Node objects (api::ParseNodesFile); none: unbounded room
+  // Scheduling, image and container start before a pod's class startupSeconds begin: what the
+  // cluster in a box adds (its node agent's poll and the readiness probe's period).
+  double pod_start_overhead_s = 1.5;
+  double interval_row_s = 10;                 // the report's per-interval rows
+  std::function<void(double done)> progress;  // share of the run simulated, now and then
+};
+
+// Runs `pipeline_object` (an InferencePipeline as kubectl would apply it, validated) under
+// `options`. kInvalid when the policy is unknown or the pipeline is not valid for it.
+Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options);
+
+// The rest is the engine, exposed for its tests.
+namespace engine {
+
+enum class EventKind : std::uint8_t {
+  kArrival,     // a request enters the router
+  kDoorPoll,    // a request waiting at the door for pods looks again
+  kPodWake,     // a pod's partial batch may be due
+  kBatchDone,   // a pod's batch is served
+  kBatcherDue,  // a router batch's wait budget ends
+  kPodReady,    // a started pod passes its readiness probe
+  kPodGone,     // a terminating pod has drained
+  kControl,     // the operator or the autoscaler decides
+  kSecond,      // the per-second bookkeeping: samples, placement of pending pods
+  kPoolExpire,  // a request waiting in Kairos's queue reaches its deadline
+};
+
+struct Event {
+  double at_ms = 0;
+  std::uint64_t seq = 0;  // ties in order of scheduling, for determinism
+  EventKind kind = EventKind::kArrival;
+  std::int64_t a = 0, b = 0;
+  bool operator>(const Event& o) const { return at_ms != o.at_ms ? at_ms > o.at_ms : seq > o.seq; }
+};
+
+struct Deployment {
+  std::string name;
+  int task = 0, variant = 0, hw_class = 0;  // indices into the pipeline's spec
+  nlohmann::json object;                    // as the operator wrote it
+  int replicas = 0;
+  int batch = 1;               // the server's batch (its batch env); 1 when the router forms them
+  double max_wait_ms = 1000;   // the model server's --max-wait-ms
+  double latency_scale = 1;    // PIPESCALE_LATENCY_SCALE
+  std::uint64_t revision = 0;  // bumped when the pod template changes (a rollout)
+};
+
+struct Pod {
+  enum class State { kPending, kStarting, kReady, kTerminating, kGone };
+  int deployment = 0;
+  std::uint64_t revision = 0;
+  State state = State::kPending;
+  int node = -1;
+  double created_ms = 0;
+  // The server.
+  int batch = 1;
+  double max_wait_ms = 1000;
+  double latency_scale = 1;
+  std::deque<std::int64_t> queue;     // calls waiting for a batch
+  std::vector<std::int64_t> serving;  // the batch in service
+  int outstanding = 0;                // calls sent and not answered
+  double wake_at_ms = -1;             // a kPodWake scheduled for then
+  double busy_ms = 0;                 // in the current second
+  double busy_since_ms = -1;
+  double held_ms_area = 0;  // calls held x ms, in the current second (concurrency)
+  double held_since_ms = 0;
+};
+
+// A call of the router to a pod: one request's visit, or a batch the router formed of several.
+struct Call {
+  std::vector<std::int64_t> visits;
+  int rows = 0;
+  int pod = -1;
+  double sent_ms = 0, queued_ms = 0;
+};
+
+// One request at one task.
+struct Visit {
+  std::int64_t walk = 0;
+  int task = 0;
+  int variant = -1;  // planned, or -1: any pod of the task
+  int from_variant = -1;
+  std::vector<int> trail;  // tasks so far, for a request whose path the models decide
+  bool kairos_waiting = false;
+  double accuracy = 1;  // the product of the variants' accuracies so far
+};
+
+struct Walk {
+  int path = -1;  // index into spec.paths, -1: the models decide
+  int rows = 1;
+  double start_ms = 0, deadline_ms = 0;
+  int pending = 0;  // visits not ended
+  int code = 0;     // the first failure, 0 while none
+  std::string reason;
+  std::vector<std::pair<int, double>> ended;  // (path, when) per trail ended
+  double accuracy_sum = 0;                    // of the trails ended
+};
+
+}  // namespace engine
+}  // namespace pipescale::gym

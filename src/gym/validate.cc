@@ -1,0 +1,150 @@
+#include "gym/validate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace pipescale::gym {
+namespace {
+
+using nlohmann::json;
+
+Result<PathOutcome> ReadPath(const std::string& name, const json& p) {
+  if (!p.is_object() || !p.contains("sent") || !p["sent"].is_number_integer()) {
+    return Error{ErrorKind::kInvalid, "paths." + name + ".sent: expected a whole number"};
+  }
+  PathOutcome out;
+  out.sent = p["sent"].get<long>();
+  const json codes = p.value("codes", json::object());
+  if (!codes.is_object()) return Error{ErrorKind::kInvalid, "paths." + name + ".codes: an object"};
+  for (const auto& [code, n] : codes.items()) {
+    if (!n.is_number_integer()) {
+      return Error{ErrorKind::kInvalid, "paths." + name + ".codes." + code + ": not a count"};
+    }
+    out.codes[code] = n.get<long>();
+  }
+  out.answered = out.codes.contains("200") ? out.codes["200"] : 0;
+  const json attainment = p.value("sloAttainment", json(0.0));
+  const json p99 = p.value("p99Ms", json(0.0));
+  if (!attainment.is_number() || !p99.is_number()) {
+    return Error{ErrorKind::kInvalid, "paths." + name + ": sloAttainment and p99Ms are numbers"};
+  }
+  out.within_slo = std::lround(attainment.get<double>() * static_cast<double>(out.sent));
+  out.p99_ms = p99.get<double>();
+  out.p50_ms = p.value("p50Ms", json(0.0)).is_number() ? p.value("p50Ms", 0.0) : 0;
+  return out;
+}
+
+Status ReadTimeline(const std::string& csv, BoxRun& run) {
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::map<double, std::map<std::string, int>> by_time;
+  for (int n = 2; std::getline(lines, line); ++n) {
+    if (line.empty()) continue;
+    const size_t a = line.find(','), b = line.rfind(',');
+    char* end = nullptr;
+    const double t = std::strtod(line.c_str(), &end);
+    if (a == std::string::npos || a == b || end != line.c_str() + a) {
+      return Error{ErrorKind::kInvalid, "timeline line " + std::to_string(n) +
+                                            ": expected "
+                                            "seconds,task,ready"};
+    }
+    by_time[t][line.substr(a + 1, b - a - 1)] = std::atoi(line.c_str() + b + 1);
+  }
+  run.replicas.assign(by_time.begin(), by_time.end());
+  return Done{};
+}
+
+double Total(const std::map<std::string, int>& by_task) {
+  double sum = 0;
+  for (const auto& [task, n] : by_task) sum += n;
+  return sum;
+}
+
+// A share compared in points: within `points`, or `relative` of the larger of its complements.
+Agreement Share(std::string figure, double box, double sim, const Tolerance& t, bool miss) {
+  Agreement a{.figure = std::move(figure), .box = 100 * box, .sim = 100 * sim, .points = true};
+  a.difference = a.sim - a.box;
+  const double scale = miss ? std::max(box, sim) : std::max(1 - box, 1 - sim);
+  a.within = std::abs(a.difference) <= std::max(t.points, 100 * t.relative * scale) + 1e-9;
+  return a;
+}
+
+Agreement Relative(std::string figure, double box, double sim, const Tolerance& t) {
+  Agreement a{.figure = std::move(figure), .box = box, .sim = sim};
+  a.difference = box != 0 ? (sim - box) / box : (sim == 0 ? 0 : 1);
+  a.within = std::abs(a.difference) <= t.relative + 1e-9;
+  return a;
+}
+
+}  // namespace
+
+Result<BoxRun> ReadBoxRun(const std::string& loadgen_json, const std::string& timeline_csv) {
+  const json report = json::parse(loadgen_json, nullptr, false);
+  if (report.is_discarded() || !report.is_object() || !report.contains("paths") ||
+      !report["paths"].is_object()) {
+    return Error{ErrorKind::kInvalid, "the load generator's report: expected {paths: {...}}"};
+  }
+  BoxRun run;
+  for (const auto& [name, p] : report["paths"].items()) {
+    auto path = ReadPath(name, p);
+    if (!path) return path.error();
+    run.paths[name] = std::move(*path);
+  }
+  if (Status s = ReadTimeline(timeline_csv, run); !s) return s.error();
+  return run;
+}
+
+std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const Tolerance& t) {
+  std::vector<Agreement> out;
+  for (const auto& [name, b] : box.paths) {
+    const auto it = sim.paths.find(name);
+    const PathOutcome s = it == sim.paths.end() ? PathOutcome{} : it->second;
+    out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(), t, false));
+    const auto missed = [](const PathOutcome& p) {
+      return p.sent > 0 ? 1 - static_cast<double>(p.answered) / static_cast<double>(p.sent) : 0;
+    };
+    out.push_back(Share(name + " not 200 (%)", missed(b), missed(s), t, true));
+    out.push_back(Relative(name + " p99 (ms)", b.p99_ms, s.p99_ms, t));
+  }
+  double diff = 0, mean = 0, sim_mean = 0;
+  for (const auto& [at, by_task] : box.replicas) {
+    const IntervalRow* nearest = nullptr;
+    for (const IntervalRow& row : sim.intervals) {
+      if (nearest == nullptr || std::abs(row.at_s - at) < std::abs(nearest->at_s - at)) {
+        nearest = &row;
+      }
+    }
+    const double b = Total(by_task), s = nearest != nullptr ? Total(nearest->replicas) : 0;
+    diff += std::abs(s - b);
+    mean += b;
+    sim_mean += s;
+  }
+  if (!box.replicas.empty()) {
+    const double n = static_cast<double>(box.replicas.size());
+    Agreement a{.figure = "Ready replicas (mean; difference: mean |sim - box|)",
+                .box = mean / n,
+                .sim = sim_mean / n};
+    a.difference = mean > 0 ? diff / mean : 0;
+    a.within = a.difference <= t.relative + 1e-9;
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string RenderAgreement(const std::vector<Agreement>& agreements) {
+  std::string out =
+      "| figure | box | simulated | difference | within |\n|---|---:|---:|---:|:---:|\n";
+  char line[256];
+  for (const Agreement& a : agreements) {
+    std::snprintf(line, sizeof line, "| %s | %.1f | %.1f | %+.1f%s | %s |\n", a.figure.c_str(),
+                  a.box, a.sim, a.points ? a.difference : 100 * a.difference,
+                  a.points ? " pp" : "%", a.within ? "yes" : "**no**");
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace pipescale::gym

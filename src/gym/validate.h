@@ -1,0 +1,48 @@
+// The simulator checked against the cluster in a box: a box run as pipescale-loadgen's report and
+// hack/run.sh's timeline of Ready replicas record it, and how a simulation of the same pipeline
+// and trace compares on what the clients and the bill see (issue: within 10%).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "gym/report.h"
+
+namespace pipescale::gym {
+
+struct BoxRun {
+  std::map<std::string, PathOutcome> paths;  // by path, from the load generator's report
+  // Ready replicas by task, sampled over the run: (seconds from the trace's start, by task).
+  std::vector<std::pair<double, std::map<std::string, int>>> replicas;
+};
+
+// `loadgen_json`: pipescale-loadgen --report's text; `timeline_csv`: lines "seconds,task,ready"
+// after a header (hack/run.sh's timeline.csv). kInvalid names what does not parse.
+Result<BoxRun> ReadBoxRun(const std::string& loadgen_json, const std::string& timeline_csv);
+
+struct Agreement {
+  std::string figure;  // e.g. "car-qa in SLO", "car-qa p99 (ms)", "car-qa not 200", "replicas"
+  double box = 0, sim = 0;
+  double difference = 0;  // sim - box: percentage points for a share, else relative
+  bool points = false;    // the figure is a share, compared in percentage points
+  bool within = false;
+};
+
+struct Tolerance {
+  double relative = 0.10;  // p99, replicas, and a share's complement where it is large
+  double points = 1.0;     // a share may differ this much whatever its size
+};
+
+// Per path: the share within the SLO and the share not answered 200 (each within `points`, or
+// within `relative` of the share it misses, whichever is wider), and p99 (relative); over the run:
+// the mean absolute difference of the total Ready replicas at the box's samples, relative to the
+// box's mean.
+std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim,
+                               const Tolerance& tolerance = {});
+
+// A Markdown table of `agreements`, one line each.
+std::string RenderAgreement(const std::vector<Agreement>& agreements);
+
+}  // namespace pipescale::gym

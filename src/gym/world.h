@@ -1,0 +1,205 @@
+// The simulated world of one run: its clock and event queue, the cluster (Deployments, pods,
+// nodes), the router and the counters the metrics are read from. Methods live by idea:
+// cluster.cc (pods and writes), serve.cc (the model servers), walk.cc (the router),
+// observe.cc (metrics and the report), run.cc (the loop and the policies).
+#pragma once
+
+#include <set>
+#include <unordered_map>
+
+#include "gym/simulation.h"
+#include "gym/slab.h"
+#include "reconciler/capacity.h"
+#include "routing/admission.h"
+
+namespace pipescale::gym::engine {
+
+// Per-second counts, kept for the metrics windows (the longest is 2 minutes; 5 for profiles).
+// Paths by index + 1 (0: a walk the pipeline's paths do not name, "unlisted").
+struct SecondCounts {
+  std::vector<std::map<int, long>> requests;              // by path, by code
+  std::vector<std::vector<double>> ok_s;                  // by path: durations of the 200s
+  std::map<std::pair<int, int>, double> served, emitted;  // by (task, variant)
+  std::map<std::pair<int, int>, double> variant_ok;       // calls answered by (task, variant)
+  std::map<std::string, double> drops, shed;              // by reason; by "path/reason"
+  double reroutes = 0;
+  std::map<int, double> spills, task_calls;             // by task
+  std::map<int, std::pair<double, double>> batch_rows;  // by task: (sum, count)
+  std::map<int, double> query_rows;                     // requests by their rows
+  // Batch service by (Deployment, rows): (seconds, batches).
+  std::map<std::pair<int, int>, std::pair<double, double>> batch_service;
+
+  explicit SecondCounts(size_t paths = 0) : requests(paths + 1), ok_s(paths + 1) {}
+};
+
+class World {
+ public:
+  World(model::Pipeline pipeline, nlohmann::json object, const Options& options);
+
+  // Runs to the end; the report of what happened.
+  PolicyReport Run();
+
+  // cluster.cc
+  void ApplyDecision(const reconciler::Decision& decision);
+  void SetReplicas(int deployment, int replicas);  // a baseline's write
+  int EnsureDeployment(int task, int variant, int hw_class, int batch);
+  void Reconcile();     // pods to their Deployments' replicas and revisions
+  void PlacePending();  // pending pods onto nodes with room
+  void OnPodReady(int pod);
+  void OnPodGone(int pod);
+  std::map<std::string, nlohmann::json> DeploymentObjects() const;
+  std::vector<nlohmann::json> PodObjects() const;
+
+  // serve.cc
+  void Enqueue(int pod, std::int64_t call);
+  void MaybeStart(int pod);
+  void OnBatchDone(int pod);
+  double ServiceMs(int pod, int rows) const;
+
+  // walk.cc
+  void OnArrival(int path, int rows);
+  void RecordRequest(int path, int code, const std::string& reason, double ms);
+  void OnDoorPoll(std::int64_t walk);
+  void StartVisit(std::int64_t visit);
+  void OnCallDone(std::int64_t call, double queue_ms);
+  void OnBatcherDue(int batcher);
+  void OnPoolExpire(std::int64_t visit);
+  void RebuildRouting();  // from the routing ConfigMap and the Ready pods
+
+  // observe.cc
+  model::MetricsSnapshot Snapshot() const;
+  void EndSecond();
+  void RecordInterval();
+  PolicyReport Finish();
+
+  // The event queue.
+  void At(double at_ms, EventKind kind, std::int64_t a = 0, std::int64_t b = 0);
+  double now_ms() const { return now_ms_; }
+
+ private:
+  friend struct Access;
+  // cluster.cc
+  void CreatePod(int deployment);
+  void Terminate(int pod);
+  bool Fits(const nlohmann::json& node, int deployment) const;
+  void WriteDeployment(const reconciler::DeploymentWrite& write);
+  int DeploymentFor(const nlohmann::json& object);
+  // walk.cc
+  void EndVisit(std::int64_t visit);
+  void FailWalk(std::int64_t walk, int code, const std::string& reason);
+  void EndWalk(std::int64_t walk);
+  void Send(std::int64_t visit);
+  void SendCall(Call call, int pod);
+  int PickPod(const Visit& visit);
+  std::optional<int> PlanVariant(Visit& visit);
+  std::vector<router::TaskNow> TasksNow(const std::vector<int>& tasks) const;
+  router::TaskNow TaskNowAt(int task, int variant) const;
+  void MatchPool(int task);
+  router::NextCounts NextParameters(int task, int variant);
+  // The path's name as the router takes it: "" when the models decide.
+  const std::string& PathName(int path) const;
+  int PathIndexOf(const std::vector<int>& trail) const;
+  void ReadDataPlane();
+  void RebuildPools();
+  // observe.cc
+  template <typename F>
+  void ForSeconds(double window, F&& f) const;
+  double Rate(int path, double window) const;  // path -2: every path
+  model::DataPlaneSnapshot DataPlane() const;
+  std::map<double, double> QuerySizes() const;
+  model::BatchTimings Timings() const;
+  // run.cc
+  void Control();
+  void OperatorStep();
+  void AutoscalerStep();
+  void ScheduleArrival();
+  bool ReadyToStart() const;
+  void OnSecond();
+  void StartTrace();
+  void Dispatch(const Event& e);
+
+ public:
+  // The run.
+  model::Pipeline pipeline;
+  nlohmann::json object;
+  Options options;
+  std::mt19937_64 rng;
+  double now_ms_ = 0, end_ms_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  std::uint64_t seq = 0;
+
+  // The cluster.
+  std::vector<Deployment> deployments;
+  std::map<std::string, int> deployment_index;
+  std::vector<Pod> pods;
+  std::vector<int> live_pods;  // not gone
+  std::vector<nlohmann::json> nodes;
+  std::vector<std::map<std::string, double>> node_free;  // allocatable less requests
+  std::optional<nlohmann::json> routing_config_map;
+  reconciler::RouterObjects router_objects;
+
+  // The router.
+  std::unique_ptr<router::Graph> graph;
+  std::shared_ptr<const router::LokiTables> loki;
+  model::DropPolicy drop_policy = model::DropPolicy::kReroute;
+  bool admission = true;
+  std::vector<std::vector<int>> ready;  // Ready pods by task
+  struct Pool {
+    std::shared_ptr<router::KairosQueue> kairos;  // replicas are pod indices
+    bool has_replicas = false;
+    std::string spill_class;
+    double rt_max_ms = 0;
+  };
+  std::map<int, Pool> pools;                                          // by task
+  std::map<int, std::shared_ptr<router::KairosQueue>> kairos_queues;  // kept across rebuilds
+  std::optional<std::pair<optimizer::DataPlane, model::PoolPlan>> pool_plan;
+  std::string data_plane_text;               // the ConfigMap's parts last read
+  std::vector<std::vector<int>> path_tasks;  // by path: task indices
+  double path_weight_total = 0, size_weight_total = 0;
+  struct Batcher {
+    int task = 0, variant = 0;
+    std::unique_ptr<router::BatchFormer> former;
+    int batch = 1;
+    double wait_ms = -1;  // the plan's; -1: the plan no longer forms batches here
+    double due_ms = -1;   // a kBatcherDue scheduled for then
+  };
+  std::vector<Batcher> batchers;
+  std::map<std::pair<int, int>, int> batcher_of;  // (task, variant) -> index
+  std::vector<double> pod_weight, pod_batch_ms;   // per pod, as the router profiles it
+  std::vector<int> pod_router_batch;              // per pod: the batch it is profiled at
+
+  Slab<Walk> walks;
+  Slab<Visit> visits;
+  Slab<Call> calls;
+
+  // The operator or the baseline.
+  const optimizer::Descriptor* optimizer = nullptr;
+  std::shared_ptr<const api::ParsedPipeline> parsed;
+  std::vector<int> baseline_deployment;  // by task
+  std::unique_ptr<Autoscaler> autoscaler;
+  int fixed = 0;
+  reconciler::Memory memory;
+  model::PipelineStatus status;
+
+  // What was seen.
+  std::deque<SecondCounts> seconds;  // the last ones, newest last
+  SecondCounts current;
+  PolicyReport report;
+  std::vector<std::vector<double>> all_ok_ms;  // by path + 1
+  std::map<int, double> pool_waiting_max;
+  double replica_seconds_ready = 0;
+  struct IntervalPath {
+    long sent = 0, within = 0;
+    std::vector<double> ok_ms;
+  };
+  std::vector<IntervalPath> interval_paths;  // since the last report row, by path + 1
+  std::vector<PathOutcome> path_outcomes;    // by path + 1
+  long arrivals_in_row = 0;
+  double last_row_ms = 0;
+  double trace_start_ms = -1;  // when the first request may go (every task Ready)
+  size_t arrival_index = 0, step_index = 0;
+  double trace_clock_s = 0, step_start_s = 0;
+  double accuracy_sum = 0, accuracy_count = 0;
+};
+
+}  // namespace pipescale::gym::engine

@@ -1,0 +1,146 @@
+// The gym's engine against what can be known without it: a single server's queue against
+// queueing theory (M/D/1), counts that add up, determinism for a seed, pods that wait for node
+// room and start-up, and the operator in the loop scaling out as the load steps up.
+#include "gym/simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "api/nodes_file.h"
+
+namespace pipescale::gym {
+namespace {
+
+using nlohmann::json;
+
+// A chain of tasks, each with one variant of constant d(b) = `ms` + `per_row_ms` (b - 1) on one
+// CPU class (1 CPU a pod, `startup_s` to start), and one path through all with `slo_ms`.
+json Chain(const std::vector<std::string>& tasks, double ms, double slo_ms, double per_row_ms = 0,
+           double startup_s = 0) {
+  json spec = {{"optimizer", "fa2"},
+               {"interval", "10s"},
+               {"router", json::object()},
+               {"hardwareClasses",
+                {{{"name", "cpu"},
+                  {"startupSeconds", startup_s},
+                  {"costPerHour", 0.1},
+                  {"resources", {{"requests", {{"cpu", "1"}}}}}}}},
+               {"paths", {{{"name", "p"}, {"tasks", tasks}, {"sloMs", slo_ms}}}}};
+  for (const std::string& t : tasks) {
+    json task = {{"name", t},
+                 {"variants",
+                  {{{"name", "v"},
+                    {"batchSize", {{"max", 8}}},
+                    {"profiles",
+                     {{{"hardwareClass", "cpu"},
+                       {"latencyMs",
+                        {{"quadratic", {{"b", per_row_ms}, {"c", ms - per_row_ms}}}}}}}}}}}};
+    if (&t != &tasks.back()) task["next"] = {{{"task", *(&t + 1)}}};
+    spec["tasks"].push_back(task);
+  }
+  return {{"apiVersion", "pipescale.io/v1alpha1"},
+          {"kind", "InferencePipeline"},
+          {"metadata", {{"name", "chain"}, {"namespace", "default"}}},
+          {"spec", spec}};
+}
+
+Options With(const std::string& policy, const std::string& trace, unsigned seed = 7) {
+  Options o;
+  o.policy = policy;
+  o.trace = *trace::ParseTrace(trace, seed);
+  o.seed = seed;
+  return o;
+}
+
+// One server, one request at a time, d = 10 ms, Poisson arrivals at 50/s (utilisation 0.5):
+// M/D/1, whose mean time in system is d + rho d / (2 (1 - rho)) = 15 ms (Pollaczek-Khinchine).
+TEST(SimulationTest, OneServerQueuesAsMD1) {
+  auto report = Simulate(Chain({"a"}, 10, 1000), With("fixed:1", "50:1200"));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const PathOutcome& p = report->paths.at("p");
+  EXPECT_NEAR(p.sent, 60000, 1000);
+  EXPECT_NEAR(p.mean_ms, 15.0, 0.45) << "P-K mean 15 ms";
+  EXPECT_EQ(p.answered, p.sent);
+}
+
+// The same at utilisation 0.8: 10 + 0.8 x 10 / 0.4 = 30 ms.
+TEST(SimulationTest, OneServerQueuesAsMD1NearSaturation) {
+  auto report = Simulate(Chain({"a"}, 10, 5000), With("fixed:1", "80:1800"));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_NEAR(report->paths.at("p").mean_ms, 30.0, 1.5) << "P-K mean 30 ms";
+}
+
+TEST(SimulationTest, EveryRequestIsCountedOnce) {
+  for (const std::string policy : {"fa2", "hpa", "kpa", "keda", "fixed:1"}) {
+    auto report = Simulate(Chain({"a", "b"}, 20, 150), With(policy, "10:60,80:60,10:60"));
+    ASSERT_TRUE(report.ok()) << policy << ": " << report.error().message;
+    for (const auto& [name, p] : report->paths) {
+      long codes = 0, dropped = 0;
+      for (const auto& [code, n] : p.codes) codes += n;
+      for (const auto& [reason, n] : p.dropped) dropped += n;
+      EXPECT_EQ(codes, p.sent) << policy;
+      EXPECT_EQ(p.answered + dropped, p.sent) << policy;
+      EXPECT_LE(p.within_slo, p.answered) << policy;
+      EXPECT_LE(p.p50_ms, p.p99_ms) << policy;
+    }
+    EXPECT_GT(report->total_cost, 0) << policy;
+  }
+}
+
+TEST(SimulationTest, ASeedGivesTheSameRunAndAnotherSeedAnother) {
+  auto a = Simulate(Chain({"a", "b"}, 20, 150), With("fa2", "30:120", 1));
+  auto b = Simulate(Chain({"a", "b"}, 20, 150), With("fa2", "30:120", 1));
+  auto c = Simulate(Chain({"a", "b"}, 20, 150), With("fa2", "30:120", 2));
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->paths.at("p").sent, b->paths.at("p").sent);
+  EXPECT_EQ(a->paths.at("p").p99_ms, b->paths.at("p").p99_ms);
+  EXPECT_EQ(a->total_cost, b->total_cost);
+  EXPECT_NE(a->paths.at("p").sent, c->paths.at("p").sent);
+}
+
+// Two nodes of 2 CPUs: of 8 pods asked for (1 CPU each), 4 run; the rest wait.
+TEST(SimulationTest, PodsWaitForNodeRoom) {
+  auto nodes = api::ParseNodesFile(
+      "nodes: [{name: small, count: 2, capacity: {cpu: '2', memory: 4Gi}}]", "test");
+  ASSERT_TRUE(nodes.ok());
+  Options o = With("fixed:8", "5:60");
+  o.nodes = *nodes;
+  auto report = Simulate(Chain({"a"}, 10, 1000), o);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  for (const IntervalRow& row : report->intervals) EXPECT_EQ(row.replicas.at("a"), 4) << row.at_s;
+  EXPECT_NEAR(report->replica_hours.at("cpu"), 4 * 60 / 3600.0, 0.2 / 3600 * 60);
+}
+
+// The trace waits for every task to have a Ready pod; then a step from 10 to 60 requests/s
+// past what the first pods serve: the operator scales out, and a new pod serves only after its
+// class's start-up.
+TEST(SimulationTest, TheOperatorScalesOutAsTheLoadSteps) {
+  auto report = Simulate(Chain({"a", "b"}, 50, 400, 5, 20), With("fa2", "10:120,60:240"));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const std::vector<IntervalRow>& rows = report->intervals;
+  ASSERT_GE(rows.size(), 30u);
+  EXPECT_GE(rows.front().replicas.at("a"), 1);
+  EXPECT_GT(rows.back().replicas.at("a"), rows[10].replicas.at("a"));
+  // 20 s start-up: the intervals just after the step run on the old pods.
+  EXPECT_EQ(rows[12].replicas.at("a"), rows[11].replicas.at("a"));
+  EXPECT_GT(report->paths.at("p").Attainment(), 0.8);
+  EXPECT_GT(report->scaling_actions, 0);
+}
+
+TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
+  auto unknown = Simulate(Chain({"a"}, 10, 100), With("fastest", "1:10"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("fastest"), std::string::npos);
+  json bad = Chain({"a"}, 10, 100);
+  bad["spec"]["paths"][0]["sloMs"] = -1;
+  auto invalid = Simulate(bad, With("fa2", "1:10"));
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.error().message.find("spec.paths[0].sloMs"), std::string::npos)
+      << invalid.error().message;
+  auto fixed = Simulate(Chain({"a"}, 10, 100), With("fixed:x", "1:10"));
+  ASSERT_FALSE(fixed.ok());
+}
+
+}  // namespace
+}  // namespace pipescale::gym
