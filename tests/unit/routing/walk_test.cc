@@ -83,5 +83,34 @@ TEST(Walk, ARequestEndsAtItsPathsLastTaskOrWhereNoEdgeLeads) {
   EXPECT_FALSE(g.IsLast("nowhere", "recognize"));
 }
 
+// The response's counts, read once, route as the JSON does: the simulator routes on counts it
+// draws, the router on counts a model sends, by the same rule.
+TEST(Walk, CountsReadFromAResponseRouteAsTheResponseDoes) {
+  const Graph g(Traffic());
+  for (const json& parameters : {json::object(), json{{kNextParameter, {{"classify", 2}}}},
+                                 json{{kNextParameter, {{"classify", 0}, {"recognize", 4}}}},
+                                 json{{kNextParameter, json::object()}}}) {
+    auto counts = ReadNext(parameters);
+    ASSERT_TRUE(counts.ok()) << parameters;
+    for (const std::string path : {"", "cars", "faces"}) {
+      auto from_json = g.Next(path, "detect", parameters);
+      auto from_counts = g.Next(path, "detect", *counts);
+      ASSERT_EQ(from_json.ok(), from_counts.ok()) << parameters << " " << path;
+      if (from_json.ok()) {
+        EXPECT_EQ(*from_json, *from_counts) << parameters << " " << path;
+      }
+    }
+  }
+  // A count out of range or of the wrong type is the model's fault, whichever task it names.
+  for (const json& bad : {json{{kNextParameter, {{"recognize", -1}}}},
+                          json{{kNextParameter, {{"classify", kMaxFanOut + 1}}}},
+                          json{{kNextParameter, {{"classify", "2"}}}}, json{{kNextParameter, 3}}}) {
+    auto counts = ReadNext(bad);
+    ASSERT_FALSE(counts.ok()) << bad;
+    EXPECT_NE(counts.error().message.find(kNextParameter), std::string::npos);
+    EXPECT_FALSE(g.Next("cars", "detect", bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace pipescale::router
