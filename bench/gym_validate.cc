@@ -2,7 +2,8 @@
 // report and the Ready-replicas timeline in its directory), simulates the same pipeline, trace,
 // seed and nodes file, and prints how they agree (src/gym/validate.h), as a Markdown table.
 //
-//   gym_validate -f PIPELINE.yaml --trace SPEC --nodes FILE --box DIR [--seed 42]
+//   gym_validate -f PIPELINE.yaml --trace SPEC --nodes FILE --box DIR [--seeds 8]
+// The simulated side is the mean of --seeds runs (seeds 1..N).
 // Exit 0 when every figure is within the tolerance, 1 when one is not, 2 for bad input.
 #include <fstream>
 #include <iostream>
@@ -42,9 +43,17 @@ int Main(const std::map<std::string, std::string>& flags) {
     if (!nodes) return std::cerr << nodes.error().message << "\n", 2;
     options.nodes = *nodes;
   }
-  auto sim = gym::Simulate(*pipeline, options);
-  if (!sim) return std::cerr << sim.error().message << "\n", 2;
-  const auto agreements = gym::Compare(*box, *sim);
+  // The simulator's mean over seeds: the box is one sample of its own.
+  std::vector<gym::PolicyReport> runs;
+  for (unsigned seed = 1; seed <= static_cast<unsigned>(std::stoul(flags.at("--seeds"))); ++seed) {
+    options.seed = seed;
+    auto trace_for_seed = trace::ParseTrace(flags.at("--trace"), seed);
+    if (trace_for_seed) options.trace = *trace_for_seed;
+    auto sim = gym::Simulate(*pipeline, options);
+    if (!sim) return std::cerr << sim.error().message << "\n", 2;
+    runs.push_back(std::move(*sim));
+  }
+  const auto agreements = gym::Compare(*box, gym::MeanOf(runs));
   std::cout << gym::RenderAgreement(agreements);
   for (const gym::Agreement& a : agreements) {
     if (!a.within) return 1;
@@ -55,8 +64,9 @@ int Main(const std::map<std::string, std::string>& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {
-      {"-f", ""}, {"--trace", "8:60,27:90,8:90"}, {"--nodes", ""}, {"--box", ""}, {"--seed", "42"}};
+  std::map<std::string, std::string> flags = {{"-f", ""},       {"--trace", "8:60,27:90,8:90"},
+                                              {"--nodes", ""},  {"--box", ""},
+                                              {"--seed", "42"}, {"--seeds", "8"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "unknown flag " << argv[i] << "\n";

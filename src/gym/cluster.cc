@@ -133,6 +133,7 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
     }
   }
   Deployment& d = deployments[deployment_index.at(write.name)];
+  d.object_changed = true;
   const json& container = Container(d.object);
   const model::Variant& v = pipeline.spec.tasks[d.task].variants[d.variant];
   const std::string batch = v.RouterBatches() ? "" : Env(container, v.batch_env);
@@ -191,6 +192,7 @@ void World::CreatePod(int deployment) {
   p.latency_scale = d.latency_scale;
   pods.push_back(std::move(p));
   live_pods.push_back(static_cast<int>(pods.size()) - 1);
+  ++pods_changed;
   ++report.pod_starts;
 }
 
@@ -198,6 +200,7 @@ void World::Terminate(int pod) {
   Pod& p = pods[pod];
   const bool serving = p.state == Pod::State::kReady || p.state == Pod::State::kTerminating;
   p.state = Pod::State::kTerminating;
+  ++pods_changed;
   // It leaves the router's endpoints now and goes once its calls are answered.
   if (!serving || p.outstanding == 0) At(now_ms_, EventKind::kPodGone, pod);
 }
@@ -270,6 +273,7 @@ void World::PlacePending() {
     if (nodes.empty()) p.node = 0;  // no cluster file: room without bound
     if (p.node < 0) continue;
     p.state = Pod::State::kStarting;
+    ++pods_changed;
     const Deployment& d = deployments[p.deployment];
     const double startup = pipeline.spec.hardware_classes[d.hw_class].startup_seconds;
     At(now_ms_ + 1000 * (options.pod_start_overhead_s + startup), EventKind::kPodReady, pi);
@@ -280,6 +284,7 @@ void World::OnPodReady(int pod) {
   Pod& p = pods[pod];
   if (p.state != Pod::State::kStarting) return;  // terminated while starting
   p.state = Pod::State::kReady;
+  ++pods_changed;
   p.held_since_ms = now_ms_;
   Reconcile();  // a rollout's old pod may go now
   RebuildRouting();
@@ -293,32 +298,37 @@ void World::OnPodGone(int pod) {
     node_free[p.node]["pods"] += 1;
   }
   p.state = Pod::State::kGone;
+  ++pods_changed;
   live_pods.erase(std::find(live_pods.begin(), live_pods.end(), pod));
   RebuildRouting();
   PlacePending();
 }
 
-std::map<std::string, json> World::DeploymentObjects() const {
-  std::map<std::string, json> out;
+void World::UpdateDeploymentObjects(std::map<std::string, json>& out) {
   for (size_t di = 0; di < deployments.size(); ++di) {
-    json d = deployments[di].object;
+    Deployment& dep = deployments[di];
+    json& d = out[dep.name];
+    // The object only when a write changed it (a copy of every Deployment at every interval was
+    // a fifth of a simulated day); the status, a few counts, always.
+    if (dep.object_changed) {
+      d = dep.object;
+      d["metadata"]["generation"] = 1;
+      dep.object_changed = false;
+    }
     int replicas = 0, ready_count = 0, updated = 0;
     for (int pi : live_pods) {
       const Pod& p = pods[pi];
       if (p.deployment != static_cast<int>(di)) continue;
       ++replicas;
       ready_count += p.state == Pod::State::kReady ? 1 : 0;
-      updated += p.revision == deployments[di].revision ? 1 : 0;
+      updated += p.revision == dep.revision ? 1 : 0;
     }
     d["status"] = {{"replicas", replicas},
                    {"readyReplicas", ready_count},
                    {"availableReplicas", ready_count},
                    {"updatedReplicas", updated},
                    {"observedGeneration", 1}};
-    d["metadata"]["generation"] = 1;
-    out[deployments[di].name] = std::move(d);
   }
-  return out;
 }
 
 std::vector<json> World::PodObjects() const {

@@ -15,19 +15,23 @@ namespace {
 
 // The router's pipescale_request_duration_seconds buckets (router/handler.cc).
 constexpr double kDurationBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+static_assert(std::size(kDurationBounds) + 1 == std::tuple_size_v<DurationBuckets>);
 
-// Prometheus's histogram_quantile over `values` bucketed at kDurationBounds: linear within the
-// bucket the rank falls in; the highest finite bound past the last. NaN without values.
-double HistogramQuantile(const std::vector<double>& values, double q) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+// The bucket of a duration in seconds: the first bound at or above it (le), or the +Inf one.
+size_t BucketOf(double seconds) {
+  return std::lower_bound(std::begin(kDurationBounds), std::end(kDurationBounds), seconds) -
+         std::begin(kDurationBounds);
+}
+
+// Prometheus's histogram_quantile over bucket counts at kDurationBounds (the last one +Inf):
+// linear within the bucket the rank falls in; the highest finite bound past the last. NaN
+// without counts.
+double HistogramQuantile(const DurationBuckets& counts, double q) {
+  double total = 0;
+  for (double c : counts) total += c;
+  if (total <= 0) return std::numeric_limits<double>::quiet_NaN();
   constexpr size_t kBuckets = std::size(kDurationBounds);
-  std::vector<double> counts(kBuckets + 1, 0);
-  for (double v : values) {
-    const size_t b = std::lower_bound(std::begin(kDurationBounds), std::end(kDurationBounds), v) -
-                     std::begin(kDurationBounds);
-    counts[b] += 1;
-  }
-  const double rank = q * static_cast<double>(values.size());
+  const double rank = q * total;
   double below = 0;
   for (size_t b = 0; b < kBuckets; ++b) {
     if (below + counts[b] >= rank) {
@@ -69,7 +73,7 @@ void World::RecordRequest(int path, int code, const std::string& reason, double 
     return;
   }
   ++out.answered;
-  current.ok_s[at].push_back(ms / 1000);
+  current.ok_buckets[at][BucketOf(ms / 1000)] += 1;
   all_ok_ms[at].push_back(ms);
   row.ok_ms.push_back(ms);
   if (out.slo_ms <= 0 || ms <= out.slo_ms) {
@@ -102,9 +106,9 @@ model::MetricsSnapshot World::Snapshot() const {
     const model::Path& path = pipeline.spec.paths[i];
     const int p = static_cast<int>(i);
     m.path_rates_rps[path.name] = std::max(Rate(p, 10), Rate(p, 30));
-    std::vector<double> ok;
+    DurationBuckets ok{};
     ForSeconds(60, [&](const SecondCounts& s) {
-      ok.insert(ok.end(), s.ok_s[i + 1].begin(), s.ok_s[i + 1].end());
+      for (size_t b = 0; b < ok.size(); ++b) ok[b] += s.ok_buckets[i + 1][b];
     });
     const double p99 = HistogramQuantile(ok, 0.99);
     if (!std::isnan(p99)) m.path_latency_ms[path.name] = 1000 * p99;
@@ -176,19 +180,14 @@ std::map<double, double> World::QuerySizes() const {
 }
 
 model::BatchTimings World::Timings() const {
-  std::map<std::pair<int, int>, std::pair<double, double>> sums;
-  ForSeconds(pipeline.spec.profiles.window_seconds, [&](const SecondCounts& s) {
-    for (const auto& [k, v] : s.batch_service) {
-      sums[k].first += v.first;
-      sums[k].second += v.second;
-    }
-  });
+  const auto& sums = profile_window;
   model::BatchTimings out;
   for (const auto& [k, v] : sums) {
     const Deployment& d = deployments[k.first];
     const model::Task& t = pipeline.spec.tasks[d.task];
     const model::ProfileKey key{t.name, t.variants[d.variant].name,
                                 pipeline.spec.hardware_classes[d.hw_class].name};
+    if (v.second < 0.5) continue;  // every batch of it left the window
     out[key][k.second] = {.batches = v.second, .mean_ms = 1000 * v.first / v.second};
   }
   return out;
@@ -228,9 +227,21 @@ void World::EndSecond() {
                           samples[static_cast<int>(t)]);
     }
   }
+  // The profiles' window, kept as a running sum: its seconds are many and so are its series.
+  for (const auto& [k, v] : current.batch_service) {
+    profile_window[k].first += v.first;
+    profile_window[k].second += v.second;
+  }
   seconds.push_back(std::move(current));
   current = SecondCounts(pipeline.spec.paths.size());
-  const size_t keep = static_cast<size_t>(std::max(120.0, pipeline.spec.profiles.window_seconds));
+  const auto window = static_cast<size_t>(pipeline.spec.profiles.window_seconds);
+  if (seconds.size() > window) {
+    for (const auto& [k, v] : seconds[seconds.size() - 1 - window].batch_service) {
+      profile_window[k].first -= v.first;
+      profile_window[k].second -= v.second;
+    }
+  }
+  const size_t keep = std::max<size_t>(120, window + 1);
   while (seconds.size() > keep) seconds.pop_front();
 }
 

@@ -109,19 +109,20 @@ void World::ScheduleArrival() {
 }
 
 void World::OperatorStep() {
-  reconciler::Observed o;
-  o.object = object;
-  o.status = status;
-  o.deployments = DeploymentObjects();
+  reconciler::Observed& o = observed;
+  if (o.object.is_null()) o.object = object;
+  UpdateDeploymentObjects(o.deployments);
   o.metrics = Snapshot();
   o.now = kEpoch + now_ms_ / 1000;
-  o.memory = memory;
   o.routing_config_map = routing_config_map;
-  if (!nodes.empty()) o.capacity = reconciler::ComputeCapacity(pipeline, nodes, PodObjects());
+  if (!nodes.empty() && pods_counted != pods_changed) {
+    o.capacity = reconciler::ComputeCapacity(pipeline, nodes, PodObjects());
+    pods_counted = pods_changed;
+  }
   o.router = router_objects;
-  const reconciler::Decision decision = reconciler::Decide(o, *parsed);
-  status = decision.status;
-  memory = decision.memory;
+  reconciler::Decision decision = reconciler::Decide(o, *parsed);
+  o.status = std::move(decision.status);
+  o.memory = std::move(decision.memory);
   ApplyDecision(decision);
   const double next_s = decision.requeue_after_seconds.value_or(pipeline.spec.interval_seconds);
   At(now_ms_ + 1000 * std::max(1.0, next_s), EventKind::kControl);

@@ -13,7 +13,7 @@ double World::ServiceMs(int pod, int rows) const {
   const model::Variant& v = pipeline.spec.tasks[d.task].variants[d.variant];
   const model::Profile* profile = v.FindProfile(pipeline.spec.hardware_classes[d.hw_class].name);
   const double ms = profile == nullptr ? 1 : profile->latency.Ms(std::max(1, rows));
-  return p.latency_scale * ms;
+  return p.latency_scale * ms + options.call_overhead_ms;
 }
 
 void World::Enqueue(int pod, std::int64_t call) {

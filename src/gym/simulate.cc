@@ -49,6 +49,22 @@ void SetUpBaseline(World& world, int fixed) {
   world.Reconcile();
 }
 
+// Loki without its second step: each task's most accurate variant alone, so only hardware
+// scales (the paper's comparison point).
+constexpr const char* kLokiHardwareOnly = "loki-hardware-only";
+
+void MostAccurateOnly(nlohmann::json& object) {
+  for (nlohmann::json& task : object["spec"]["tasks"]) {
+    nlohmann::json& variants = task["variants"];
+    if (!variants.is_array() || variants.empty()) continue;
+    auto best = variants.begin();
+    for (auto v = variants.begin(); v != variants.end(); ++v) {
+      if (v->value("accuracy", 1.0) > best->value("accuracy", 1.0)) best = v;
+    }
+    variants = nlohmann::json::array({*best});
+  }
+}
+
 Result<int> FixedCount(const std::string& policy) {
   const std::string n = policy.substr(6);
   char* end = nullptr;
@@ -67,13 +83,18 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   const std::string& policy = options.policy;
   const bool baseline =
       policy == "hpa" || policy == "keda" || policy == "kpa" || policy.rfind("fixed:", 0) == 0;
+  // The optimizer the operator runs: one of the spec's, or one the CLI alone offers (the papers'
+  // baselines), which the operator's loop runs all the same once the spec has been validated.
+  const std::string name = policy == kLokiHardwareOnly ? "loki" : policy;
+  const optimizer::Descriptor* chosen = optimizer::FindOptimizer(name);
   if (!baseline && !policy.empty()) {
-    if (optimizer::FindOptimizer(policy) == nullptr) {
+    if (chosen == nullptr) {
       return Error{ErrorKind::kInvalid, "unknown policy " + policy + ": one of " +
-                                            optimizer::OptimizerNames(true) +
-                                            ", hpa, keda, kpa, fixed:N"};
+                                            optimizer::OptimizerNames(false) + ", " +
+                                            kLokiHardwareOnly + ", hpa, keda, kpa, fixed:N"};
     }
-    object["spec"]["optimizer"] = policy;
+    if (chosen->in_spec) object["spec"]["optimizer"] = name;
+    if (policy == kLokiHardwareOnly) MostAccurateOnly(object);
   }
   object["metadata"]["uid"] = object["metadata"].value("uid", "gym");
   object["metadata"]["generation"] = object["metadata"].value("generation", 1);
@@ -83,6 +104,9 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
     for (const api::FieldError& e : parsed->errors)
       message += (message.empty() ? "" : "; ") + e.ToString();
     return Error{ErrorKind::kInvalid, message};
+  }
+  if (!baseline && chosen != nullptr && !chosen->in_spec) {
+    parsed->pipeline->spec.optimizer = name;
   }
   Options named = options;
   named.policy = policy.empty() ? parsed->pipeline->spec.optimizer : policy;

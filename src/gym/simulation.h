@@ -40,6 +40,9 @@ struct Options {
   // Scheduling, image and container start before a pod's class startupSeconds begin: what the
   // cluster in a box adds (its node agent's poll and the readiness probe's period).
   double pod_start_overhead_s = 1.5;
+  // What a call costs past its batch's d(b): the HTTP round trip and the server's timer overshoot,
+  // measured at 1-3 ms on this machine (tests/integration/router/batch_service_test.cc prints it).
+  double call_overhead_ms = 2;
   double interval_row_s = 10;                 // the report's per-interval rows
   std::function<void(double done)> progress;  // share of the run simulated, now and then
 };
@@ -81,6 +84,7 @@ struct Deployment {
   double max_wait_ms = 1000;   // the model server's --max-wait-ms
   double latency_scale = 1;    // PIPESCALE_LATENCY_SCALE
   std::uint64_t revision = 0;  // bumped when the pod template changes (a rollout)
+  bool object_changed = true;  // written since the operator last read it
 };
 
 struct Pod {

@@ -1,9 +1,13 @@
 #include "gym/validate.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "common/strings.h"
 
 namespace pipescale::gym {
 namespace {
@@ -63,12 +67,16 @@ double Total(const std::map<std::string, int>& by_task) {
   return sum;
 }
 
-// A share compared in points: within `points`, or `relative` of the larger of its complements.
-Agreement Share(std::string figure, double box, double sim, const Tolerance& t, bool miss) {
+// A share compared in points: within `points`, `relative` of the larger of its complements, or
+// two standard errors of the box's share over its `n` requests.
+Agreement Share(std::string figure, double box, double sim, double n, const Tolerance& t,
+                bool miss) {
   Agreement a{.figure = std::move(figure), .box = 100 * box, .sim = 100 * sim, .points = true};
   a.difference = a.sim - a.box;
+  a.noise = n > 0 ? 200 * std::sqrt(box * (1 - box) / n) : 0;
   const double scale = miss ? std::max(box, sim) : std::max(1 - box, 1 - sim);
-  a.within = std::abs(a.difference) <= std::max(t.points, 100 * t.relative * scale) + 1e-9;
+  a.within =
+      std::abs(a.difference) <= std::max({t.points, 100 * t.relative * scale, a.noise}) + 1e-9;
   return a;
 }
 
@@ -102,11 +110,12 @@ std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const
   for (const auto& [name, b] : box.paths) {
     const auto it = sim.paths.find(name);
     const PathOutcome s = it == sim.paths.end() ? PathOutcome{} : it->second;
-    out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(), t, false));
+    const double n = static_cast<double>(b.sent);
+    out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(), n, t, false));
     const auto missed = [](const PathOutcome& p) {
       return p.sent > 0 ? 1 - static_cast<double>(p.answered) / static_cast<double>(p.sent) : 0;
     };
-    out.push_back(Share(name + " not 200 (%)", missed(b), missed(s), t, true));
+    out.push_back(Share(name + " not 200 (%)", missed(b), missed(s), n, t, true));
     out.push_back(Relative(name + " p99 (ms)", b.p99_ms, s.p99_ms, t));
   }
   double diff = 0, mean = 0, sim_mean = 0;
@@ -136,13 +145,50 @@ std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const
 
 std::string RenderAgreement(const std::vector<Agreement>& agreements) {
   std::string out =
-      "| figure | box | simulated | difference | within |\n|---|---:|---:|---:|:---:|\n";
-  char line[256];
+      "| figure | box | simulated | difference | box's noise (2 se) | within |\n"
+      "|---|---:|---:|---:|---:|:---:|\n";
   for (const Agreement& a : agreements) {
-    std::snprintf(line, sizeof line, "| %s | %.1f | %.1f | %+.1f%s | %s |\n", a.figure.c_str(),
-                  a.box, a.sim, a.points ? a.difference : 100 * a.difference,
-                  a.points ? " pp" : "%", a.within ? "yes" : "**no**");
-    out += line;
+    const std::string noise = a.points ? StrFormat("%.1f pp", a.noise) : "";
+    out += StrFormat("| %s | %.1f | %.1f | %+.1f%s | %s | %s |\n", a.figure.c_str(), a.box, a.sim,
+                     a.points ? a.difference : 100 * a.difference, a.points ? " pp" : "%",
+                     noise.c_str(), a.within ? "yes" : "**no**");
+  }
+  return out;
+}
+
+PolicyReport MeanOf(const std::vector<PolicyReport>& runs) {
+  PolicyReport out;
+  if (runs.empty()) return out;
+  const auto n = static_cast<double>(runs.size());
+  const auto mean = [n](long sum) { return std::lround(static_cast<double>(sum) / n); };
+  out.policy = runs.front().policy;
+  std::map<std::string, std::array<long, 3>> counts;  // sent, answered, within
+  for (const PolicyReport& r : runs) {
+    for (const auto& [name, p] : r.paths) {
+      counts[name][0] += p.sent;
+      counts[name][1] += p.answered;
+      counts[name][2] += p.within_slo;
+      out.paths[name].p99_ms += p.p99_ms / n;
+      out.paths[name].p50_ms += p.p50_ms / n;
+      out.paths[name].slo_ms = p.slo_ms;
+    }
+  }
+  for (auto& [name, p] : out.paths) {
+    p.sent = mean(counts[name][0]);
+    p.answered = mean(counts[name][1]);
+    p.within_slo = mean(counts[name][2]);
+  }
+  out.intervals = runs.front().intervals;
+  for (size_t i = 0; i < out.intervals.size(); ++i) {
+    for (auto& [task, replicas] : out.intervals[i].replicas) {
+      double sum = 0;
+      for (const PolicyReport& r : runs) {
+        if (i < r.intervals.size() && r.intervals[i].replicas.contains(task)) {
+          sum += r.intervals[i].replicas.at(task);
+        }
+      }
+      replicas = static_cast<int>(std::lround(sum / n));
+    }
   }
   return out;
 }

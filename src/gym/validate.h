@@ -27,8 +27,14 @@ struct Agreement {
   double box = 0, sim = 0;
   double difference = 0;  // sim - box: percentage points for a share, else relative
   bool points = false;    // the figure is a share, compared in percentage points
+  double noise = 0;       // a share's: two standard errors of the box's sample, in points
   bool within = false;
 };
+
+// Several simulations of one pipeline and trace (seeds) as one: per path the counts and p99
+// averaged, the interval rows' replicas averaged row by row. The box is one sample; the
+// simulator's mean over seeds leaves the box's own sampling noise as the difference to expect.
+PolicyReport MeanOf(const std::vector<PolicyReport>& runs);
 
 struct Tolerance {
   double relative = 0.10;  // p99, replicas, and a share's complement where it is large
@@ -36,7 +42,9 @@ struct Tolerance {
 };
 
 // Per path: the share within the SLO and the share not answered 200 (each within `points`, or
-// within `relative` of the share it misses, whichever is wider), and p99 (relative); over the run:
+// within `relative` of the share it misses, or within two standard errors of the box's share
+// over its requests, whichever is widest: a 4-minute run of 600 requests a path cannot know a
+// 25% share to 1 point), and p99 (relative); over the run:
 // the mean absolute difference of the total Ready replicas at the box's samples, relative to the
 // box's mean.
 std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim,

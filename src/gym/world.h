@@ -4,6 +4,7 @@
 // observe.cc (metrics and the report), run.cc (the loop and the policies).
 #pragma once
 
+#include <array>
 #include <set>
 #include <unordered_map>
 
@@ -14,11 +15,14 @@
 
 namespace pipescale::gym::engine {
 
+// A second's answered requests by the router's duration buckets (observe.cc), +Inf last.
+using DurationBuckets = std::array<double, 12>;
+
 // Per-second counts, kept for the metrics windows (the longest is 2 minutes; 5 for profiles).
 // Paths by index + 1 (0: a walk the pipeline's paths do not name, "unlisted").
 struct SecondCounts {
   std::vector<std::map<int, long>> requests;              // by path, by code
-  std::vector<std::vector<double>> ok_s;                  // by path: durations of the 200s
+  std::vector<DurationBuckets> ok_buckets;                // by path: the 200s' durations
   std::map<std::pair<int, int>, double> served, emitted;  // by (task, variant)
   std::map<std::pair<int, int>, double> variant_ok;       // calls answered by (task, variant)
   std::map<std::string, double> drops, shed;              // by reason; by "path/reason"
@@ -29,7 +33,7 @@ struct SecondCounts {
   // Batch service by (Deployment, rows): (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> batch_service;
 
-  explicit SecondCounts(size_t paths = 0) : requests(paths + 1), ok_s(paths + 1) {}
+  explicit SecondCounts(size_t paths = 0) : requests(paths + 1), ok_buckets(paths + 1) {}
 };
 
 class World {
@@ -47,7 +51,8 @@ class World {
   void PlacePending();  // pending pods onto nodes with room
   void OnPodReady(int pod);
   void OnPodGone(int pod);
-  std::map<std::string, nlohmann::json> DeploymentObjects() const;
+  // The Deployments as the apiserver would return them now, into `out` (kept between calls).
+  void UpdateDeploymentObjects(std::map<std::string, nlohmann::json>& out);
   std::vector<nlohmann::json> PodObjects() const;
 
   // serve.cc
@@ -178,12 +183,14 @@ class World {
   std::vector<int> baseline_deployment;  // by task
   std::unique_ptr<Autoscaler> autoscaler;
   int fixed = 0;
-  reconciler::Memory memory;
-  model::PipelineStatus status;
+  reconciler::Observed observed;  // what the operator reads, kept between its reconciles
+  std::uint64_t pods_changed = 0, pods_counted = ~std::uint64_t{0};  // for the capacity
 
   // What was seen.
   std::deque<SecondCounts> seconds;  // the last ones, newest last
   SecondCounts current;
+  // Batch service by (Deployment, rows) over the profiles' window: (seconds, batches).
+  std::map<std::pair<int, int>, std::pair<double, double>> profile_window;
   PolicyReport report;
   std::vector<std::vector<double>> all_ok_ms;  // by path + 1
   std::map<int, double> pool_waiting_max;

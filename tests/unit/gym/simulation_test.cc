@@ -45,8 +45,10 @@ json Chain(const std::vector<std::string>& tasks, double ms, double slo_ms, doub
           {"spec", spec}};
 }
 
+// No per-call overhead past d(b), so a queue is exactly what its profile says.
 Options With(const std::string& policy, const std::string& trace, unsigned seed = 7) {
   Options o;
+  o.call_overhead_ms = 0;
   o.policy = policy;
   o.trace = *trace::ParseTrace(trace, seed);
   o.seed = seed;

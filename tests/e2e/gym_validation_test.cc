@@ -1,0 +1,147 @@
+// pipescale simulate against the cluster in a box, short: a two-task pipeline on the local cluster
+// (the operator running its router, model pods run by the node agent, the load generator through
+// the router, Prometheus between them) on a trace that steps past what the first plan serves, then
+// the same pipeline, trace and nodes file in the simulator. What the clients saw per path (the
+// share within the SLO, the share not answered 200, p99) and the Ready replicas over time must
+// agree within src/gym/validate.h's tolerance; bench/gym-validation.sh is the long version on the
+// four examples.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "api/document.h"
+#include "api/nodes_file.h"
+#include "gym/simulation.h"
+#include "gym/validate.h"
+#include "integration/harness/local_env.h"
+#include "integration/harness/process.h"
+#include "kube/client.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::LocalEnv;
+using testing::Process;
+using namespace std::chrono_literals;
+
+// Default metrics queries (the simulator reads what they would), a 5 s interval and a scale-down
+// window short enough that the run sees the plan follow the load both ways.
+constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: gym, namespace: NAMESPACE}
+spec:
+  interval: 5s
+  minRate: 10
+  router: {}
+  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 3}]
+  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
+    - name: classify
+      variants:
+        - name: tiny
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
+  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
+  behavior: {scaleDown: {stabilizationWindowSeconds: 20}}
+  metrics: {prometheusURL: PROMETHEUS}
+)";
+constexpr const char* kTrace = "10:40,120:60,10:40";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  return s.replace(s.find(from), from.size(), to);
+}
+
+std::string Kubectl(const LocalEnv& env, const std::string& args) {
+  return "kubectl --kubeconfig " + env.Var("KUBECONFIG") + " " + args + " >/dev/null 2>&1";
+}
+
+// "seconds,task,ready" lines of the pipeline's Deployments now, as hack/run.sh records them.
+std::string TimelineLines(const kube::Client& client, const std::string& ns, double seconds) {
+  auto list = client.Get("/apis/apps/v1/namespaces/" + ns + "/deployments");
+  std::string out;
+  if (!list.ok()) return out;
+  for (const json& d : (*list)["items"]) {
+    const std::string task = d["metadata"]["labels"].value("pipescale.io/task", "");
+    if (task.empty()) continue;
+    const int ready = d.value("status", json::object()).value("readyReplicas", 0);
+    out +=
+        std::to_string(static_cast<int>(seconds)) + "," + task + "," + std::to_string(ready) + "\n";
+  }
+  return out;
+}
+
+TEST(GymValidation, TheSimulatorAgreesWithTheClusterInABox) {
+  if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+  const LocalEnv& env = LocalEnv::Get();
+  const kube::Client client(env.Config());
+  const std::string ns = env.FreshNamespace(client);
+  const std::string dir = ::testing::TempDir() + "/gym-" + ns;
+  std::filesystem::create_directories(dir);
+  const std::string yaml =
+      Replace(Replace(kPipeline, "NAMESPACE", ns), "PROMETHEUS", env.Var("PIPESCALE_PROMETHEUS"));
+  std::ofstream(dir + "/pipeline.yaml") << yaml;
+
+  Process op(
+      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
+       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
+      dir + "/operator.log");
+  ASSERT_EQ(std::system(Kubectl(env, "apply -f " + dir + "/pipeline.yaml").c_str()), 0);
+  // As hack/run.sh: the clients start once the router says every task has a Ready pod.
+  Process load(
+      {PIPESCALE_LOADGEN, "-f", dir + "/pipeline.yaml", "--kubeconfig", env.Var("KUBECONFIG"),
+       "--wait-ready", "120", "--trace", kTrace, "--report", dir + "/loadgen.json"},
+      dir + "/loadgen.log");
+  // The trace's clock starts when the load generator logs its first step; sample every 5 s.
+  std::string timeline = "seconds,task,ready\n";
+  std::optional<std::chrono::steady_clock::time_point> start;
+  double next_sample = 5;
+  while (load.Running()) {
+    std::this_thread::sleep_for(250ms);
+    if (!start && load.Log().find("requests/s for") != std::string::npos) {
+      start = std::chrono::steady_clock::now();
+    }
+    if (!start) continue;
+    const auto since = std::chrono::steady_clock::now() - *start;
+    if (std::chrono::duration<double>(since).count() < next_sample) continue;
+    timeline += TimelineLines(client, ns, next_sample);
+    next_sample += 5;
+  }
+  ASSERT_TRUE(load.Stop(0, 60s).has_value()) << load.Log();
+  EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();
+
+  std::ifstream report(dir + "/loadgen.json");
+  const std::string report_text((std::istreambuf_iterator<char>(report)), {});
+  auto box = gym::ReadBoxRun(report_text, timeline);
+  ASSERT_TRUE(box.ok()) << box.error().message << "\n" << report_text;
+
+  auto nodes = api::ReadNodesFile(std::string(PIPESCALE_SOURCE_DIR) + "/hack/nodes.yaml");
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message;
+  std::vector<gym::PolicyReport> runs;
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    gym::Options options;
+    options.trace = *trace::ParseTrace(kTrace, seed);
+    options.seed = seed;
+    options.nodes = *nodes;
+    options.interval_row_s = 5;
+    auto sim = gym::Simulate(*api::ParseDocument(yaml), options);
+    ASSERT_TRUE(sim.ok()) << sim.error().message;
+    runs.push_back(std::move(*sim));
+  }
+  const auto agreements = gym::Compare(*box, gym::MeanOf(runs));
+  const std::string table = gym::RenderAgreement(agreements);
+  std::fprintf(stderr, "%s", table.c_str());
+  ASSERT_GE(agreements.size(), 4u);
+  for (const gym::Agreement& a : agreements) EXPECT_TRUE(a.within) << a.figure << "\n" << table;
+}
+
+}  // namespace
+}  // namespace pipescale
