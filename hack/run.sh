@@ -95,10 +95,13 @@ rolled_out() {
     awk '{r = ($2 == "" ? 0 : $2); want += $1; ready += (r < $1 ? r : $1)}
          END {printf "%d %d", want, ready}'
 }
-# Pods the scheduler cannot place (a plan above the nodes' room) are not waited for.
+# Pods the scheduler cannot place (a plan above the nodes' room) are not waited for. Counted from
+# the pods themselves: the status's list is as old as the last reconcile, and a pod it still
+# named as Pending while starting let the clients in before the plan was Ready.
 unschedulable() {
-  kubectl get ipl "$name" -o jsonpath='{.status.unschedulable[*].pods}' 2>/dev/null |
-    awk '{for (i = 1; i <= NF; i++) n += $i} END {print n + 0}'
+  kubectl get pods -l pipescale.io/pipeline="$name" 2>/dev/null \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="PodScheduled")].reason}{"\n"}{end}' |
+    grep -c '^Unschedulable$' || true
 }
 for ((waited = 0; waited < 180; waited += 2)); do
   read -r want ready <<<"$(rolled_out)"
@@ -132,6 +135,11 @@ pods_text() {
 
 echo "plan lines read \"task replicas/batch\"; LIMIT is what the cluster can run of the first class"
 printf '%6s  %8s  %8s  %5s  %-18s  %s\n' TIME LOAD/s REPLICAS LIMIT PLAN-APPLIED FEASIBLE
+# The clock starts with the trace: the load generator first waits for the router to say the model
+# is ready.
+while kill -0 "$loadgen" 2>/dev/null && ! grep -q 'requests/s for' "$dir/loadgen.log" 2>/dev/null; do
+  sleep 0.2
+done
 last_plan="" last_pods="" last_feasible="" start=$SECONDS
 # Ready replicas per task every 5 s, what `pipescale simulate` is validated against
 # (bench/gym-validation.sh).
