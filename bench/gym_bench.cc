@@ -52,8 +52,8 @@ void Row(const std::string& what, const json& pipeline, double rps, double secon
   }
   long sent = 0;
   for (const auto& [path, p] : r->paths) sent += p.sent;
-  std::printf("| %s | %.0f | %.0f | %ld | %.2f | %.0f | %.2f |\n", what.c_str(), rps, seconds,
-              sent, r->wall_seconds, seconds / r->wall_seconds,
+  std::printf("| %s | %.0f | %.0f | %ld | %.2f | %.0f | %.2f |\n", what.c_str(), rps, seconds, sent,
+              r->wall_seconds, seconds / r->wall_seconds,
               1e6 * r->wall_seconds / static_cast<double>(sent));
   std::fflush(stdout);
 }

@@ -14,7 +14,9 @@ using nlohmann::json;
 std::string Now() {
   char buffer[32];
   const std::time_t t = std::time(nullptr);
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
 }
 
@@ -35,7 +37,8 @@ namespace {
 json NodeObject(const std::string& name, const json& entry) {
   json capacity = entry.value("capacity", json::object());
   if (!capacity.contains("pods")) capacity["pods"] = "110";
-  for (auto& [k, v] : capacity.items()) {
+  // Quantities are strings in a Node, as the apiserver serialises them.
+  for (json& v : capacity) {
     if (v.is_number()) v = v.dump();
   }
   json labels = entry.value("labels", json::object());

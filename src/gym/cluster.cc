@@ -276,7 +276,11 @@ void World::PlacePending() {
     ++pods_changed;
     const Deployment& d = deployments[p.deployment];
     const double startup = pipeline.spec.hardware_classes[d.hw_class].startup_seconds;
-    At(now_ms_ + 1000 * (options.pod_start_overhead_s + startup), EventKind::kPodReady, pi);
+    // Pods of one scale-out do not turn Ready together: the controller creates them one by one,
+    // the scheduler binds each, the kubelet starts each and probes it on its own period.
+    std::uniform_real_distribution<double> spread(0, options.pod_start_spread_s);
+    const double ready_s = options.pod_start_overhead_s + spread(rng) + startup;
+    At(now_ms_ + 1000 * ready_s, EventKind::kPodReady, pi);
   }
 }
 
@@ -288,6 +292,7 @@ void World::OnPodReady(int pod) {
   p.held_since_ms = now_ms_;
   Reconcile();  // a rollout's old pod may go now
   RebuildRouting();
+  DeploymentsChanged();
 }
 
 void World::OnPodGone(int pod) {
@@ -302,6 +307,7 @@ void World::OnPodGone(int pod) {
   live_pods.erase(std::find(live_pods.begin(), live_pods.end(), pod));
   RebuildRouting();
   PlacePending();
+  DeploymentsChanged();
 }
 
 void World::UpdateDeploymentObjects(std::map<std::string, json>& out) {

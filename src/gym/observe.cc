@@ -61,7 +61,7 @@ std::string ReportedPath(const model::Pipeline& pipeline, int path) {
 }  // namespace
 
 void World::RecordRequest(int path, int code, const std::string& reason, double ms) {
-  const size_t at = static_cast<size_t>(path + 1);
+  const auto at = static_cast<size_t>(path) + 1;
   current.requests[at][code] += 1;
   PathOutcome& out = path_outcomes[at];
   ++out.sent;

@@ -14,8 +14,12 @@
 namespace pipescale::gym::engine {
 namespace {
 
-constexpr double kEpoch = 1.8e9;         // the unix time the run starts at
-constexpr double kWaitReadyMs = 120000;  // loadgen --wait-ready 120 in hack/run.sh
+constexpr double kEpoch = 1.8e9;  // the unix time the run starts at
+// hack/run.sh waits up to 180 s for the planned pods, then the load generator up to 120 s for a
+// Ready pod per task.
+constexpr double kWaitReadyMs = 300000;
+constexpr double kWatchLatencyMs = 200;              // from a Deployment's change to its reconcile
+constexpr std::int64_t kPeriodic = 0, kWatched = 1;  // why a kControl event runs
 
 std::map<std::string, double> Allocatable(const nlohmann::json& node) {
   std::map<std::string, double> out;
@@ -30,14 +34,17 @@ std::map<std::string, double> Allocatable(const nlohmann::json& node) {
 }  // namespace
 
 World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
-    : pipeline(std::move(p)), object(std::move(o)), options(opts), rng(opts.seed) {
+    : pipeline(std::move(p)),
+      object(std::move(o)),
+      options(opts),
+      rng(opts.seed),
+      nodes(opts.nodes) {
   graph = std::make_unique<router::Graph>(pipeline);
   for (const model::Path& path : pipeline.spec.paths) {
     std::vector<int> tasks;
     for (const std::string& t : path.tasks) tasks.push_back(pipeline.TaskIndex(t));
     path_tasks.push_back(std::move(tasks));
   }
-  nodes = options.nodes;
   for (const nlohmann::json& n : nodes) node_free.push_back(Allocatable(n));
   if (pipeline.spec.router) {
     drop_policy = model::ParseDropPolicy(pipeline.spec.router->drop_policy)
@@ -124,8 +131,23 @@ void World::OperatorStep() {
   o.status = std::move(decision.status);
   o.memory = std::move(decision.memory);
   ApplyDecision(decision);
+  // The controller's work queue: a key waiting to be requeued keeps its earliest time
+  // (controller/work_queue.cc), so the periodic schedule stays anchored while events add
+  // reconciles between.
   const double next_s = decision.requeue_after_seconds.value_or(pipeline.spec.interval_seconds);
-  At(now_ms_ + 1000 * std::max(1.0, next_s), EventKind::kControl);
+  const double next_ms = now_ms_ + 1000 * std::max(1.0, next_s);
+  if (periodic_at_ms < now_ms_ || next_ms < periodic_at_ms) {
+    periodic_at_ms = next_ms;
+    At(next_ms, EventKind::kControl, kPeriodic);
+  }
+}
+
+void World::DeploymentsChanged() {
+  // The operator watches its Deployments: a pod turning Ready or going changes one's status and
+  // queues the pipeline at once (the informer's latency, a fraction of a second).
+  if (optimizer == nullptr || event_at_ms >= now_ms_) return;
+  event_at_ms = now_ms_ + kWatchLatencyMs;
+  At(event_at_ms, EventKind::kControl, kWatched);
 }
 
 void World::AutoscalerStep() {
@@ -137,7 +159,8 @@ void World::AutoscalerStep() {
   }
   Reconcile();
   RebuildRouting();
-  At(now_ms_ + 1000 * autoscaler->PeriodSeconds(), EventKind::kControl);
+  periodic_at_ms = now_ms_ + 1000 * autoscaler->PeriodSeconds();
+  At(periodic_at_ms, EventKind::kControl, kPeriodic);
 }
 
 void World::Control() {
@@ -148,14 +171,11 @@ void World::Control() {
   }
 }
 
-// As hack/run.sh waits: every pod the Deployments ask for Ready or unschedulable (none starting),
-// and every task with a Ready pod (the router says the model is ready).
+// As pipescale-loadgen --wait-ready holds the trace: until the router says the pipeline's model
+// is ready, every task with a Ready pod. (hack/run.sh waits for the planned pods first, but not
+// for those the scheduler cannot place, which early plans may ask for.)
 bool World::ReadyToStart() const {
-  if (!std::all_of(ready.begin(), ready.end(), [](const auto& r) { return !r.empty(); })) {
-    return false;
-  }
-  return std::none_of(live_pods.begin(), live_pods.end(),
-                      [&](int p) { return pods[p].state == Pod::State::kStarting; });
+  return std::all_of(ready.begin(), ready.end(), [](const auto& r) { return !r.empty(); });
 }
 
 void World::OnSecond() {
@@ -211,6 +231,10 @@ void World::Dispatch(const Event& e) {
       OnPodGone(static_cast<int>(e.a));
       break;
     case EventKind::kControl:
+      // Only the latest of each kind: an earlier periodic time replaced it, or it already ran.
+      if (e.a == kPeriodic && e.at_ms != periodic_at_ms) break;
+      if (e.a == kWatched && e.at_ms != event_at_ms) break;
+      if (e.a == kPeriodic) periodic_at_ms = -1;
       Control();
       break;
     case EventKind::kSecond:
@@ -219,12 +243,16 @@ void World::Dispatch(const Event& e) {
     case EventKind::kPoolExpire:
       OnPoolExpire(e.a);
       break;
+    case EventKind::kCallDelivered:
+      OnCallDelivered(e.a);
+      break;
   }
 }
 
 PolicyReport World::Run() {
   const auto wall = std::chrono::steady_clock::now();
-  At(0, EventKind::kControl);
+  periodic_at_ms = 0;
+  At(0, EventKind::kControl, kPeriodic);
   At(1000, EventKind::kSecond);
   std::uint64_t handled = 0;
   while (!events.empty()) {

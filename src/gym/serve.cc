@@ -54,23 +54,30 @@ void World::OnBatchDone(int pod) {
   p.busy_since_ms = -1;
   std::vector<std::int64_t> done;
   done.swap(p.serving);
-  p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
-  p.held_since_ms = now_ms_;
-  p.outstanding -= static_cast<int>(done.size());
   const Deployment& d = deployments[p.deployment];
   int rows = 0;
   for (std::int64_t c : done) rows += calls.at(c).rows;
   const double served_ms = ServiceMs(pod, rows);
+  // Each answer reaches the router as its batch ends (the round trip is in the pod's time: it
+  // measured closer to the box than a pod free during it, bench/README.md).
   for (std::int64_t c : done) {
-    const double queue_ms = now_ms_ - served_ms - calls.at(c).queued_ms;
+    Call& call = calls.at(c);
+    call.queue_ms = now_ms_ - served_ms - call.queued_ms;
     current.served[{d.task, d.variant}] += 1;
-    OnCallDone(c, queue_ms);
-  }
-  if (p.state == Pod::State::kTerminating && p.outstanding == 0) {
-    At(now_ms_, EventKind::kPodGone, pod);
-    return;
+    At(now_ms_, EventKind::kCallDelivered, c);
   }
   MaybeStart(pod);
+}
+
+void World::OnCallDelivered(std::int64_t id) {
+  const int pod = calls.at(id).pod;
+  Pod& p = pods[pod];
+  p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
+  p.held_since_ms = now_ms_;
+  --p.outstanding;
+  OnCallDone(id, calls.at(id).queue_ms);
+  if (p.state == Pod::State::kTerminating && p.outstanding == 0)
+    At(now_ms_, EventKind::kPodGone, pod);
 }
 
 }  // namespace pipescale::gym::engine

@@ -40,8 +40,12 @@ struct Options {
   // Scheduling, image and container start before a pod's class startupSeconds begin: what the
   // cluster in a box adds (its node agent's poll and the readiness probe's period).
   double pod_start_overhead_s = 1.5;
-  // What a call costs past its batch's d(b): the HTTP round trip and the server's timer overshoot,
+  // And then a uniform share of this many seconds, each pod its own: on the box the pods of one
+  // scale-out turn Ready over a few seconds, not at once.
+  double pod_start_spread_s = 3;
+  // What a call takes past its batch's d(b): the HTTP round trip and the server's timer overshoot,
   // measured at 1-3 ms on this machine (tests/integration/router/batch_service_test.cc prints it).
+  // Counted in the pod's time, as a longer batch.
   double call_overhead_ms = 2;
   double interval_row_s = 10;                 // the report's per-interval rows
   std::function<void(double done)> progress;  // share of the run simulated, now and then
@@ -55,16 +59,17 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
 namespace engine {
 
 enum class EventKind : std::uint8_t {
-  kArrival,     // a request enters the router
-  kDoorPoll,    // a request waiting at the door for pods looks again
-  kPodWake,     // a pod's partial batch may be due
-  kBatchDone,   // a pod's batch is served
-  kBatcherDue,  // a router batch's wait budget ends
-  kPodReady,    // a started pod passes its readiness probe
-  kPodGone,     // a terminating pod has drained
-  kControl,     // the operator or the autoscaler decides
-  kSecond,      // the per-second bookkeeping: samples, placement of pending pods
-  kPoolExpire,  // a request waiting in Kairos's queue reaches its deadline
+  kArrival,        // a request enters the router
+  kDoorPoll,       // a request waiting at the door for pods looks again
+  kPodWake,        // a pod's partial batch may be due
+  kBatchDone,      // a pod's batch is served
+  kBatcherDue,     // a router batch's wait budget ends
+  kPodReady,       // a started pod passes its readiness probe
+  kPodGone,        // a terminating pod has drained
+  kControl,        // the operator or the autoscaler decides
+  kSecond,         // the per-second bookkeeping: samples, placement of pending pods
+  kPoolExpire,     // a request waiting in Kairos's queue reaches its deadline
+  kCallDelivered,  // a call's answer reaches the router
 };
 
 struct Event {
@@ -75,7 +80,9 @@ struct Event {
   bool operator>(const Event& o) const { return at_ms != o.at_ms ? at_ms > o.at_ms : seq > o.seq; }
 };
 
-struct Deployment {
+// clang-tidy 14 blames the implicit members of these aggregates for what their members'
+// allocations may throw, as with reconciler::Decision; nothing here is declared noexcept.
+struct Deployment {  // NOLINT(bugprone-exception-escape)
   std::string name;
   int task = 0, variant = 0, hw_class = 0;  // indices into the pipeline's spec
   nlohmann::json object;                    // as the operator wrote it
@@ -114,6 +121,7 @@ struct Call {
   int rows = 0;
   int pod = -1;
   double sent_ms = 0, queued_ms = 0;
+  double queue_ms = 0;  // waited at the pod for its batch, as the answer reports
 };
 
 // One request at one task.

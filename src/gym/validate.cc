@@ -24,7 +24,8 @@ Result<PathOutcome> ReadPath(const std::string& name, const json& p) {
   if (!codes.is_object()) return Error{ErrorKind::kInvalid, "paths." + name + ".codes: an object"};
   for (const auto& [code, n] : codes.items()) {
     if (!n.is_number_integer()) {
-      return Error{ErrorKind::kInvalid, "paths." + name + ".codes." + code + ": not a count"};
+      return Error{ErrorKind::kInvalid,
+                   StrFormat("paths.%s.codes.%s: not a count", name.c_str(), code.c_str())};
     }
     out.codes[code] = n.get<long>();
   }
@@ -110,7 +111,7 @@ std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const
   for (const auto& [name, b] : box.paths) {
     const auto it = sim.paths.find(name);
     const PathOutcome s = it == sim.paths.end() ? PathOutcome{} : it->second;
-    const double n = static_cast<double>(b.sent);
+    const auto n = static_cast<double>(b.sent);
     out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(), n, t, false));
     const auto missed = [](const PathOutcome& p) {
       return p.sent > 0 ? 1 - static_cast<double>(p.answered) / static_cast<double>(p.sent) : 0;
@@ -132,7 +133,7 @@ std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const
     sim_mean += s;
   }
   if (!box.replicas.empty()) {
-    const double n = static_cast<double>(box.replicas.size());
+    const auto n = static_cast<double>(box.replicas.size());
     Agreement a{.figure = "Ready replicas (mean; difference: mean |sim - box|)",
                 .box = mean / n,
                 .sim = sim_mean / n};

@@ -38,7 +38,7 @@ struct SecondCounts {
 
 class World {
  public:
-  World(model::Pipeline pipeline, nlohmann::json object, const Options& options);
+  World(model::Pipeline p, nlohmann::json o, const Options& opts);
 
   // Runs to the end; the report of what happened.
   PolicyReport Run();
@@ -59,17 +59,18 @@ class World {
   void Enqueue(int pod, std::int64_t call);
   void MaybeStart(int pod);
   void OnBatchDone(int pod);
+  void OnCallDelivered(std::int64_t id);  // a call's
   double ServiceMs(int pod, int rows) const;
 
   // walk.cc
   void OnArrival(int path, int rows);
   void RecordRequest(int path, int code, const std::string& reason, double ms);
-  void OnDoorPoll(std::int64_t walk);
-  void StartVisit(std::int64_t visit);
-  void OnCallDone(std::int64_t call, double queue_ms);
-  void OnBatcherDue(int batcher);
-  void OnPoolExpire(std::int64_t visit);
-  void RebuildRouting();  // from the routing ConfigMap and the Ready pods
+  void OnDoorPoll(std::int64_t id);  // a walk's
+  void StartVisit(std::int64_t id);
+  void OnCallDone(std::int64_t id, double queue_ms);
+  void OnBatcherDue(int b);
+  void OnPoolExpire(std::int64_t id);  // a visit's
+  void RebuildRouting();               // from the routing ConfigMap and the Ready pods
 
   // observe.cc
   model::MetricsSnapshot Snapshot() const;
@@ -88,12 +89,12 @@ class World {
   void Terminate(int pod);
   bool Fits(const nlohmann::json& node, int deployment) const;
   void WriteDeployment(const reconciler::DeploymentWrite& write);
-  int DeploymentFor(const nlohmann::json& object);
+  int DeploymentFor(const nlohmann::json& written);
   // walk.cc
-  void EndVisit(std::int64_t visit);
-  void FailWalk(std::int64_t walk, int code, const std::string& reason);
-  void EndWalk(std::int64_t walk);
-  void Send(std::int64_t visit);
+  void EndVisit(std::int64_t id);
+  void FailWalk(std::int64_t id, int code, const std::string& reason);
+  void EndWalk(std::int64_t id);
+  void Send(std::int64_t id);  // a visit's
   void SendCall(Call call, int pod);
   int PickPod(const Visit& visit);
   std::optional<int> PlanVariant(Visit& visit);
@@ -115,6 +116,7 @@ class World {
   model::BatchTimings Timings() const;
   // run.cc
   void Control();
+  void DeploymentsChanged();
   void OperatorStep();
   void AutoscalerStep();
   void ScheduleArrival();
@@ -184,6 +186,7 @@ class World {
   std::unique_ptr<Autoscaler> autoscaler;
   int fixed = 0;
   reconciler::Observed observed;  // what the operator reads, kept between its reconciles
+  double periodic_at_ms = -1, event_at_ms = -1;                      // the reconciles queued
   std::uint64_t pods_changed = 0, pods_counted = ~std::uint64_t{0};  // for the capacity
 
   // What was seen.

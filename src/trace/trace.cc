@@ -41,8 +41,9 @@ Result<Trace> Steps(const std::string& spec) {
 
 Trace Fa2(double seconds) {
   Trace t;
-  for (double at = 0; at < seconds; at += 30) {
-    t.steps.push_back({t.steps.size() % 2 == 0 ? 8.0 : 27.0, std::min(30.0, seconds - at)});
+  for (long turn = 0; 30.0 * static_cast<double>(turn) < seconds; ++turn) {
+    const double at = 30.0 * static_cast<double>(turn);
+    t.steps.push_back({turn % 2 == 0 ? 8.0 : 27.0, std::min(30.0, seconds - at)});
   }
   return t;
 }
@@ -51,7 +52,8 @@ Trace Normal(double mean, double sd, double seconds, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> rate(mean, sd);
   Trace t;
-  for (double at = 0; at < seconds; ++at) {
+  for (long second = 0; static_cast<double>(second) < seconds; ++second) {
+    const auto at = static_cast<double>(second);
     t.steps.push_back({std::max(0.0, rate(rng)), std::min(1.0, seconds - at)});
   }
   return t;
@@ -59,7 +61,8 @@ Trace Normal(double mean, double sd, double seconds, std::uint64_t seed) {
 
 Trace Diurnal(double low, double high, double period, double seconds, double burst) {
   Trace t;
-  for (double at = 0; at < seconds; ++at) {
+  for (long second = 0; static_cast<double>(second) < seconds; ++second) {
+    const auto at = static_cast<double>(second);
     double rps = low + (high - low) * (1 - std::cos(2 * std::numbers::pi * at / period)) / 2;
     if (burst > 0 && std::fmod(at, period / 4) < 5) rps *= burst;
     t.steps.push_back({rps, std::min(1.0, seconds - at)});

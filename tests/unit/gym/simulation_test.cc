@@ -28,14 +28,14 @@ json Chain(const std::vector<std::string>& tasks, double ms, double slo_ms, doub
                   {"resources", {{"requests", {{"cpu", "1"}}}}}}}},
                {"paths", {{{"name", "p"}, {"tasks", tasks}, {"sloMs", slo_ms}}}}};
   for (const std::string& t : tasks) {
-    json task = {{"name", t},
-                 {"variants",
-                  {{{"name", "v"},
-                    {"batchSize", {{"max", 8}}},
-                    {"profiles",
-                     {{{"hardwareClass", "cpu"},
-                       {"latencyMs",
-                        {{"quadratic", {{"b", per_row_ms}, {"c", ms - per_row_ms}}}}}}}}}}}};
+    json task = {
+        {"name", t},
+        {"variants",
+         {{{"name", "v"},
+           {"batchSize", {{"max", 8}}},
+           {"profiles",
+            {{{"hardwareClass", "cpu"},
+              {"latencyMs", {{"quadratic", {{"b", per_row_ms}, {"c", ms - per_row_ms}}}}}}}}}}}};
     if (&t != &tasks.back()) task["next"] = {{{"task", *(&t + 1)}}};
     spec["tasks"].push_back(task);
   }
