@@ -4,12 +4,13 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <optional>
 #include <set>
 #include <utility>
 #include <vector>
+
+#include "common/strings.h"
 
 namespace pipescale::gym {
 
@@ -41,22 +42,6 @@ const PolicyReport* BestBaseline(const Report& report) {
 }
 
 namespace {
-
-// g++ 12 has no std::format, and this library links nothing of ours (common/ has StrFormat).
-std::string Format(const char* format, ...) __attribute__((format(printf, 1, 2)));
-
-std::string Format(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list copy;
-  va_copy(copy, args);
-  const int size = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string out(size > 0 ? static_cast<size_t>(size) : 0, '\0');
-  if (size > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
-  va_end(args);
-  return out;
-}
 
 // A policy's goodput per dollar over the best baseline's; none without a baseline to compare.
 std::optional<double> VersusBest(const PolicyReport& policy, const PolicyReport* best) {
@@ -142,9 +127,9 @@ std::string DroppedCell(const PathOutcome& o) {
   for (const auto& [reason, n] : reasons) {
     total += n;
     if (n == 0) continue;
-    list += (list.empty() ? "" : ", ") + reason + Format(" %ld", n);
+    list += (list.empty() ? "" : ", ") + reason + StrFormat(" %ld", n);
   }
-  return list.empty() ? Format("%ld", total) : Format("%ld (%s)", total, list.c_str());
+  return list.empty() ? StrFormat("%ld", total) : StrFormat("%ld (%s)", total, list.c_str());
 }
 
 std::string PathTable(const Report& report, const std::string& path) {
@@ -153,9 +138,9 @@ std::string PathTable(const Report& report, const std::string& path) {
     const auto it = p.paths.find(path);
     if (it == p.paths.end()) continue;
     const PathOutcome& o = it->second;
-    rows.push_back({p.policy, Format("%ld", o.sent), Format("%ld", o.within_slo),
-                    Format("%.1f%%", 100 * o.Attainment()), Format("%.1f", o.p50_ms),
-                    Format("%.1f", o.p99_ms), Format("%g", o.slo_ms), DroppedCell(o)});
+    rows.push_back({p.policy, StrFormat("%ld", o.sent), StrFormat("%ld", o.within_slo),
+                    StrFormat("%.1f%%", 100 * o.Attainment()), StrFormat("%.1f", o.p50_ms),
+                    StrFormat("%.1f", o.p99_ms), StrFormat("%g", o.slo_ms), DroppedCell(o)});
   }
   return "\npath " + path + "\n" +
          Columns({{"POLICY", true},
@@ -169,7 +154,9 @@ std::string PathTable(const Report& report, const std::string& path) {
                  rows);
 }
 
-std::string RatioCell(std::optional<double> ratio) { return ratio ? Format("%.2fx", *ratio) : "-"; }
+std::string RatioCell(std::optional<double> ratio) {
+  return ratio ? StrFormat("%.2fx", *ratio) : "-";
+}
 
 std::string PolicyTable(const Report& report) {
   const PolicyReport* best = BestBaseline(report);
@@ -181,12 +168,12 @@ std::string PolicyTable(const Report& report) {
   Rows rows;
   for (const PolicyReport& p : report.policies) {
     std::vector<std::string> row = {p.policy,
-                                    Format("%ld", p.Goodput()),
-                                    Format("%.3f", p.total_cost),
-                                    Format("%.1f", p.GoodputPerDollar()),
+                                    StrFormat("%ld", p.Goodput()),
+                                    StrFormat("%.3f", p.total_cost),
+                                    StrFormat("%.1f", p.GoodputPerDollar()),
                                     RatioCell(VersusBest(p, best)),
-                                    Format("%.2f", p.wall_seconds)};
-    if (accuracy) row.insert(row.end() - 1, Format("%.3f", p.accuracy));
+                                    StrFormat("%.2f", p.wall_seconds)};
+    if (accuracy) row.insert(row.end() - 1, StrFormat("%.3f", p.accuracy));
     rows.push_back(std::move(row));
   }
   const std::string against =
@@ -205,11 +192,12 @@ std::string HardwareTable(const Report& report) {
   for (const std::string& c : classes) columns.push_back({"REPLICA-H:" + c});
   Rows rows;
   for (const PolicyReport& p : report.policies) {
-    std::vector<std::string> row = {p.policy, Format("%.2f", p.mean_replicas),
-                                    Format("%ld", p.pod_starts), Format("%ld", p.scaling_actions)};
+    std::vector<std::string> row = {p.policy, StrFormat("%.2f", p.mean_replicas),
+                                    StrFormat("%ld", p.pod_starts),
+                                    StrFormat("%ld", p.scaling_actions)};
     for (const std::string& c : classes) {
       const auto it = p.replica_hours.find(c);
-      row.push_back(it == p.replica_hours.end() ? "-" : Format("%.2f", it->second));
+      row.push_back(it == p.replica_hours.end() ? "-" : StrFormat("%.2f", it->second));
     }
     rows.push_back(std::move(row));
   }
@@ -224,10 +212,11 @@ std::string Headline(const Report& report) {
   }
   if (top == nullptr) return "\nno policy ran\n";
   std::string line = "\nbest goodput per dollar: " + top->policy +
-                     Format(", %.1f requests within the SLO per $", top->GoodputPerDollar());
+                     StrFormat(", %.1f requests within the SLO per $", top->GoodputPerDollar());
   const PolicyReport* best = BestBaseline(report);
   if (best != nullptr && best != top) {
-    line += Format(", %.2fx the best baseline's (", *VersusBest(*top, best)) + best->policy + ")";
+    line +=
+        StrFormat(", %.2fx the best baseline's (", *VersusBest(*top, best)) + best->policy + ")";
   }
   return line + "\n";
 }
@@ -395,19 +384,19 @@ struct Frame {
 };
 
 std::string Line(double x1, double y1, double x2, double y2, const std::string& style) {
-  return Format(R"(<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" %s/>)", x1, y1, x2, y2,
-                style.c_str()) +
+  return StrFormat(R"(<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" %s/>)", x1, y1, x2, y2,
+                   style.c_str()) +
          "\n";
 }
 
 std::string Text(double x, double y, const std::string& attributes, std::string_view text) {
-  return Format(R"(<text x="%.1f" y="%.1f"%s>)", x, y, attributes.c_str()) + Xml(text) +
+  return StrFormat(R"(<text x="%.1f" y="%.1f"%s>)", x, y, attributes.c_str()) + Xml(text) +
          "</text>\n";
 }
 
 std::string Stroke(const std::string& colour, const std::string& dash, double width) {
-  std::string style = Format(R"(stroke="%s" stroke-width="%g")", Xml(colour).c_str(), width);
-  if (!dash.empty()) style += Format(R"( stroke-dasharray="%s")", dash.c_str());
+  std::string style = StrFormat(R"(stroke="%s" stroke-width="%g")", Xml(colour).c_str(), width);
+  if (!dash.empty()) style += StrFormat(R"( stroke-dasharray="%s")", dash.c_str());
   return style;
 }
 
@@ -416,7 +405,7 @@ std::string YGrid(const Frame& frame) {
   for (int k = 0; k * frame.y.step <= frame.y.max * (1 + 1e-9); ++k) {
     const double v = k * frame.y.step;
     out += Line(kLeft, frame.Y(v), kLeft + kPlotWidth, frame.Y(v), R"(stroke="#e0e0e0")");
-    out += Text(kLeft - 6, frame.Y(v) + 4, R"( text-anchor="end")", Format("%g", v));
+    out += Text(kLeft - 6, frame.Y(v) + 4, R"( text-anchor="end")", StrFormat("%g", v));
   }
   return out;
 }
@@ -427,7 +416,8 @@ std::string XGrid(const Frame& frame, bool labels) {
   for (int k = 0; k * frame.x.step <= frame.x.max * (1 + 1e-9); ++k) {
     const double s = k * frame.x.step;
     out += Line(frame.X(s), frame.top, frame.X(s), bottom, R"(stroke="#e0e0e0")");
-    if (labels) out += Text(frame.X(s), bottom + 14, R"( text-anchor="middle")", Format("%g", s));
+    if (labels)
+      out += Text(frame.X(s), bottom + 14, R"( text-anchor="middle")", StrFormat("%g", s));
   }
   return out;
 }
@@ -435,7 +425,7 @@ std::string XGrid(const Frame& frame, bool labels) {
 std::string Polyline(const Series& s, const Frame& frame) {
   std::string points;
   for (const auto& [seconds, value] : s.points) {
-    points += Format("%s%.1f,%.1f", points.empty() ? "" : " ", frame.X(seconds), frame.Y(value));
+    points += StrFormat("%s%.1f,%.1f", points.empty() ? "" : " ", frame.X(seconds), frame.Y(value));
   }
   return R"(<polyline class="series" fill="none" )" + Stroke(s.colour, s.dash, 1.5) +
          R"( points=")" + points + R"("><title>)" + Xml(s.name) + "</title></polyline>\n";
@@ -458,17 +448,19 @@ std::string DrawPanel(const Panel& panel, Frame frame, bool last) {
   std::string out = R"(<g class="panel" id="panel-)" + panel.id + "\">\n";
   out += Text(kLeft, top - 10, R"( font-size="13" font-weight="bold")", panel.title);
   out += YGrid(frame) + XGrid(frame, last);
-  out += Format(R"svg(<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">)svg",
+  out +=
+      StrFormat(R"svg(<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">)svg",
                 kLeft - 42, top + kPanelHeight / 2) +
-         Xml(panel.unit) + "</text>\n";
+      Xml(panel.unit) + "</text>\n";
   for (double slo : panel.slos) {
     out += Line(kLeft, frame.Y(slo), kLeft + kPlotWidth, frame.Y(slo),
                 Stroke(kSloColour, kSloDash, 1.2));
   }
   for (const Series& s : panel.series) out += Polyline(s, frame);
-  out += Format(R"(<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#333"/>)",
+  out +=
+      StrFormat(R"(<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#333"/>)",
                 kLeft, top, kPlotWidth, kPanelHeight) +
-         "\n";
+      "\n";
   return out + Legend(panel, top) + "</g>\n";
 }
 
@@ -557,7 +549,7 @@ Panel LatencyPanel(const Report& report) {
       if (it == p.paths.end() || it->second.slo_ms <= 0) continue;
       panel.slos.push_back(it->second.slo_ms);
       panel.legend.push_back(
-          {Format("SLO %g ms: ", it->second.slo_ms) + path, kSloColour, kSloDash});
+          {StrFormat("SLO %g ms: ", it->second.slo_ms) + path, kSloColour, kSloDash});
       break;  // the pipeline's SLO, the same under every policy
     }
   }
@@ -583,14 +575,14 @@ Axis TimeAxis(const Report& report) {
 
 std::string SvgTitle(const Report& report) {
   return "pipescale simulate: pipeline " + report.pipeline + ", trace " + report.trace +
-         Format(", %g s simulated, seed %u", report.seconds, report.seed);
+         StrFormat(", %g s simulated, seed %u", report.seconds, report.seed);
 }
 
 }  // namespace
 
 std::string RenderTable(const Report& report) {
   std::string out = "pipeline " + report.pipeline + ", trace " + report.trace +
-                    Format(", %g s simulated, seed %u\n", report.seconds, report.seed);
+                    StrFormat(", %g s simulated, seed %u\n", report.seconds, report.seed);
   for (const std::string& path : PathNames(report)) out += PathTable(report, path);
   return out + PolicyTable(report) + HardwareTable(report) + Headline(report);
 }
@@ -669,9 +661,9 @@ std::string RenderSvg(const Report& report) {
                                      AttainmentPanel(report)};
   const double height = kTop + static_cast<double>(panels.size()) * (kPanelHeight + kGap) + 10;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += Format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" )"
-                R"(viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">)",
-                kWidth, height, kWidth, height) +
+  out += StrFormat(R"(<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" )"
+                   R"(viewBox="0 0 %g %g" font-family="sans-serif" font-size="11">)",
+                   kWidth, height, kWidth, height) +
          "\n<title>" + Xml(SvgTitle(report)) + "</title>\n";
   out += R"(<rect width="100%" height="100%" fill="white"/>)"
          "\n";
