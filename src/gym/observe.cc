@@ -249,12 +249,10 @@ void World::RecordInterval() {
   IntervalRow row;
   row.at_s = (now_ms_ - trace_start_ms) / 1000;
   const double span_s = std::max(1e-9, (now_ms_ - last_row_ms) / 1000);
-  long sent = 0;
   for (size_t i = 0; i < interval_paths.size(); ++i) {
     IntervalPath& p = interval_paths[i];
     if (i == 0 && p.sent == 0) continue;  // no unlisted walks
     const std::string name = ReportedPath(pipeline, static_cast<int>(i) - 1);
-    sent += p.sent;
     row.p99_ms[name] = Percentile(p.ok_ms, 0.99);
     row.attainment[name] = p.sent > 0 ? static_cast<double>(p.within) / p.sent : 1;
     p = IntervalPath();
@@ -269,7 +267,6 @@ void World::RecordInterval() {
       row.cost_per_hour += pipeline.spec.hardware_classes[d.hw_class].cost_per_hour;
     }
   }
-  (void)sent;
   report.intervals.push_back(std::move(row));
   arrivals_in_row = 0;
   last_row_ms = now_ms_;

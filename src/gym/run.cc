@@ -193,12 +193,9 @@ void World::StartTrace() {
   last_row_ms = now_ms_;
   end_ms_ = now_ms_ + 1000 * (options.seconds > 0 ? options.seconds : options.trace.Seconds());
   // What ran before the first request is the set-up, not the run.
-  const long starts = report.pod_starts, actions = report.scaling_actions;
   report = PolicyReport();
   report.policy = options.policy;
   for (PathOutcome& p : path_outcomes) p = PathOutcome{.slo_ms = p.slo_ms};
-  (void)starts;
-  (void)actions;
   replica_seconds_ready = 0;
   ScheduleArrival();
 }
