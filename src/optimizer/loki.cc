@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/strings.h"
 #include "optimizer/graph.h"
+#include "optimizer/pool.h"
 #include "optimizer/problem.h"
 #include "optimizer/tail.h"
 
@@ -565,6 +566,35 @@ void HoldTail(const model::Pipeline& pipeline, model::Plan& plan, std::vector<st
   plan.cost_per_hour = CostPerHour(pipeline, plan.tasks);
 }
 
+// A held plan may serve this much less of the demand than the best (both overloaded) and
+// still be kept: the two MILPs' shares differ within CBC's gaps.
+constexpr double kHeldServedSlack = 1e-3;
+
+// Limits the model to the (task, variant, class) Deployments in `running`.
+void KeepToRunning(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
+                   const std::set<std::string>& running, Milp& milp) {
+  const model::PipelineSpec& spec = pipeline.spec;
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    const Vertex& vertex = in.vertices[v];
+    const model::Task& task = spec.tasks[vertex.task];
+    for (size_t k = 0; k < vertex.configs.size(); ++k) {
+      const std::string key =
+          RunningKey(task.name, task.variants[vertex.variant].name,
+                     spec.hardware_classes[vertex.configs[k].hardware_class].name);
+      if (running.contains(key)) continue;
+      milp.SetBounds(col.n[v][k], 0, 0);
+      milp.SetBounds(col.z[v][k], 0, 0);
+    }
+  }
+}
+
+// Whether every replica of `plan` runs in a Deployment of `running`.
+bool RunsOnly(const model::Plan& plan, const std::set<std::string>& running) {
+  return std::ranges::all_of(plan.tasks, [&](const model::TaskPlan& t) {
+    return running.contains(RunningKey(t.task, t.variant, t.hardware_class));
+  });
+}
+
 }  // namespace
 
 model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& workload,
@@ -588,10 +618,11 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   const bool accuracy_scaling =
       !options.hardware_scaling_only && all_variants_fit && has_alternatives;
   Derating derating;  // seeded once per config, kept across the steps
-  auto solve_once = [&](Step step, Variants variants) -> std::optional<model::Plan> {
+  auto solve_once = [&](Step step, Variants variants, bool held) -> std::optional<model::Plan> {
     const Instance in = Build(pipeline, workload, variants, derating);
     Milp milp;
     const Columns col = Formulate(pipeline, in, step, options, milp);
+    if (held) KeepToRunning(pipeline, in, col, options.running, milp);
     MilpSolution solution = SolveMilpWith(options.solver, milp, options.milp);
     if (!solution.HasSolution()) {
       notes.push_back(StrFormat("%s: %s%s",
@@ -619,8 +650,9 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return plan;
   };
 
-  auto attempt = [&](Step step, Variants variants) -> std::optional<model::Plan> {
-    std::optional<model::Plan> plan = solve_once(step, variants);
+  auto attempt = [&](Step step, Variants variants,
+                     bool held = false) -> std::optional<model::Plan> {
+    std::optional<model::Plan> plan = solve_once(step, variants, held);
     if (plan && pipeline.spec.slo.model == model::LatencyModel::kTail) {
       HoldTail(pipeline, *plan, notes);
       if (step == Step::kHardwareScaling) {
@@ -630,13 +662,33 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return plan;
   };
 
+  // Hardware scaling runs the most accurate variants only: nothing there to hold.
+  auto hold = [&](Step step, std::optional<model::Plan> plan) {
+    if (!plan || !accuracy_scaling || options.running.empty() || RunsOnly(*plan, options.running)) {
+      return plan;
+    }
+    std::optional<model::Plan> held = attempt(step, Variants::kAll, true);
+    if (!held || held->tasks.empty() ||
+        held->served_fraction < plan->served_fraction - kHeldServedSlack ||
+        LokiPart(*held).accuracy < LokiPart(*plan).accuracy - options.hold_accuracy) {
+      return plan;
+    }
+    notes.push_back(StrFormat(
+        "held the running variants: a change would gain %.2f points of accuracy, under the "
+        "%.2f that pays for restarting pods",
+        100 * (LokiPart(*plan).accuracy - LokiPart(*held).accuracy), 100 * options.hold_accuracy));
+    return held;
+  };
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
-  if (!plan && accuracy_scaling) plan = attempt(Step::kAccuracyScaling, Variants::kAll);
+  if (!plan && accuracy_scaling) {
+    plan = hold(Step::kAccuracyScaling, attempt(Step::kAccuracyScaling, Variants::kAll));
+  }
   if (!plan) {
     // The largest servable share needs every variant (the fastest carry the most); only a
     // system without variants (hardware_scaling_only) or past the budget stays on the most
     // accurate ones.
     plan = attempt(Step::kOverloaded, accuracy_scaling ? Variants::kAll : Variants::kMostAccurate);
+    plan = hold(Step::kOverloaded, std::move(plan));
     if (plan) {
       plan->report.status = model::SolveStatus::kInfeasible;
     } else {  // the time limit passed before any solution: no tasks, the caller holds what runs

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 
 #include "model/pipeline.h"
 #include "model/plan.h"
@@ -18,6 +19,12 @@ struct LokiOptions {
   // Stop after hardware scaling: what a system without variants would do (Overloaded beyond).
   bool hardware_scaling_only = false;
   MilpSolver solver;  // empty: CBC in this process
+  // The (task, variant, hardware class) Deployments running now, by RunningKey (pool.h). When
+  // the best plan runs others, the best plan on these alone replaces it if it serves as much
+  // and its accuracy is within hold_accuracy: a variant change restarts pods, and near-ties
+  // between variant mixes would otherwise swap them every interval as the demand wobbles.
+  std::set<std::string> running;
+  double hold_accuracy = 0.005;
 };
 
 // The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the

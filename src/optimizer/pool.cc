@@ -58,6 +58,11 @@ std::string PoolKey(const std::string& task, const std::string& hardware_class) 
   return task + "/" + hardware_class;
 }
 
+std::string RunningKey(const std::string& task, const std::string& variant,
+                       const std::string& hardware_class) {
+  return task + "/" + variant + "/" + hardware_class;
+}
+
 std::vector<double> TaskBudgetsMs(const model::Pipeline& pipeline, int batch) {
   const auto& spec = pipeline.spec;
   std::vector<double> fastest(spec.tasks.size(), 0);

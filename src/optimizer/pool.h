@@ -26,6 +26,10 @@ int ClassCap(const model::Pipeline& p, int hw, int limit);
 // "task/hardware class": how PlannerInput keys what runs.
 std::string PoolKey(const std::string& task, const std::string& hardware_class);
 
+// "task/variant/hardware class": how PlannerInput::running_variants keys a Deployment.
+std::string RunningKey(const std::string& task, const std::string& variant,
+                       const std::string& hardware_class);
+
 // Each task's latency budget, by task index: every path's SLO split over its tasks in
 // proportion to their latency at `batch` on their fastest class, the tightest over the paths
 // through the task; 0 for a task on no path.

@@ -33,7 +33,7 @@ constexpr char kGrandslam[] = "grandslam";
 constexpr char kExact[] = "exact";
 
 model::Plan Loki(const model::Pipeline& p, const model::Workload& w, const PlannerInput& input) {
-  return SolveLoki(p, w, {.solver = input.milp_solver});
+  return SolveLoki(p, w, {.solver = input.milp_solver, .running = input.running_variants});
 }
 
 model::Plan Kairos(const model::Pipeline& p, const model::Workload& w,
@@ -49,13 +49,14 @@ const std::array kOptimizers = {
                .in_spec = true,
                .memory = {.holds_applied_batches = true},
                .solve = OnProblem<Fa2Search, kFa2>},
-    Descriptor{.name = "loki",
-               .summary = "hardware scaling, then accuracy scaling with model variants",
-               .in_spec = true,
-               .data_plane = DataPlane::kRoutingTables,
-               .placement = Placement::kPerVariant,
-               .memory = {.demand_ewma = true, .measured_factors = true},
-               .solve = Loki},
+    Descriptor{
+        .name = "loki",
+        .summary = "hardware scaling, then accuracy scaling with model variants",
+        .in_spec = true,
+        .data_plane = DataPlane::kRoutingTables,
+        .placement = Placement::kPerVariant,
+        .memory = {.demand_ewma = true, .measured_factors = true, .holds_running_variants = true},
+        .solve = Loki},
     Descriptor{.name = "kairos",
                .summary = "the cheapest GPU/CPU mix whose throughput upper bound covers the load",
                .in_spec = true,

@@ -47,6 +47,8 @@ struct PlannerInput {
   std::map<std::string, int> running;
   // Their batch sizes: kept while they still meet the budget, as every change restarts pods.
   std::map<std::string, int> running_batch;
+  // Every (task, variant, class) with replicas now, by RunningKey: Loki holds them on near-ties.
+  std::set<std::string> running_variants;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.
   std::set<std::string> late_paths;
   int guard_step = 1;      // replicas the guard adds to the busiest task of a late path
@@ -62,6 +64,8 @@ struct Memory {
   bool measured_mix = false;      // the router's query sizes replace the spec's on a shift (Kairos)
   // Keeps the batch sizes it applied while they meet the SLOs at the same replicas (FA2).
   bool holds_applied_batches = false;
+  // Reads the variants running now, and keeps them on near-ties (Loki).
+  bool holds_running_variants = false;
 };
 
 using SolveFn = model::Plan (*)(const model::Pipeline&, const model::Workload&,

@@ -32,10 +32,21 @@ void ExtendSeries(bool advance, const model::MetricsSnapshot& metrics, DemandSte
   step.input.history = step.demand.series;
 }
 
-// Replicas and batch sizes running per (task, class) of each task's most accurate variant.
+// Replicas and batch sizes running per (task, class) of each task's most accurate variant, and
+// every (task, variant, class) that has replicas.
 void ReadRunning(const model::Pipeline& pipeline,
                  const std::map<std::string, nlohmann::json>& deployments, DemandStep& step) {
   for (const model::Task& task : pipeline.spec.tasks) {
+    for (const model::Variant& v : task.variants) {
+      for (const model::Profile& profile : v.profiles) {
+        auto it = deployments.find(api::DeploymentName(pipeline, task, v, profile.hardware_class));
+        if (it == deployments.end()) continue;
+        if (api::ReadManagedFields(it->second, v.batch_env).replicas.value_or(0) > 0) {
+          step.input.running_variants.insert(
+              optimizer::RunningKey(task.name, v.name, profile.hardware_class));
+        }
+      }
+    }
     const model::Variant& v = task.MostAccurateVariant();
     for (const model::Profile& profile : v.profiles) {
       auto it = deployments.find(api::DeploymentName(pipeline, task, v, profile.hardware_class));
@@ -74,7 +85,8 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   if (advance) step.demand.at = now;
   if (optimizer.memory.demand_ewma) SmoothRates(advance, before, step);
   if (optimizer.memory.rate_history) ExtendSeries(advance, metrics, step);
-  if (optimizer.memory.rate_history || optimizer.memory.slo_guard) {
+  if (optimizer.memory.rate_history || optimizer.memory.slo_guard ||
+      optimizer.memory.holds_running_variants) {
     ReadRunning(pipeline, deployments, step);
   }
   if (optimizer.memory.slo_guard) GuardLatePaths(pipeline, metrics, now, step);

@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <random>
+#include <set>
 
 #include "api/pipeline_parse.h"
 #include "api/workload.h"
+#include "optimizer/pool.h"
 #include "optimizer/tail.h"
 #include "support/brute_force.h"
 #include "support/instance_generator.h"
@@ -584,6 +587,47 @@ TEST(Loki, OverloadedServesAtLeastWhatALowerDemandServes) {
   std::printf("served: %.1f rps at 800, %.1f rps at 1600 (accuracy %.4f)\n",
               plans[800].served_fraction * 800, plans[1600].served_fraction * 1600,
               LokiPart(plans[1600]).accuracy);
+}
+
+std::set<std::string> RunningKeys(const model::Plan& plan) {
+  std::set<std::string> keys;
+  for (const model::TaskPlan& t : plan.tasks) {
+    keys.insert(RunningKey(t.task, t.variant, t.hardware_class));
+  }
+  return keys;
+}
+
+// Accuracy scaling keeps the variants running now while, on them alone, it serves as much of
+// the demand within hold_accuracy of the best plan's accuracy (a change restarts pods); else it
+// plans as if nothing ran. Over a sweep of demands around the one the running plan was made for.
+TEST(Loki, HoldsTheRunningVariantsWhileTheyServeWithinTheTolerance) {
+  const api::ParsedPipeline parsed = api::ParsePipeline(kIssue10);
+  ASSERT_TRUE(parsed.pipeline.has_value());
+  const model::Pipeline& pipeline = *parsed.pipeline;
+  const model::Plan first = SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value());
+  ASSERT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
+  const LokiOptions options{.running = RunningKeys(first)};
+  int held = 0, moved = 0;
+  for (double rate = 600; rate <= 1000; rate += 50) {
+    const model::Workload workload = api::MakeWorkload(pipeline, rate, {}).value();
+    const model::Plan best = SolveLoki(pipeline, workload);
+    const model::Plan plan = SolveLoki(pipeline, workload, options);
+    EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << rate;
+    const std::set<std::string> keys = RunningKeys(plan);
+    const bool runs_only = std::ranges::includes(options.running, keys);
+    if (runs_only && RunningKeys(best) != keys) {
+      ++held;
+      EXPECT_GE(plan.served_fraction, best.served_fraction - 1e-3) << rate;
+      EXPECT_GE(LokiPart(plan).accuracy, LokiPart(best).accuracy - options.hold_accuracy) << rate;
+    } else if (!runs_only) {
+      ++moved;
+      EXPECT_EQ(keys, RunningKeys(best)) << rate;
+      EXPECT_EQ(plan.TotalReplicas(), best.TotalReplicas()) << rate;
+    }
+  }
+  std::printf("held the running variants at %d demands, moved at %d\n", held, moved);
+  EXPECT_GT(held, 0);   // the sweep crosses near-ties the hold keeps
+  EXPECT_GT(moved, 0);  // and demands the running variants cannot serve as well
 }
 
 model::Workload Scaled(model::Workload workload, double by) {
