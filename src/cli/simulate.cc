@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "api/document.h"
@@ -71,7 +73,15 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
   } else if (name == "--policy") {
     f.policies = Names(value);
   } else if (name == "--seed") {
-    f.seed = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || *end != '\0' || errno == ERANGE ||
+        seed > std::numeric_limits<unsigned>::max()) {
+      return "--seed must be a whole number from 0 to " +
+             std::to_string(std::numeric_limits<unsigned>::max());
+    }
+    f.seed = static_cast<unsigned>(seed);
   } else if (name == "--duration") {
     const auto d = SecondsOf(value);
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";

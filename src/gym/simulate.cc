@@ -1,6 +1,7 @@
 // Simulate: the policy named on the command line set up in a World, and the run.
 #include <cstdlib>
 
+#include "common/strings.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
 
@@ -52,6 +53,7 @@ void SetUpBaseline(World& world, int fixed) {
 // Loki without its second step: each task's most accurate variant alone, so only hardware
 // scales (the paper's comparison point).
 constexpr const char* kLokiHardwareOnly = "loki-hardware-only";
+constexpr double kMaxRequests = 1e9;
 
 void MostAccurateOnly(nlohmann::json& object) {
   for (nlohmann::json& task : object["spec"]["tasks"]) {
@@ -78,6 +80,18 @@ Result<int> FixedCount(const std::string& policy) {
 }  // namespace
 
 Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
+  const double seconds = options.seconds > 0 ? options.seconds : options.trace.Seconds();
+  if (seconds > trace::kMaxSeconds) {
+    return Error{ErrorKind::kInvalid, StrFormat("the run may last at most %.0f days of load",
+                                                trace::kMaxSeconds / 86400)};
+  }
+  // Each request costs about 10 us here: a bound that keeps a typing error from running for days.
+  if (const double requests = options.trace.MeanRps() * seconds; requests > kMaxRequests) {
+    return Error{ErrorKind::kInvalid,
+                 StrFormat("the trace asks for %.3g requests; a run simulates at most %.0e "
+                           "(about 3 hours here)",
+                           requests, kMaxRequests)};
+  }
   nlohmann::json object = pipeline_object;
   object.erase("status");
   const std::string& policy = options.policy;

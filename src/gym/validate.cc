@@ -15,15 +15,16 @@ namespace {
 using nlohmann::json;
 
 Result<PathOutcome> ReadPath(const std::string& name, const json& p) {
-  if (!p.is_object() || !p.contains("sent") || !p["sent"].is_number_integer()) {
-    return Error{ErrorKind::kInvalid, "paths." + name + ".sent: expected a whole number"};
+  if (!p.is_object() || !p.contains("sent") || !p["sent"].is_number_integer() ||
+      p["sent"].get<long>() < 0) {
+    return Error{ErrorKind::kInvalid, "paths." + name + ".sent: expected a whole number >= 0"};
   }
   PathOutcome out;
   out.sent = p["sent"].get<long>();
   const json codes = p.value("codes", json::object());
   if (!codes.is_object()) return Error{ErrorKind::kInvalid, "paths." + name + ".codes: an object"};
   for (const auto& [code, n] : codes.items()) {
-    if (!n.is_number_integer()) {
+    if (!n.is_number_integer() || n.get<long>() < 0) {
       return Error{ErrorKind::kInvalid,
                    StrFormat("paths.%s.codes.%s: not a count", name.c_str(), code.c_str())};
     }
@@ -32,12 +33,17 @@ Result<PathOutcome> ReadPath(const std::string& name, const json& p) {
   out.answered = out.codes.contains("200") ? out.codes["200"] : 0;
   const json attainment = p.value("sloAttainment", json(0.0));
   const json p99 = p.value("p99Ms", json(0.0));
-  if (!attainment.is_number() || !p99.is_number()) {
-    return Error{ErrorKind::kInvalid, "paths." + name + ": sloAttainment and p99Ms are numbers"};
+  if (!attainment.is_number() || !p99.is_number() || !(attainment.get<double>() >= 0) ||
+      attainment.get<double>() > 1 || !(p99.get<double>() >= 0) ||
+      !std::isfinite(p99.get<double>())) {
+    return Error{ErrorKind::kInvalid, "paths." + name +
+                                          ": sloAttainment is a share from 0 to 1 and p99Ms a "
+                                          "number of milliseconds"};
   }
   out.within_slo = std::lround(attainment.get<double>() * static_cast<double>(out.sent));
   out.p99_ms = p99.get<double>();
-  out.p50_ms = p.value("p50Ms", json(0.0)).is_number() ? p.value("p50Ms", 0.0) : 0;
+  const json p50 = p.value("p50Ms", json(0.0));
+  out.p50_ms = p50.is_number() && std::isfinite(p50.get<double>()) ? p50.get<double>() : 0;
   return out;
 }
 

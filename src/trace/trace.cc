@@ -7,11 +7,17 @@
 #include <random>
 #include <sstream>
 
+#include "common/strings.h"
+
 namespace pipescale::trace {
 namespace {
 
 Error Invalid(const std::string& spec, const std::string& why) {
   return Error{ErrorKind::kInvalid, "--trace " + spec + ": " + why};
+}
+
+Error TooLong(const std::string& spec) {
+  return Invalid(spec, StrFormat("lasts longer than %.0f days", kMaxSeconds / 86400));
 }
 
 // The numbers of "a:b:c"; nullopt when one is not a finite number >= 0.
@@ -104,6 +110,33 @@ Result<Trace> Csv(const std::string& spec, const std::string& text) {
   return t;
 }
 
+// The length a shape's numbers ask for: its SECONDS.
+std::optional<double> ShapeSeconds(const std::string& kind, const std::vector<double>& n) {
+  if (kind == "fa2" && n.size() == 1) return n[0];
+  if (kind == "normal" && n.size() == 3) return n[2];
+  if (kind == "diurnal" && (n.size() == 4 || n.size() == 5)) return n[3];
+  return std::nullopt;
+}
+
+Result<Trace> Shape(const std::string& spec, std::uint64_t seed, const std::string& csv_text) {
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "csv") return Csv(spec, csv_text);
+  if (kind != "fa2" && kind != "normal" && kind != "diurnal") return Steps(spec);
+  const auto n = Numbers(rest);
+  // -1: the numbers do not fit the shape.
+  const double seconds = n ? ShapeSeconds(kind, *n).value_or(-1) : -1;
+  // The shapes build a step per second: their length is checked before they are built.
+  if (seconds > kMaxSeconds) return TooLong(spec);
+  if (kind == "fa2" && seconds >= 0) return Fa2(seconds);
+  if (kind == "normal" && seconds >= 0) return Normal((*n)[0], (*n)[1], seconds, seed);
+  if (kind == "diurnal" && seconds >= 0 && (*n)[2] > 0) {
+    return Diurnal((*n)[0], (*n)[1], (*n)[2], seconds, n->size() == 5 ? (*n)[4] : 0);
+  }
+  return Invalid(spec, "see pipescale-loadgen --help for the shapes and their numbers");
+}
+
 }  // namespace
 
 double Trace::Seconds() const {
@@ -113,28 +146,23 @@ double Trace::Seconds() const {
   return s;
 }
 
-double Trace::MeanRps() const {
-  const double seconds = Seconds();
-  if (seconds <= 0) return 0;
-  if (!arrivals.empty()) return static_cast<double>(arrivals.size()) / seconds;
+double Trace::Requests() const {
+  if (!arrivals.empty()) return static_cast<double>(arrivals.size());
   double requests = 0;
   for (const Step& step : steps) requests += step.rps * step.seconds;
-  return requests / seconds;
+  return requests;
 }
 
+double Trace::MeanRps() const { return Requests() / std::max(1.0, Seconds()); }
+
 Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed, const std::string& csv_text) {
-  const auto colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind == "csv") return Csv(spec, csv_text);
-  if (kind != "fa2" && kind != "normal" && kind != "diurnal") return Steps(spec);
-  const auto n = Numbers(rest);
-  if (kind == "fa2" && n && n->size() == 1) return Fa2((*n)[0]);
-  if (kind == "normal" && n && n->size() == 3) return Normal((*n)[0], (*n)[1], (*n)[2], seed);
-  if (kind == "diurnal" && n && (n->size() == 4 || n->size() == 5) && (*n)[2] > 0) {
-    return Diurnal((*n)[0], (*n)[1], (*n)[2], (*n)[3], n->size() == 5 ? (*n)[4] : 0);
+  auto trace = Shape(spec, seed, csv_text);
+  if (!trace) return trace;
+  if (trace->Seconds() > kMaxSeconds) return TooLong(spec);
+  for (const Step& step : trace->steps) {
+    if (step.rps > kMaxRps) return Invalid(spec, StrFormat("asks for more than %.0f/s", kMaxRps));
   }
-  return Invalid(spec, "see pipescale-loadgen --help for the shapes and their numbers");
+  return trace;
 }
 
 }  // namespace pipescale::trace

@@ -22,8 +22,14 @@ struct Trace {
   std::vector<Step> steps;       // Poisson arrivals at each step's rate
   std::vector<double> arrivals;  // or exactly these, in seconds from the start (ascending)
   double Seconds() const;
-  double MeanRps() const;  // the requests the trace sends on average per second
+  double Requests() const;  // the requests it sends (on average, for rates)
+  // Requests() per second of Seconds(); a trace shorter than a second sends them in one.
+  double MeanRps() const;
 };
+
+// The most a trace may ask for: a month, and a million requests a second at any time.
+inline constexpr double kMaxSeconds = 31 * 86400.0;
+inline constexpr double kMaxRps = 1e6;
 
 // One of:
 //   RPS:SECONDS[,RPS:SECONDS...]       steps
@@ -35,7 +41,8 @@ struct Trace {
 //   csv:FILE (the file's text in `csv_text`)
 //                                      lines "SECONDS,RPS" (the rate from then on) or "SECONDS"
 //                                      (one request then); '#' starts a comment
-// kInvalid names what is wrong.
+// kInvalid names what is wrong, also for a trace longer than kMaxSeconds or with a rate above
+// kMaxRps.
 Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed,
                          const std::string& csv_text = "");
 
