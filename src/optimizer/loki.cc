@@ -667,16 +667,19 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     if (!plan || !accuracy_scaling || options.running.empty() || RunsOnly(*plan, options.running)) {
       return plan;
     }
+    const size_t noted = notes.size();  // what the held solve notes goes if it is not taken
     std::optional<model::Plan> held = attempt(step, Variants::kAll, true);
     if (!held || held->tasks.empty() ||
         held->served_fraction < plan->served_fraction - kHeldServedSlack ||
         LokiPart(*held).accuracy < LokiPart(*plan).accuracy - options.hold_accuracy) {
+      notes.resize(noted);
       return plan;
     }
     notes.push_back(StrFormat(
-        "held the running variants: a change would gain %.2f points of accuracy, under the "
-        "%.2f that pays for restarting pods",
-        100 * (LokiPart(*plan).accuracy - LokiPart(*held).accuracy), 100 * options.hold_accuracy));
+        "held the running variants: %.2f%% accurate, where the best other mix found is %.2f%% "
+        "(a change must gain %.2f points to restart pods)",
+        100 * LokiPart(*held).accuracy, 100 * LokiPart(*plan).accuracy,
+        100 * options.hold_accuracy));
     return held;
   };
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
