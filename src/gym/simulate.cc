@@ -10,8 +10,22 @@ namespace {
 
 using engine::World;
 
+// A request's service time alone at one replica, over the pipeline's query-size mix (Kairos's
+// queries carry many rows; without a mix each request is one).
+double MeanRequestMs(const model::Pipeline& pipeline, const model::Profile& profile) {
+  const std::vector<model::QuerySize>& mix = pipeline.spec.query_sizes;
+  if (mix.empty()) return profile.latency.Ms(1);
+  double weight = 0, ms = 0;
+  for (const model::QuerySize& q : mix) {
+    weight += q.weight;
+    ms += q.weight * profile.latency.Ms(q.size);
+  }
+  return weight > 0 ? ms / weight : profile.latency.Ms(1);
+}
+
 // What a user of a baseline sets per task: its target at 70% of what one replica serves alone
-// (batch 1, the most accurate variant on its first class), as HPA and KPA users set 70%.
+// (one request at a time over the traffic's query sizes, the most accurate variant on its first
+// class), as HPA and KPA users set 70%.
 std::map<std::string, TaskTarget> Targets(const model::Pipeline& pipeline) {
   std::map<std::string, TaskTarget> out;
   for (const model::Task& t : pipeline.spec.tasks) {
@@ -21,7 +35,7 @@ std::map<std::string, TaskTarget> Targets(const model::Pipeline& pipeline) {
     const model::Profile& p = v.profiles.front();
     const int c = pipeline.HardwareClassIndex(p.hardware_class);
     TaskTarget target;
-    target.rps = 0.7 * 1000 / p.latency.Ms(1);
+    target.rps = 0.7 * 1000 / MeanRequestMs(pipeline, p);
     target.concurrency = 1;
     target.max_replicas = pipeline.spec.hardware_classes[c].max_replicas.value_or(100);
     out[t.name] = target;

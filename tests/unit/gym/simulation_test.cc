@@ -130,6 +130,18 @@ TEST(SimulationTest, TheOperatorScalesOutAsTheLoadSteps) {
   EXPECT_GT(report->scaling_actions, 0);
 }
 
+// KEDA's target is what one replica serves of the traffic as it comes: queries of 5 rows take
+// d(5) = 50 ms, so 40 queries/s need 3 replicas at its 70% (a target from one row would hold 1,
+// which serves 20 queries/s).
+TEST(SimulationTest, KedasTargetCountsTheQuerySizes) {
+  json pipeline = Chain({"a"}, 10, 2000, 10);
+  pipeline["spec"]["querySizes"] = {{{"size", 5}, {"weight", 1}}};
+  auto report = Simulate(pipeline, With("keda", "40:300"));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->intervals.back().replicas.at("a"), 3);
+  EXPECT_GT(report->paths.at("p").Attainment(), 0.8);
+}
+
 TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
   auto unknown = Simulate(Chain({"a"}, 10, 100), With("fastest", "1:10"));
   ASSERT_FALSE(unknown.ok());
