@@ -4,11 +4,10 @@
 // duration, the rate and the number of tasks (a chain of 2..10 of the example's GPU profile).
 // Prints Markdown.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "api/document.h"
+#include "common/file.h"
 #include "gym/simulation.h"
 
 namespace {
@@ -17,10 +16,8 @@ using namespace pipescale;
 using nlohmann::json;
 
 json Example(const std::string& file) {
-  std::ifstream in(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return *api::ParseDocument(text.str());
+  auto text = ReadFileText(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/" + file);
+  return *api::ParseDocument(text ? *text : "");
 }
 
 // A chain of `n` tasks with the example's first task's variant, one path through all, an SLO of

@@ -5,13 +5,12 @@
 //   gym_validate -f PIPELINE.yaml --trace SPEC --nodes FILE --box DIR [--seeds 8]
 // The simulated side is the mean of --seeds runs (seeds 1..N).
 // Exit 0 when every figure is within the tolerance, 1 when one is not, 2 for bad input.
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "api/document.h"
 #include "api/nodes_file.h"
+#include "common/file.h"
 #include "gym/simulation.h"
 #include "gym/validate.h"
 
@@ -19,11 +18,10 @@ namespace {
 
 using namespace pipescale;
 
+// The file's text, "" when it cannot be read (the parser then says what is missing).
 std::string Read(const std::string& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ReadFileText(file);
+  return text ? *text : "";
 }
 
 int Main(const std::map<std::string, std::string>& flags) {

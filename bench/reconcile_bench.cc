@@ -5,10 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "api/document.h"
+#include "common/file.h"
 #include "reconciler/decide.h"
 
 namespace {
@@ -17,10 +16,8 @@ using namespace pipescale;
 using nlohmann::json;
 
 json Example(const char* file) {
-  std::ifstream in(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto doc = api::ParseDocument(text.str());
+  auto text = ReadFileText(std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/" + file);
+  auto doc = api::ParseDocument(text ? *text : "");
   if (!doc.ok()) {
     std::fprintf(stderr, "%s: %s\n", file, doc.error().message.c_str());
     std::exit(1);

@@ -1,10 +1,9 @@
 #include "api/nodes_file.h"
 
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include "api/document.h"
+#include "common/file.h"
 
 namespace pipescale::api {
 namespace {
@@ -95,11 +94,9 @@ Result<std::vector<json>> ParseNodesFile(const std::string& text, const std::str
 }
 
 Result<std::vector<json>> ReadNodesFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{ErrorKind::kNotFound, "cannot read nodes file " + path};
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseNodesFile(text.str(), path);
+  auto text = ReadFileText(path, "nodes file");
+  if (!text) return text.error();
+  return ParseNodesFile(*text, path);
 }
 
 }  // namespace pipescale::api

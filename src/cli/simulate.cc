@@ -13,6 +13,7 @@
 #include "api/document.h"
 #include "api/nodes_file.h"
 #include "cli/cli.h"
+#include "common/file.h"
 #include "gym/render.h"
 #include "gym/simulation.h"
 
@@ -122,14 +123,6 @@ std::string ParseSimulateFlags(std::span<const std::string> args, SimulateFlags&
   return "";
 }
 
-std::optional<std::string> ReadText(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int Fail(std::ostream& err, const std::string& message, int code) {
   err << "pipescale simulate: " << message << "\n";
   return code;
@@ -144,15 +137,15 @@ struct Inputs {  // NOLINT(bugprone-exception-escape)
 
 Result<Inputs> ReadInputs(const SimulateFlags& f) {
   Inputs in;
-  const auto text = ReadText(f.file);
-  if (!text) return Error{ErrorKind::kInvalid, "cannot read " + f.file};
+  const auto text = ReadFileText(f.file);
+  if (!text) return Error{ErrorKind::kInvalid, text.error().message};
   auto doc = api::ParseDocument(*text);
   if (!doc) return Error{ErrorKind::kInvalid, f.file + ": " + doc.error().message};
   in.pipeline = std::move(*doc);
   std::string csv;
   if (f.trace.rfind("csv:", 0) == 0) {
-    const auto t = ReadText(f.trace.substr(4));
-    if (!t) return Error{ErrorKind::kInvalid, "cannot read the trace " + f.trace.substr(4)};
+    const auto t = ReadFileText(f.trace.substr(4), "the trace");
+    if (!t) return Error{ErrorKind::kInvalid, t.error().message};
     csv = *t;
   }
   auto trace = trace::ParseTrace(f.trace, f.seed, csv);

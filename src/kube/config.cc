@@ -4,20 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
+
+#include "common/file.h"
 
 namespace pipescale::kube {
 namespace {
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{ErrorKind::kNotFound, "cannot read " + path};
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // Fills `pem` from `<key>-data` (base64) or `<key>` (a file relative to the kubeconfig).
 Status PemField(const YAML::Node& node, const std::string& key, const std::string& base_dir,
@@ -29,7 +21,7 @@ Status PemField(const YAML::Node& node, const std::string& key, const std::strin
   } else if (node[key]) {
     auto file = node[key].as<std::string>();
     if (!file.empty() && file[0] != '/') file = base_dir + "/" + file;
-    auto text = ReadFile(file);
+    auto text = ReadFileText(file);
     if (!text) return text.error();
     pem = *text;
   }
@@ -47,7 +39,7 @@ std::optional<YAML::Node> FindNamed(const YAML::Node& list, const std::string& n
 }  // namespace
 
 Result<ClusterConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
-  auto text = ReadFile(path);
+  auto text = ReadFileText(path);
   if (!text) return text.error();
   const std::string base_dir =
       path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
@@ -105,10 +97,10 @@ Result<ClusterConfig> InClusterConfig() {
   const std::string h = host;
   config.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
   config.token_file = dir + "/token";
-  auto ca = ReadFile(dir + "/ca.crt");
+  auto ca = ReadFileText(dir + "/ca.crt");
   if (!ca) return ca.error();
   config.ca_pem = *ca;
-  if (auto ns = ReadFile(dir + "/namespace")) config.default_namespace = *ns;
+  if (auto ns = ReadFileText(dir + "/namespace")) config.default_namespace = *ns;
   return config;
 }
 

@@ -8,7 +8,8 @@
 // replicas than a plan may ask for, or when a solve takes longer than a generous bound.
 //
 // PIPESCALE_FUZZ_CASES (default 3000), PIPESCALE_FUZZ_FIRST (default 0) and
-// PIPESCALE_FUZZ_SEED (default below) choose the run; PIPESCALE_FUZZ_WATCHDOG (seconds, default
+// PIPESCALE_FUZZ_SEED (default below) choose the run; PIPESCALE_FUZZ_HANG_MS (default kHangMs) is
+// how long a solve may take before it counts as a hang; PIPESCALE_FUZZ_WATCHDOG (seconds, default
 // 60) is how long one case may run before the process aborts naming it;
 // PIPESCALE_FUZZ_ONLY=N runs case N alone and PIPESCALE_FUZZ_DUMP=FILE writes its document,
 // to reproduce a failure; PIPESCALE_FUZZ_SKIP=a,b leaves optimizers out (default:
@@ -732,7 +733,8 @@ void SolveAll(Mutator& m, const model::Pipeline& pipeline, std::uint64_t seed, s
       stats.slowest_ms = ms;
       stats.slowest = where;
     }
-    if (ms > kHangMs) stats.failures.push_back(where + ": took " + std::to_string(ms) + " ms");
+    static const double hang_ms = static_cast<double>(EnvInt("PIPESCALE_FUZZ_HANG_MS", kHangMs));
+    if (ms > hang_ms) stats.failures.push_back(where + ": took " + std::to_string(ms) + " ms");
     for (const std::string& p : PlanProblems(plan, optimizer::kMaxReplicas)) {
       stats.failures.push_back(where + ": " + p);
     }
