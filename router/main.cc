@@ -35,6 +35,7 @@
 #include <thread>
 
 #include "api/pipeline_parse.h"
+#include "common/file.h"
 #include "discovery.h"
 #include "kube/config.h"
 #include "metrics/panics.h"
@@ -80,15 +81,6 @@ std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
   return out;
 }
 
-// The contents of `file`, or nullopt when it cannot be read.
-std::optional<std::string> ReadText(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // --routing-file (a Loki plan's routing.json), --pools-file (a Kairos or MArk plan's
 // pools.json) and --batching-file (the batches the router forms, batching.json), for a router
 // not reading them from its ConfigMap; false after saying why.
@@ -96,7 +88,7 @@ bool ReadParts(Flags& flags, const pipescale::model::Pipeline& pipeline,
                pipescale::router::DataPlaneParts& parts) {
   for (const std::string flag : {"--routing-file", "--pools-file", "--batching-file"}) {
     if (flags[flag].empty()) continue;
-    const auto text = ReadText(flags[flag]);
+    const auto text = pipescale::ReadFileText(flags[flag]);
     std::string error = text ? "" : "cannot be read";
     if (text && flag == "--routing-file") {
       parts.loki = pipescale::router::ReadLoki(*text, pipeline, error);
