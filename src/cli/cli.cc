@@ -16,6 +16,7 @@
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
 #include "api/workload.h"
+#include "cli/flags.h"
 #include "cli/simulate.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
@@ -329,18 +330,6 @@ struct ProfileFlags {
   std::string output = "table";
   bool write = false;
 };
-
-// An integer in [min, max] into `value`; what is wrong, or "".
-std::string ParseCount(const std::string& name, std::string_view text, int min, int max,
-                       int& value) {
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < min ||
-      value > max) {
-    return name + " needs an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-           "], got " + QuoteUserText(text);
-  }
-  return "";
-}
 
 // One of `choices` into `value`; what is wrong, or "".
 std::string ParseChoice(const std::string& name, const std::string& text,

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -13,6 +12,7 @@
 #include "api/document.h"
 #include "api/nodes_file.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "common/file.h"
 #include "gym/render.h"
 #include "gym/simulation.h"
@@ -74,15 +74,7 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
   } else if (name == "--policy") {
     f.policies = Names(value);
   } else if (name == "--seed") {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long seed = std::strtoull(value.c_str(), &end, 10);
-    if (value.empty() || value[0] == '-' || *end != '\0' || errno == ERANGE ||
-        seed > std::numeric_limits<unsigned>::max()) {
-      return "--seed must be a whole number from 0 to " +
-             std::to_string(std::numeric_limits<unsigned>::max());
-    }
-    f.seed = static_cast<unsigned>(seed);
+    return ParseCount(name, value, 0U, std::numeric_limits<unsigned>::max(), f.seed);
   } else if (name == "--duration") {
     const auto d = SecondsOf(value);
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";
@@ -180,7 +172,7 @@ int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   report.pipeline = inputs->pipeline["metadata"].value("name", "");
   report.trace = f.trace;
   report.seed = f.seed;
-  report.seconds = f.seconds > 0 ? f.seconds : inputs->options.trace.Seconds();
+  report.seconds = inputs->options.RunSeconds();
   std::vector<std::string> policies = f.policies;
   if (policies.empty()) policies = {"", "hpa"};
   for (const std::string& policy : policies) {

@@ -91,6 +91,32 @@ TEST(Cli, BadFlagsExitTwo) {
   EXPECT_EQ(RunCli({"frobnicate"}).code, kExitInvalidInput);
 }
 
+// What would run for days or wrap around is refused before anything runs, naming the flag.
+TEST(Cli, SimulateRefusesSeedsOutOfRangeAndRunsTooLongOrLarge) {
+  const auto simulate = [](std::vector<std::string> more) {
+    std::vector<std::string> args = {"simulate", "-f",         kExample, "--policy",
+                                     "fixed:1",  "--progress", "none"};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunCli(args);
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--trace", "10:5", "--seed", "-1"}, "--seed needs an integer in [0, 4294967295]"},
+      {{"--trace", "10:5", "--seed", "4294967296"}, "--seed needs an integer"},
+      {{"--trace", "10:5", "--seed", "12x"}, "--seed needs an integer"},
+      {{"--trace", "10:1e15"}, "lasts longer than 31 days"},
+      {{"--trace", "normal:10:1:1e15"}, "lasts longer than 31 days"},
+      {{"--trace", "1e12:10"}, "asks for more than 1000000/s"},
+      {{"--trace", "10:5", "--duration", "800h"}, "at most 31 days"},
+      {{"--trace", "1000000:10000"}, "a run simulates at most 1e+09"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Output r = simulate(args);
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(simulate({"--trace", "10:5", "--seed", "4294967295"}).code, kExitOk);
+}
+
 TEST(Cli, InvalidPipelineExitsTwoWithFieldErrors) {
   std::ifstream in(kExample);
   std::stringstream text;
