@@ -37,24 +37,21 @@ void ExtendSeries(bool advance, const model::MetricsSnapshot& metrics, DemandSte
 void ReadRunning(const model::Pipeline& pipeline,
                  const std::map<std::string, nlohmann::json>& deployments, DemandStep& step) {
   for (const model::Task& task : pipeline.spec.tasks) {
+    const model::Variant& most_accurate = task.MostAccurateVariant();
     for (const model::Variant& v : task.variants) {
       for (const model::Profile& profile : v.profiles) {
         auto it = deployments.find(api::DeploymentName(pipeline, task, v, profile.hardware_class));
         if (it == deployments.end()) continue;
-        if (api::ReadManagedFields(it->second, v.batch_env).replicas.value_or(0) > 0) {
+        const api::ManagedFields f = api::ReadManagedFields(it->second, v.batch_env);
+        if (f.replicas.value_or(0) > 0) {
           step.input.running_variants.insert(
               optimizer::RunningKey(task.name, v.name, profile.hardware_class));
         }
+        if (&v != &most_accurate) continue;
+        const std::string key = optimizer::PoolKey(task.name, profile.hardware_class);
+        if (f.replicas) step.input.running[key] = *f.replicas;
+        if (f.batch_size) step.input.running_batch[key] = *f.batch_size;
       }
-    }
-    const model::Variant& v = task.MostAccurateVariant();
-    for (const model::Profile& profile : v.profiles) {
-      auto it = deployments.find(api::DeploymentName(pipeline, task, v, profile.hardware_class));
-      if (it == deployments.end()) continue;
-      const api::ManagedFields f = api::ReadManagedFields(it->second, v.batch_env);
-      const std::string key = optimizer::PoolKey(task.name, profile.hardware_class);
-      if (f.replicas) step.input.running[key] = *f.replicas;
-      if (f.batch_size) step.input.running_batch[key] = *f.batch_size;
     }
   }
 }
