@@ -191,7 +191,7 @@ void World::OnSecond() {
 void World::StartTrace() {
   trace_start_ms = now_ms_;
   last_row_ms = now_ms_;
-  end_ms_ = now_ms_ + 1000 * (options.seconds > 0 ? options.seconds : options.trace.Seconds());
+  end_ms_ = now_ms_ + 1000 * options.RunSeconds();
   // What ran before the first request is the set-up, not the run.
   report = PolicyReport();
   report.policy = options.policy;

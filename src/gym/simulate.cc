@@ -94,7 +94,7 @@ Result<int> FixedCount(const std::string& policy) {
 }  // namespace
 
 Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
-  const double seconds = options.seconds > 0 ? options.seconds : options.trace.Seconds();
+  const double seconds = options.RunSeconds();
   if (seconds > trace::kMaxSeconds) {
     return Error{ErrorKind::kInvalid, StrFormat("the run may last at most %.0f days of load",
                                                 trace::kMaxSeconds / 86400)};

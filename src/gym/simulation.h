@@ -35,6 +35,7 @@ struct Options {
   std::string policy;
   trace::Trace trace;
   double seconds = 0;  // simulated; 0: the trace's length
+  double RunSeconds() const { return seconds > 0 ? seconds : trace.Seconds(); }
   unsigned seed = 42;
   std::vector<nlohmann::json> nodes;  // Node objects (api::ParseNodesFile); none: unbounded room
   // Scheduling, image and container start before a pod's class startupSeconds begin: what the
