@@ -152,10 +152,14 @@ class SlotDp {
     const auto slots = [](double x) { return static_cast<int>(std::min(x, 1e9)); };
     up_.resize(n);
     down_.resize(n);
+    cheapest_.resize(n);
     for (size_t s = 0; s < n; ++s) {
-      for (const Choice& c : problem.dnns[s].front) {
-        up_[s].push_back(slots(std::ceil(c.LatencyMs() / slot_ms_ - 1e-6)));
-        down_[s].push_back(slots(std::floor(c.LatencyMs() / slot_ms_ + 1e-9)));
+      const std::vector<Choice>& front = problem.dnns[s].front;
+      for (size_t k = 0; k < front.size(); ++k) {
+        up_[s].push_back(slots(std::ceil(front[k].LatencyMs() / slot_ms_ - 1e-6)));
+        down_[s].push_back(slots(std::floor(front[k].LatencyMs() / slot_ms_ + 1e-9)));
+        const bool cheaper = k == 0 || front[k].Cost() < front[cheapest_[s].back()].Cost();
+        cheapest_[s].push_back(cheaper ? static_cast<int>(k) : cheapest_[s].back());
       }
     }
     if (slot_ms_ > 0) memo_.assign(n * static_cast<size_t>(horizon_ + 1), -1);
@@ -230,10 +234,18 @@ class SlotDp {
 
  private:
   enum class Clock { kInherit, kRestart, kNone };
-  struct End {
-    double sla_slots;  // the segment's SLA in slots, with its clock credit
-    bool starts_here;
+  // The most slots a DNN may end at, over the segments that end at it: those that start at it
+  // count its own slot, the others its parent clock's elapsed slots plus its own.
+  struct Limit {
+    int start = std::numeric_limits<int>::max() / 2;
+    int inherited = std::numeric_limits<int>::max() / 2;
   };
+
+  // An integer count of slots fits a segment's SLA in slots when it is at most this.
+  static int LimitSlots(double sla_slots) {
+    constexpr double kMax = std::numeric_limits<int>::max() / 2;
+    return static_cast<int>(std::clamp(std::floor(sla_slots + kEps), -1.0, kMax));
+  }
   struct State {
     Objective best;
     int choice;  // index into the DNN's front; -1 when infeasible
@@ -241,7 +253,6 @@ class SlotDp {
 
   void Prepare(const std::vector<Segment>& segments, const std::vector<int>& credit) {
     const size_t n = problem_.dnns.size();
-    ends_.assign(n, {});
     clocks_.assign(n, {});
     std::vector<std::map<int, Clock>> edge(n);
     for (const Segment& seg : segments) {
@@ -254,12 +265,15 @@ class SlotDp {
         if (i > 1) k = Clock::kInherit;
       }
     }
+    limit_.assign(n, {});
     for (const Segment& seg : segments) {
       const int start = seg.dnns.front();
       const bool merged = seg.dnns.size() > 1 && edge[start][seg.dnns[1]] == Clock::kInherit;
       // In slots: x / 1 is x exactly, so 1 ms slots count as they always did.
-      ends_[seg.dnns.back()].push_back(
-          {seg.sla_ms / slot_ms_ + (merged ? credit[start] : 0), seg.dnns.size() == 1});
+      const int limit = LimitSlots(seg.sla_ms / slot_ms_ + (merged ? credit[start] : 0));
+      Limit& l = limit_[seg.dnns.back()];
+      int& bound = seg.dnns.size() == 1 ? l.start : l.inherited;
+      bound = std::min(bound, limit);
     }
     for (size_t s = 0; s < n; ++s) {
       for (int c : forest_.children[s]) {
@@ -288,16 +302,17 @@ class SlotDp {
 
     const std::vector<Choice>& front = problem_.dnns[s].front;
     State state{Objective::Infinite(), -1};
+    if (clocks_[s].empty()) {
+      state = Leaf(s, elapsed);
+      return Remember(key, state);
+    }
     // Choices are in ascending latency, so the first that breaks a limit ends the scan:
     // every limit only gets harder with more latency.
     for (size_t k = 0; k < front.size(); ++k) {
       ++work_;
       const int slot = (*slots_)[s][k];
+      if (slot > limit_[s].start || elapsed + slot > limit_[s].inherited) break;
       bool fits = true;
-      for (const End& end : ends_[s]) {
-        if ((end.starts_here ? slot : elapsed + slot) > end.sla_slots + kEps) fits = false;
-      }
-      if (!fits) break;
       Objective total = front[k].Cost();
       for (const auto& [child, clock] : clocks_[s]) {
         const int child_elapsed = ChildClock(clock, elapsed, slot);
@@ -315,6 +330,23 @@ class SlotDp {
       if (!fits) break;
       if (total < state.best) state = {total, static_cast<int>(k)};
     }
+    return Remember(key, state);
+  }
+
+  // A DNN without children (most of them, and most of the DP's work): its best is the cheapest
+  // choice within its limits, and those are a prefix of its front. Counted as the scan would be.
+  State Leaf(int s, int elapsed) {
+    const std::vector<int>& slots = (*slots_)[s];
+    const int bound = std::min(limit_[s].start, limit_[s].inherited - elapsed);
+    const auto fit =
+        static_cast<size_t>(std::upper_bound(slots.begin(), slots.end(), bound) - slots.begin());
+    work_ += static_cast<std::int64_t>(std::min(fit + 1, slots.size()));
+    if (fit == 0) return {Objective::Infinite(), -1};
+    const int k = cheapest_[s][fit - 1];
+    return {problem_.dnns[s].front[k].Cost(), k};
+  }
+
+  Objective Remember(size_t key, const State& state) {
     memo_[key] = static_cast<int>(states_.size());
     states_.push_back(state);
     touched_.push_back(key);
@@ -337,11 +369,13 @@ class SlotDp {
   const Forest& forest_;
   std::vector<std::vector<int>> up_;    // latency slots of each front choice, rounded up
   std::vector<std::vector<int>> down_;  // and rounded down
+  // The first cheapest of each front's first k + 1 choices, by k.
+  std::vector<std::vector<int>> cheapest_;
   const std::vector<std::vector<int>>* slots_ = &up_;
   double slot_ms_ = 1;
   int horizon_ = 0;
   std::int64_t work_ = 0;  // front choices scanned over all runs
-  std::vector<std::vector<End>> ends_;
+  std::vector<Limit> limit_;
   std::vector<std::vector<std::pair<int, Clock>>> clocks_;
   std::vector<int> memo_;
   std::vector<State> states_;
