@@ -32,31 +32,45 @@ const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, in
   return most_within != nullptr ? most_within : fewest;
 }
 
-// For each task of the plan, the running choice to keep: the Deployment runs the batch the
-// operator applied, at the plan's replicas, and that batch needs no more replicas than the plan
-// gives it. nullptr where the plan's own choice stands.
-std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
-                                               const optimizer::Problem& problem,
-                                               const model::AppliedPlan* applied,
-                                               const std::map<std::string, json>& deployments,
-                                               const model::Plan& plan) {
-  std::vector<const optimizer::Choice*> keep(plan.tasks.size(), nullptr);
+// For each task of the plan, the running batch it may keep: the Deployment runs the batch the
+// operator applied, at the plan's replicas, and the plan asks for another. 0 where the plan's own
+// batch stands. Read without the problem, so that a plan that changes no running batch (most
+// intervals) compiles nothing.
+std::vector<int> RunningBatches(const model::Pipeline& pipeline, const model::AppliedPlan* applied,
+                                const std::map<std::string, json>& deployments,
+                                const model::Plan& plan) {
+  std::vector<int> running(plan.tasks.size(), 0);
+  if (applied == nullptr) return running;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const model::TaskPlan& t = plan.tasks[i];
     const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
     const model::Variant& variant = *task.FindVariant(t.variant);
     const std::string name = api::DeploymentName(pipeline, task, variant, t.hardware_class);
     auto it = deployments.find(name);
-    const model::TaskPlan* was = applied != nullptr ? applied->Find(name) : nullptr;
+    const model::TaskPlan* was = applied->Find(name);
     if (it == deployments.end() || was == nullptr) continue;
     const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
-    if (f.replicas != t.replicas || !f.batch_size || *f.batch_size == t.batch_size ||
-        f.batch_size != was->batch_size) {
-      continue;
+    if (f.replicas == t.replicas && f.batch_size && *f.batch_size != t.batch_size &&
+        f.batch_size == was->batch_size) {
+      running[i] = *f.batch_size;
     }
+  }
+  return running;
+}
+
+// The running choice to keep for each task: its running batch needs no more replicas than the
+// plan gives it. nullptr where the plan's own choice stands.
+std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
+                                               const optimizer::Problem& problem,
+                                               const std::vector<int>& running,
+                                               const model::Plan& plan) {
+  std::vector<const optimizer::Choice*> keep(plan.tasks.size(), nullptr);
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    if (running[i] == 0) continue;
+    const model::TaskPlan& t = plan.tasks[i];
     const optimizer::Choice* c =
         ChoiceAt(problem, pipeline.TaskIndex(t.task), pipeline.HardwareClassIndex(t.hardware_class),
-                 *f.batch_size, t.replicas);
+                 running[i], t.replicas);
     if (c != nullptr && c->replicas <= t.replicas) keep[i] = c;
   }
   return keep;
@@ -67,9 +81,10 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
                         const model::AppliedPlan* applied,
                         const std::map<std::string, json>& deployments, model::Plan& plan) {
+  const std::vector<int> running = RunningBatches(pipeline, applied, deployments, plan);
+  if (std::ranges::all_of(running, [](int b) { return b == 0; })) return;
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
-  std::vector<const optimizer::Choice*> keep =
-      Keepable(pipeline, problem, applied, deployments, plan);
+  std::vector<const optimizer::Choice*> keep = Keepable(pipeline, problem, running, plan);
   optimizer::Assignment assignment(problem.dnns.size());
   for (const model::TaskPlan& t : plan.tasks) {
     const int dnn = pipeline.TaskIndex(t.task);

@@ -164,9 +164,9 @@ void Stabilize(const model::Pipeline& pipeline, double now, std::vector<PlannedD
 // What the pipeline's Deployments outside the plan still run: the budget counts them.
 Spend OthersSpend(const model::Pipeline& pipeline, const Deployments& deployments,
                   const std::vector<PlannedDeployment>& planned) {
-  Deployments others = deployments;
-  for (const PlannedDeployment& p : planned) others.erase(p.name);
-  return RunningSpend(pipeline, others);
+  std::set<std::string> in_plan;
+  for (const PlannedDeployment& p : planned) in_plan.insert(p.name);
+  return RunningSpend(pipeline, deployments, in_plan);
 }
 
 // The PlanApplied condition, and the writes themselves unless in Recommend mode.

@@ -85,10 +85,11 @@ void SetFeasible(std::vector<model::Condition>& conditions, const model::Plan& p
   }
 }
 
-Spend RunningSpend(const model::Pipeline& pipeline,
-                   const std::map<std::string, json>& deployments) {
+Spend RunningSpend(const model::Pipeline& pipeline, const std::map<std::string, json>& deployments,
+                   const std::set<std::string>& except) {
   Spend out;
   for (const auto& [name, deployment] : deployments) {
+    if (except.contains(name)) continue;
     const int running = api::RunningReplicas(deployment);
     const auto labels = api::ReadObjectMeta(deployment).labels;
     const auto label = labels.find("pipescale.io/hardware-class");

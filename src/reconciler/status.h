@@ -5,6 +5,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ model::QuerySizesRecord QueryMixStatus(const MixStep& step);
 void SetFeasible(std::vector<model::Condition>& conditions, const model::Plan& plan,
                  const GuardOutcome& guard, const Spend& spend, long generation, double now);
 
-// The replicas and cost of what the pipeline's Deployments run, by hardware-class label.
+// The replicas and cost of what the pipeline's Deployments run, by hardware-class label; those
+// named in `except` are left out.
 Spend RunningSpend(const model::Pipeline& pipeline,
-                   const std::map<std::string, nlohmann::json>& deployments);
+                   const std::map<std::string, nlohmann::json>& deployments,
+                   const std::set<std::string>& except = {});
 
 }  // namespace pipescale::reconciler
