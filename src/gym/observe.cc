@@ -47,9 +47,11 @@ double HistogramQuantile(const DurationBuckets& counts, double q) {
 // The nearest-rank percentile, as pipescale-loadgen reports.
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
   const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+  const auto at =
+      v.begin() + static_cast<std::ptrdiff_t>(std::clamp<size_t>(rank, 1, v.size()) - 1);
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
 }
 
 // The path's name in the report: "unlisted" for walks the pipeline's paths do not name, as the

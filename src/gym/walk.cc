@@ -39,8 +39,9 @@ void World::OnArrival(int path, int rows) {
   OnDoorPoll(id);
 }
 
-router::TaskNow World::TaskNowAt(int task, int variant) const {
-  router::TaskNow now;
+void World::TaskNowAt(int task, int variant, router::TaskNow& now) const {
+  now.pods.clear();
+  now.fill_ms = 0;
   for (int pi : ready[task]) {
     const Pod& p = pods[pi];
     if (variant >= 0 && deployments[p.deployment].variant != variant) continue;
@@ -56,14 +57,13 @@ router::TaskNow World::TaskNowAt(int task, int variant) const {
   } else if (auto b = batcher_of.find({task, variant}); b != batcher_of.end()) {
     now.fill_ms = batchers[b->second].wait_ms;
   }
-  return now;
 }
 
-std::vector<router::TaskNow> World::TasksNow(const std::vector<int>& tasks) const {
-  std::vector<router::TaskNow> out;
-  out.reserve(tasks.size());
-  for (int t : tasks) out.push_back(TaskNowAt(t, -1));
-  return out;
+std::span<const router::TaskNow> World::TasksNow(std::span<const int> tasks) const {
+  // Kept between calls with their pods' capacity: the door looks at every request.
+  if (tasks_now_.size() < tasks.size()) tasks_now_.resize(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) TaskNowAt(tasks[i], -1, tasks_now_[i]);
+  return {tasks_now_.data(), tasks.size()};
 }
 
 void World::OnDoorPoll(std::int64_t id) {
@@ -131,12 +131,13 @@ std::optional<int> World::PlanVariant(Visit& v) {
     const std::vector<int>& tasks = path_tasks[w.path];
     const auto here = std::find(tasks.begin(), tasks.end(), v.task);
     if (here != tasks.end()) {
-      downstream = router::PredictedMs(TasksNow(std::vector<int>(here + 1, tasks.end())));
+      downstream = router::PredictedMs(TasksNow(std::span(here + 1, tasks.end())));
     }
   }
   std::vector<router::Option> choices;
+  router::TaskNow now;
   for (const std::string& variant : loki->Variants(task.name)) {
-    const router::TaskNow now = TaskNowAt(v.task, index(variant));
+    TaskNowAt(v.task, index(variant), now);
     choices.push_back({variant, router::PredictedMs(std::span(&now, 1)) + downstream});
   }
   const bool last = graph->IsLast(path, task.name);
@@ -207,7 +208,7 @@ void World::Send(std::int64_t id) {
     MatchPool(v.task);
     return;
   }
-  const int pod = PickPod(v);
+  const int pod = PickPod(v.task, v.variant);
   if (pod < 0) {
     FailWalk(v.walk, 503, "no ready pod");
     EndVisit(id);
@@ -216,18 +217,22 @@ void World::Send(std::int64_t id) {
   SendCall(Call{.visits = {id}, .rows = w.rows}, pod);
 }
 
-int World::PickPod(const Visit& v) {
-  std::vector<int> all, chosen;
-  for (int pi : ready[v.task]) {
-    all.push_back(pi);
-    if (v.variant >= 0 && deployments[pods[pi].deployment].variant == v.variant)
-      chosen.push_back(pi);
+int World::PickPod(int task, int variant) {
+  // The scratch vectors keep their capacity between calls: a pick per call.
+  std::vector<int>& all = pick_.all;
+  all.clear();
+  for (int pi : ready[task]) {
+    if (variant >= 0 && deployments[pods[pi].deployment].variant == variant) all.push_back(pi);
   }
-  if (!chosen.empty()) all = std::move(chosen);
-  if (auto pool = pools.find(v.task); pool != pools.end() && !pool->second.spill_class.empty()) {
+  if (all.empty()) all.assign(ready[task].begin(), ready[task].end());
+  if (auto pool = pools.find(task); pool != pools.end() && !pool->second.spill_class.empty()) {
     const int spill = pipeline.HardwareClassIndex(pool->second.spill_class);
-    std::vector<int> main, burst;
-    std::vector<router::MainReplica> load;
+    std::vector<int>& main = pick_.main;
+    std::vector<int>& burst = pick_.burst;
+    std::vector<router::MainReplica>& load = pick_.load;
+    main.clear();
+    burst.clear();
+    load.clear();
     for (int pi : all) {
       if (deployments[pods[pi].deployment].hw_class == spill) {
         burst.push_back(pi);
@@ -237,14 +242,14 @@ int World::PickPod(const Visit& v) {
       }
     }
     if (!burst.empty() && router::ShouldSpill(load, pool->second.rt_max_ms)) {
-      current.spills[v.task] += 1;
-      all = std::move(burst);
+      current.spills[task] += 1;
+      all.swap(burst);
     } else if (!main.empty()) {
-      all = std::move(main);
+      all.swap(main);
     }
   }
-  std::vector<router::Candidate> candidates;
-  candidates.reserve(all.size());
+  std::vector<router::Candidate>& candidates = pick_.candidates;
+  candidates.clear();
   for (int pi : all) {
     candidates.push_back(
         {pod_weight[pi], pods[pi].outstanding, pod_router_batch[pi] > 0 ? 1 : pods[pi].batch});
@@ -275,9 +280,7 @@ void World::OnBatcherDue(int b) {
     }
     current.batch_rows[batcher.task].first += call.rows;
     current.batch_rows[batcher.task].second += 1;
-    Visit probe = visits.at(call.visits.front());
-    probe.variant = batcher.variant;
-    const int pod = PickPod(probe);
+    const int pod = PickPod(visits.at(call.visits.front()).task, batcher.variant);
     if (pod < 0) {
       for (std::int64_t v : call.visits) {
         FailWalk(visits.at(v).walk, 503, "no ready pod");

@@ -6,12 +6,14 @@
 
 #include <array>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "gym/simulation.h"
 #include "gym/slab.h"
 #include "reconciler/capacity.h"
 #include "routing/admission.h"
+#include "routing/picker.h"
 
 namespace pipescale::gym::engine {
 
@@ -96,10 +98,11 @@ class World {
   void EndWalk(std::int64_t id);
   void Send(std::int64_t id);  // a visit's
   void SendCall(Call call, int pod);
-  int PickPod(const Visit& visit);
+  int PickPod(int task, int variant);  // variant -1: any of the task's pods
   std::optional<int> PlanVariant(Visit& visit);
-  std::vector<router::TaskNow> TasksNow(const std::vector<int>& tasks) const;
-  router::TaskNow TaskNowAt(int task, int variant) const;
+  // What the door and Loki's drop policies see of `tasks` now; valid until the next call.
+  std::span<const router::TaskNow> TasksNow(std::span<const int> tasks) const;
+  void TaskNowAt(int task, int variant, router::TaskNow& now) const;  // variant -1: any
   void MatchPool(int task);
   router::NextCounts NextParameters(int task, int variant);
   // The path's name as the router takes it: "" when the models decide.
@@ -210,6 +213,15 @@ class World {
   size_t arrival_index = 0, step_index = 0;
   double trace_clock_s = 0, step_start_s = 0;
   double accuracy_sum = 0, accuracy_count = 0;
+
+ private:
+  // Scratch reused by every request's door and pick, so that they allocate nothing once warm.
+  mutable std::vector<router::TaskNow> tasks_now_;
+  struct PickScratch {
+    std::vector<int> all, main, burst;
+    std::vector<router::MainReplica> load;
+    std::vector<router::Candidate> candidates;
+  } pick_;
 };
 
 }  // namespace pipescale::gym::engine
