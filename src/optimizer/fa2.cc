@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -217,6 +218,19 @@ class SlotDp {
     return result;
   }
 
+  // What a run with these segment SLAs and clock credit depends on: each DNN's limits in whole
+  // slots (the clocks depend only on the cuts, the same for every split).
+  std::vector<int> Limits(const std::vector<Segment>& segments, const std::vector<int>& credit) {
+    Prepare(segments, credit);
+    std::vector<int> out;
+    out.reserve(2 * limit_.size());
+    for (const Limit& l : limit_) {
+      out.push_back(l.start);
+      out.push_back(l.inherited);
+    }
+    return out;
+  }
+
   // The least elapsed time each DNN can see on its parent clock: every DNN above it at its
   // fastest choice, rounded down. Any plan spends at least this much, so it is a credit that
   // never lets a merged segment miss its SLA.
@@ -299,13 +313,10 @@ class SlotDp {
     const size_t key = static_cast<size_t>(s) * (horizon_ + 1) + elapsed;
     if (memo_[key] >= 0) return states_[memo_[key]].best;
     if (exhausted()) return Objective::Infinite();  // Solve discards this run
+    if (clocks_[s].empty()) return Remember(key, Leaf(s, elapsed));
 
     const std::vector<Choice>& front = problem_.dnns[s].front;
     State state{Objective::Infinite(), -1};
-    if (clocks_[s].empty()) {
-      state = Leaf(s, elapsed);
-      return Remember(key, state);
-    }
     // Choices are in ascending latency, so the first that breaks a limit ends the scan:
     // every limit only gets harder with more latency.
     for (size_t k = 0; k < front.size(); ++k) {
@@ -537,7 +548,7 @@ class Fa2Search {
         safe_credit_(dp_.MinElapsed(Segments(problem, forest, fractions_))) {}
 
   // The DP with Eq. 4's split (and the safe clock credit).
-  void Start() { best_ = Run(fractions_, safe_credit_); }
+  void Start() { best_ = Try(fractions_, safe_credit_); }
 
   // The paper's algorithm alone: Eq. 4's split, no clock credit. For traces only.
   Objective PaperObjective() {
@@ -551,7 +562,7 @@ class Fa2Search {
     constexpr int kRounds = 4;
     for (int round = 0; round < kRounds; ++round) {
       const bool split = RepairSplit();
-      const bool credit = best_ && Offer(Run(fractions_, best_->elapsed));
+      const bool credit = best_ && Offer(Try(fractions_, best_->elapsed));
       if (!split && !credit) return;
     }
   }
@@ -567,7 +578,20 @@ class Fa2Search {
   // tries again, since the rounded-up DP gives away up to 1 ms per DNN.
   std::optional<SlotDp::Result> Run(const std::vector<std::vector<double>>& fractions,
                                     const std::vector<int>& credit) {
-    const std::vector<Segment> segments = Segments(problem_, forest_, fractions);
+    return Run(Segments(problem_, forest_, fractions), credit);
+  }
+
+  // Run, unless a split with the same limits in whole slots was tried: the DP sees only those,
+  // so its plan was offered already. Many candidate shares of a split floor to the same slots.
+  std::optional<SlotDp::Result> Try(const std::vector<std::vector<double>>& fractions,
+                                    const std::vector<int>& credit) {
+    std::vector<Segment> segments = Segments(problem_, forest_, fractions);
+    if (!tried_.insert(dp_.Limits(segments, credit)).second) return std::nullopt;
+    return Run(std::move(segments), credit);
+  }
+
+  std::optional<SlotDp::Result> Run(const std::vector<Segment>& segments,
+                                    const std::vector<int>& credit) {
     constexpr int kTightenings = 3;
     std::vector<Segment> tightened = segments;
     for (int attempt = 0; attempt < kTightenings; ++attempt) {
@@ -616,7 +640,7 @@ class Fa2Search {
           std::vector<std::vector<double>> trial = fractions_;
           trial[r][j] = share;
           trial[r][j + 1] = fractions_[r][j] + fractions_[r][j + 1] - share;
-          if (Offer(Run(trial, credit))) {
+          if (Offer(Try(trial, credit))) {
             fractions_ = std::move(trial);
             improved = true;
           }
@@ -632,6 +656,7 @@ class Fa2Search {
   std::vector<std::vector<double>> fractions_;
   std::vector<int> safe_credit_;
   std::optional<SlotDp::Result> best_;
+  std::set<std::vector<int>> tried_;  // SlotDp::Limits of every split tried
   int runs_ = 0;
 };
 
