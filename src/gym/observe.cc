@@ -60,6 +60,45 @@ std::string ReportedPath(const model::Pipeline& pipeline, int path) {
   return path >= 0 ? pipeline.spec.paths[path].name : "unlisted";
 }
 
+// Adds `sign` times each count of `from` to `into`, dropping a key whose count returns to 0, as
+// it would be absent from a sum over the seconds that remain.
+template <typename Map>
+void AddCounts(Map& into, const Map& from, double sign) {
+  for (const auto& [k, n] : from) {
+    auto& sum = into[k];
+    sum += sign * n;
+    if (sum == 0) into.erase(k);
+  }
+}
+
+template <typename Key>
+void AddPairs(std::map<Key, std::pair<double, double>>& into,
+              const std::map<Key, std::pair<double, double>>& from, double sign) {
+  for (const auto& [k, v] : from) {
+    auto& sum = into[k];
+    sum.first += sign * v.first;
+    sum.second += sign * v.second;
+    if (sum.first == 0 && sum.second == 0) into.erase(k);
+  }
+}
+
+// The fields Snapshot and DataPlane read over a minute.
+void AddMinute(SecondCounts& into, const SecondCounts& s, double sign) {
+  for (size_t p = 0; p < s.ok_buckets.size(); ++p) {
+    for (size_t b = 0; b < s.ok_buckets[p].size(); ++b)
+      into.ok_buckets[p][b] += sign * s.ok_buckets[p][b];
+  }
+  AddCounts(into.served, s.served, sign);
+  AddCounts(into.emitted, s.emitted, sign);
+  AddCounts(into.variant_ok, s.variant_ok, sign);
+  AddCounts(into.drops, s.drops, sign);
+  AddCounts(into.shed, s.shed, sign);
+  into.reroutes += sign * s.reroutes;
+  AddCounts(into.spills, s.spills, sign);
+  AddCounts(into.task_calls, s.task_calls, sign);
+  AddPairs(into.batch_rows, s.batch_rows, sign);
+}
+
 }  // namespace
 
 void World::RecordRequest(int path, int code, const std::string& reason, double ms) {
@@ -108,23 +147,15 @@ model::MetricsSnapshot World::Snapshot() const {
     const model::Path& path = pipeline.spec.paths[i];
     const int p = static_cast<int>(i);
     m.path_rates_rps[path.name] = std::max(Rate(p, 10), Rate(p, 30));
-    DurationBuckets ok{};
-    ForSeconds(60, [&](const SecondCounts& s) {
-      for (size_t b = 0; b < ok.size(); ++b) ok[b] += s.ok_buckets[i + 1][b];
-    });
-    const double p99 = HistogramQuantile(ok, 0.99);
+    const double p99 = HistogramQuantile(last_minute.ok_buckets[i + 1], 0.99);
     if (!std::isnan(p99)) m.path_latency_ms[path.name] = 1000 * p99;
   }
   m.arrival_rate_rps = Rate(-2, 30);
-  std::map<std::pair<int, int>, std::pair<double, double>> factors;
-  ForSeconds(60, [&](const SecondCounts& s) {
-    for (const auto& [k, n] : s.served) factors[k].second += n;
-    for (const auto& [k, n] : s.emitted) factors[k].first += n;
-  });
-  for (const auto& [k, f] : factors) {
-    if (f.second > 0 && f.first > 0) {
+  for (const auto& [k, served] : last_minute.served) {
+    const auto emitted = last_minute.emitted.find(k);
+    if (served > 0 && emitted != last_minute.emitted.end() && emitted->second > 0) {
       const model::Task& t = pipeline.spec.tasks[k.first];
-      m.multiplicative_factors[t.name + "/" + t.variants[k.second].name] = f.first / f.second;
+      m.multiplicative_factors[t.name + "/" + t.variants[k.second].name] = emitted->second / served;
     }
   }
   // What metrics::ReadSnapshot reads only where it is used.
@@ -136,28 +167,23 @@ model::MetricsSnapshot World::Snapshot() const {
 }
 
 model::DataPlaneSnapshot World::DataPlane() const {
+  const SecondCounts& s = last_minute;
+  const auto per_second = static_cast<double>(kMinute);
   model::DataPlaneSnapshot d;
-  std::map<int, std::pair<double, double>> rows;
-  std::map<int, double> spills, task_calls;
-  ForSeconds(60, [&](const SecondCounts& s) {
-    for (const auto& [r, n] : s.drops) d.drops_rps[r] += n / 60;
-    for (const auto& [r, n] : s.shed) d.shed_rps[r] += n / 60;
-    d.reroutes_rps += s.reroutes / 60;
-    for (const auto& [t, n] : s.spills) spills[t] += n;
-    for (const auto& [t, n] : s.task_calls) task_calls[t] += n;
-    for (const auto& [t, r] : s.batch_rows) {
-      rows[t].first += r.first;
-      rows[t].second += r.second;
-    }
-    for (const auto& [k, n] : s.variant_ok) {
-      const model::Task& t = pipeline.spec.tasks[k.first];
-      d.variant_rps[t.name + "/" + t.variants[k.second].name] += n / 60;
-    }
-  });
-  for (const auto& [t, n] : spills) {
-    if (task_calls[t] > 0) d.spill_share[pipeline.spec.tasks[t].name] = n / task_calls[t];
+  for (const auto& [r, n] : s.drops) d.drops_rps[r] = n / per_second;
+  for (const auto& [r, n] : s.shed) d.shed_rps[r] = n / per_second;
+  d.reroutes_rps = s.reroutes / per_second;
+  for (const auto& [k, n] : s.variant_ok) {
+    const model::Task& t = pipeline.spec.tasks[k.first];
+    d.variant_rps[t.name + "/" + t.variants[k.second].name] = n / per_second;
   }
-  for (const auto& [t, r] : rows) {
+  for (const auto& [t, n] : s.spills) {
+    const auto called = s.task_calls.find(t);
+    if (called != s.task_calls.end() && called->second > 0) {
+      d.spill_share[pipeline.spec.tasks[t].name] = n / called->second;
+    }
+  }
+  for (const auto& [t, r] : s.batch_rows) {
     if (r.second > 0) d.batch_rows[pipeline.spec.tasks[t].name] = r.first / r.second;
   }
   for (const auto& [t, pool] : pools) {
@@ -234,8 +260,10 @@ void World::EndSecond() {
     profile_window[k].first += v.first;
     profile_window[k].second += v.second;
   }
+  AddMinute(last_minute, current, 1);
   seconds.push_back(std::move(current));
   current = SecondCounts(pipeline.spec.paths.size());
+  if (seconds.size() > kMinute) AddMinute(last_minute, seconds[seconds.size() - 1 - kMinute], -1);
   const auto window = static_cast<size_t>(pipeline.spec.profiles.window_seconds);
   if (seconds.size() > window) {
     for (const auto& [k, v] : seconds[seconds.size() - 1 - window].batch_service) {

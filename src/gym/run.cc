@@ -52,6 +52,7 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
   }
   ready.assign(pipeline.spec.tasks.size(), {});
   current = SecondCounts(pipeline.spec.paths.size());
+  last_minute = SecondCounts(pipeline.spec.paths.size());
   path_outcomes.resize(pipeline.spec.paths.size() + 1);
   for (size_t i = 0; i < pipeline.spec.paths.size(); ++i) {
     path_outcomes[i + 1].slo_ms = pipeline.spec.paths[i].slo_ms;

@@ -195,6 +195,10 @@ class World {
   // What was seen.
   std::deque<SecondCounts> seconds;  // the last ones, newest last
   SecondCounts current;
+  // The counts the operator's queries read over the last kMinute seconds, kept as a running sum
+  // (whole counts, so adding and taking away is exact): a reconcile reads them at once.
+  static constexpr size_t kMinute = 60;
+  SecondCounts last_minute;
   // Batch service by (Deployment, rows) over the profiles' window: (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> profile_window;
   PolicyReport report;
