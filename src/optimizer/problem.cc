@@ -88,23 +88,23 @@ std::vector<Choice> ParetoFront(std::vector<Choice> choices, const std::vector<d
 // nothing; with many replicas Erlang C falls below 1 - p within a few square roots of the load).
 constexpr int kReplicaSteps = 64;
 
-// The tail model's latency of task `dnn` at choice `c` (its class and batch) on every replica
-// count from `replicas` to `last`.
-std::vector<TailLatency> TailFrom(const model::Pipeline& pipeline, const Dnn& dnn, const Choice& c,
-                                  int replicas, int last) {
+// The tail model's latency of task `dnn` at choice `c` (its class and batch) on each replica
+// count from `replicas` on.
+TailSeries TailFrom(const model::Pipeline& pipeline, const Dnn& dnn, const Choice& c,
+                    int replicas) {
   const model::Variant& variant =
       pipeline.spec.tasks[pipeline.TaskIndex(dnn.task)].variants[dnn.variant];
   const model::Profile* profile =
       variant.FindProfile(pipeline.spec.hardware_classes[c.hardware_class].name);
   PIPESCALE_CHECK(profile != nullptr);
-  return TaskTailLatencies(
+  return TailSeries(
       {.rate_rps = dnn.rate_rps,
        .replicas = replicas,
        .batch = c.batch,
        .exec_ms = c.exec_ms,
        .exec_one_ms = profile->latency.Ms(1),
        .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer},
-      last, pipeline.spec.slo.percentile);
+      pipeline.spec.slo.percentile);
 }
 
 // Under the tail model a (class, batch) choice comes at several replica counts: more replicas
@@ -121,9 +121,9 @@ void AddTailChoices(const model::Pipeline& pipeline, const Dnn& dnn, Choice c, d
   double best_ms = std::numeric_limits<double>::infinity();
   bool any = false;
   const int last = std::min(kMaxReplicas, fewest + std::max(kReplicaSteps, fewest));
-  const std::vector<TailLatency> tails = TailFrom(pipeline, dnn, c, fewest, last);
+  TailSeries tails = TailFrom(pipeline, dnn, c, fewest);
   for (int n = fewest; n <= last; ++n) {
-    const TailLatency& tail = tails[n - fewest];
+    const TailLatency tail = tails.Next();
     const double ms = tail.TotalMs();
     if (!std::isfinite(ms)) continue;  // saturated: one more replica
     // Waits come in whole batches: a replica more may change nothing until a few more do.
@@ -403,7 +403,7 @@ model::Plan ToPlan(const model::Pipeline& pipeline, const Problem& problem,
       continue;
     }
     const double ms =
-        TailFrom(pipeline, problem.dnns[i], assignment[i], t.replicas, t.replicas)[0].TotalMs();
+        TailFrom(pipeline, problem.dnns[i], assignment[i], t.replicas).Next().TotalMs();
     t.queue_ms = std::isfinite(ms) ? std::min(ms - t.latency_ms, kMaxQueueMs) : kMaxQueueMs;
   }
   for (const Route& route : problem.routes) {

@@ -97,37 +97,47 @@ double ErlangC(int servers, double offered) {
   return WaitChance(b, servers, offered);
 }
 
-std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile) {
-  // A plan for the 100th percentile would have to be infinite: the model stops at 99.99.
-  const double p = std::min(percentile, 99.99) / 100;
-  const int first = std::max(1, load.replicas);
-  std::vector<TailLatency> out(std::max(0, last - first + 1), TailLatency{.exec_ms = load.exec_ms});
-  if (!(load.rate_rps > 0)) return out;  // nothing arrives: nothing waits
+TailSeries::TailSeries(const TaskLoad& load, double percentile)
+    // A plan for the 100th percentile would have to be infinite: the model stops at 99.99.
+    : p_(std::min(percentile, 99.99) / 100),
+      first_(std::max(1, load.replicas)),
+      idle_(!(load.rate_rps > 0)),
+      service_cv2_(load.service_cv2) {
+  common_.exec_ms = load.exec_ms;
+  if (idle_) return;  // nothing arrives: nothing waits
   // Batches fill at the whole rate: in the router's one queue, or at the server whose batch the
   // picker fills first (router/picker.h).
-  TailLatency common{.exec_ms = load.exec_ms};
-  common.wait_budget_ms = 1000.0 * (load.batch - 1) / load.rate_rps;
-  common.fill_ms = ErlangQuantileMs(load.batch - 1, load.rate_rps, p);
-  double rows = load.batch;
-  double mean_exec_ms = load.exec_ms;
+  common_.wait_budget_ms = 1000.0 * (load.batch - 1) / load.rate_rps;
+  common_.fill_ms = ErlangQuantileMs(load.batch - 1, load.rate_rps, p_);
+  rows_ = load.batch;
+  mean_exec_ms_ = load.exec_ms;
   if (load.formation == BatchFormation::kRouter && load.batch > 1) {
-    common.fill_ms = std::min(common.fill_ms, common.wait_budget_ms);
-    rows = ExpectedBatch(load.batch, load.batch - 1.0);  // its budget is the mean fill time
-    mean_exec_ms =
-        load.exec_one_ms + (rows - 1) * (load.exec_ms - load.exec_one_ms) / (load.batch - 1);
+    common_.fill_ms = std::min(common_.fill_ms, common_.wait_budget_ms);
+    rows_ = ExpectedBatch(load.batch, load.batch - 1.0);  // its budget is the mean fill time
+    mean_exec_ms_ =
+        load.exec_one_ms + (rows_ - 1) * (load.exec_ms - load.exec_one_ms) / (load.batch - 1);
   }
-  const double batch_rate = load.rate_rps / rows;
-  const double offered = batch_rate * mean_exec_ms / 1000;
-  double erlang_b = 1;
-  for (int n = 1; n <= last; ++n) {
-    erlang_b = offered * erlang_b / (n + offered * erlang_b);
-    if (n < first) continue;
-    TailLatency& tail = out[n - first] = common;
-    tail.queue_ms = offered >= n
-                        ? kInfinity
-                        : QueueMs(WaitChance(erlang_b, n, offered), batch_rate,
-                                  1 / rows + load.service_cv2, mean_exec_ms, load.exec_ms, n, p);
-  }
+  batch_rate_ = load.rate_rps / rows_;
+  offered_ = batch_rate_ * mean_exec_ms_ / 1000;
+  for (int n = 1; n < first_; ++n) erlang_b_ = offered_ * erlang_b_ / (n + offered_ * erlang_b_);
+}
+
+TailLatency TailSeries::Next() {
+  const int n = first_ + steps_++;
+  if (idle_) return common_;
+  erlang_b_ = offered_ * erlang_b_ / (n + offered_ * erlang_b_);
+  TailLatency tail = common_;
+  tail.queue_ms = offered_ >= n
+                      ? kInfinity
+                      : QueueMs(WaitChance(erlang_b_, n, offered_), batch_rate_,
+                                1 / rows_ + service_cv2_, mean_exec_ms_, common_.exec_ms, n, p_);
+  return tail;
+}
+
+std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile) {
+  TailSeries series(load, percentile);
+  std::vector<TailLatency> out;
+  for (int n = series.replicas(); n <= last; ++n) out.push_back(series.Next());
   return out;
 }
 
@@ -146,9 +156,9 @@ int FewestReplicasWithin(const TaskLoad& load, double max_queue_ms, int max_repl
   const int first = std::max(1, load.replicas);
   const int last =
       std::max(first, std::min(max_replicas, load.replicas + std::max(64, load.replicas)));
-  const std::vector<TailLatency> tails = TaskTailLatencies(load, last, percentile);
+  TailSeries series(load, percentile);
   int n = first;
-  while (n < last && !(tails[n - first].queue_ms <= max_queue_ms)) ++n;
+  while (n < last && !(series.Next().queue_ms <= max_queue_ms)) ++n;
   return n;
 }
 

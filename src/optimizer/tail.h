@@ -58,6 +58,26 @@ struct TailLatency {
 // An infinite total when the replicas are at or past saturation (utilisation >= 1).
 TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
 
+// TaskTailLatency at replica counts max(1, load.replicas), then one more at each Next: a step of
+// Erlang B's recurrence and one quantile each, so a caller that stops early pays only for the
+// counts it read.
+class TailSeries {
+ public:
+  TailSeries(const TaskLoad& load, double percentile);
+  int replicas() const { return first_ + steps_; }  // the count Next returns
+  TailLatency Next();
+
+ private:
+  double p_;
+  int first_;
+  int steps_ = 0;
+  bool idle_;
+  double service_cv2_;
+  TailLatency common_;
+  double rows_ = 1, mean_exec_ms_ = 0, batch_rate_ = 0, offered_ = 0;
+  double erlang_b_ = 1;
+};
+
 // TaskTailLatency at every replica count from load.replicas to `last`, in that order (empty when
 // last < load.replicas), in time linear in `last`.
 std::vector<TailLatency> TaskTailLatencies(const TaskLoad& load, int last, double percentile);
