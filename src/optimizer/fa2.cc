@@ -231,6 +231,21 @@ class SlotDp {
     return out;
   }
 
+  // A bound no run on the segments of the last Limits call can beat, with any rounding or
+  // tightening: each DNN at its cheapest choice within its own limits alone (the order of
+  // objectives is kept by sums, so a sum of minima is at most any feasible sum).
+  Objective LowerBound() const {
+    Objective bound;
+    for (size_t s = 0; s < limit_.size(); ++s) {
+      const std::vector<int>& slots = down_[s];
+      const int most = std::min(limit_[s].start, limit_[s].inherited);
+      const auto fit = std::upper_bound(slots.begin(), slots.end(), most) - slots.begin();
+      if (fit == 0) return Objective::Infinite();
+      bound += problem_.dnns[s].front[cheapest_[s][fit - 1]].Cost();
+    }
+    return bound;
+  }
+
   // The least elapsed time each DNN can see on its parent clock: every DNN above it at its
   // fastest choice, rounded down. Any plan spends at least this much, so it is a credit that
   // never lets a merged segment miss its SLA.
@@ -587,6 +602,8 @@ class Fa2Search {
                                     const std::vector<int>& credit) {
     std::vector<Segment> segments = Segments(problem_, forest_, fractions);
     if (!tried_.insert(dp_.Limits(segments, credit)).second) return std::nullopt;
+    // Nor can a split whose bound the best plan already meets give a better one.
+    if (best_ && !(dp_.LowerBound() < Total(best_->assignment))) return std::nullopt;
     return Run(std::move(segments), credit);
   }
 
