@@ -91,20 +91,31 @@ void World::OnDoorPoll(std::int64_t id) {
         return;
     }
   }
-  const std::string& name = PathName(w.path);
-  auto entry = graph->Entry(name);
+  const std::optional<std::vector<int>>& entry = EntryTasks(w.path);
   if (!entry) {
     FailWalk(id, 404, "no such path");
     EndWalk(id);
     return;
   }
   std::vector<std::int64_t> started;
-  for (const std::string& task : *entry) {
-    const std::int64_t v = visits.Add(Visit{.walk = id, .task = pipeline.TaskIndex(task)});
+  for (int task : *entry) {
+    const std::int64_t v = visits.Add(Visit{.walk = id, .task = task});
     ++w.pending;
     started.push_back(v);
   }
   for (std::int64_t v : started) StartVisit(v);
+}
+
+const std::optional<std::vector<int>>& World::EntryTasks(int path) {
+  // The graph's entries follow from the pipeline alone, which a run does not change.
+  if (entry_tasks_.empty()) entry_tasks_.resize(pipeline.spec.paths.size() + 1);
+  std::optional<std::vector<int>>& tasks = entry_tasks_[path + 1];
+  if (tasks) return tasks;
+  auto entry = graph->Entry(PathName(path));
+  if (!entry) return tasks;  // a walk that the router answers 404: rare, and asked again
+  tasks.emplace();
+  for (const std::string& task : *entry) tasks->push_back(pipeline.TaskIndex(task));
+  return tasks;
 }
 
 std::optional<int> World::PlanVariant(Visit& v) {

@@ -105,6 +105,9 @@ class World {
   void TaskNowAt(int task, int variant, router::TaskNow& now) const;  // variant -1: any
   void MatchPool(int task);
   router::NextCounts NextParameters(int task, int variant);
+  // The tasks a walk of `path` (-1: the models decide) starts at, as graph->Entry names them;
+  // nullopt for a path the router does not know.
+  const std::optional<std::vector<int>>& EntryTasks(int path);
   // The path's name as the router takes it: "" when the models decide.
   const std::string& PathName(int path) const;
   int PathIndexOf(const std::vector<int>& trail) const;
@@ -221,6 +224,7 @@ class World {
  private:
   // Scratch reused by every request's door and pick, so that they allocate nothing once warm.
   mutable std::vector<router::TaskNow> tasks_now_;
+  std::vector<std::optional<std::vector<int>>> entry_tasks_;  // by path + 1, once asked
   struct PickScratch {
     std::vector<int> all, main, burst;
     std::vector<router::MainReplica> load;
