@@ -265,15 +265,17 @@ class SlotDp {
   enum class Clock { kInherit, kRestart, kNone };
   // The most slots a DNN may end at, over the segments that end at it: those that start at it
   // count its own slot, the others its parent clock's elapsed slots plus its own.
+  // Past any count of slots (capped at 1e9), with room to add an elapsed count.
+  static constexpr int kNoLimit = std::numeric_limits<int>::max() / 2;
   struct Limit {
-    int start = std::numeric_limits<int>::max() / 2;
-    int inherited = std::numeric_limits<int>::max() / 2;
+    int start = kNoLimit;
+    int inherited = kNoLimit;
   };
 
   // An integer count of slots fits a segment's SLA in slots when it is at most this.
   static int LimitSlots(double sla_slots) {
-    constexpr double kMax = std::numeric_limits<int>::max() / 2;
-    return static_cast<int>(std::clamp(std::floor(sla_slots + kEps), -1.0, kMax));
+    return static_cast<int>(
+        std::clamp(std::floor(sla_slots + kEps), -1.0, static_cast<double>(kNoLimit)));
   }
   struct State {
     Objective best;
@@ -600,11 +602,11 @@ class Fa2Search {
   // so its plan was offered already. Many candidate shares of a split floor to the same slots.
   std::optional<SlotDp::Result> Try(const std::vector<std::vector<double>>& fractions,
                                     const std::vector<int>& credit) {
-    std::vector<Segment> segments = Segments(problem_, forest_, fractions);
+    const std::vector<Segment> segments = Segments(problem_, forest_, fractions);
     if (!tried_.insert(dp_.Limits(segments, credit)).second) return std::nullopt;
     // Nor can a split whose bound the best plan already meets give a better one.
     if (best_ && !(dp_.LowerBound() < Total(best_->assignment))) return std::nullopt;
-    return Run(std::move(segments), credit);
+    return Run(segments, credit);
   }
 
   std::optional<SlotDp::Result> Run(const std::vector<Segment>& segments,
