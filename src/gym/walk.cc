@@ -16,8 +16,9 @@
 namespace pipescale::gym::engine {
 namespace {
 
-constexpr double kGraceMs = 50;     // the router's default --grace
-constexpr double kDoorPollMs = 20;  // how often a request waiting for pods looks again
+constexpr double kGraceMs = 50;          // the router's default --grace
+constexpr double kDoorPollMs = 20;       // how often a request waiting for pods looks again
+constexpr size_t kMaxNextHops = 100000;  // answers of the graph kept
 
 }  // namespace
 
@@ -328,21 +329,41 @@ void World::OnPoolExpire(std::int64_t id) {
 
 // The model's answer to one visit: how many requests each next task gets, drawn as the emulated
 // server draws them (the variant's multiplicative factor, rounded at random, each object sent
-// down every edge with the edge's ratio as its chance).
-router::NextCounts World::NextParameters(int task, int variant) {
+// down every edge with the edge's ratio as its chance). By edge of the task, in `next_counts_`.
+const std::vector<int>& World::NextParameters(int task, int variant) {
   const model::Task& t = pipeline.spec.tasks[task];
   const double factor = t.variants[variant < 0 ? 0 : variant].multiplicative_factor;
   std::uniform_real_distribution<double> u(0, 1);
   const double whole = std::floor(factor);
   const int found = static_cast<int>(whole) + (u(rng) < factor - whole ? 1 : 0);
   current.emitted[{task, variant}] += found;
-  router::NextCounts counts;
-  for (const model::Edge& edge : t.next) {
-    int taken = 0;
-    for (int i = 0; i < found; ++i) taken += u(rng) < edge.ratio ? 1 : 0;
-    counts[edge.task] = taken;
+  next_counts_.assign(t.next.size(), 0);
+  for (size_t e = 0; e < t.next.size(); ++e) {
+    for (int i = 0; i < found; ++i) next_counts_[e] += u(rng) < t.next[e].ratio ? 1 : 0;
   }
-  return counts;
+  return next_counts_;
+}
+
+const std::optional<std::vector<World::NextHop>>& World::NextOf(int path, int task,
+                                                                const std::vector<int>& counts) {
+  // The router's graph decides; a walk asks the same few questions all run long, so each is
+  // asked of it once and its answer kept by task index.
+  next_key_.assign({path, task});
+  next_key_.insert(next_key_.end(), counts.begin(), counts.end());
+  auto it = next_hops_.find(next_key_);
+  if (it != next_hops_.end()) return it->second;
+  if (next_hops_.size() >= kMaxNextHops) next_hops_.clear();  // fan-outs past any pipeline's
+  it = next_hops_.emplace(next_key_, std::nullopt).first;
+  const model::Task& t = pipeline.spec.tasks[task];
+  router::NextCounts named;
+  for (size_t e = 0; e < t.next.size(); ++e) named[t.next[e].task] = counts[e];
+  auto next = graph->Next(PathName(path), t.name, named);
+  if (next) {
+    it->second.emplace();
+    for (const router::Call& c : *next)
+      it->second->push_back({pipeline.TaskIndex(c.task), c.count});
+  }
+  return it->second;
 }
 
 void World::OnCallDone(std::int64_t id, double queue_ms) {
@@ -367,9 +388,7 @@ void World::OnCallDone(std::int64_t id, double queue_ms) {
       continue;
     }
     current.variant_ok[{d.task, d.variant}] += 1;
-    const std::string& path = PathName(w.path);
-    const std::string& task = pipeline.spec.tasks[d.task].name;
-    auto next = graph->Next(path, task, NextParameters(d.task, d.variant));
+    const auto& next = NextOf(w.path, d.task, NextParameters(d.task, d.variant));
     if (!next) {
       FailWalk(v.walk, 502, "bad next");
       EndVisit(vid);
@@ -383,10 +402,10 @@ void World::OnCallDone(std::int64_t id, double queue_ms) {
       continue;
     }
     std::vector<std::int64_t> started;
-    for (const router::Call& c : *next) {
-      for (int i = 0; i < c.count; ++i) {
+    for (const NextHop& hop : *next) {
+      for (int i = 0; i < hop.count; ++i) {
         const std::int64_t nv = visits.Add(Visit{.walk = v.walk,
-                                                 .task = pipeline.TaskIndex(c.task),
+                                                 .task = hop.task,
                                                  .from_variant = d.variant,
                                                  .trail = v.trail,
                                                  .accuracy = accuracy});

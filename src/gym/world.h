@@ -104,7 +104,15 @@ class World {
   std::span<const router::TaskNow> TasksNow(std::span<const int> tasks) const;
   void TaskNowAt(int task, int variant, router::TaskNow& now) const;  // variant -1: any
   void MatchPool(int task);
-  router::NextCounts NextParameters(int task, int variant);
+  const std::vector<int>& NextParameters(int task, int variant);  // by edge; until the next call
+  // Where a visit of `task` on `path` goes next with `counts` (by edge), as graph->Next says;
+  // nullopt where it refuses them (a 502).
+  struct NextHop {
+    int task = 0;
+    int count = 1;
+  };
+  const std::optional<std::vector<NextHop>>& NextOf(int path, int task,
+                                                    const std::vector<int>& counts);
   // The tasks a walk of `path` (-1: the models decide) starts at, as graph->Entry names them;
   // nullopt for a path the router does not know.
   const std::optional<std::vector<int>>& EntryTasks(int path);
@@ -225,6 +233,9 @@ class World {
   // Scratch reused by every request's door and pick, so that they allocate nothing once warm.
   mutable std::vector<router::TaskNow> tasks_now_;
   std::vector<std::optional<std::vector<int>>> entry_tasks_;  // by path + 1, once asked
+  std::vector<int> next_counts_;
+  std::vector<int> next_key_;  // path, task, then the counts by edge
+  std::map<std::vector<int>, std::optional<std::vector<NextHop>>> next_hops_;
   struct PickScratch {
     std::vector<int> all, main, burst;
     std::vector<router::MainReplica> load;
