@@ -129,9 +129,9 @@ struct Call {
 struct Visit {
   std::int64_t walk = 0;
   int task = 0;
-  int variant = -1;  // planned, or -1: any pod of the task
-  int from_variant = -1;
-  std::vector<int> trail;  // tasks so far, for a request whose path the models decide
+  int variant = -1;                       // planned, or -1: any pod of the task
+  int from_task = -1, from_variant = -1;  // what answered before it, for Loki's routes
+  std::vector<int> trail;  // tasks so far, kept only for a request whose path the models decide
   bool kairos_waiting = false;
   double accuracy = 1;  // the product of the variants' accuracies so far
 };

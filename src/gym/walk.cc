@@ -125,9 +125,7 @@ std::optional<int> World::PlanVariant(Visit& v) {
   const model::Task& task = pipeline.spec.tasks[v.task];
   const std::string& path = PathName(w.path);
   const std::string from =
-      v.from_variant >= 0
-          ? pipeline.spec.tasks[v.trail[v.trail.size() - 2]].variants[v.from_variant].name
-          : "";
+      v.from_variant >= 0 ? pipeline.spec.tasks[v.from_task].variants[v.from_variant].name : "";
   std::uniform_real_distribution<double> u(0, 1);
   const std::string planned = loki->Route(path, task.name, from, u(rng));
   if (planned.empty()) return -1;
@@ -171,7 +169,7 @@ std::optional<int> World::PlanVariant(Visit& v) {
 
 void World::StartVisit(std::int64_t id) {
   Visit& v = visits.at(id);
-  v.trail.push_back(v.task);
+  if (walks.at(v.walk).path < 0) v.trail.push_back(v.task);
   const std::optional<int> variant = PlanVariant(v);
   if (!variant) {
     EndVisit(id);
@@ -406,6 +404,7 @@ void World::OnCallDone(std::int64_t id, double queue_ms) {
       for (int i = 0; i < hop.count; ++i) {
         const std::int64_t nv = visits.Add(Visit{.walk = v.walk,
                                                  .task = hop.task,
+                                                 .from_task = d.task,
                                                  .from_variant = d.variant,
                                                  .trail = v.trail,
                                                  .accuracy = accuracy});
