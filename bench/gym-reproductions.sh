@@ -26,10 +26,11 @@ run "FA2, random trace (normal 17 +- 6 requests/s)" -f "$examples/fa2-gpu.yaml" 
 run "Loki, rising past the cluster's room" -f "$examples/loki-traffic.yaml" \
   --nodes "$root/hack/demo-nodes.yaml" --trace "100:$((seconds / 3)),300:$((seconds / 3)),600:$((seconds / 3))" \
   --policy loki,loki-hardware-only,hpa,keda,kpa
-# Kairos (HPDC'23): the heterogeneous pool and its query matching.
+# Kairos (HPDC'23): the heterogeneous pool and its query matching, against each homogeneous pool
+# within the same budget (Kairos on one instance type).
 run "Kairos, RM2 at 40 queries/s" -f "$examples/kairos-rm2.yaml" --trace "40:$seconds" \
-  --policy kairos,hpa,keda,kpa
+  --policy kairos,kairos@g4dn-xlarge,kairos@c5n-2xlarge,kairos@r5n-large,kairos@t3-xlarge,hpa,keda,kpa
 # MArk (ATC'19): predictive, cost-aware provisioning against reactive scaling, on a diurnal
 # load with bursts.
 run "MArk, diurnal 20-80 requests/s with bursts" -f "$examples/mark-classify.yaml" \
-  --trace "diurnal:20:80:600:$seconds:2" --policy mark,hpa,keda,kpa
+  --trace "diurnal:20:80:600:$seconds:2" --policy mark,mark-reactive,hpa,keda,kpa

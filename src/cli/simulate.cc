@@ -32,6 +32,9 @@ Each policy runs the same trace and seed: an optimizer (fa2, loki, kairos, mark:
 own Decide every interval, the router's policies in the request path), or a baseline that scales
 each task's Deployment on its own metric: hpa (utilisation), keda (request rate), kpa (Knative's
 concurrency autoscaler), fixed:N (N replicas per task). Default: the pipeline's optimizer and hpa.
+The papers' comparison points run in the operator's loop too: ds2, inferline, grandslam, exact
+(FA2's), loki-hardware-only (most accurate variants only), mark-reactive (no forecast), and
+OPTIMIZER@CLASS (the optimizer on one hardware class: a homogeneous pool, e.g. kairos@r5n-large).
 --trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
 diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE. --duration (90s, 10m, 24h) cuts or extends
 it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,

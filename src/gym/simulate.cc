@@ -2,6 +2,7 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "gym/narrow.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
 
@@ -64,22 +65,7 @@ void SetUpBaseline(World& world, int fixed) {
   world.Reconcile();
 }
 
-// Loki without its second step: each task's most accurate variant alone, so only hardware
-// scales (the paper's comparison point).
-constexpr const char* kLokiHardwareOnly = "loki-hardware-only";
 constexpr double kMaxRequests = 1e9;
-
-void MostAccurateOnly(nlohmann::json& object) {
-  for (nlohmann::json& task : object["spec"]["tasks"]) {
-    nlohmann::json& variants = task["variants"];
-    if (!variants.is_array() || variants.empty()) continue;
-    auto best = variants.begin();
-    for (auto v = variants.begin(); v != variants.end(); ++v) {
-      if (v->value("accuracy", 1.0) > best->value("accuracy", 1.0)) best = v;
-    }
-    variants = nlohmann::json::array({*best});
-  }
-}
 
 Result<int> FixedCount(const std::string& policy) {
   const std::string n = policy.substr(6);
@@ -112,17 +98,22 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   const bool baseline =
       policy == "hpa" || policy == "keda" || policy == "kpa" || policy.rfind("fixed:", 0) == 0;
   // The optimizer the operator runs: one of the spec's, or one the CLI alone offers (the papers'
-  // baselines), which the operator's loop runs all the same once the spec has been validated.
-  const std::string name = policy == kLokiHardwareOnly ? "loki" : policy;
+  // baselines, and optimizers on a narrowed spec), which the operator's loop runs all the same
+  // once the spec has been validated.
+  std::string name = policy;
+  if (!baseline && !policy.empty()) {
+    auto narrowed = Narrow(policy, object);
+    if (!narrowed) return narrowed.error();
+    name = *narrowed;
+  }
   const optimizer::Descriptor* chosen = optimizer::FindOptimizer(name);
   if (!baseline && !policy.empty()) {
     if (chosen == nullptr) {
       return Error{ErrorKind::kInvalid, "unknown policy " + policy + ": one of " +
                                             optimizer::OptimizerNames(false) + ", " +
-                                            kLokiHardwareOnly + ", hpa, keda, kpa, fixed:N"};
+                                            kNarrowedPolicies + ", hpa, keda, kpa, fixed:N"};
     }
     if (chosen->in_spec) object["spec"]["optimizer"] = name;
-    if (policy == kLokiHardwareOnly) MostAccurateOnly(object);
   }
   object["metadata"]["uid"] = object["metadata"].value("uid", "gym");
   object["metadata"]["generation"] = object["metadata"].value("generation", 1);

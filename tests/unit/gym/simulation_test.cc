@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "api/nodes_file.h"
 
@@ -140,6 +141,30 @@ TEST(SimulationTest, KedasTargetCountsTheQuerySizes) {
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_EQ(report->intervals.back().replicas.at("a"), 3);
   EXPECT_GT(report->paths.at("p").Attainment(), 0.8);
+}
+
+// A homogeneous pool (Kairos's comparison point): the optimizer at a class holds replicas of that
+// class only, where on the whole pipeline it takes the cheaper one.
+TEST(SimulationTest, AnOptimizerAtAClassHoldsReplicasOfThatClassOnly) {
+  json pipeline = Chain({"a"}, 10, 200);
+  json big = pipeline["spec"]["hardwareClasses"][0];
+  big["name"] = "big";
+  big["costPerHour"] = 1.0;
+  pipeline["spec"]["hardwareClasses"].push_back(big);
+  json& profiles = pipeline["spec"]["tasks"][0]["variants"][0]["profiles"];
+  json on_big = profiles[0];
+  on_big["hardwareClass"] = "big";
+  profiles.push_back(on_big);
+  for (const auto& [policy, used] : {std::pair{"fa2@big", "big"}, std::pair{"fa2", "cpu"}}) {
+    auto report = Simulate(pipeline, With(policy, "20:120"));
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    ASSERT_EQ(report->replica_hours.size(), 1U) << policy;
+    EXPECT_EQ(report->replica_hours.begin()->first, used) << policy;
+    EXPECT_GT(report->paths.at("p").Attainment(), 0.9) << policy;
+  }
+  auto missing = Simulate(pipeline, With("fa2@tpu", "1:10"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("no hardware class tpu"), std::string::npos);
 }
 
 TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
