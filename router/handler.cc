@@ -597,9 +597,16 @@ asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
 
 namespace {
 
-// What a request entering `task` now would find there: the loads of its pods (of `variant`
-// only, unless "") and, where the router forms the batches, their wait budget.
-TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std::string& variant) {
+// What a request of `rows` rows entering `task` now would find there: the loads of its pods (of
+// `variant` only, unless "") and, where the router forms the batches, their wait budget; where
+// Kairos's matcher serves the task, the matcher's prediction for the query.
+TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std::string& variant,
+                  int rows) {
+  if (const auto pool = table.pools.find(task); pool != table.pools.end() && pool->second.matcher) {
+    if (const std::optional<double> ms = pool->second.matcher->PredictMs(rows)) {
+      return MatchedTaskNow(*ms);
+    }
+  }
   TaskNow now;
   const auto pods = table.endpoints.find(task);
   if (pods != table.endpoints.end()) {
@@ -617,27 +624,27 @@ TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std:
 
 // TaskNowAt each of `tasks`, from the `from`th on, on any variant.
 std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::string>& tasks,
-                              size_t from = 0) {
+                              int rows, size_t from = 0) {
   std::vector<TaskNow> out;
-  for (size_t i = from; i < tasks.size(); ++i) out.push_back(TaskNowAt(table, tasks[i], ""));
+  for (size_t i = from; i < tasks.size(); ++i) out.push_back(TaskNowAt(table, tasks[i], "", rows));
   return out;
 }
 
 // Loki's choices at `task` of `path` as a request would find them now: each variant the plan
 // runs there, most accurate first, with the time predicted for it and the tasks after it.
 std::vector<Option> LokiOptionsAt(const RoutingTable& table, const LokiTables& loki,
-                                  const std::string& path, const std::string& task) {
+                                  const std::string& path, const std::string& task, int rows) {
   double downstream = 0;
   if (!path.empty()) {
     const std::vector<std::string>& tasks = table.graph.PathTasks(path);
     const auto here = std::find(tasks.begin(), tasks.end(), task);
     if (here != tasks.end()) {
-      downstream = PredictedMs(TasksNow(table, tasks, here - tasks.begin() + 1));
+      downstream = PredictedMs(TasksNow(table, tasks, rows, here - tasks.begin() + 1));
     }
   }
   std::vector<Option> out;
   for (const std::string& variant : loki.Variants(task)) {
-    const TaskNow now = TaskNowAt(table, task, variant);
+    const TaskNow now = TaskNowAt(table, task, variant, rows);
     out.push_back({variant, PredictedMs(std::span(&now, 1)) + downstream});
   }
   return out;
@@ -660,7 +667,7 @@ std::optional<std::string> PipelineHandler::Plan(Walk& walk, const std::string& 
   if (planned.empty() || config_.drop_policy == DropPolicy::kNone) return planned;
   const double remaining =
       std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
-  const std::vector<Option> options = LokiOptionsAt(*walk.table, loki, walk.path, task);
+  const std::vector<Option> options = LokiOptionsAt(*walk.table, loki, walk.path, task, walk.rows);
   const Verdict verdict = Decide(config_.drop_policy, planned, options, remaining,
                                  walk.table->graph.IsLast(walk.path, task));
   switch (verdict.kind) {
@@ -735,7 +742,7 @@ asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk)
   asio::steady_timer timer(pool_.executor());
   while (true) {
     const std::vector<std::string>& tasks = walk.table->graph.PathTasks(walk.path);
-    const std::vector<TaskNow> now = TasksNow(*walk.table, tasks);
+    const std::vector<TaskNow> now = TasksNow(*walk.table, tasks, walk.rows);
     const double remaining =
         std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
     const double share = AdmitShare(walk.table->graph.PriorityOf(walk.path));

@@ -80,6 +80,11 @@ void Matcher::Release(const Endpoint& replica) {
   Start(queue_->Match(Now()));
 }
 
+std::optional<double> Matcher::PredictMs(int rows) const {
+  std::lock_guard lock(mu_);
+  return queue_ ? queue_->PredictMs(rows, Now()) : std::nullopt;
+}
+
 size_t Matcher::waiting() const {
   std::lock_guard lock(mu_);
   return queue_ ? queue_->waiting() : 0;

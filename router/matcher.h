@@ -43,6 +43,9 @@ class Matcher {
                                                              int rows, Clock::time_point deadline);
   void Release(const Endpoint& replica);
 
+  // KairosQueue::PredictMs now: what the door reads for a query of `rows` rows.
+  std::optional<double> PredictMs(int rows) const;
+
   size_t waiting() const;
 
  private:

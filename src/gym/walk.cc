@@ -40,7 +40,13 @@ void World::OnArrival(int path, int rows) {
   OnDoorPoll(id);
 }
 
-void World::TaskNowAt(int task, int variant, router::TaskNow& now) const {
+void World::TaskNowAt(int task, int variant, int rows, router::TaskNow& now) const {
+  if (auto pool = pools.find(task); pool != pools.end() && pool->second.kairos) {
+    if (const std::optional<double> ms = pool->second.kairos->PredictMs(rows, now_ms_)) {
+      now = router::MatchedTaskNow(*ms);
+      return;
+    }
+  }
   now.pods.clear();
   now.fill_ms = 0;
   for (int pi : ready[task]) {
@@ -60,10 +66,10 @@ void World::TaskNowAt(int task, int variant, router::TaskNow& now) const {
   }
 }
 
-std::span<const router::TaskNow> World::TasksNow(std::span<const int> tasks) const {
+std::span<const router::TaskNow> World::TasksNow(std::span<const int> tasks, int rows) const {
   // Kept between calls with their pods' capacity: the door looks at every request.
   if (tasks_now_.size() < tasks.size()) tasks_now_.resize(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) TaskNowAt(tasks[i], -1, tasks_now_[i]);
+  for (size_t i = 0; i < tasks.size(); ++i) TaskNowAt(tasks[i], -1, rows, tasks_now_[i]);
   return {tasks_now_.data(), tasks.size()};
 }
 
@@ -73,7 +79,7 @@ void World::OnDoorPoll(std::int64_t id) {
     const model::Path& path = pipeline.spec.paths[w.path];
     const double remaining = w.deadline_ms - now_ms_;
     const double share = router::AdmitShare(path.priority);
-    switch (router::AtTheDoor(TasksNow(path_tasks[w.path]), remaining * share)) {
+    switch (router::AtTheDoor(TasksNow(path_tasks[w.path], w.rows), remaining * share)) {
       case router::Door::kAdmit:
         break;
       case router::Door::kRefuse:
@@ -141,13 +147,13 @@ std::optional<int> World::PlanVariant(Visit& v) {
     const std::vector<int>& tasks = path_tasks[w.path];
     const auto here = std::find(tasks.begin(), tasks.end(), v.task);
     if (here != tasks.end()) {
-      downstream = router::PredictedMs(TasksNow(std::span(here + 1, tasks.end())));
+      downstream = router::PredictedMs(TasksNow(std::span(here + 1, tasks.end()), w.rows));
     }
   }
   std::vector<router::Option> choices;
   router::TaskNow now;
   for (const std::string& variant : loki->Variants(task.name)) {
-    TaskNowAt(v.task, index(variant), now);
+    TaskNowAt(v.task, index(variant), w.rows, now);
     choices.push_back({variant, router::PredictedMs(std::span(&now, 1)) + downstream});
   }
   const bool last = graph->IsLast(path, task.name);

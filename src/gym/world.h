@@ -100,9 +100,10 @@ class World {
   void SendCall(Call call, int pod);
   int PickPod(int task, int variant);  // variant -1: any of the task's pods
   std::optional<int> PlanVariant(Visit& visit);
-  // What the door and Loki's drop policies see of `tasks` now; valid until the next call.
-  std::span<const router::TaskNow> TasksNow(std::span<const int> tasks) const;
-  void TaskNowAt(int task, int variant, router::TaskNow& now) const;  // variant -1: any
+  // What the door and Loki's drop policies see of `tasks` now for a query of `rows` rows; valid
+  // until the next call.
+  std::span<const router::TaskNow> TasksNow(std::span<const int> tasks, int rows) const;
+  void TaskNowAt(int task, int variant, int rows, router::TaskNow& now) const;  // variant -1: any
   void MatchPool(int task);
   const std::vector<int>& NextParameters(int task, int variant);  // by edge; until the next call
   // Where a visit of `task` on `path` goes next with `counts` (by edge), as graph->Next says;

@@ -6,6 +6,10 @@
 
 namespace pipescale::router {
 
+TaskNow MatchedTaskNow(double predicted_ms) {
+  return {.pods = {MainReplica{.outstanding = 0, .batch = 1, .batch_ms = predicted_ms}}};
+}
+
 double WorkAheadMs(const MainReplica& pod) {
   const int batch = std::max(1, pod.batch);
   return std::ceil(static_cast<double>(pod.outstanding) / batch) * pod.batch_ms;

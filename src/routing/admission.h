@@ -18,6 +18,11 @@ struct TaskNow {
   double fill_ms = 0;             // the router's wait budget for the batches it forms there
 };
 
+// A task Kairos's matcher serves, as a query finds it: the matcher's prediction for the query
+// (KairosQueue::PredictMs) stands for its pods, whose batch sizes say nothing of a query that
+// runs alone.
+TaskNow MatchedTaskNow(double predicted_ms);
+
 // The work ahead of a new request at one pod: the batches it holds, the one in service counted
 // whole (MArk's bouncer predicts the same way).
 double WorkAheadMs(const MainReplica& pod);

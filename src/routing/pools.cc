@@ -83,6 +83,30 @@ std::vector<KairosQueue::Start> KairosQueue::Match(double now_ms) {
   return starts;
 }
 
+std::optional<double> KairosQueue::PredictMs(int size, double now_ms) const {
+  const auto ms = [&](const Replica& r, int rows) {
+    const auto& latency = options_.latency_ms;
+    const auto c = static_cast<size_t>(r.spec.hardware_class);
+    return c < latency.size() && latency[c] ? latency[c](std::max(1, rows)) : 0.0;
+  };
+  std::vector<double> free_at;  // ms from now, by replica
+  free_at.reserve(replicas_.size());
+  for (const Replica& r : replicas_)
+    free_at.push_back(r.busy ? std::max(0.0, r.done_ms - now_ms) : 0);
+  for (const Waiting& w : queue_) {
+    if (free_at.empty()) break;
+    const auto j =
+        static_cast<size_t>(std::min_element(free_at.begin(), free_at.end()) - free_at.begin());
+    free_at[j] += ms(replicas_[j], w.size);
+  }
+  std::optional<double> best;
+  for (size_t j = 0; j < replicas_.size(); ++j) {
+    const double done = free_at[j] + ms(replicas_[j], size);
+    if (!best || done < *best) best = done;
+  }
+  return best;
+}
+
 bool ShouldSpill(std::span<const MainReplica> main, double rt_max_ms) {
   std::vector<double> busy, service;
   busy.reserve(main.size());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -55,6 +56,13 @@ class KairosQueue {
     bool operator==(const Start&) const = default;
   };
   std::vector<Start> Match(double now_ms);
+
+  // How long a query of `size` rows arriving now would take at best, as the door judges it: the
+  // queries waiting go first, each to the replica free soonest (the one in flight as predicted
+  // when it started); then this one at whichever replica would finish it soonest, in d(size) of
+  // that replica's class. nullopt with no replica. Kairos runs each query alone, so the pod's
+  // batch size says nothing of it.
+  std::optional<double> PredictMs(int size, double now_ms) const;
 
   size_t waiting() const { return queue_.size(); }
   size_t capacity() const { return replicas_.size() * options_.queue_per_replica; }

@@ -424,6 +424,20 @@ TEST_F(RouterTest, KairosRunsOneQueryPerReplicaAndSendsBigQueriesToTheFastClass)
                 ModelMetric(cpu, "pipescale_model_batch_size_count"));
 }
 
+// The door judges a query under Kairos's matcher by its own rows, as a replica runs it alone: a
+// cpu pool whose server batches up to 16 (d(16) = 414 ms, past the 400 ms SLO) lets in every
+// 1-row query (5.6 ms). Judged by the pod's batch, as before, each was refused as late.
+TEST_F(RouterTest, KairosDoorJudgesAQueryByItsOwnRows) {
+  pipeline_ = PoolPipeline("{a: 1.6, c: 4}", "[{size: 1, weight: 1}]");
+  std::ofstream(dir_ + "/pools.json") << KairosPools();
+  const std::string cpu = Model("classify", "1.6,0,4", 16, 0);
+  StartRouter("classify=" + cpu + "@v/cpu/16", 400, "0", {"--pools-file", dir_ + "/pools.json"});
+  const json report = Load("10:3");
+  const json& path = report["paths"]["p"];
+  EXPECT_GT(path.value("sent", 0), 10) << report;
+  EXPECT_EQ(path["codes"].value("200", 0), path.value("sent", 0)) << report;
+}
+
 // MArk's bouncer: the main class (one 20 ms replica) takes a request while it can answer within
 // the 50 ms limit, i.e. with at most one ahead of it; past that the warm burst replica does.
 // At 70 requests/s (main alone serves 50) with spill the SLO holds for at least 97% and every

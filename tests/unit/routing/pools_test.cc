@@ -129,6 +129,47 @@ TEST(KairosQueue, InvariantsOverRandomEvents) {
 
 // MArk spills exactly when every main replica, after the batches it already holds, would
 // finish the request past RT_max.
+// The door's prediction: a query alone on whichever replica finishes it soonest, after the one
+// in flight there and the queries waiting ahead of it, whatever the pods' batch sizes.
+TEST(KairosQueue, PredictsAQueryAtTheReplicaThatFinishesItSoonest) {
+  KairosQueue q(TwoClasses(/*fcfs=*/true));  // first come, first served: the busy replica is known
+  EXPECT_EQ(q.PredictMs(2, 0), std::nullopt) << "no replica";
+  const std::vector<PoolReplica> replicas = {{0, 0}, {1, 1}};
+  q.SetReplicas(replicas);
+  EXPECT_DOUBLE_EQ(*q.PredictMs(2, 0), 1.6) << "the slow class is quicker on 2 rows";
+  EXPECT_DOUBLE_EQ(*q.PredictMs(10, 0), 10);
+  q.Arrive(1, 9, 0);  // 9 ms on the fast replica, the first idle one
+  ASSERT_EQ(q.Match(0).size(), 1u);
+  EXPECT_DOUBLE_EQ(*q.PredictMs(10, 4), 5 + 10) << "the fast replica is free in 5 ms";
+  q.Arrive(2, 5, 4);  // waits; goes first to the idle slow replica: 10 ms there
+  EXPECT_DOUBLE_EQ(*q.PredictMs(10, 4), 5 + 10) << "the fast one is still free first";
+  q.Arrive(3, 5, 4);  // then to the fast one once free: 5 + 5 ms
+  EXPECT_DOUBLE_EQ(*q.PredictMs(10, 4), 10 + 10) << "both are taken until 10 ms from now";
+}
+
+// Over random queues: never quicker than the query alone on its best class, and a query that
+// joins the queue never makes the next one's prediction earlier.
+TEST(KairosQueue, APredictionIsNoBetterThanAloneAndGrowsWithTheQueue) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 500; ++trial) {
+    KairosQueue q(TwoClasses());
+    std::vector<PoolReplica> replicas;
+    for (int r = 0; r < 1 + static_cast<int>(rng() % 4); ++r)
+      replicas.push_back({r, static_cast<int>(rng() % 2)});
+    q.SetReplicas(replicas);
+    double now = 0;
+    for (std::uint64_t i = 0; i < 6; ++i) {
+      const int size = 1 + static_cast<int>(rng() % 10);
+      const double before = *q.PredictMs(size, now);
+      EXPECT_GE(before, std::min(1.0 * size, 0.4 * size * size) - 1e-9);
+      if (!q.Arrive(i, 1 + static_cast<int>(rng() % 10), now)) break;
+      EXPECT_GE(*q.PredictMs(size, now), before - 1e-9);
+      if (rng() % 2 == 0) q.Match(now);
+      now += rng() % 5;
+    }
+  }
+}
+
 TEST(ShouldSpill, EveryMainReplicaLateAndNoSooner) {
   EXPECT_TRUE(ShouldSpill({}, 100)) << "no main replica: only the burst class can serve";
   const std::vector<MainReplica> idle = {{0, 4, 30}};
