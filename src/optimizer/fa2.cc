@@ -284,22 +284,28 @@ class SlotDp {
 
   void Prepare(const std::vector<Segment>& segments, const std::vector<int>& credit) {
     const size_t n = problem_.dnns.size();
-    clocks_.assign(n, {});
-    std::vector<std::map<int, Clock>> edge(n);
+    // Called for every split weighed: the per-DNN lists keep their storage between calls.
+    clocks_.resize(n);
+    edges_.resize(n);
+    for (size_t s = 0; s < n; ++s) {
+      clocks_[s].clear();
+      edges_[s].clear();
+    }
     for (const Segment& seg : segments) {
       for (size_t i = 1; i < seg.dnns.size(); ++i) {
         const int u = seg.dnns[i - 1];
         const int v = seg.dnns[i];
         // A segment that started before u makes the edge inherit u's clock. Segments starting
         // at u that share such an edge are then charged u's elapsed time too: conservative.
-        Clock& k = edge[u].try_emplace(v, Clock::kRestart).first->second;
-        if (i > 1) k = Clock::kInherit;
+        Clock* k = EdgeClock(u, v);
+        if (k == nullptr) k = &edges_[u].emplace_back(v, Clock::kRestart).second;
+        if (i > 1) *k = Clock::kInherit;
       }
     }
     limit_.assign(n, {});
     for (const Segment& seg : segments) {
       const int start = seg.dnns.front();
-      const bool merged = seg.dnns.size() > 1 && edge[start][seg.dnns[1]] == Clock::kInherit;
+      const bool merged = seg.dnns.size() > 1 && *EdgeClock(start, seg.dnns[1]) == Clock::kInherit;
       // In slots: x / 1 is x exactly, so 1 ms slots count as they always did.
       const int limit = LimitSlots(seg.sla_ms / slot_ms_ + (merged ? credit[start] : 0));
       Limit& l = limit_[seg.dnns.back()];
@@ -308,10 +314,18 @@ class SlotDp {
     }
     for (size_t s = 0; s < n; ++s) {
       for (int c : forest_.children[s]) {
-        auto it = edge[s].find(c);
-        clocks_[s].emplace_back(c, it == edge[s].end() ? Clock::kNone : it->second);
+        const Clock* k = EdgeClock(static_cast<int>(s), c);
+        clocks_[s].emplace_back(c, k == nullptr ? Clock::kNone : *k);
       }
     }
+  }
+
+  // The clock on the edge u -> v that the segments of the last Prepare run along, or null.
+  Clock* EdgeClock(int u, int v) {
+    for (auto& [child, clock] : edges_[u]) {
+      if (child == v) return &clock;
+    }
+    return nullptr;
   }
 
   static int ChildClock(Clock k, int elapsed, int slot) {
@@ -405,6 +419,7 @@ class SlotDp {
   std::int64_t work_ = 0;  // front choices scanned over all runs
   std::vector<Limit> limit_;
   std::vector<std::vector<std::pair<int, Clock>>> clocks_;
+  std::vector<std::vector<std::pair<int, Clock>>> edges_;  // Prepare's, by parent: (child, clock)
   std::vector<int> memo_;
   std::vector<State> states_;
   std::vector<size_t> touched_;
