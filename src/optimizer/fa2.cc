@@ -110,6 +110,17 @@ std::vector<std::vector<double>> IntensityFractions(const Problem& problem, cons
   return fractions;
 }
 
+// Each segment's SLA under a split: its route's SLO times its share in `fractions`. The
+// segments are in Segments' order, route by route; a split changes only these.
+void SetSlas(const Problem& problem, const std::vector<std::vector<double>>& fractions,
+             std::vector<Segment>& segments) {
+  size_t i = 0;
+  for (size_t r = 0; r < problem.routes.size(); ++r) {
+    for (double share : fractions[r]) segments[i++].sla_ms = problem.routes[r].slo_ms * share;
+  }
+  PIPESCALE_CHECK(i == segments.size());
+}
+
 std::vector<Segment> Segments(const Problem& problem, const Forest& forest,
                               const std::vector<std::vector<double>>& fractions) {
   std::vector<Segment> segments;
@@ -120,10 +131,10 @@ std::vector<Segment> Segments(const Problem& problem, const Forest& forest,
     bounds.push_back(static_cast<int>(route.dnns.size()));
     for (size_t j = 0; j + 1 < bounds.size(); ++j) {
       segments.push_back(
-          {.dnns = {route.dnns.begin() + bounds[j], route.dnns.begin() + bounds[j + 1]},
-           .sla_ms = route.slo_ms * fractions[r][j]});
+          {.dnns = {route.dnns.begin() + bounds[j], route.dnns.begin() + bounds[j + 1]}});
     }
   }
+  SetSlas(problem, fractions, segments);
   return segments;
 }
 
@@ -617,7 +628,10 @@ class Fa2Search {
   // so its plan was offered already. Many candidate shares of a split floor to the same slots.
   std::optional<SlotDp::Result> Try(const std::vector<std::vector<double>>& fractions,
                                     const std::vector<int>& credit) {
-    const std::vector<Segment> segments = Segments(problem_, forest_, fractions);
+    // The cuts fix the segments' DNNs; a split sets only their SLAs, in a list kept for it.
+    if (split_.empty()) split_ = Segments(problem_, forest_, fractions);
+    SetSlas(problem_, fractions, split_);
+    const std::vector<Segment>& segments = split_;
     if (!tried_.insert(dp_.Limits(segments, credit)).second) return std::nullopt;
     // Nor can a split whose bound the best plan already meets give a better one.
     if (best_ && !(dp_.LowerBound() < Total(best_->assignment))) return std::nullopt;
@@ -627,7 +641,8 @@ class Fa2Search {
   std::optional<SlotDp::Result> Run(const std::vector<Segment>& segments,
                                     const std::vector<int>& credit) {
     constexpr int kTightenings = 3;
-    std::vector<Segment> tightened = segments;
+    std::vector<Segment>& tightened = tightened_;  // assigned in place: its lists keep storage
+    tightened = segments;
     for (int attempt = 0; attempt < kTightenings; ++attempt) {
       ++runs_;
       auto result = dp_.Solve(tightened, SlotDp::Rounding::kDown, credit);
@@ -691,6 +706,8 @@ class Fa2Search {
   std::vector<int> safe_credit_;
   std::optional<SlotDp::Result> best_;
   std::set<std::vector<int>> tried_;  // SlotDp::Limits of every split tried
+  std::vector<Segment> split_;        // Try's segments, their SLAs set per split
+  std::vector<Segment> tightened_;    // Run's, tightened per attempt
   int runs_ = 0;
 };
 
