@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/strings.h"
+
 namespace pipescale::gym {
 namespace {
 
@@ -87,8 +89,9 @@ Status OnlyClass(nlohmann::json& object, const std::string& policy,
       return !profiles->empty();
     });
     if (variants->empty()) {
-      return Error{ErrorKind::kInvalid, "policy " + policy + ": task " + StringAt(task, "name") +
-                                            " has no variant profiled on " + hardware_class};
+      return Error{ErrorKind::kInvalid,
+                   StrFormat("policy %s: task %s has no variant profiled on %s", policy.c_str(),
+                             StringAt(task, "name").c_str(), hardware_class.c_str())};
     }
   }
   return Done{};
