@@ -40,7 +40,7 @@ sanitize() {
   export LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1
   # 500 of the fuzz test's 3000 cases: its solves run 2-3x slower here (about 70 s), and a hang
-  # is counted from 3x the 10 s of the plain build (a Loki case of 6.3 s there took 9.9 s here).
+  # is counted from 30 s (case 325's Loki solve, 6.3 s in the plain build, took 9.9 s here).
   export PIPESCALE_FUZZ_CASES=500 PIPESCALE_FUZZ_HANG_MS=30000
   for t in "${tests[@]}"; do
     echo "hack/test.sh: $t under ASan + UBSan"
