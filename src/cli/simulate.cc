@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "gym/render.h"
 #include "gym/simulation.h"
 
@@ -172,7 +173,7 @@ int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   auto inputs = ReadInputs(f);
   if (!inputs) return Fail(err, inputs.error().message, kExitInvalidInput);
   gym::Report report;
-  report.pipeline = inputs->pipeline["metadata"].value("name", "");
+  report.pipeline = StringField(Member(inputs->pipeline, "metadata"), "name");
   report.trace = f.trace;
   report.seed = f.seed;
   report.seconds = inputs->options.RunSeconds();

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "common/strings.h"
+#include "optimizer/registry.h"
 
 namespace pipescale::gym {
 namespace {
@@ -55,14 +57,8 @@ void MostAccurateOnly(nlohmann::json& object) {
   }
 }
 
-std::string StringAt(const nlohmann::json& item, const char* key) {
-  if (!item.is_object()) return {};
-  auto it = item.find(key);
-  return it != item.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool Named(const nlohmann::json& item, const char* key, const std::string& name) {
-  return StringAt(item, key) == name;
+  return StringField(item, key) == name;
 }
 
 // The pipeline on `hardware_class` alone.
@@ -73,8 +69,9 @@ Status OnlyClass(nlohmann::json& object, const std::string& policy,
   if (classes == nullptr) return Done{};
   Filter(*classes, [&](const nlohmann::json& c) { return Named(c, "name", hardware_class); });
   if (classes->empty()) {
-    return Error{ErrorKind::kInvalid,
-                 "policy " + policy + ": the pipeline has no hardware class " + hardware_class};
+    return Error{ErrorKind::kInvalid, "policy " + QuoteUserText(policy) +
+                                          ": the pipeline has no hardware class " +
+                                          QuoteUserText(hardware_class)};
   }
   nlohmann::json* tasks = ArrayAt(*spec, "tasks");
   if (tasks == nullptr) return Done{};
@@ -89,9 +86,11 @@ Status OnlyClass(nlohmann::json& object, const std::string& policy,
       return !profiles->empty();
     });
     if (variants->empty()) {
-      return Error{ErrorKind::kInvalid,
-                   StrFormat("policy %s: task %s has no variant profiled on %s", policy.c_str(),
-                             StringAt(task, "name").c_str(), hardware_class.c_str())};
+      return Error{
+          ErrorKind::kInvalid,
+          StrFormat("policy %s: task %s has no variant profiled on %s",
+                    QuoteUserText(policy).c_str(), QuoteUserText(StringField(task, "name")).c_str(),
+                    QuoteUserText(hardware_class).c_str())};
     }
   }
   return Done{};
@@ -108,10 +107,14 @@ Result<std::string> Narrow(const std::string& policy, nlohmann::json& object) {
     if (nlohmann::json* spec = Spec(object)) (*spec)["forecast"] = {{"method", "none"}};
     return std::string("mark");
   }
+  // OPTIMIZER@CLASS only: any other name goes back unchanged, for the caller's "unknown policy".
   const size_t at = policy.find('@');
-  if (at == std::string::npos) return policy;
+  if (at == std::string::npos || optimizer::FindOptimizer(policy.substr(0, at)) == nullptr) {
+    return policy;
+  }
   if (at + 1 == policy.size()) {
-    return Error{ErrorKind::kInvalid, "policy " + policy + ": name a hardware class after @"};
+    return Error{ErrorKind::kInvalid,
+                 "policy " + QuoteUserText(policy) + ": name a hardware class after @"};
   }
   if (auto only = OnlyClass(object, policy, policy.substr(at + 1)); !only) return only.error();
   return policy.substr(0, at);

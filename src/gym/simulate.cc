@@ -77,6 +77,21 @@ Result<int> FixedCount(const std::string& policy) {
   return static_cast<int>(count);
 }
 
+// The levels the setup below writes into must be objects (or absent): anything else in a file
+// from outside is an error naming the field, never a type_error thrown out of nlohmann.
+Status TopLevelShape(const nlohmann::json& object) {
+  if (!object.is_object()) {
+    return Error{ErrorKind::kInvalid, "the pipeline must be a YAML or JSON object"};
+  }
+  for (const char* key : {"metadata", "spec"}) {
+    auto it = object.find(key);
+    if (it != object.end() && !it->is_null() && !it->is_object()) {
+      return Error{ErrorKind::kInvalid, std::string(key) + ": must be an object"};
+    }
+  }
+  return Done{};
+}
+
 }  // namespace
 
 Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
@@ -92,6 +107,7 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
                            "(about 3 hours here)",
                            requests, kMaxRequests)};
   }
+  if (auto shape = TopLevelShape(pipeline_object); !shape) return shape.error();
   nlohmann::json object = pipeline_object;
   object.erase("status");
   const std::string& policy = options.policy;
@@ -115,8 +131,9 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
     }
     if (chosen->in_spec) object["spec"]["optimizer"] = name;
   }
-  object["metadata"]["uid"] = object["metadata"].value("uid", "gym");
-  object["metadata"]["generation"] = object["metadata"].value("generation", 1);
+  nlohmann::json& metadata = object["metadata"];
+  if (!metadata.contains("uid")) metadata["uid"] = "gym";
+  if (!metadata.contains("generation")) metadata["generation"] = 1;
   auto parsed = std::make_shared<api::ParsedPipeline>(reconciler::ParseObserved(object));
   if (!parsed->errors.empty()) {
     std::string message;

@@ -116,7 +116,10 @@ void SetSlas(const Problem& problem, const std::vector<std::vector<double>>& fra
              std::vector<Segment>& segments) {
   size_t i = 0;
   for (size_t r = 0; r < problem.routes.size(); ++r) {
-    for (double share : fractions[r]) segments[i++].sla_ms = problem.routes[r].slo_ms * share;
+    for (double share : fractions[r]) {
+      PIPESCALE_CHECK(i < segments.size());  // one share per segment, in the routes' order
+      segments[i++].sla_ms = problem.routes[r].slo_ms * share;
+    }
   }
   PIPESCALE_CHECK(i == segments.size());
 }

@@ -57,8 +57,8 @@ class KairosQueue {
   };
   std::vector<Start> Match(double now_ms);
 
-  // How long a query of `size` rows arriving now would take at best, as the door judges it: the
-  // queries waiting go first, each to the replica free soonest (the one in flight as predicted
+  // An estimate of how long a query of `size` rows arriving now would take, as the door judges it:
+  // the queries waiting go first, each to the replica free soonest (the one in flight as predicted
   // when it started); then this one at whichever replica would finish it soonest, in d(size) of
   // that replica's class. nullopt with no replica. Kairos runs each query alone, so the pod's
   // batch size says nothing of it.

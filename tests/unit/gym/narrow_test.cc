@@ -45,11 +45,13 @@ TEST(NarrowTest, AClassThatIsNotThereOrLeavesATaskWithoutAVariantIsAnError) {
   json object = TwoClasses();
   auto missing = Narrow("kairos@tpu", object);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().message, "policy kairos@tpu: the pipeline has no hardware class tpu");
+  EXPECT_EQ(missing.error().message,
+            R"(policy "kairos@tpu": the pipeline has no hardware class "tpu")");
   object = TwoClasses();
   auto empty = Narrow("fa2@gpu", object);
   ASSERT_FALSE(empty.ok());
-  EXPECT_EQ(empty.error().message, "policy fa2@gpu: task b has no variant profiled on gpu");
+  EXPECT_EQ(empty.error().message,
+            R"(policy "fa2@gpu": task "b" has no variant profiled on "gpu")");
 }
 
 // Narrowing runs before validation, so it meets a pipeline of any shape: it never throws, and
@@ -71,6 +73,16 @@ TEST(NarrowTest, APipelineOfAnyShapeIsNarrowedWithoutThrowing) {
   }
   json object = TwoClasses();
   EXPECT_FALSE(Narrow("kairos@", object).ok());
+}
+
+// Only an optimizer's name before '@' narrows: anything else comes back unchanged, untouched,
+// for the caller's "unknown policy".
+TEST(NarrowTest, ANameBeforeTheAtThatIsNoOptimizerNarrowsNothing) {
+  json object = TwoClasses();
+  auto name = Narrow("nonesuch@cpu", object);
+  ASSERT_TRUE(name.ok());
+  EXPECT_EQ(*name, "nonesuch@cpu");
+  EXPECT_EQ(object, TwoClasses());
 }
 
 TEST(NarrowTest, LokiHardwareOnlyKeepsEachTasksMostAccurateVariant) {

@@ -164,7 +164,7 @@ TEST(SimulationTest, AnOptimizerAtAClassHoldsReplicasOfThatClassOnly) {
   }
   auto missing = Simulate(pipeline, With("fa2@tpu", "1:10"));
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("no hardware class tpu"), std::string::npos);
+  EXPECT_NE(missing.error().message.find(R"(no hardware class "tpu")"), std::string::npos);
 }
 
 TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
@@ -179,6 +179,21 @@ TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
       << invalid.error().message;
   auto fixed = Simulate(Chain({"a"}, 10, 100), With("fixed:x", "1:10"));
   ASSERT_FALSE(fixed.ok());
+}
+
+// A file from outside may hold anything: a document that is no object, or whose metadata or
+// spec is none, is an error for every kind of policy, never a throw out of the JSON library.
+TEST(SimulationTest, APipelineThatIsNoObjectIsAClearErrorForEveryPolicy) {
+  const std::vector<json> shapes = {json("text"), json::array({1, 2}), json{{"spec", "text"}},
+                                    json{{"metadata", 3}, {"spec", json::object()}},
+                                    json{{"kind", "x"}}};
+  for (const json& shape : shapes) {
+    for (const char* policy : {"fa2", "kairos@cpu", "loki-hardware-only", "hpa", "fixed:2", ""}) {
+      Result<PolicyReport> report = Error{ErrorKind::kInvalid, "not run"};
+      EXPECT_NO_THROW(report = Simulate(shape, With(policy, "1:10"))) << policy << shape.dump();
+      EXPECT_FALSE(report.ok()) << policy << " on " << shape.dump();
+    }
+  }
 }
 
 }  // namespace
