@@ -129,8 +129,11 @@ std::string PlanAt(const std::string& file, double rate) {
 TEST_F(ProfileTest, MeasuresTheEmulatorsProfileAndWritesWhatPlansTheSame) {
   const std::string address = StartServer("127.0.8.1");
   const std::string measured = dir_ + "/measured.yaml";
+  // The file gets each size's p50: the plans below are compared on it. The mean (the default)
+  // of 30 requests moves with one stall of a busy machine (on CI once 8.5% at b=1 against 4.2%
+  // for the p50), and near FA2's thresholds that moves a batch size; its accuracy is held below.
   const Output r = RunCli(Profile(measured, {"--address", address, "--requests", "30", "--warmup",
-                                             "3", "--write", "-o", "json"}));
+                                             "3", "--statistic", "p50", "--write", "-o", "json"}));
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   const json report = json::parse(r.out);
   ASSERT_EQ(report["batches"].size(), static_cast<size_t>(kMaxBatch));
@@ -141,7 +144,8 @@ TEST_F(ProfileTest, MeasuresTheEmulatorsProfileAndWritesWhatPlansTheSame) {
   std::string errors;
   for (const json& batch : report["batches"]) {
     const int b = batch["batch"];
-    const double p50 = batch["p50Ms"], mean = batch["latencyMs"];
+    const double p50 = batch["p50Ms"], mean = batch["meanMs"];
+    EXPECT_NEAR(batch["latencyMs"].get<double>(), p50, 1e-3);  // what is written, to the µs
     const double error = (p50 - TrueMs(b)) / TrueMs(b);
     errors += "b=" + std::to_string(b) + " p50 " + std::to_string(p50) + " ms, mean " +
               std::to_string(mean) + " ms, d(b) " + std::to_string(TrueMs(b)) + " ms, p50 error " +
