@@ -3,11 +3,15 @@
 // only forwards (bare: Boost.Beast, the same upstream pool, no parsing, no policy), and through
 // pipescale-router with every policy of its own on (router). Paths of one, two and three tasks,
 // each task answered at once by a Beast backend, so what is measured is the gateway itself.
-// The gateway runs on core 0, the backend and this client on core 1.
+// The gateway runs on core 0, the backend and this client on core 1. Requests are valid OIP
+// bodies of a tiny tensor (4 numbers) and of about 1 KB, 100 KB and 1 MB (a text model's input,
+// an image's, a large image's); every task answers about 300 bytes: two outputs and parameters.
 //
-//   router_bench [--seconds 5] [--rounds 3] [--connections 8] [--rate 1000]
+//   router_bench [--seconds 3] [--rounds 3] [--connections 8] [--rate R]
+//                [--sizes tiny,1KB,100KB,1MB] [--tasks 1,2,3]
 // Prints markdown: requests/s per core and CPU per request at saturation (closed loop), and
 // the latency a gateway adds at a fixed open-loop rate (p50, p99, p99.9), medians of rounds.
+// The open-loop rate is --rate, else PacedRate's.
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -33,12 +38,36 @@ using pipescale::testing::Process;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr const char* kRequest =
+constexpr const char* kTinyRequest =
     R"({"id":"r","inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[0.1,0.2,0.3,0.4]}]})";
+// What a classifier answers: its scores, the top label and the server's parameters (300 bytes).
 constexpr const char* kReply =
-    R"({"model_name":"m","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[1,4],"data":[0.1,0.2,0.3,0.4]}]})";
+    R"({"model_name":"m","model_version":"1","id":"r","parameters":{"sequence_id":0,)"
+    R"("queue_time_us":41,"compute_time_us":1210},"outputs":[{"name":"scores","datatype":"FP32",)"
+    R"("shape":[1,8],"data":[0.0125,0.0311,0.7702,0.0093,0.0451,0.0622,0.0318,0.0378]},)"
+    R"({"name":"label","datatype":"BYTES","shape":[1],"data":["tabby cat"],)"
+    R"("parameters":{"content_type":"str"}}]})";
 
-// Serves HTTP/1.1 keep-alive on `port` (0: any) with `answer`; writes the port to `port_file`.
+// A valid OIP request of about `bytes` bytes: an FP32 tensor [1, n] written as a client writes
+// it, six decimals a number; "tiny" is the 4-number request.
+std::string RequestOf(const std::string& size) {
+  if (size == "tiny") return kTinyRequest;
+  const size_t bytes = size == "1KB" ? 1024 : size == "100KB" ? 100 << 10 : 1 << 20;
+  const std::string head = R"({"id":"r","inputs":[{"name":"x","datatype":"FP32","shape":[1,)";
+  const size_t n = (bytes - head.size() - 40) / 9;  // "0.123456," is 9 bytes
+  std::string data;
+  std::mt19937 rng(static_cast<unsigned>(bytes));
+  std::uniform_int_distribution<int> digits(0, 999999);
+  char number[16];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(number, sizeof number, "%s0.%06d", i == 0 ? "" : ",", digits(rng));
+    data += number;
+  }
+  return head + std::to_string(n) + R"(],"data":[)" + data + "]}]}";
+}
+
+// Serves HTTP/1.1 keep-alive on `port` (0: any) with `answer` (502 when it has none); writes the
+// port to `port_file`.
 template <typename Answer>
 void Serve(const std::string& port_file, Answer answer) {
   asio::io_context context{1};
@@ -51,12 +80,17 @@ void Serve(const std::string& port_file, Answer answer) {
     stream.socket().set_option(tcp::no_delay(true), ec);
     beast::flat_buffer buffer;
     for (;;) {
-      HttpRequest request;
-      co_await http::async_read(stream, buffer, request, Redirect(ec));
+      // Beast's default limit is 1 MiB, below the largest request here.
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(64 << 20);
+      co_await http::async_read(stream, buffer, parser, Redirect(ec));
       if (ec) break;
+      const HttpRequest request = parser.release();
       HttpResponse response{http::status::ok, 11};
       response.set(http::field::content_type, "application/json");
-      response.body() = co_await answer(request);
+      std::optional<std::string> body = co_await answer(request);
+      if (!body) response.result(http::status::bad_gateway);  // counted as failed
+      response.body() = body ? std::move(*body) : std::string();
       response.keep_alive(true);
       response.prepare_payload();
       co_await http::async_write(stream, response, Redirect(ec));
@@ -77,18 +111,21 @@ void Serve(const std::string& port_file, Answer answer) {
 
 // The backend: every task answers at once.
 void Backend(const std::string& port_file) {
-  Serve(port_file, [](const HttpRequest&) -> asio::awaitable<std::string> { co_return kReply; });
+  Serve(port_file, [](const HttpRequest&) -> asio::awaitable<std::optional<std::string>> {
+    co_return kReply;
+  });
 }
 
 // The floor: forwards the body to the backend `tasks` times in turn, answers the last reply.
 void BareGateway(const std::string& port_file, const std::string& backend, int tasks) {
   std::unique_ptr<UpstreamPool> pool;
-  Serve(port_file, [&](const HttpRequest& request) -> asio::awaitable<std::string> {
+  Serve(port_file, [&](const HttpRequest& request) -> asio::awaitable<std::optional<std::string>> {
     if (!pool) pool = std::make_unique<UpstreamPool>(co_await asio::this_coro::executor);
     std::string body = request.body();
     for (int t = 0; t < tasks; ++t) {
       auto reply = co_await pool->Post(backend, "/v2/models/t/infer", body, 10s);
-      body = reply.ok() ? reply->body : "";
+      if (!reply.ok() || reply->status != 200) co_return std::nullopt;
+      body = reply->body;
     }
     co_return body;
   });
@@ -120,6 +157,7 @@ double CpuSeconds(pid_t pid) {
 struct Run {
   double rps = 0;
   double cpu_us = 0;  // the gateway's CPU per request; 0 for direct
+  long failed = 0;    // sent in the measured window and not answered 200
   std::vector<double> ms;
 };
 
@@ -131,17 +169,18 @@ double Quantile(std::vector<double> v, double q) {
 
 // One request: to `target` (ip:port) once, or, direct, to the backend once per task.
 asio::awaitable<bool> OneRequest(UpstreamPool& pool, const std::string& target,
-                                 const std::string& path, int calls) {
+                                 const std::string& path, const std::string& body, int calls) {
+  static const std::string kReplyBody = kReply;  // what the next task is sent, as a gateway does
   for (int i = 0; i < calls; ++i) {
-    auto reply = co_await pool.Post(target, path, kRequest, 10s);
+    auto reply = co_await pool.Post(target, path, i == 0 ? body : kReplyBody, 10s);
     if (!reply.ok() || reply->status != 200) co_return false;
   }
   co_return true;
 }
 
 // Closed loop with `connections` clients for `seconds` (rate 0), or open loop at `rate`.
-Run Measure(const std::string& target, const std::string& path, int calls, pid_t gateway,
-            int connections, double seconds, double rate) {
+Run Measure(const std::string& target, const std::string& path, const std::string& body, int calls,
+            pid_t gateway, int connections, double seconds, double rate) {
   asio::io_context context{1};
   UpstreamPool pool(context.get_executor());
   Run run;
@@ -152,11 +191,14 @@ Run Measure(const std::string& target, const std::string& path, int calls, pid_t
   double cpu_start = 0;
   auto timed = [&]() -> asio::awaitable<void> {
     const auto sent = Clock::now();
-    const bool ok = co_await OneRequest(pool, target, path, calls);
-    if (ok && sent >= warm && sent < end) {
-      ++done;
-      run.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+    const bool ok = co_await OneRequest(pool, target, path, body, calls);
+    if (sent < warm || sent >= end) co_return;
+    if (!ok) {
+      ++run.failed;
+      co_return;
     }
+    ++done;
+    run.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
   };
   if (rate <= 0) {
     for (int c = 0; c < connections; ++c) {
@@ -225,44 +267,77 @@ std::string Chain(const std::string& dir, int tasks) {
 }
 
 struct Row {
+  double rate = 0;                                           // open loop, requests/s
   std::map<std::string, std::vector<Run>> saturated, paced;  // by gateway: rounds
 };
 
 double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
 
-void Print(const std::map<int, Row>& rows, double rate) {
+template <typename Field>
+double MedianOf(const std::vector<Run>& runs, Field field) {
+  std::vector<double> v;
+  for (const Run& r : runs) v.push_back(field(r));
+  return Median(v);
+}
+
+// By request size, then tasks: each gateway's saturated throughput and CPU, the router's CPU
+// over the bare gateway's, and the latency each adds over calling the backend directly.
+void Print(const std::vector<std::string>& sizes,
+           const std::map<std::string, std::map<int, Row>>& rows) {
   std::printf(
-      "| tasks | gateway | requests/s (1 core) | CPU per request | added p50 | added p99 | added "
-      "p99.9 |\n|---|---|---|---|---|---|---|\n");
-  for (const auto& [tasks, row] : rows) {
-    auto median = [&](const std::vector<Run>& runs, auto field) {
-      std::vector<double> v;
-      for (const Run& r : runs) v.push_back(field(r));
-      return Median(v);
-    };
-    const auto& direct = row.paced.at("direct");
-    for (const char* g : {"bare", "router"}) {
-      const double rps = median(row.saturated.at(g), [](const Run& r) { return r.rps; });
-      const double cpu = median(row.saturated.at(g), [](const Run& r) { return r.cpu_us; });
-      std::printf("| %d | %s | %.0f | %.1f µs |", tasks, g, rps, cpu);
-      for (double q : {0.5, 0.99, 0.999}) {
-        const double added =
-            median(row.paced.at(g), [&](const Run& r) { return Quantile(r.ms, q); }) -
-            median(direct, [&](const Run& r) { return Quantile(r.ms, q); });
-        std::printf(" %.3f ms |", added);
+      "| request | tasks | gateway | requests/s (1 core) | CPU per request | router / bare | "
+      "open loop | added p50 | added p99 | added p99.9 | failed |\n"
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string& size : sizes) {
+    for (const auto& [tasks, row] : rows.at(size)) {
+      const auto& direct = row.paced.at("direct");
+      const double bare_cpu =
+          MedianOf(row.saturated.at("bare"), [](const Run& r) { return r.cpu_us; });
+      for (const char* g : {"bare", "router"}) {
+        const double rps = MedianOf(row.saturated.at(g), [](const Run& r) { return r.rps; });
+        const double cpu = MedianOf(row.saturated.at(g), [](const Run& r) { return r.cpu_us; });
+        std::printf("| %s | %d | %s | %.0f | %.1f µs | %.2fx | %.0f/s |", size.c_str(), tasks, g,
+                    rps, cpu, cpu / bare_cpu, row.rate);
+        for (double q : {0.5, 0.99, 0.999}) {
+          const double added =
+              MedianOf(row.paced.at(g), [&](const Run& r) { return Quantile(r.ms, q); }) -
+              MedianOf(direct, [&](const Run& r) { return Quantile(r.ms, q); });
+          std::printf(" %.3f ms |", added);
+        }
+        long failed = 0;
+        for (const Run& r : row.saturated.at(g)) failed += r.failed;
+        for (const Run& r : row.paced.at(g)) failed += r.failed;
+        std::printf(" %ld |\n", failed);
       }
-      std::printf("\n");
     }
   }
-  std::printf("\n(added latency at %.0f requests/s open loop, over calling the backend directly)\n",
-              rate);
+  std::printf(
+      "\n(added latency at the open-loop rate, over calling the backend directly; failed: "
+      "requests not answered 200 over all rounds)\n");
+}
+
+// The open loop's rate: 1000 requests/s, less where the bodies alone would fill the client's
+// core (this client and the backend share one) and measure it rather than the gateway.
+double PacedRate(const std::string& size) {
+  return size == "1MB" ? 30 : size == "100KB" ? 300 : 1000;
+}
+
+std::vector<std::string> Split(const std::string& list) {
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {
-      {"--seconds", "5"}, {"--rounds", "3"}, {"--connections", "8"}, {"--rate", "1000"}};
+  std::map<std::string, std::string> flags = {{"--seconds", "3"},
+                                              {"--rounds", "3"},
+                                              {"--connections", "8"},
+                                              {"--rate", ""},
+                                              {"--sizes", "tiny,1KB,100KB,1MB"},
+                                              {"--tasks", "1,2,3"}};
   if (argc >= 3 && std::string(argv[1]) == "--backend") {
     Backend(argv[2]);
     return 0;
@@ -275,7 +350,14 @@ int main(int argc, char** argv) {
   const double seconds = std::stod(flags["--seconds"]);
   const int rounds = std::stoi(flags["--rounds"]);
   const int connections = std::stoi(flags["--connections"]);
-  const double rate = std::stod(flags["--rate"]);
+  const std::vector<std::string> sizes = Split(flags["--sizes"]);
+  for (const std::string& size : sizes) {
+    if (size != "tiny" && size != "1KB" && size != "100KB" && size != "1MB") {
+      std::fprintf(stderr, "router_bench: --sizes takes tiny, 1KB, 100KB and 1MB, not %s\n",
+                   size.c_str());
+      return 2;
+    }
+  }
 
   const std::string dir = std::filesystem::temp_directory_path() / "pipescale-router-bench";
   std::filesystem::remove_all(dir);
@@ -286,8 +368,9 @@ int main(int argc, char** argv) {
                   dir + "/backend.log");
   const std::string upstream = "127.0.0.1:" + WaitPort(dir + "/backend.port");
 
-  std::map<int, Row> rows;
-  for (int tasks = 1; tasks <= 3; ++tasks) {
+  std::map<std::string, std::map<int, Row>> rows;  // by request size, then tasks
+  for (const std::string& tasks_text : Split(flags["--tasks"])) {
+    const int tasks = std::stoi(tasks_text);
     const std::string file = Chain(dir, tasks);
     std::string endpoints;
     for (int t = 1; t <= tasks; ++t) {
@@ -305,20 +388,26 @@ int main(int argc, char** argv) {
     const std::map<std::string, std::pair<std::string, pid_t>> gateways = {
         {"bare", {"127.0.0.1:" + WaitPort(dir + "/bare" + tag + ".port"), bare.pid()}},
         {"router", {"127.0.0.1:" + WaitPort(dir + "/router" + tag + ".port"), router.pid()}}};
-    for (int r = 0; r < rounds; ++r) {
-      rows[tasks].paced["direct"].push_back(
-          Measure(upstream, "/v2/models/t1/infer", tasks, 0, connections, seconds, rate));
-      for (const auto& [name, g] : gateways) {
-        rows[tasks].saturated[name].push_back(
-            Measure(g.first, "/v2/models/chain/infer", 1, g.second, connections, seconds, 0));
-        rows[tasks].paced[name].push_back(
-            Measure(g.first, "/v2/models/chain/infer", 1, g.second, connections, seconds, rate));
+    for (const std::string& size : sizes) {
+      const std::string body = RequestOf(size);
+      Row& row = rows[size][tasks];
+      row.rate = !flags["--rate"].empty() ? std::stod(flags["--rate"]) : PacedRate(size);
+      for (int r = 0; r < rounds; ++r) {
+        row.paced["direct"].push_back(Measure(upstream, "/v2/models/t1/infer", body, tasks, 0,
+                                              connections, seconds, row.rate));
+        for (const auto& [name, g] : gateways) {
+          row.saturated[name].push_back(Measure(g.first, "/v2/models/chain/infer", body, 1,
+                                                g.second, connections, seconds, 0));
+          row.paced[name].push_back(Measure(g.first, "/v2/models/chain/infer", body, 1, g.second,
+                                            connections, seconds, row.rate));
+        }
+        std::fprintf(stderr, "router_bench: %s request (%zu bytes), %d task(s), round %d done\n",
+                     size.c_str(), body.size(), tasks, r + 1);
       }
-      std::fprintf(stderr, "router_bench: %d task(s), round %d done\n", tasks, r + 1);
     }
     bare.Stop(SIGTERM, 5s);
     router.Stop(SIGTERM, 5s);
   }
-  Print(rows, rate);
+  Print(sizes, rows);
   return 0;
 }
