@@ -42,6 +42,14 @@ Status CheckJson(std::string_view text);
 Result<std::vector<Member>> ScanObject(std::string_view text);
 // The elements of `text`, which must be exactly one JSON array.
 Result<std::vector<std::string_view>> ScanArray(std::string_view text);
+// The same for text inside a value that ScanObject, ScanArray or CheckJson has already checked:
+// they only find where each item lies, a byte at a time, so a request's tensors are validated
+// once however often the router looks into them. Text not so checked is a broken invariant.
+std::vector<Member> MembersOf(std::string_view checked_object);
+std::vector<std::string_view> ElementsOf(std::string_view checked_array);
+// The scalars in a checked value, arrays in arrays counted through (a tensor's "data", flat or
+// nested), or -1 when it holds an object or null.
+long CountScalars(std::string_view checked);
 // The value of the member keyed `key` (the last, if several), or "".
 std::string_view Find(const std::vector<Member>& members, std::string_view key);
 
@@ -57,7 +65,7 @@ struct Body {
   std::string Render(const std::vector<std::pair<std::string_view, std::string>>& set) const;
 };
 
-// A client's request (a scanned object) as a Body; the router's own parameters it carried are
+// A client's request (ScanObject's members) as a Body; the router's own parameters it carried are
 // dropped (it writes them itself).
 Result<Body> ClientBody(const std::vector<Member>& request);
 
@@ -73,8 +81,8 @@ Result<Answer> ReadAnswer(std::string_view body);
 // model returned none), the client's id kept.
 Body NextBody(const Answer& answer, const Body& previous);
 
-// The answer's outputs for the client, each named "<task>/<name>"; kInvalid when an output is
-// not an object.
+// The answer's outputs (an Answer's, so checked) for the client, each named "<task>/<name>";
+// kInvalid when an output is not an object.
 Result<std::vector<std::string>> NamedOutputs(std::string_view task, std::string_view outputs);
 
 // A JSON string token for `text`.

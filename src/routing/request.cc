@@ -41,21 +41,6 @@ std::string Text(std::string_view token) {
   return decoded.is_string() ? decoded.get<std::string>() : std::string();
 }
 
-// Elements in `data` (its text), flat or nested, or -1 when it holds something that is not a
-// scalar.
-long CountElements(std::string_view data) {
-  if (data.front() == '{' || data == "null") return -1;
-  if (data.front() != '[') return 1;
-  long n = 0;
-  const std::vector<std::string_view> items = *ScanArray(data);  // scanned with the request
-  for (std::string_view item : items) {
-    const long inner = CountElements(item);
-    if (inner < 0) return -1;
-    n += inner;
-  }
-  return n;
-}
-
 // A non-negative integer token, or -1.
 long Dimension(std::string_view token) {
   long value = -1;
@@ -69,7 +54,7 @@ struct Shape {
 };
 
 Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
-  const auto dims = shape.front() == '[' ? *ScanArray(shape) : std::vector<std::string_view>{};
+  const auto dims = shape.front() == '[' ? ElementsOf(shape) : std::vector<std::string_view>{};
   if (dims.empty()) return Invalid(field, "must be a non-empty array of non-negative integers");
   Shape out{.elements = 1, .first = Dimension(dims.front())};
   for (std::string_view d : dims) {
@@ -85,24 +70,24 @@ Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
 
 // Checks one input tensor; its first dimension (the query's size).
 Result<long> CheckInput(std::string_view input, const std::string& field) {
-  auto members = ScanObject(input);
-  if (!members) return Invalid(field, "must be an object");
-  const std::string_view name = Find(*members, "name");
+  if (input.front() != '{') return Invalid(field, "must be an object");
+  const std::vector<Member> members = MembersOf(input);
+  const std::string_view name = Find(members, "name");
   if (!IsString(name) || name == "\"\"")
     return Invalid(field + ".name", "must be a non-empty string");
-  const std::string_view type = Find(*members, "datatype");
+  const std::string_view type = Find(members, "datatype");
   if (!IsString(type) || std::find(kDatatypes.begin(), kDatatypes.end(),
                                    type.substr(1, type.size() - 2)) == kDatatypes.end()) {
     return Invalid(field + ".datatype", "must be one of the protocol's datatypes, e.g. FP32");
   }
-  const std::string_view shape = Find(*members, "shape");
+  const std::string_view shape = Find(members, "shape");
   if (shape.empty()) return Invalid(field + ".shape", "is required");
   auto checked = CheckShape(shape, field + ".shape");
   if (!checked) return checked.error();
   const long elements = checked->elements;
-  const std::string_view data = Find(*members, "data");
+  const std::string_view data = Find(members, "data");
   if (data.empty()) return Invalid(field + ".data", "is required");
-  const long count = CountElements(data);
+  const long count = CountScalars(data);
   if (count < 0) return Invalid(field + ".data", "must hold only numbers, booleans or strings");
   if (count != elements) {
     return Invalid(field + ".data", "holds " + std::to_string(count) +
@@ -113,10 +98,9 @@ Result<long> CheckInput(std::string_view input, const std::string& field) {
 
 Status CheckOutputs(std::string_view outputs) {
   if (outputs.front() != '[') return Invalid("outputs", "must be an array");
-  const auto items = *ScanArray(outputs);
+  const auto items = ElementsOf(outputs);
   for (size_t i = 0; i < items.size(); ++i) {
-    auto o = ScanObject(items[i]);
-    if (!o || !IsString(Find(*o, "name"))) {
+    if (items[i].front() != '{' || !IsString(Find(MembersOf(items[i]), "name"))) {
       return Invalid("outputs[" + std::to_string(i) + "].name", "must be a string");
     }
   }
@@ -126,9 +110,8 @@ Status CheckOutputs(std::string_view outputs) {
 // The path the client named in the request's parameters, or "".
 Result<std::string> NamedPath(std::string_view parameters) {
   if (parameters.empty()) return std::string();
-  auto members = ScanObject(parameters);
-  if (!members) return Invalid("parameters", "must be an object");
-  const std::string_view path = Find(*members, kPathParameter);
+  if (parameters.front() != '{') return Invalid("parameters", "must be an object");
+  const std::string_view path = Find(MembersOf(parameters), kPathParameter);
   if (path.empty()) return std::string();
   if (!IsString(path)) return Invalid("parameters.pipescale_path", "must be a string");
   return Text(path);
@@ -136,8 +119,8 @@ Result<std::string> NamedPath(std::string_view parameters) {
 
 }  // namespace
 
-// One scan checks the syntax and notes where each member lies; the checks below read those
-// spans (a nested value is scanned again only where a rule looks inside it), and numbers are
+// One scan checks the syntax and notes where each member lies; the checks below split those
+// spans without checking them again (a tensor's data is counted in one pass), and numbers are
 // never converted but for the shape's.
 Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header) {
   if (body.size() > kMaxBodyBytes) {
@@ -156,7 +139,7 @@ Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view p
   auto path = NamedPath(Find(*members, "parameters"));
   if (!path) return path.error();
   const std::string_view inputs = Find(*members, "inputs");
-  const auto tensors = !inputs.empty() && inputs.front() == '[' ? *ScanArray(inputs)
+  const auto tensors = !inputs.empty() && inputs.front() == '[' ? ElementsOf(inputs)
                                                                 : std::vector<std::string_view>{};
   if (tensors.empty()) return Invalid("inputs", "must be a non-empty array");
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -27,7 +27,8 @@ std::string Mutate(const std::string& s, std::mt19937& rng) {
 constexpr const char* kSeed =
     R"({"id": "a\"b\\u0041 é 😀 \ud83d\ude00", "parameters": {"k": [1, -2.5e3, true, null]},
         "outputs": [{"name": "y", "datatype": "FP32", "shape": [1, 2], "data": [0.5, 1E-2]}],
-        "nested": {"a": {"b": [[], {}, ""]}}})";
+        "nested": {"a": {"b": [[], {}, ""]}},	"data":
+        [[1, 2.5], ["a,[b", true]]})";
 
 // The property: on every mutation, the scanner accepts exactly what the parser reads as an
 // object, and each member's key and value text parse to the parser's own member.
@@ -53,6 +54,64 @@ TEST(Body, TheScannerAgreesWithAFullParserOnMutatedTexts) {
     EXPECT_EQ(rebuilt, parsed) << text;
   }
   EXPECT_GT(objects, 1000);  // both sides of the property were reached
+}
+
+// Scalars in a value as a tensor's data counts them, by the parser: -1 for an object or null.
+long ParsedScalars(const json& value) {
+  if (value.is_object() || value.is_null()) return -1;
+  if (!value.is_array()) return 1;
+  long n = 0;
+  for (const json& item : value) {
+    const long inner = ParsedScalars(item);
+    if (inner < 0) return -1;
+    n += inner;
+  }
+  return n;
+}
+
+// The property: inside every text the scanner accepted, the splitters (which check nothing)
+// find the scanner's own members and elements, and count what the parser counts.
+TEST(Body, TheSplittersOfCheckedTextAgreeWithTheScanner) {
+  std::mt19937 rng(11);
+  int containers = 0;
+  for (int i = 0; i < 30000; ++i) {
+    const std::string text = Mutate(kSeed, rng);
+    auto members = ScanObject(text);
+    if (!members) continue;
+    EXPECT_EQ(MembersOf(text).size(), members->size());
+    for (const Member& m : *members) {
+      EXPECT_EQ(CountScalars(m.value), ParsedScalars(json::parse(m.value))) << m.value;
+      if (m.value.front() == '{') {
+        const auto inner = MembersOf(m.value);
+        const auto scanned = *ScanObject(m.value);
+        ASSERT_EQ(inner.size(), scanned.size()) << m.value;
+        for (size_t k = 0; k < inner.size(); ++k) {
+          EXPECT_EQ(inner[k].key, scanned[k].key);
+          EXPECT_EQ(inner[k].value, scanned[k].value);
+        }
+        ++containers;
+      } else if (m.value.front() == '[') {
+        EXPECT_EQ(ElementsOf(m.value), *ScanArray(m.value)) << m.value;
+        ++containers;
+      }
+    }
+  }
+  EXPECT_GT(containers, 1000);
+}
+
+TEST(Body, ATensorsDataIsCountedThroughItsNesting) {
+  EXPECT_EQ(CountScalars("[[1, 2], [3]]"), 3);
+  EXPECT_EQ(CountScalars("[ ]"), 0);
+  EXPECT_EQ(CountScalars("[[], [ 1 ]]"), 1);
+  EXPECT_EQ(CountScalars(R"(["a,b", "[c", "\"],[", true])"), 4);  // strings hold no structure
+  EXPECT_EQ(CountScalars("7"), 1);
+  EXPECT_EQ(CountScalars("[1, null]"), -1);
+  EXPECT_EQ(CountScalars(R"([{"a": 1}])"), -1);
+  // Past the sixteen bytes a step of the vector path, and across its edges.
+  std::string long_data = "[";
+  for (int i = 0; i < 1000; ++i) long_data += (i ? ",[0.5," : "[0.5,") + std::to_string(i) + "]";
+  EXPECT_EQ(CountScalars(long_data + "]"), 2000);
+  EXPECT_EQ(CountScalars(long_data + ",\"x\"]"), 2001);
 }
 
 TEST(Body, ArraysAndNestingLimits) {
