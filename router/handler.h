@@ -124,6 +124,8 @@ struct RouterConfig {
   // Requests whose path would be served late at the pods' queues are refused at the door, and
   // ones whose path has a task without a Ready pod wait there (router/admission.h).
   bool admission = true;
+  // A request body past this is answered 413 before the rest is read.
+  size_t max_body_bytes = model::RouterSpec{}.max_body_bytes;
 };
 
 class RouterMetrics {

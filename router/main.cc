@@ -8,7 +8,7 @@
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
 //       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
 //       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
-//       [--admission on|off]
+//       [--admission on|off] [--max-body-bytes 4194304]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
 // (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
@@ -18,7 +18,7 @@
 // their requests queued and sent in batches of the plan's size. A request for a named path that
 // the pods' queues would serve past its SLO is refused at once with 503 and Retry-After, and one
 // whose path has a task without a Ready pod waits for it within its deadline (unless
-// --admission off). The pods come from
+// --admission off). A body past --max-body-bytes is answered 413. The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
@@ -27,6 +27,7 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <charconv>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -195,6 +196,19 @@ int Run(Flags flags) {
     return 2;
   }
   config.admission = flags["--admission"] == "on";
+  const std::string& max_body_flag = flags["--max-body-bytes"];
+  std::int64_t max_body = 0;
+  const auto [end, error] =
+      std::from_chars(max_body_flag.data(), max_body_flag.data() + max_body_flag.size(), max_body);
+  if (error != std::errc() || end != max_body_flag.data() + max_body_flag.size() ||
+      max_body < pipescale::api::limits::kMinBodyBytes ||
+      max_body > pipescale::api::limits::kMaxBodyBytes) {
+    std::cerr << "pipescale-router: --max-body-bytes must be an integer from "
+              << pipescale::api::limits::kMinBodyBytes << " to "
+              << pipescale::api::limits::kMaxBodyBytes << "\n";
+    return 2;
+  }
+  config.max_body_bytes = static_cast<size_t>(max_body);
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
@@ -235,25 +249,27 @@ int Run(Flags flags) {
 
 int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &TerminationSignals(), nullptr);
-  Flags flags = {{"--listen", "0.0.0.0:8080"},
-                 {"--metrics-listen", "0.0.0.0:9090"},
-                 {"--threads", "1"},
-                 {"--grace-ms", "50"},
-                 {"--max-in-flight", "4096"},
-                 {"--port-file", ""},
-                 {"--pipeline-file", ""},
-                 {"--pipeline", ""},
-                 {"--namespace", "default"},
-                 {"--kubeconfig", ""},
-                 {"--endpoints", ""},
-                 {"--drain-seconds", "5"},
-                 {"--routing-file", ""},
-                 {"--drop-policy", "reroute"},
-                 {"--pools-file", ""},
-                 {"--pool-dispatch", "matching"},
-                 {"--spill", "on"},
-                 {"--admission", "on"},
-                 {"--batching-file", ""}};
+  Flags flags = {
+      {"--listen", "0.0.0.0:8080"},
+      {"--metrics-listen", "0.0.0.0:9090"},
+      {"--threads", "1"},
+      {"--grace-ms", "50"},
+      {"--max-in-flight", "4096"},
+      {"--port-file", ""},
+      {"--pipeline-file", ""},
+      {"--pipeline", ""},
+      {"--namespace", "default"},
+      {"--kubeconfig", ""},
+      {"--endpoints", ""},
+      {"--drain-seconds", "5"},
+      {"--routing-file", ""},
+      {"--drop-policy", "reroute"},
+      {"--pools-file", ""},
+      {"--pool-dispatch", "matching"},
+      {"--spill", "on"},
+      {"--admission", "on"},
+      {"--max-body-bytes", std::to_string(pipescale::model::RouterSpec{}.max_body_bytes)},
+      {"--batching-file", ""}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

@@ -11,7 +11,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler) {
+asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler, size_t max_body) {
   beast::tcp_stream stream(std::move(socket));
   beast::error_code ec;
   stream.socket().set_option(tcp::no_delay(true), ec);
@@ -21,12 +21,13 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler) {
   };
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.body_limit(kMaxBodyBytes);
+    parser.body_limit(max_body);
     stream.expires_after(120s);  // an idle keep-alive connection, or a client too slow to send
     co_await http::async_read(stream, buffer, parser, Redirect(ec));
     if (ec == http::error::body_limit) {
       HttpResponse too_big{http::status::payload_too_large, 11};
-      too_big.body() = ErrorBody("the request is larger than 4 MiB");
+      too_big.body() =
+          ErrorBody("the request body is larger than " + std::to_string(max_body) + " bytes");
       too_big.prepare_payload();
       co_await http::async_write(stream, too_big, Redirect(ec));
       break;
@@ -50,11 +51,12 @@ struct Server::Loop {
   tcp::acceptor acceptor{context};
   UpstreamPool pool{context.get_executor()};
   PipelineHandler handler;
+  const size_t max_body;
   std::thread thread;
   std::atomic<bool> stopping{false};
 
   Loop(RouterConfig& config, RouterMetrics& metrics, std::uint64_t seed)
-      : handler(config, metrics, pool, seed) {}
+      : handler(config, metrics, pool, seed), max_body(config.max_body_bytes) {}
 
   asio::awaitable<void> Accept() {
     for (;;) {
@@ -62,7 +64,7 @@ struct Server::Loop {
       tcp::socket socket = co_await acceptor.async_accept(Redirect(ec));
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) continue;  // e.g. too many open files: the next may succeed
-      asio::co_spawn(context, Session(std::move(socket), handler),
+      asio::co_spawn(context, Session(std::move(socket), handler, max_body),
                      ReportThrow{"router-connection"});
     }
   }

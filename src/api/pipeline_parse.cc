@@ -554,7 +554,7 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
   const std::string at = "spec.router";
   r.OnlyKnown(*router, at,
               {"image", "minReplicas", "maxReplicas", "requestsPerSecondPerReplica", "threads",
-               "dropPolicy"});
+               "dropPolicy", "maxBodyBytes"});
   model::RouterSpec& o = out.router.emplace();
   if (auto image = r.String(*router, "image", at, false)) o.image = *image;
   if (auto n = r.Integer(*router, "minReplicas", at, false, 0, limits::kMaxReplicas)) {
@@ -578,6 +578,10 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
     } else {
       r.Fail(at + ".dropPolicy", "must be none, last-task, per-task or reroute, got " + *policy);
     }
+  }
+  if (auto n = r.Integer(*router, "maxBodyBytes", at, false, limits::kMinBodyBytes,
+                         limits::kMaxBodyBytes)) {
+    o.max_body_bytes = *n;
   }
 }
 

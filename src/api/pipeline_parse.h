@@ -64,6 +64,9 @@ inline constexpr double kMinProfileWindowSeconds = 30;  // spec.profiles.window
 // MArk plans step by step up to its forecast horizon and the slowest startup, each at most
 // this many intervals ahead.
 inline constexpr int kMaxPlanningSteps = 1440;
+// router.maxBodyBytes: room for a small request, and at most 1 GiB (the router holds a body whole).
+inline constexpr std::int64_t kMinBodyBytes = 1024;
+inline constexpr std::int64_t kMaxBodyBytes = std::int64_t{1} << 30;
 
 }  // namespace limits
 

@@ -21,7 +21,8 @@ json RouterContainer(const model::Pipeline& pipeline, const model::RouterSpec& r
        {"--pipeline", pipeline.name, "--namespace", pipeline.namespace_name, "--threads", threads,
         // The pod's own address: a local cluster's pods share one network namespace.
         "--listen", "$(POD_IP):" + std::to_string(kRouterPort), "--metrics-listen",
-        "$(POD_IP):" + std::to_string(kRouterMetricsPort), "--drop-policy", router.drop_policy}},
+        "$(POD_IP):" + std::to_string(kRouterMetricsPort), "--drop-policy", router.drop_policy,
+        "--max-body-bytes", std::to_string(router.max_body_bytes)}},
       {"env",
        {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
       {"ports",

@@ -176,6 +176,9 @@ struct RouterSpec {
   double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
   int threads = 1;                                 // event loops (cores) per replica
   std::string drop_policy = "reroute";             // a Loki plan's late requests (DropPolicy)
+  // A request body past this is answered 413 before the router reads the rest (--max-body-bytes).
+  // 4 MiB: an image of about 1000x1000 as an OIP JSON tensor, and the model servers' own default.
+  std::int64_t max_body_bytes = 4 << 20;
 
   bool operator==(const RouterSpec&) const = default;
 };

@@ -123,9 +123,6 @@ Result<std::string> NamedPath(std::string_view parameters) {
 // spans without checking them again (a tensor's data is counted in one pass), and numbers are
 // never converted but for the shape's.
 Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header) {
-  if (body.size() > kMaxBodyBytes) {
-    return Invalid("body", "is larger than " + std::to_string(kMaxBodyBytes) + " bytes");
-  }
   auto members = ScanObject(body);
   if (!members) {
     const std::string why = members.error().message;

@@ -15,9 +15,8 @@
 
 namespace pipescale::router {
 
-inline constexpr size_t kMaxBodyBytes = 4 << 20;  // the model server's own limit
-inline constexpr int kMaxDepth = kMaxNesting;     // tensor nesting, far beyond any real shape
-inline constexpr size_t kMaxElements = 1 << 22;   // the product of a tensor's shape
+inline constexpr int kMaxDepth = kMaxNesting;    // tensor nesting, far beyond any real shape
+inline constexpr size_t kMaxElements = 1 << 22;  // the product of a tensor's shape
 
 // A header naming the execution path; else the request parameter kPathParameter.
 inline constexpr std::string_view kPathHeader = "x-pipescale-path";
@@ -36,7 +35,8 @@ struct InferRequest {  // NOLINT(bugprone-exception-escape)
   int query_size = 1;  // the leading dimension of the first input (a batch)
 };
 
-// kInvalid with a message naming the field ("inputs[0].shape: ..."), for a 400.
+// kInvalid with a message naming the field ("inputs[0].shape: ..."), for a 400. The body's size
+// is the server's to limit (413 past --max-body-bytes, before it is read whole).
 // `path_header` is the value of kPathHeader, or "".
 Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header);
 

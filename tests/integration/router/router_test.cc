@@ -52,10 +52,8 @@ class RouterTest : public ::testing::Test {
     return host + ":" + (server.ports.empty() ? "0" : std::to_string(server.ports[0]));
   }
 
-  // `pipeline_`, else the two-task chain with `slo_ms` on its path.
-  void StartRouter(const std::string& endpoints, double slo_ms = 400,
-                   const std::string& drain_seconds = "5",
-                   const std::vector<std::string>& more = {}) {
+  // Writes `pipeline_`, else the two-task chain with `slo_ms` on its path, to pipeline.yaml.
+  void WritePipeline(double slo_ms) const {
     if (!pipeline_.empty()) {
       std::ofstream(dir_ + "/pipeline.yaml") << pipeline_;
     } else {
@@ -70,6 +68,12 @@ spec:
   paths: [{name: p, tasks: [detect, classify], sloMs: )"
                                              << slo_ms << "}]\n";
     }
+  }
+
+  void StartRouter(const std::string& endpoints, double slo_ms = 400,
+                   const std::string& drain_seconds = "5",
+                   const std::vector<std::string>& more = {}) {
+    WritePipeline(slo_ms);
     std::vector<std::string> flags = {"--threads", "2", "--drain-seconds", drain_seconds};
     flags.insert(flags.end(), more.begin(), more.end());
     testing::Started router = testing::StartRouter(dir_ + "/pipeline.yaml", endpoints, flags, dir_);
@@ -182,6 +186,37 @@ TEST_F(RouterTest, ABadRequestIsToldWhatIsWrong) {
   EXPECT_NE(unknown.body.value("error", "").find("nowhere"), std::string::npos);
   EXPECT_EQ(Infer("not json").code, 400);
   EXPECT_TRUE(router_->Running());
+}
+
+// A body past --max-body-bytes is answered 413 naming the limit, before the router reads it
+// whole; one within it is served, and the process lives on.
+TEST_F(RouterTest, ABodyPastTheLimitIsRefusedWith413) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"), 400,
+              "5", {"--max-body-bytes", "2048"});
+  std::string data = "0";
+  for (int i = 1; i < 1000; ++i) data += ",0";
+  const std::string big = R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1000], )"
+                          R"("data": [)" +
+                          data + "]}]}";
+  const Reply refused = Infer(big);
+  EXPECT_EQ(refused.code, 413);
+  EXPECT_EQ(refused.body["error"], "the request body is larger than 2048 bytes");
+  EXPECT_EQ(Infer(kRequest).code, 200);
+  EXPECT_TRUE(router_->Running());
+}
+
+// A flag out of its range is named at start, not found by the first large request.
+TEST_F(RouterTest, AMaxBodyBytesOutOfRangeIsRefusedAtStart) {
+  WritePipeline(400);
+  for (const char* bad : {"12", "4MiB", "2147483648"}) {
+    Process router(
+        {PIPESCALE_ROUTER, "--pipeline-file", dir_ + "/pipeline.yaml", "--max-body-bytes", bad},
+        dir_ + "/bad-flag.log");
+    EXPECT_EQ(router.Stop(0, 10s), 2) << bad;
+    EXPECT_NE(router.Log().find("--max-body-bytes must be an integer from 1024 to 1073741824"),
+              std::string::npos)
+        << router.Log();
+  }
 }
 
 // One of two detect pods dies: every request still succeeds, the failures retried once on

@@ -74,14 +74,11 @@ TEST(InferRequest, EachMistakeNamesItsField) {
   }
 }
 
-TEST(InferRequest, DeepNestingAndHugeBodiesAreRefusedBeforeTheyCostMuch) {
+TEST(InferRequest, DeepNestingIsRefusedBeforeItCostsMuch) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   auto r = ParseInferRequest(deep, "");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("nested deeper"), std::string::npos);
-  auto big = ParseInferRequest(std::string(kMaxBodyBytes + 1, ' '), "");
-  ASSERT_FALSE(big.ok());
-  EXPECT_NE(big.error().message.find("larger than"), std::string::npos);
 }
 
 TEST(InferRequest, ErrorBodiesAreTheProtocolsShape) {
