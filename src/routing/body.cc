@@ -260,16 +260,22 @@ size_t SkipSpace(std::string_view t, size_t at) {
   return at;
 }
 
+#if defined(__SSE2__)
+// The 16 bytes at `p` as a mask: bit i set where p[i] is one of `C...`.
+template <char... C>
+unsigned Matches(const char* p) {
+  const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return (static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(C)))) | ...);
+}
+#endif
+
 // The index of the first byte at or after `from` that is one of `C...`, or t.size(). Sixteen bytes
 // a step where SSE2 is there (every x86-64): a tensor's numbers hold none of the bytes looked for.
 template <char... C>
 size_t NextOf(std::string_view t, size_t from) {
 #if defined(__SSE2__)
   for (; from + 16 <= t.size(); from += 16) {
-    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + from));
-    unsigned mask = 0;
-    ((mask |= static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(C))))),
-     ...);
+    const unsigned mask = Matches<C...>(t.data() + from);
     if (mask != 0) return from + static_cast<size_t>(std::countr_zero(mask));
   }
 #endif
@@ -309,13 +315,9 @@ int Bits16(unsigned mask) {
 // before it added to `commas`.
 size_t NextCounted(std::string_view t, size_t from, long& commas) {
 #if defined(__SSE2__)
-  const auto eq = [](__m128i block, char c) {
-    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, _mm_set1_epi8(c))));
-  };
   for (; from + 16 <= t.size(); from += 16) {
-    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data() + from));
-    const unsigned stop = eq(block, '"') | eq(block, '[') | eq(block, '{') | eq(block, 'n');
-    const unsigned comma = eq(block, ',');
+    const unsigned stop = Matches<'"', '[', '{', 'n'>(t.data() + from);
+    const unsigned comma = Matches<','>(t.data() + from);
     if (stop != 0) {
       const int k = std::countr_zero(stop);
       commas += Bits16(comma & ((1U << k) - 1));
