@@ -338,7 +338,7 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   const auto set = ParsePipeline(Replace(kValid, "  forecast:",
                                          "  router: {image: r:2, minReplicas: 2, maxReplicas: 3, "
                                          "requestsPerSecondPerReplica: 500, threads: 4, "
-                                         "dropPolicy: per-task}\n"
+                                         "dropPolicy: per-task, maxBodyBytes: 16777216}\n"
                                          "  forecast:"))
                        .pipeline->spec.router;
   ASSERT_TRUE(set);
@@ -347,10 +347,12 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
                                      .max_replicas = 3,
                                      .requests_per_second_per_replica = 500,
                                      .threads = 4,
-                                     .drop_policy = "per-task"}));
+                                     .drop_policy = "per-task",
+                                     .max_body_bytes = 16 << 20}));
   auto errors = Errors(Replace(kValid, "  forecast:",
                                "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
-                               "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all}\n"
+                               "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all, "
+                               "maxBodyBytes: 12}\n"
                                "  forecast:"));
   EXPECT_TRUE(
       Has(errors, "spec.router.dropPolicy: must be none, last-task, per-task or reroute, got all"))
@@ -358,6 +360,7 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   EXPECT_TRUE(Has(errors, "spec.router.minReplicas: must not exceed maxReplicas (2), got 5"))
       << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.router.threads: must be >= 1, got 0")) << Dump(errors);
+  EXPECT_TRUE(Has(errors, "spec.router.maxBodyBytes: must be >= 1024, got 12")) << Dump(errors);
   EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
     return e.starts_with("spec.router.requestsPerSecondPerReplica: ");
   })) << Dump(errors);

@@ -98,6 +98,16 @@ TEST(RouterWrites, ResizesAndUpdatesOnlyTheDeployment) {
   const json d = *Applied(image, now).deployment;
   EXPECT_EQ(d["spec"]["template"]["spec"]["containers"][0]["image"], "example/router:2");
   EXPECT_EQ(d["spec"]["template"]["spec"]["serviceAccountName"], "chain-router");
+  // So does a new body limit, which the router reads from its flags (default 4 MiB).
+  const auto args = [](const json& deployment) {
+    return deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+  };
+  EXPECT_NE(args(*now.deployment).dump().find(R"("--max-body-bytes","4194304")"),
+            std::string::npos);
+  const auto limit = RouterWrites(WithRouter("{maxBodyBytes: 8388608}"), "u", "r", now, 50.0);
+  ASSERT_EQ(limit.size(), 1u);
+  EXPECT_NE(args(*Applied(limit, now).deployment).dump().find(R"("--max-body-bytes","8388608")"),
+            std::string::npos);
 }
 
 TEST(RouterPipelineWrite, WritesTheGraphOnlyWhenItChanged) {
