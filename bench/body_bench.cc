@@ -32,7 +32,7 @@ void SetLabel(benchmark::State& state) {
 void BM_Parse(benchmark::State& state) {
   const std::string& body = Payload(state.range(0));
   for (auto _ : state) {
-    auto parsed = ParseInferRequest(body, "");
+    auto parsed = ParseInferRequest(body);
     if (!parsed) state.SkipWithError(parsed.error().message.c_str());
     benchmark::DoNotOptimize(parsed);
   }
@@ -46,11 +46,11 @@ void BM_TwoTaskChain(benchmark::State& state) {
   const std::string& body = Payload(state.range(0));
   const std::string reply = pipescale::bench::kReply;
   for (auto _ : state) {
-    auto parsed = ParseInferRequest(body, "");
-    std::string first = parsed->body.Render(kParameters);
+    auto parsed = ParseInferRequest(body);
+    const Wire first = parsed->body.Render(kParameters);
     benchmark::DoNotOptimize(first);
     auto answer = ReadAnswer(reply);
-    std::string second = NextBody(*answer, parsed->body).Render(kParameters);
+    const Wire second = NextBody(*answer, parsed->body).Render(kParameters);
     benchmark::DoNotOptimize(second);
     auto last = ReadAnswer(reply);
     auto named = NamedOutputs("b", last->outputs);

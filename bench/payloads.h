@@ -36,4 +36,25 @@ inline std::string RequestOf(const std::string& size) {
   return head + std::to_string(n) + R"(],"data":[)" + data + "]}]}";
 }
 
+// A request in the binary data extension: its JSON, then the tensor's bytes; `json_bytes` is what
+// the Inference-Header-Content-Length header says.
+struct BinaryRequest {
+  std::string body;
+  size_t json_bytes = 0;
+};
+
+// An FP32 tensor [1, n] of about `size`'s bytes ("1KB-bin", "100KB-bin", "1MB-bin") as binary data.
+inline BinaryRequest BinaryRequestOf(const std::string& size) {
+  const std::string text = size.substr(0, size.find('-'));
+  const size_t bytes = text == "1KB" ? 1024 : text == "100KB" ? 100 << 10 : 1 << 20;
+  const size_t n = bytes / 4;
+  const std::string json = R"({"id":"r","inputs":[{"name":"x","datatype":"FP32","shape":[1,)" +
+                           std::to_string(n) + R"(],"parameters":{"binary_data_size":)" +
+                           std::to_string(4 * n) + "}}]}";
+  std::string body = json;
+  std::mt19937 rng(static_cast<unsigned>(bytes));
+  for (size_t i = 0; i < 4 * n; ++i) body += static_cast<char>(rng());
+  return {body, json.size()};
+}
+
 }  // namespace pipescale::bench

@@ -5,10 +5,11 @@
 // each task answered at once by a Beast backend, so what is measured is the gateway itself.
 // The gateway runs on core 0, the backend and this client on core 1. Requests are valid OIP
 // bodies of a tiny tensor (4 numbers) and of about 1 KB, 100 KB and 1 MB (a text model's input,
-// an image's, a large image's); every task answers about 300 bytes: two outputs and parameters.
+// an image's, a large image's), each also as binary data (the binary extension: "1MB-bin");
+// every task answers about 300 bytes: two outputs and parameters.
 //
 //   router_bench [--seconds 3] [--rounds 3] [--connections 8] [--rate R]
-//                [--sizes tiny,1KB,100KB,1MB] [--tasks 1,2,3]
+//                [--sizes tiny,1KB,100KB,1MB,1KB-bin,100KB-bin,1MB-bin] [--tasks 1,2,3]
 // Prints markdown: requests/s per core and CPU per request at saturation (closed loop), and
 // the latency a gateway adds at a fixed open-loop rate (p50, p99, p99.9), medians of rounds.
 // The open-loop rate is --rate, else PacedRate's.
@@ -34,6 +35,7 @@
 namespace {
 
 using namespace pipescale::router;
+using pipescale::bench::BinaryRequestOf;
 using pipescale::bench::kReply;
 using pipescale::bench::RequestOf;
 using pipescale::testing::Process;
@@ -96,8 +98,14 @@ void BareGateway(const std::string& port_file, const std::string& backend, int t
   Serve(port_file, [&](const HttpRequest& request) -> asio::awaitable<std::optional<std::string>> {
     if (!pool) pool = std::make_unique<UpstreamPool>(co_await asio::this_coro::executor);
     std::string body = request.body();
+    // A binary body is forwarded with its header; the answers are JSON.
+    const auto length = request["Inference-Header-Content-Length"];
+    std::optional<size_t> header_length;
+    if (!length.empty()) header_length = std::stoul(std::string(length));
     for (int t = 0; t < tasks; ++t) {
-      auto reply = co_await pool->Post(backend, "/v2/models/t/infer", body, 10s);
+      const std::string_view piece = body;
+      auto reply = co_await pool->Post(backend, "/v2/models/t/infer", std::span(&piece, 1),
+                                       t == 0 ? header_length : std::nullopt, 10s);
       if (!reply.ok() || reply->status != 200) co_return std::nullopt;
       body = reply->body;
     }
@@ -142,19 +150,24 @@ double Quantile(std::vector<double> v, double q) {
 }
 
 // One request: to `target` (ip:port) once, or, direct, to the backend once per task.
+// A binary request (`header_length` set) is sent with the extension's header.
 asio::awaitable<bool> OneRequest(UpstreamPool& pool, const std::string& target,
-                                 const std::string& path, const std::string& body, int calls) {
+                                 const std::string& path, const std::string& body,
+                                 std::optional<size_t> header_length, int calls) {
   static const std::string kReplyBody = kReply;  // what the next task is sent, as a gateway does
   for (int i = 0; i < calls; ++i) {
-    auto reply = co_await pool.Post(target, path, i == 0 ? body : kReplyBody, 10s);
+    const std::string_view piece = i == 0 ? body : kReplyBody;
+    auto reply = co_await pool.Post(target, path, std::span(&piece, 1),
+                                    i == 0 ? header_length : std::nullopt, 10s);
     if (!reply.ok() || reply->status != 200) co_return false;
   }
   co_return true;
 }
 
 // Closed loop with `connections` clients for `seconds` (rate 0), or open loop at `rate`.
-Run Measure(const std::string& target, const std::string& path, const std::string& body, int calls,
-            pid_t gateway, int connections, double seconds, double rate) {
+Run Measure(const std::string& target, const std::string& path, const std::string& body,
+            std::optional<size_t> header_length, int calls, pid_t gateway, int connections,
+            double seconds, double rate) {
   asio::io_context context{1};
   UpstreamPool pool(context.get_executor());
   Run run;
@@ -165,7 +178,7 @@ Run Measure(const std::string& target, const std::string& path, const std::strin
   double cpu_start = 0;
   auto timed = [&]() -> asio::awaitable<void> {
     const auto sent = Clock::now();
-    const bool ok = co_await OneRequest(pool, target, path, body, calls);
+    const bool ok = co_await OneRequest(pool, target, path, body, header_length, calls);
     if (sent < warm || sent >= end) co_return;
     if (!ok) {
       ++run.failed;
@@ -293,7 +306,7 @@ void Print(const std::vector<std::string>& sizes,
 // The open loop's rate: 1000 requests/s, less where the bodies alone would fill the client's
 // core (this client and the backend share one) and measure it rather than the gateway.
 double PacedRate(const std::string& size) {
-  return size == "1MB" ? 30 : size == "100KB" ? 300 : 1000;
+  return size.starts_with("1MB") ? 30 : size.starts_with("100KB") ? 300 : 1000;
 }
 
 std::vector<std::string> Split(const std::string& list) {
@@ -306,12 +319,13 @@ std::vector<std::string> Split(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {{"--seconds", "3"},
-                                              {"--rounds", "3"},
-                                              {"--connections", "8"},
-                                              {"--rate", ""},
-                                              {"--sizes", "tiny,1KB,100KB,1MB"},
-                                              {"--tasks", "1,2,3"}};
+  std::map<std::string, std::string> flags = {
+      {"--seconds", "3"},
+      {"--rounds", "3"},
+      {"--connections", "8"},
+      {"--rate", ""},
+      {"--sizes", "tiny,1KB,100KB,1MB,1KB-bin,100KB-bin,1MB-bin"},
+      {"--tasks", "1,2,3"}};
   if (argc >= 3 && std::string(argv[1]) == "--backend") {
     Backend(argv[2]);
     return 0;
@@ -326,8 +340,11 @@ int main(int argc, char** argv) {
   const int connections = std::stoi(flags["--connections"]);
   const std::vector<std::string> sizes = Split(flags["--sizes"]);
   for (const std::string& size : sizes) {
-    if (size != "tiny" && size != "1KB" && size != "100KB" && size != "1MB") {
-      std::fprintf(stderr, "router_bench: --sizes takes tiny, 1KB, 100KB and 1MB, not %s\n",
+    const std::string text = size.substr(0, size.find("-bin"));
+    if (text != "tiny" && text != "1KB" && text != "100KB" && text != "1MB") {
+      std::fprintf(stderr,
+                   "router_bench: --sizes takes tiny, 1KB, 100KB and 1MB, each also as binary "
+                   "data (1KB-bin), not %s\n",
                    size.c_str());
       return 2;
     }
@@ -363,17 +380,21 @@ int main(int argc, char** argv) {
         {"bare", {"127.0.0.1:" + WaitPort(dir + "/bare" + tag + ".port"), bare.pid()}},
         {"router", {"127.0.0.1:" + WaitPort(dir + "/router" + tag + ".port"), router.pid()}}};
     for (const std::string& size : sizes) {
-      const std::string body = RequestOf(size);
+      const bool binary = size.ends_with("-bin");
+      const std::string body = binary ? BinaryRequestOf(size).body : RequestOf(size);
+      const std::optional<size_t> header_length =
+          binary ? std::optional<size_t>(BinaryRequestOf(size).json_bytes) : std::nullopt;
       Row& row = rows[size][tasks];
       row.rate = !flags["--rate"].empty() ? std::stod(flags["--rate"]) : PacedRate(size);
       for (int r = 0; r < rounds; ++r) {
-        row.paced["direct"].push_back(Measure(upstream, "/v2/models/t1/infer", body, tasks, 0,
-                                              connections, seconds, row.rate));
+        row.paced["direct"].push_back(Measure(upstream, "/v2/models/t1/infer", body, header_length,
+                                              tasks, 0, connections, seconds, row.rate));
         for (const auto& [name, g] : gateways) {
-          row.saturated[name].push_back(Measure(g.first, "/v2/models/chain/infer", body, 1,
-                                                g.second, connections, seconds, 0));
-          row.paced[name].push_back(Measure(g.first, "/v2/models/chain/infer", body, 1, g.second,
-                                            connections, seconds, row.rate));
+          row.saturated[name].push_back(Measure(g.first, "/v2/models/chain/infer", body,
+                                                header_length, 1, g.second, connections, seconds,
+                                                0));
+          row.paced[name].push_back(Measure(g.first, "/v2/models/chain/infer", body, header_length,
+                                            1, g.second, connections, seconds, row.rate));
         }
         std::fprintf(stderr, "router_bench: %s request (%zu bytes), %d task(s), round %d done\n",
                      size.c_str(), body.size(), tasks, r + 1);

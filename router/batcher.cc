@@ -48,7 +48,8 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
   auto stacked = StackInputs(inputs);
   if (stacked) {
     const Body& first = *batch[0]->body;  // its id, parameters and other members speak for all
-    const Body request{.inputs = std::move(*stacked),
+    const std::string inputs_text = std::move(*stacked);
+    const Body request{.inputs = inputs_text,
                        .id = first.id,
                        .others = first.others,
                        .parameters = first.parameters};
@@ -83,7 +84,8 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
       std::string body = "{\"outputs\":" + (*split)[i];
       const std::string_view parameters = Find(*members, "parameters");
       if (!parameters.empty()) (body += ",\"parameters\":") += parameters;
-      answers[i] = CallReply{body + '}', reply->variant, reply->seconds};
+      answers[i] =
+          CallReply{.body = body + '}', .variant = reply->variant, .seconds = reply->seconds};
     }
   }
   std::lock_guard lock(mu_);
@@ -95,7 +97,9 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
 
 asio::awaitable<Result<CallReply>> Batcher::Submit(const Body& body, Clock::time_point deadline,
                                                    const Send& send) {
-  auto key = KeyOf(body.inputs);
+  // Binary data is passed on as it came, never cut or stacked: such a request goes alone.
+  auto key = body.binary_outputs ? Result<BatchKey>(Error{ErrorKind::kInvalid, "binary"})
+                                 : KeyOf(body.inputs);
   if (!key) co_return co_await send(body, 1);  // not stackable: alone, as the client sent it
   auto w = std::make_shared<Waiter>(co_await asio::this_coro::executor);
   w->body = &body;

@@ -21,10 +21,11 @@
 
 namespace pipescale::router {
 
-// A task's answer to one call: the body of a 200, the variant that served it, and how long the
-// call took.
+// A task's answer to one call: the body of a 200 (binary data after its JSON when it has a
+// header length), the variant that served it, and how long the call took.
 struct CallReply {
   std::string body;
+  std::string header_length;  // the binary extension's Inference-Header-Content-Length, or ""
   std::string variant;
   double seconds = 0;
 };

@@ -22,8 +22,8 @@ void ReportThrow::operator()(const std::exception_ptr& thrown) const {
   if (thrown) ReportPanic(component, MessageOf(thrown));
 }
 
-asio::awaitable<HttpResponse> AnswerOrInternalError(const Responder& respond,
-                                                    const HttpRequest& request) {
+asio::awaitable<ClientResponse> AnswerOrInternalError(const Responder& respond,
+                                                      const HttpRequest& request) {
   std::string threw;
   try {
     co_return co_await respond(request);
@@ -32,8 +32,8 @@ asio::awaitable<HttpResponse> AnswerOrInternalError(const Responder& respond,
   }
   ReportPanic("router-request", threw);
   // What threw stays in the log: it may hold what this client should not see.
-  HttpResponse failed{http::status::internal_server_error, request.version()};
-  failed.body() = ErrorBody("the router failed on this request; its log says why");
+  ClientResponse failed{http::status::internal_server_error, request.version()};
+  failed.body().text = ErrorBody("the router failed on this request; its log says why");
   co_return failed;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "asio.h"
+#include "spliced_body.h"
 
 namespace pipescale::router {
 
@@ -20,11 +21,11 @@ struct ReportThrow {
   void operator()(const std::exception_ptr& thrown) const;
 };
 
-using Responder = std::function<asio::awaitable<HttpResponse>(const HttpRequest&)>;
+using Responder = std::function<asio::awaitable<ClientResponse>(const HttpRequest&)>;
 
 // `respond`'s answer to `request`, or 500 when it threw.
-asio::awaitable<HttpResponse> AnswerOrInternalError(const Responder& respond,
-                                                    const HttpRequest& request);
+asio::awaitable<ClientResponse> AnswerOrInternalError(const Responder& respond,
+                                                      const HttpRequest& request);
 
 // Runs every branch at once on `executor` (moved from `branches`) and resumes when the last
 // has ended. What each branch that threw said, in the order they ended; each is reported for

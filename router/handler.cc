@@ -5,6 +5,7 @@
 #include "common/strings.h"
 #include "guards.h"
 #include "routing/admission.h"
+#include "routing/binary.h"
 #include "routing/picker.h"
 #include "routing/pools.h"
 #include "routing/request.h"
@@ -15,14 +16,14 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-HttpResponse Reply(unsigned status, const std::string& body) {
-  HttpResponse r{static_cast<http::status>(status), 11};
+ClientResponse Reply(unsigned status, const std::string& body) {
+  ClientResponse r{static_cast<http::status>(status), 11};
   r.set(http::field::content_type, "application/json");
-  r.body() = body;
+  r.body().text = body;
   return r;
 }
 
-HttpResponse ErrorReply(unsigned status, const std::string& message) {
+ClientResponse ErrorReply(unsigned status, const std::string& message) {
   return Reply(status, ErrorBody(message));
 }
 
@@ -98,7 +99,11 @@ struct PipelineHandler::Walk {
   std::string path;  // named by the client, or ""
   int rows = 1;      // the query's size (its first input's leading dimension)
   Clock::time_point start, deadline;
-  std::vector<std::string> outputs;                              // of the tasks it ended at
+  std::vector<std::string> outputs;  // of the tasks it ended at
+  // Their binary data (the binary extension) in the order of `outputs`: parts of the answers
+  // they came in, held here until the client has them.
+  std::vector<std::string> held;
+  std::vector<SplicedBody::value_type::Part> parts;
   std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
   std::optional<std::pair<unsigned, std::string>> failure;       // the first: status, message
 
@@ -348,7 +353,7 @@ void RouterMetrics::Late(const std::string& path) {
   late_.Add(Labels({{"path", path.empty() ? kUnlisted : path}})).Increment();
 }
 
-asio::awaitable<HttpResponse> PipelineHandler::Handle(const HttpRequest& request) {
+asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& request) {
   const std::string target(request.target().data(), request.target().size());
   const std::string model = "/v2/models/" + config_.pipeline;
   if (request.method() == http::verb::post &&
@@ -488,13 +493,20 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
     {
       const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(task));
       ahead = busy.ahead();
-      reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer",
-                                  body.Render(parameters), remaining + config_.grace);
+      const Wire wire = body.Render(parameters);
+      const auto pieces = wire.Pieces();
+      const auto header_length =
+          wire.binary.empty() ? std::nullopt : std::optional<size_t>(wire.JsonBytes());
+      reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer", pieces,
+                                  header_length, remaining + config_.grace);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
     if (reply.ok() && reply->status == 200) {
-      co_return TaskReply{.call = {std::move(*reply).body, pod.variant, seconds},
+      co_return TaskReply{.call = {.body = std::move(reply->body),
+                                   .header_length = std::move(reply->header_length),
+                                   .variant = pod.variant,
+                                   .seconds = seconds},
                           .facts = CallFacts{.hardware_class = pod.hardware_class,
                                              .rows = rows,
                                              .pod_batches = pod.batch > 1,
@@ -561,7 +573,7 @@ asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk,
   auto reply = co_await Call(walk, task, variant, batch, rows);
   if (!reply) co_return reply.error();
   // Once per batch, not per request in it: the count is batches served.
-  if (const auto answer = ReadAnswer(reply->call.body)) {
+  if (const auto answer = ReadAnswer(reply->call.body, reply->call.header_length)) {
     MeasureBatch(task, reply->call, *reply->facts, answer->parameters);
   }
   co_return std::move(*reply).call;
@@ -650,8 +662,8 @@ std::vector<Option> LokiOptionsAt(const RoutingTable& table, const LokiTables& l
   return out;
 }
 
-HttpResponse Refusal(const std::string& message) {
-  HttpResponse refused = ErrorReply(503, message);
+ClientResponse Refusal(const std::string& message) {
+  ClientResponse refused = ErrorReply(503, message);
   refused.set(http::field::retry_after, "1");
   return refused;
 }
@@ -699,8 +711,8 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
     co_return;
   }
   // Read in place: `answer` points into the reply, which lives until this visit ends.
-  const CallReply& call = reply->call;
-  auto answer = ReadAnswer(call.body);
+  CallReply& call = reply->call;
+  auto answer = ReadAnswer(call.body, call.header_length);
   if (answer) {
     const auto queued = answer->parameters.find(kQueueParameter);
     if (queued != answer->parameters.end() && queued->is_number() && *queued >= 0) {
@@ -724,6 +736,13 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
     }
     for (std::string& o : *named) walk.outputs.push_back(std::move(o));
     walk.trails[trail] = Clock::now();
+    // The outputs' binary data goes to the client in the answer it came in, which the walk keeps.
+    if (!answer->binary.empty()) {
+      walk.parts.push_back({.held = walk.held.size(),
+                            .offset = static_cast<size_t>(answer->binary.data() - call.body.data()),
+                            .size = answer->binary.size()});
+      walk.held.push_back(std::move(call.body));
+    }
     co_return;
   }
   std::vector<std::string> tasks;
@@ -735,7 +754,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body 
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
-asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk) {
+asio::awaitable<std::optional<ClientResponse>> PipelineHandler::AtDoor(Walk& walk) {
   if (!config_.admission || walk.path.empty()) co_return std::nullopt;
   // Pods appear in a new table: a request waiting for them reads each in turn.
   constexpr auto kPoll = std::chrono::milliseconds(20);
@@ -770,10 +789,10 @@ asio::awaitable<std::optional<HttpResponse>> PipelineHandler::AtDoor(Walk& walk)
   }
 }
 
-asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request) {
+asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& request) {
   const auto start = Clock::now();
   if (config_.in_flight.load() >= config_.max_in_flight) {
-    HttpResponse busy =
+    ClientResponse busy =
         ErrorReply(503, "the router is at its limit of " + std::to_string(config_.max_in_flight) +
                             " requests in flight");
     busy.set(http::field::retry_after, "1");
@@ -782,8 +801,12 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   }
   const InFlight counted(config_, metrics_);
 
-  const auto header = request[beast::string_view(kPathHeader.data(), kPathHeader.size())];
-  auto parsed = ParseInferRequest(request.body(), std::string_view(header.data(), header.size()));
+  const auto header = [&request](std::string_view name) {
+    const auto value = request[beast::string_view(name.data(), name.size())];
+    return std::string_view(value.data(), value.size());
+  };
+  auto parsed = ParseInferRequest(
+      request.body(), {.path = header(kPathHeader), .header_length = header(kHeaderLengthField)});
   if (!parsed) {
     metrics_.Request("", 400, 0);
     co_return ErrorReply(400, parsed.error().message);
@@ -792,7 +815,7 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   walk.table = config_.table.load();
   if (!walk.table) {
     metrics_.Request("", 503, 0);
-    HttpResponse unknown = ErrorReply(503, "the router has not read its pipeline yet");
+    ClientResponse unknown = ErrorReply(503, "the router has not read its pipeline yet");
     unknown.set(http::field::retry_after, "1");
     co_return unknown;
   }
@@ -839,7 +862,15 @@ asio::awaitable<HttpResponse> PipelineHandler::Infer(const HttpRequest& request)
   for (size_t i = 0; i < walk.outputs.size(); ++i) (body += i > 0 ? "," : "") += walk.outputs[i];
   body += R"(],"parameters":{"pipescale_paths":)" + json(paths).dump() + '}';
   if (!parsed->id.empty()) body += R"(,"id":)" + Quoted(parsed->id);
-  co_return Reply(200, body + '}');
+  ClientResponse answer = Reply(200, body + '}');
+  if (!walk.parts.empty()) {
+    answer.set(http::field::content_type, "application/octet-stream");
+    answer.set(beast::string_view(kHeaderLengthField.data(), kHeaderLengthField.size()),
+               std::to_string(answer.body().text.size()));
+    answer.body().held = std::move(walk.held);
+    answer.body().parts = std::move(walk.parts);
+  }
+  co_return answer;
 }
 
 }  // namespace pipescale::router

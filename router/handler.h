@@ -27,6 +27,7 @@
 #include "routing/body.h"
 #include "routing/loki.h"
 #include "routing/walk.h"
+#include "spliced_body.h"
 #include "upstream.h"
 
 namespace pipescale::router {
@@ -208,15 +209,15 @@ class PipelineHandler {
                   std::uint64_t seed)
       : config_(config), metrics_(metrics), pool_(pool), rng_(seed) {}
 
-  asio::awaitable<HttpResponse> Handle(const HttpRequest& request);
+  asio::awaitable<ClientResponse> Handle(const HttpRequest& request);
   bool draining() const { return config_.draining.load(std::memory_order_relaxed); }
 
  private:
   struct Walk;
-  asio::awaitable<HttpResponse> Infer(const HttpRequest& request);
+  asio::awaitable<ClientResponse> Infer(const HttpRequest& request);
   // A request for a named path at the door: nothing when it may go in (after waiting for its
   // tasks' first Ready pods within its deadline), else the 503 that refuses it.
-  asio::awaitable<std::optional<HttpResponse>> AtDoor(Walk& walk);
+  asio::awaitable<std::optional<ClientResponse>> AtDoor(Walk& walk);
   // A task's answer, with what its batch-service sample needs: `facts` is empty for an answer
   // out of the router's batcher, whose batch was measured once where it was sent (SendBatch).
   struct TaskReply {

@@ -25,8 +25,8 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler, size
     stream.expires_after(120s);  // an idle keep-alive connection, or a client too slow to send
     co_await http::async_read(stream, buffer, parser, Redirect(ec));
     if (ec == http::error::body_limit) {
-      HttpResponse too_big{http::status::payload_too_large, 11};
-      too_big.body() =
+      ClientResponse too_big{http::status::payload_too_large, 11};
+      too_big.body().text =
           ErrorBody("the request body is larger than " + std::to_string(max_body) + " bytes");
       too_big.prepare_payload();
       co_await http::async_write(stream, too_big, Redirect(ec));
@@ -34,7 +34,7 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler, size
     }
     if (ec) break;  // closed, timed out or not HTTP: nothing to answer
     const HttpRequest request = parser.release();
-    HttpResponse response = co_await AnswerOrInternalError(respond, request);
+    ClientResponse response = co_await AnswerOrInternalError(respond, request);
     response.keep_alive(request.keep_alive() && !handler.draining());
     response.prepare_payload();
     stream.expires_after(120s);

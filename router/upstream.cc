@@ -1,5 +1,9 @@
 #include "upstream.h"
 
+#include <numeric>
+
+#include "routing/binary.h"
+
 namespace pipescale::router {
 namespace {
 
@@ -10,90 +14,120 @@ Error Failed(const std::string& address, const std::string& what) {
   return Error{ErrorKind::kTransient, address + ": " + what};
 }
 
+// The request line and headers, written by hand: a call to a pod needs four, and Beast's field
+// container would allocate for each on every call. HTTP/1.1 keeps the connection open.
+std::string Head(std::string_view method, std::string_view target, const std::string& address,
+                 std::optional<size_t> content_length, std::optional<size_t> header_length) {
+  std::string head;
+  head.reserve(160 + target.size());
+  ((((head += method) += ' ') += target) += " HTTP/1.1\r\nHost: ") += address;
+  if (content_length) {
+    head += header_length ? "\r\nContent-Type: application/octet-stream"
+                          : "\r\nContent-Type: application/json";
+    (head += "\r\nContent-Length: ") += std::to_string(*content_length);
+  }
+  if (header_length) {
+    (((head += "\r\n") += kHeaderLengthField) += ": ") += std::to_string(*header_length);
+  }
+  head += "\r\n\r\n";
+  return head;
+}
+
+// One request and its answer on an open connection; `keep` says whether it may be reused.
+asio::awaitable<Result<UpstreamReply>> Exchange(beast::tcp_stream& stream,
+                                                beast::flat_buffer& buffer,
+                                                const std::vector<asio::const_buffer>& request,
+                                                std::chrono::milliseconds timeout, bool& keep) {
+  beast::error_code ec;
+  stream.expires_after(timeout);
+  co_await asio::async_write(stream, request, Redirect(ec));
+  if (ec) co_return Error{ErrorKind::kTransient, "send: " + ec.message()};
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxReplyBytes);
+  co_await http::async_read(stream, buffer, parser, Redirect(ec));
+  if (ec) co_return Error{ErrorKind::kTransient, "read: " + ec.message()};
+  http::response<http::string_body> response = parser.release();
+  keep = response.keep_alive();
+  const auto length =
+      response[beast::string_view(kHeaderLengthField.data(), kHeaderLengthField.size())];
+  co_return UpstreamReply{response.result_int(), std::move(response.body()),
+                          std::string(length.data(), length.size())};
+}
+
 }  // namespace
 
-asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> UpstreamPool::Connect(
+asio::awaitable<Result<std::unique_ptr<UpstreamPool::Connection>>> UpstreamPool::Connect(
     const std::string& address, std::chrono::milliseconds timeout) {
   const auto colon = address.rfind(':');
   beast::error_code ec;
   const auto ip = asio::ip::make_address(address.substr(0, colon), ec);
   if (ec || colon == std::string::npos) co_return Failed(address, "not an ip:port address");
   const auto port = static_cast<unsigned short>(std::atoi(address.c_str() + colon + 1));
-  auto stream = std::make_unique<beast::tcp_stream>(executor_);
-  stream->expires_after(timeout);
-  co_await stream->async_connect(tcp::endpoint(ip, port), Redirect(ec));
+  auto connection = std::make_unique<Connection>(executor_);
+  connection->stream.expires_after(timeout);
+  co_await connection->stream.async_connect(tcp::endpoint(ip, port), Redirect(ec));
   if (ec) co_return Failed(address, "connect: " + ec.message());
-  stream->socket().set_option(tcp::no_delay(true), ec);
-  co_return std::move(stream);
+  connection->stream.socket().set_option(tcp::no_delay(true), ec);
+  co_return std::move(connection);
 }
-
-namespace {
-
-// One request and its answer on an open connection; `keep` says whether it may be reused.
-asio::awaitable<Result<UpstreamReply>> Exchange(beast::tcp_stream& stream,
-                                                const HttpRequest& request,
-                                                std::chrono::milliseconds timeout, bool& keep) {
-  beast::error_code ec;
-  stream.expires_after(timeout);
-  co_await http::async_write(stream, request, Redirect(ec));
-  if (ec) co_return Error{ErrorKind::kTransient, "send: " + ec.message()};
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxReplyBytes);
-  co_await http::async_read(stream, buffer, parser, Redirect(ec));
-  if (ec) co_return Error{ErrorKind::kTransient, "read: " + ec.message()};
-  HttpResponse response = parser.release();
-  keep = response.keep_alive();
-  co_return UpstreamReply{response.result_int(), std::move(response.body())};
-}
-
-}  // namespace
 
 asio::awaitable<Result<UpstreamReply>> UpstreamPool::Post(const std::string& address,
-                                                          const std::string& target,
+                                                          std::string_view target,
+                                                          std::span<const std::string_view> pieces,
+                                                          std::optional<size_t> header_length,
+                                                          std::chrono::milliseconds timeout) {
+  const size_t bytes = std::accumulate(pieces.begin(), pieces.end(), size_t{0},
+                                       [](size_t n, std::string_view p) { return n + p.size(); });
+  const std::string head = Head("POST", target, address, bytes, header_length);
+  co_return co_await Send(address, head, pieces, timeout);
+}
+
+asio::awaitable<Result<UpstreamReply>> UpstreamPool::Post(const std::string& address,
+                                                          std::string_view target,
                                                           const std::string& body,
                                                           std::chrono::milliseconds timeout) {
-  HttpRequest request{http::verb::post, target, 11};
-  request.set(http::field::host, address);
-  request.set(http::field::content_type, "application/json");
-  request.keep_alive(true);
-  request.body() = body;
-  request.prepare_payload();
-  co_return co_await Send(address, request, timeout);
+  const std::string_view piece = body;
+  co_return co_await Post(address, target, std::span(&piece, 1), std::nullopt, timeout);
 }
 
 asio::awaitable<Result<UpstreamReply>> UpstreamPool::Get(const std::string& address,
-                                                         const std::string& target,
+                                                         std::string_view target,
                                                          std::chrono::milliseconds timeout) {
-  HttpRequest request{http::verb::get, target, 11};
-  request.set(http::field::host, address);
-  request.keep_alive(true);
-  co_return co_await Send(address, request, timeout);
+  const std::string head = Head("GET", target, address, std::nullopt, std::nullopt);
+  co_return co_await Send(address, head, {}, timeout);
 }
 
 asio::awaitable<Result<UpstreamReply>> UpstreamPool::Send(const std::string& address,
-                                                          const HttpRequest& request,
+                                                          const std::string& head,
+                                                          std::span<const std::string_view> pieces,
                                                           std::chrono::milliseconds timeout) {
+  std::vector<asio::const_buffer> request;
+  request.reserve(1 + pieces.size());
+  request.emplace_back(head.data(), head.size());
+  for (std::string_view p : pieces) {
+    if (!p.empty()) request.emplace_back(p.data(), p.size());
+  }
   // A pooled connection first; if it fails before an answer, the pod may have closed it
   // while idle: once more on a fresh connection.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<beast::tcp_stream> stream;
+    std::unique_ptr<Connection> connection;
     bool reused = false;
     auto& idle = idle_[address];
     if (attempt == 0 && !idle.empty()) {
-      stream = std::move(idle.back());
+      connection = std::move(idle.back());
       idle.pop_back();
       reused = true;
     } else {
       auto connected = co_await Connect(address, timeout);
       if (!connected) co_return connected.error();
-      stream = std::move(*connected);
+      connection = std::move(*connected);
     }
     bool keep = false;
-    auto reply = co_await Exchange(*stream, request, timeout, keep);
+    auto reply = co_await Exchange(connection->stream, connection->buffer, request, timeout, keep);
     if (reply.ok()) {
-      if (keep && idle_[address].size() < kMaxIdlePerPod)
-        idle_[address].push_back(std::move(stream));
+      if (keep && idle_[address].size() < kMaxIdlePerPod) {
+        idle_[address].push_back(std::move(connection));
+      }
       co_return reply;
     }
     if (!reused) co_return Failed(address, reply.error().message);

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "asio.h"
@@ -18,6 +21,7 @@ namespace pipescale::router {
 struct UpstreamReply {
   unsigned status = 0;
   std::string body;
+  std::string header_length;  // its Inference-Header-Content-Length (binary data), or ""
 };
 
 class UpstreamPool {
@@ -26,25 +30,38 @@ class UpstreamPool {
   // The event loop the pool's connections and their callers run on.
   const asio::any_io_executor& executor() const { return executor_; }
 
-  // POSTs `body` (JSON) to http://`address``target`; kTransient when the pod cannot be
-  // reached, resets the connection or does not answer within `timeout`.
-  asio::awaitable<Result<UpstreamReply>> Post(const std::string& address, const std::string& target,
+  // POSTs a body to http://`address``target`, written as `pieces` one after another (never
+  // joined); with `header_length` its first bytes are JSON and the rest binary data (the
+  // extension's Inference-Header-Content-Length), else all is JSON. kTransient when the pod
+  // cannot be reached, resets the connection or does not answer within `timeout`.
+  asio::awaitable<Result<UpstreamReply>> Post(const std::string& address, std::string_view target,
+                                              std::span<const std::string_view> pieces,
+                                              std::optional<size_t> header_length,
+                                              std::chrono::milliseconds timeout);
+  // POSTs `body` (JSON), with the failures above.
+  asio::awaitable<Result<UpstreamReply>> Post(const std::string& address, std::string_view target,
                                               const std::string& body,
                                               std::chrono::milliseconds timeout);
   // GETs http://`address``target`, with Post's failures.
-  asio::awaitable<Result<UpstreamReply>> Get(const std::string& address, const std::string& target,
+  asio::awaitable<Result<UpstreamReply>> Get(const std::string& address, std::string_view target,
                                              std::chrono::milliseconds timeout);
 
  private:
-  // `request` on a pooled connection to `address`; the caller keeps it alive until the answer.
-  asio::awaitable<Result<UpstreamReply>> Send(const std::string& address,
-                                              const HttpRequest& request,
+  // An open connection and the buffer its answers are read through, kept with it.
+  struct Connection {
+    explicit Connection(const asio::any_io_executor& executor) : stream(executor) {}
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer;
+  };
+  // The request line and headers in `head`, then `pieces`, on a pooled connection to `address`.
+  asio::awaitable<Result<UpstreamReply>> Send(const std::string& address, const std::string& head,
+                                              std::span<const std::string_view> pieces,
                                               std::chrono::milliseconds timeout);
-  asio::awaitable<Result<std::unique_ptr<beast::tcp_stream>>> Connect(
-      const std::string& address, std::chrono::milliseconds timeout);
+  asio::awaitable<Result<std::unique_ptr<Connection>>> Connect(const std::string& address,
+                                                               std::chrono::milliseconds timeout);
 
   asio::any_io_executor executor_;
-  std::map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle_;
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>, std::less<>> idle_;
 };
 
 }  // namespace pipescale::router

@@ -63,6 +63,7 @@ class [[nodiscard]] Result {
   T& operator*() & { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
 
  private:
   std::variant<T, Error> state_;

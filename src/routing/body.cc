@@ -11,6 +11,7 @@
 #endif
 
 #include "common/check.h"
+#include "routing/binary.h"
 
 namespace pipescale::router {
 namespace {
@@ -429,21 +430,33 @@ std::string_view Find(const std::vector<Member>& members, std::string_view key) 
   return last == members.rend() ? std::string_view() : last->value;
 }
 
-std::string Body::Render(const std::vector<std::pair<std::string_view, std::string>>& set) const {
-  std::string params = parameters;
-  for (const auto& [key, value] : set) Append(params, key, value);
+std::string Wire::Joined() const {
   std::string out;
-  out.reserve(inputs.size() + id.size() + others.size() + params.size() + 48);
-  out += "{\"inputs\":";
-  out += inputs;
-  if (!id.empty()) (out += ",\"id\":") += id;
-  if (!others.empty()) (out += ',') += others;
-  ((out += ",\"parameters\":{") += params) += "}}";
+  out.reserve(JsonBytes() + binary.size());
+  for (std::string_view piece : Pieces()) out += piece;
   return out;
 }
 
-Result<Body> ClientBody(const std::vector<Member>& request) {
-  Body body;
+Wire Body::Render(const std::vector<std::pair<std::string_view, std::string>>& set) const {
+  Wire wire{.inputs = inputs, .binary = binary};
+  std::string& rest = wire.rest;
+  rest.reserve(id.size() + others.size() + parameters.size() + 96);
+  if (!id.empty()) (rest += ",\"id\":") += id;
+  if (!others.empty()) (rest += ',') += others;
+  (rest += ",\"parameters\":{") += parameters;
+  bool first = parameters.empty();
+  const auto add = [&](std::string_view key, std::string_view value) {
+    ((((rest += first ? "\"" : ",\"") += key) += "\":") += value);
+    first = false;
+  };
+  for (const auto& [key, value] : set) add(key, value);
+  if (binary_outputs) add(kBinaryOutputParameter, "true");
+  rest += "}}";
+  return wire;
+}
+
+Result<Body> ClientBody(const std::vector<Member>& request, std::string_view binary) {
+  Body body{.binary = binary, .binary_outputs = !binary.empty()};
   for (const Member& m : request) {
     if (m.key == "inputs") {
       body.inputs = m.value;
@@ -458,15 +471,19 @@ Result<Body> ClientBody(const std::vector<Member>& request) {
   if (parameters.empty()) return body;
   if (parameters.front() != '{') return Error{ErrorKind::kInvalid, "parameters: must be an object"};
   for (const Member& m : MembersOf(parameters)) {
-    if (m.key != kDeadlineParameter && m.key != kPathParameter) {
+    if (m.key == kBinaryOutputParameter) {
+      body.binary_outputs = body.binary_outputs || m.value == "true";
+    } else if (m.key != kDeadlineParameter && m.key != kPathParameter) {
       Append(body.parameters, m.key, m.value);
     }
   }
   return body;
 }
 
-Result<Answer> ReadAnswer(std::string_view body) {
-  auto members = ScanObject(body);
+Result<Answer> ReadAnswer(std::string_view body, std::string_view header_length) {
+  auto split = Split(body, header_length);
+  if (!split) return Error{ErrorKind::kInvalid, "its answer's " + split.error().message};
+  auto members = ScanObject(split->json);
   if (!members) return Error{ErrorKind::kInvalid, "its answer " + members.error().message};
   Answer answer;
   answer.outputs = Find(*members, "outputs");
@@ -474,6 +491,12 @@ Result<Answer> ReadAnswer(std::string_view body) {
     return Error{ErrorKind::kInvalid, "its outputs are not an array"};
   }
   if (answer.outputs.find_first_not_of("[ \t\r\n]") == std::string_view::npos) answer.outputs = {};
+  if (!split->binary.empty() || !header_length.empty()) {
+    Status fits = CheckBinaryPart(answer.outputs.empty() ? "[]" : answer.outputs, split->binary,
+                                  "its outputs");
+    if (!fits) return fits.error();
+    answer.binary = split->binary;
+  }
   const std::string_view parameters = Find(*members, "parameters");
   answer.parameters = parameters.empty() ? json::object() : json::parse(parameters, nullptr, false);
   if (!answer.parameters.is_object()) {
@@ -483,9 +506,14 @@ Result<Answer> ReadAnswer(std::string_view body) {
 }
 
 Body NextBody(const Answer& answer, const Body& previous) {
-  Body next;
-  next.inputs = answer.outputs.empty() ? previous.inputs : std::string(answer.outputs);
-  next.id = previous.id;
+  Body next{.id = previous.id, .binary_outputs = previous.binary_outputs};
+  if (answer.outputs.empty()) {
+    next.inputs = previous.inputs;
+    next.binary = previous.binary;
+  } else {
+    next.inputs = answer.outputs;
+    next.binary = answer.binary;
+  }
   return next;
 }
 

@@ -3,6 +3,7 @@
 // router builds and serialises no JSON document per call. Pure.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -53,32 +54,53 @@ long CountScalars(std::string_view checked);
 // The value of the member keyed `key` (the last, if several), or "".
 std::string_view Find(const std::vector<Member>& members, std::string_view key);
 
-// A request to a task as the router holds it between calls: the object's members as text,
-// with the router's own parameters written in at each attempt.
-struct Body {
-  std::string inputs;      // the "inputs" array
-  std::string id;          // the "id" string token, or ""
-  std::string others;      // any other members, "key":value joined by commas
-  std::string parameters;  // the members of "parameters" but the router's own, joined
+// A request to a task as it is sent: its pieces one after another, never joined on the way (the
+// views point into the Body it was rendered from, which must outlive it).
+struct Wire {
+  static constexpr std::string_view kHead = "{\"inputs\":";
+  std::string_view inputs;
+  std::string rest;         // the id, other members and parameters, and the closing brace
+  std::string_view binary;  // the binary data extension's part, after the JSON, or ""
 
-  // The object, its parameters gaining `set` (keys and JSON values).
-  std::string Render(const std::vector<std::pair<std::string_view, std::string>>& set) const;
+  size_t JsonBytes() const { return kHead.size() + inputs.size() + rest.size(); }
+  std::array<std::string_view, 4> Pieces() const { return {kHead, inputs, rest, binary}; }
+  std::string Joined() const;  // the whole body as one string (for tests and benches)
 };
 
-// A client's request (ScanObject's members) as a Body; the router's own parameters it carried are
-// dropped (it writes them itself).
-Result<Body> ClientBody(const std::vector<Member>& request);
+// A request to a task as the router holds it between calls: the object's members as text, with
+// the router's own parameters written in at each attempt. The tensors are views into the
+// request or answer they came in, which outlives every call made with them: a walk passes its
+// tensors on without copying them.
+struct Body {
+  std::string_view inputs;  // the "inputs" array
+  std::string_view binary;  // its tensors' binary data (the binary extension), or ""
+  std::string id;           // the "id" string token, or ""
+  std::string others;       // any other members, "key":value joined by commas
+  std::string parameters;   // the members of "parameters" but the router's own, joined
+  // The request sent binary data or asked for binary outputs: every task of its walk is asked
+  // for binary outputs (binary_data_output), and the client is answered in binary.
+  bool binary_outputs = false;
+
+  // The object, its parameters gaining `set` (keys and JSON values).
+  Wire Render(const std::vector<std::pair<std::string_view, std::string>>& set) const;
+};
+
+// A client's request (ScanObject's members of its JSON, then its binary part) as a Body; the
+// router's own parameters it carried are dropped (it writes them itself).
+Result<Body> ClientBody(const std::vector<Member>& request, std::string_view binary);
 
 // What a model answered, read in place: `body` must outlive it. (clang-tidy 14 blames the
 // aggregate's implicit members for what nlohmann may throw, as with InferRequest.)
 struct Answer {               // NOLINT(bugprone-exception-escape)
   std::string_view outputs;   // the "outputs" array, or "" when absent or empty
+  std::string_view binary;    // the outputs' binary data (the binary extension), or ""
   nlohmann::json parameters;  // the answer's parameters (small: what the walk reads), or {}
 };
-Result<Answer> ReadAnswer(std::string_view body);
+// `header_length`: the answer's Inference-Header-Content-Length, or "" (all JSON).
+Result<Answer> ReadAnswer(std::string_view body, std::string_view header_length = {});
 
-// The next task's request: the outputs before as its inputs (the previous inputs when the
-// model returned none), the client's id kept.
+// The next task's request: the outputs before as its inputs, their binary data with them (the
+// previous inputs when the model returned none), the client's id and binary choice kept.
 Body NextBody(const Answer& answer, const Body& previous);
 
 // The answer's outputs (an Answer's, so checked) for the client, each named "<task>/<name>";

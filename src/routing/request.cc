@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 
+#include "routing/binary.h"
+
 namespace pipescale::router {
 
 std::vector<double> QuerySizeBounds() {
@@ -68,6 +70,19 @@ Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
   return out;
 }
 
+// A binary tensor's size against its shape: exact for fixed-size types; a BYTES element takes at
+// least its 4-byte length.
+Status CheckBinaryTensor(long bytes, long elements, std::string_view datatype,
+                         const std::string& field) {
+  const long each = ElementBytes(datatype);
+  const long needed = elements * (each > 0 ? each : 4);
+  if (each > 0 ? bytes == needed : bytes >= needed) return Done{};
+  return Invalid(field + ".parameters.binary_data_size",
+                 "is " + std::to_string(bytes) + " bytes; " + std::to_string(elements) + " " +
+                     std::string(datatype) + " elements take " + (each > 0 ? "" : "at least ") +
+                     std::to_string(needed));
+}
+
 // Checks one input tensor; its first dimension (the query's size).
 Result<long> CheckInput(std::string_view input, const std::string& field) {
   if (input.front() != '{') return Invalid(field, "must be an object");
@@ -86,6 +101,14 @@ Result<long> CheckInput(std::string_view input, const std::string& field) {
   if (!checked) return checked.error();
   const long elements = checked->elements;
   const std::string_view data = Find(members, "data");
+  auto binary = BinarySize(members, field);
+  if (!binary) return binary.error();
+  if (*binary) {
+    if (!data.empty()) return Invalid(field + ".data", "must be absent: the tensor is binary data");
+    Status fits = CheckBinaryTensor(**binary, elements, type.substr(1, type.size() - 2), field);
+    if (!fits) return fits.error();
+    return checked->first;
+  }
   if (data.empty()) return Invalid(field + ".data", "is required");
   const long count = CountScalars(data);
   if (count < 0) return Invalid(field + ".data", "must hold only numbers, booleans or strings");
@@ -122,8 +145,10 @@ Result<std::string> NamedPath(std::string_view parameters) {
 // One scan checks the syntax and notes where each member lies; the checks below split those
 // spans without checking them again (a tensor's data is counted in one pass), and numbers are
 // never converted but for the shape's.
-Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header) {
-  auto members = ScanObject(body);
+Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders& headers) {
+  auto split = Split(body, headers.header_length);
+  if (!split) return split.error();
+  auto members = ScanObject(split->json);
   if (!members) {
     const std::string why = members.error().message;
     return Invalid("body", why == "is not a JSON object" ? "must be a JSON object" : why);
@@ -144,11 +169,12 @@ Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view p
     if (!first) return first.error();
     if (i == 0) out.query_size = static_cast<int>(std::clamp<long>(*first, 1, 1 << 20));
   }
+  if (Status fits = CheckBinaryPart(inputs, split->binary, "inputs"); !fits) return fits.error();
   if (const std::string_view outputs = Find(*members, "outputs"); !outputs.empty()) {
     if (Status s = CheckOutputs(outputs); !s) return s.error();
   }
-  out.path = path_header.empty() ? *path : std::string(path_header);
-  auto text = ClientBody(*members);
+  out.path = headers.path.empty() ? *path : std::string(headers.path);
+  auto text = ClientBody(*members, split->binary);
   if (!text) return Invalid("body", text.error().message);
   out.body = std::move(*text);
   return out;

@@ -35,10 +35,18 @@ struct InferRequest {  // NOLINT(bugprone-exception-escape)
   int query_size = 1;  // the leading dimension of the first input (a batch)
 };
 
+// The request's HTTP headers the router reads: kPathHeader's value and the binary extension's
+// kHeaderLengthField's, each "" when not sent.
+struct InferHeaders {
+  std::string_view path;
+  std::string_view header_length;
+};
+
 // kInvalid with a message naming the field ("inputs[0].shape: ..."), for a 400. The body's size
-// is the server's to limit (413 past --max-body-bytes, before it is read whole).
-// `path_header` is the value of kPathHeader, or "".
-Result<InferRequest> ParseInferRequest(std::string_view body, std::string_view path_header);
+// is the server's to limit (413 past --max-body-bytes, before it is read whole). A tensor sent
+// as binary data is checked by its size against its shape and datatype, and the sizes against
+// the binary part; its bytes are not read.
+Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders& headers = {});
 
 // The protocol's error body, {"error": message}.
 std::string ErrorBody(std::string_view message);

@@ -16,6 +16,7 @@
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--latency-scale 1] [--startup-seconds S] [--batch-env NAME]
 //       [--max-wait-ms 1000] [--factor 1.0] [--next TASK=RATIO[,TASK=RATIO...]]
+//       [--max-body-bytes 4194304]
 // Flags may be written --flag=value. Defaults come from the environment the operator and the
 // node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
 // emulated hardware's profile), PIPESCALE_STARTUP_SECONDS, PIPESCALE_MULTIPLICATIVE_FACTOR and
@@ -25,6 +26,10 @@
 // be against the real hardware. A pod template's container env reaches the server through the
 // node agent, so a variant's template may set it. It must be a number above 0 (default 1); the
 // server refuses to start otherwise.
+// It speaks the protocol's binary data extension (Inference-Header-Content-Length): binary inputs
+// are checked against their shapes and the body, and echoed back as binary outputs; JSON inputs
+// are answered in binary too when the request asks (binary_data_output, or an output's
+// binary_data). A body past --max-body-bytes (default 4 MiB) is refused 413.
 #include <civetweb.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -40,6 +45,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -50,12 +56,15 @@
 #include <string>
 #include <thread>
 
+#include "routing/binary.h"
+
 namespace {
+
+using pipescale::router::kBinaryOutputParameter;
+using pipescale::router::kBinarySizeParameter;
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-constexpr size_t kMaxBodyBytes = 4 << 20;
 
 struct Options {
   std::string model = "model";
@@ -69,6 +78,7 @@ struct Options {
   int max_wait_ms = 1000;  // a partial batch runs after this long
   int max_queue = 0;       // requests waiting or running at once; set from the thread count
   double factor = 1.0;     // objects found per request served, on average
+  size_t max_body_bytes = 4 << 20;                   // a request past this is refused 413
   std::vector<std::pair<std::string, double>> next;  // the task's edges: (task, ratio)
 };
 
@@ -295,6 +305,15 @@ long CountElements(const json& data) {
   return n;
 }
 
+// The bytes an input takes in the request's binary part (parameters.binary_data_size), -1 when
+// its data is JSON, -2 when the parameter is not a non-negative integer.
+long BinarySize(const json& input) {
+  const json& parameters = input.value("parameters", json::object());
+  if (!parameters.is_object() || !parameters.contains(kBinarySizeParameter)) return -1;
+  const json& size = parameters[kBinarySizeParameter];
+  return size.is_number_integer() && size.get<long>() >= 0 ? size.get<long>() : -2;
+}
+
 // What is wrong with one input tensor, or nullopt.
 std::optional<std::string> CheckInput(const json& input, size_t i) {
   const std::string where = "inputs[" + std::to_string(i) + "]";
@@ -314,6 +333,16 @@ std::optional<std::string> CheckInput(const json& input, size_t i) {
   if (std::find(std::begin(kDatatypes), std::end(kDatatypes), type) == std::end(kDatatypes)) {
     return where + ".datatype '" + type + "' is not a tensor data type of the protocol";
   }
+  if (const long bytes = BinarySize(input); bytes != -1) {
+    if (bytes < 0) return where + ".parameters.binary_data_size must be a non-negative integer";
+    if (input.contains("data")) return where + ".data must be absent for binary data";
+    const long each = pipescale::router::ElementBytes(type);
+    if (each > 0 ? bytes != elements * each : bytes < 4 * elements) {
+      return where + ".parameters.binary_data_size is " + std::to_string(bytes) +
+             " bytes, which shape " + shape.dump() + " of " + type + " does not take";
+    }
+    return std::nullopt;
+  }
   const long got = CountElements(input.value("data", json()));
   if (got < 0) return where + ".data must be an array";
   if (got != elements) {
@@ -323,38 +352,152 @@ std::optional<std::string> CheckInput(const json& input, size_t i) {
   return std::nullopt;
 }
 
-std::optional<std::string> CheckRequest(const json& request) {
+// `binary`: the request's binary part, which its inputs' sizes must add up to.
+std::optional<std::string> CheckRequest(const json& request, std::string_view binary) {
   if (!request.is_object()) return "the request body must be a JSON object";
   const json& inputs = request.value("inputs", json());
   if (!inputs.is_array() || inputs.empty()) return "inputs must be a non-empty array";
+  size_t total = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (auto error = CheckInput(inputs[i], i)) return error;
+    total += static_cast<size_t>(std::max(0L, BinarySize(inputs[i])));
+  }
+  if (total != binary.size()) {
+    return "the inputs' binary_data_size add up to " + std::to_string(total) +
+           " bytes, the binary part holds " + std::to_string(binary.size());
   }
   if (request.contains("id") && !request["id"].is_string()) return "id must be a string";
   return std::nullopt;
 }
 
-std::optional<std::string> ReadBody(mg_connection* conn, std::string& body) {
+// One element of a JSON tensor's data as binary data: little-endian, the datatype's width.
+template <typename T>
+void PackAs(const json& element, std::string& out) {
+  const T value = element.is_boolean() ? static_cast<T>(element.get<bool>()) : element.get<T>();
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+// A JSON tensor's data as binary data, flattened in row-major order; nullopt for a datatype this
+// emulator does not pack (FP16 and BF16 have no C++ type here: they stay JSON).
+std::optional<std::string> Pack(const json& data, const std::string& type) {
+  std::string out;
+  const std::function<bool(const json&)> each = [&](const json& e) -> bool {
+    if (e.is_array()) return std::all_of(e.begin(), e.end(), each);
+    if (type == "BYTES") {
+      const std::string text = e.is_string() ? e.get<std::string>() : e.dump();
+      PackAs<std::uint32_t>(json(text.size()), out);
+      out += text;
+    } else if (type == "FP32") {
+      PackAs<float>(e, out);
+    } else if (type == "FP64") {
+      PackAs<double>(e, out);
+    } else if (type == "INT64" || type == "UINT64") {
+      PackAs<std::int64_t>(e, out);
+    } else if (type == "INT32" || type == "UINT32") {
+      PackAs<std::int32_t>(e, out);
+    } else if (type == "INT16" || type == "UINT16") {
+      PackAs<std::int16_t>(e, out);
+    } else if (type == "INT8" || type == "UINT8" || type == "BOOL") {
+      PackAs<std::int8_t>(e, out);
+    } else {
+      return false;
+    }
+    return true;
+  };
+  if (!each(data)) return std::nullopt;
+  return out;
+}
+
+std::optional<std::string> ReadBody(mg_connection* conn, size_t max_bytes, std::string& body) {
   const mg_request_info* info = mg_get_request_info(conn);
-  if (info->content_length > static_cast<long long>(kMaxBodyBytes)) return "too large";
+  if (info->content_length > static_cast<long long>(max_bytes)) return "too large";
   char buffer[16384];
   for (int n; (n = mg_read(conn, buffer, sizeof buffer)) > 0;) {
     body.append(buffer, n);
-    if (body.size() > kMaxBodyBytes) return "too large";
+    if (body.size() > max_bytes) return "too large";
   }
   return std::nullopt;
 }
 
+// The request's binary part (the binary data extension: past Inference-Header-Content-Length
+// bytes of JSON), or nullopt when that header is not a length within the body.
+std::optional<std::pair<std::string_view, std::string_view>> SplitBody(mg_connection* conn,
+                                                                       const std::string& body) {
+  const char* header = mg_get_header(conn, pipescale::router::kHeaderLengthField.data());
+  if (header == nullptr) return std::make_pair(std::string_view(body), std::string_view());
+  char* end = nullptr;
+  const long long json_bytes = std::strtoll(header, &end, 10);
+  if (end == header || *end != '\0' || json_bytes < 0 ||
+      static_cast<size_t>(json_bytes) > body.size()) {
+    return std::nullopt;
+  }
+  const std::string_view all = body;
+  return std::make_pair(all.substr(0, json_bytes), all.substr(json_bytes));
+}
+
+// The request asked for binary outputs: the request parameter, or any requested output's.
+bool WantsBinary(const json& request) {
+  const json& parameters = request.value("parameters", json::object());
+  if (parameters.is_object() && parameters.value(kBinaryOutputParameter, json()) == true) {
+    return true;
+  }
+  const json& outputs = request.value("outputs", json::array());
+  return outputs.is_array() && std::any_of(outputs.begin(), outputs.end(), [](const json& o) {
+           return o.is_object() && o.value("parameters", json::object()).is_object() &&
+                  o["parameters"].value("binary_data", json()) == true;
+         });
+}
+
+// The identity's outputs, one per input: binary where the input was (its bytes passed back) or
+// where binary outputs were asked for; appends the binary part to `binary`.
+json Outputs(const json& inputs, std::string_view request_binary, bool wants_binary,
+             std::string& binary) {
+  json outputs = json::array();
+  size_t offset = 0;
+  for (const json& input : inputs) {
+    json output = {{"name", "output_" + input["name"].get<std::string>()},
+                   {"datatype", input["datatype"]},
+                   {"shape", input["shape"]}};
+    std::optional<std::string> packed;
+    if (const long bytes = BinarySize(input); bytes >= 0) {
+      packed = std::string(request_binary.substr(offset, bytes));
+      offset += bytes;
+    } else if (wants_binary) {
+      packed = Pack(input["data"], input["datatype"]);
+    }
+    if (packed) {
+      output["parameters"] = {{kBinarySizeParameter, packed->size()}};
+      binary += *packed;
+    } else {
+      output["data"] = input["data"];
+    }
+    outputs.push_back(std::move(output));
+  }
+  return outputs;
+}
+
 // POST /v2/models/{model}/infer: an identity model. The response carries one output per
-// input, with its shape, type and data.
+// input, with its shape, type and data, in JSON or in the binary data extension.
 int OnInfer(mg_connection* conn, Server& server) {
   std::string body;
-  if (ReadBody(conn, body)) {
-    return ReplyError(conn, server, 413, "request body exceeds 4 MiB");
+  const size_t limit = server.options().max_body_bytes;
+  if (ReadBody(conn, limit, body)) {
+    return ReplyError(conn, server, 413,
+                      "request body exceeds " + std::to_string(limit) + " bytes");
   }
-  const json request = json::parse(body, nullptr, false);
+  const auto split = SplitBody(conn, body);
+  if (!split) {
+    return ReplyError(
+        conn, server, 400,
+        std::string(pipescale::router::kHeaderLengthField) + " must be a length within the body");
+  }
+  const json request = json::parse(split->first, nullptr, false);
   if (request.is_discarded()) return ReplyError(conn, server, 400, "request body is not JSON");
-  if (auto error = CheckRequest(request)) return ReplyError(conn, server, 400, *error);
+  if (auto error = CheckRequest(request, split->second)) {
+    return ReplyError(conn, server, 400, *error);
+  }
   if (!server.Ready()) {
     return ReplyError(conn, server, 503, "model '" + server.options().model + "' is not ready");
   }
@@ -365,29 +508,32 @@ int OnInfer(mg_connection* conn, Server& server) {
                       "model '" + server.options().model + "' is overloaded: its queue is full");
   }
   const json& shape = request["inputs"][0]["shape"];
-  // The data's size matches the shape and the body is at most 4 MiB, which bounds the rows.
+  // The data's size matches the shape and the body is within its limit, which bounds the rows.
   const Served served =
       server.Infer(shape.empty() ? 1 : static_cast<int>(std::min(shape[0].get<long>(), 1L << 20)));
   server.Release();
-  json outputs = json::array();
-  for (const json& input : request["inputs"]) {
-    outputs.push_back({{"name", "output_" + input["name"].get<std::string>()},
-                       {"datatype", input["datatype"]},
-                       {"shape", input["shape"]},
-                       {"data", input["data"]}});
-  }
-  json response = {{"model_name", server.options().model},
-                   {"model_version", "1"},
-                   {"parameters",
-                    {{"batch_size", server.batch()},
-                     {"pipescale_queue_ms", served.queued_ms},
-                     {"pipescale_batch_rows", served.batch_rows}}},
-                   {"outputs", outputs}};
+  std::string binary;
+  json response = {
+      {"model_name", server.options().model},
+      {"model_version", "1"},
+      {"parameters",
+       {{"batch_size", server.batch()},
+        {"pipescale_queue_ms", served.queued_ms},
+        {"pipescale_batch_rows", served.batch_rows}}},
+      {"outputs", Outputs(request["inputs"], split->second, WantsBinary(request), binary)}};
   // A last task has no edges; what it would emit still counts, as its factor is measured.
   json next = server.Next();
   if (!next.empty()) response["parameters"]["pipescale_next"] = std::move(next);
   if (request.contains("id")) response["id"] = request["id"];
-  return ReplyJson(conn, 200, response);
+  if (binary.empty()) return ReplyJson(conn, 200, response);
+  const std::string text = response.dump();
+  mg_printf(conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+            "%zu\r\n%s: %zu\r\n\r\n",
+            text.size() + binary.size(), pipescale::router::kHeaderLengthField.data(), text.size());
+  mg_write(conn, text.data(), text.size());
+  mg_write(conn, binary.data(), binary.size());
+  return 200;
 }
 
 // Everything under /v2: health, server and model metadata, readiness and inference.
@@ -403,9 +549,10 @@ int OnV2(mg_connection* conn, void* data) {
     return ReplyJson(conn, ready ? 200 : 400, {{"ready", ready}});
   }
   if (method == "GET" && uri == "/v2") {
-    return ReplyJson(
-        conn, 200,
-        {{"name", "pipescale-model-server"}, {"version", "1"}, {"extensions", json::array()}});
+    return ReplyJson(conn, 200,
+                     {{"name", "pipescale-model-server"},
+                      {"version", "1"},
+                      {"extensions", json::array({"binary_tensor_data"})}});
   }
   if (method == "GET" && uri == model_prefix) {
     const json tensor = {{"name", "input"}, {"datatype", "FP32"}, {"shape", {-1, -1}}};
@@ -517,6 +664,12 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       o.batch_env = value;
     } else if (flag == "--max-wait-ms") {
       o.max_wait_ms = std::atoi(value.c_str());
+    } else if (flag == "--max-body-bytes") {
+      o.max_body_bytes = std::strtoull(value.c_str(), nullptr, 10);
+      if (o.max_body_bytes < 1024) {
+        std::cerr << "--max-body-bytes must be at least 1024, got '" << value << "'\n";
+        return std::nullopt;
+      }
     } else if (flag == "--factor") {
       o.factor = std::atof(value.c_str());
     } else if (flag == "--next" && !ParseNext(value, o)) {

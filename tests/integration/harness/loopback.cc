@@ -14,12 +14,21 @@ Started StartModelServer(const ModelServerOptions& options, const std::string& h
   // The emulator reads its batch limit where a pod's would be: the environment it inherits.
   setenv("MAX_BATCH_SIZE", std::to_string(options.batch).c_str(), 1);
   Started out;
-  out.process = std::make_unique<Process>(
-      std::vector<std::string>{PIPESCALE_MODEL_SERVER, "--model", options.task, "--host", host,
-                               "--port", "0", "--port-file", port_file, "--latency-ms",
-                               options.latency_ms, "--max-wait-ms",
-                               std::to_string(options.max_wait_ms)},
-      dir + "/" + host + ".log");
+  std::vector<std::string> argv = {PIPESCALE_MODEL_SERVER,
+                                   "--model",
+                                   options.task,
+                                   "--host",
+                                   host,
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   port_file,
+                                   "--latency-ms",
+                                   options.latency_ms,
+                                   "--max-wait-ms",
+                                   std::to_string(options.max_wait_ms)};
+  argv.insert(argv.end(), options.more.begin(), options.more.end());
+  out.process = std::make_unique<Process>(argv, dir + "/" + host + ".log");
   out.ports = WaitForPorts(port_file, 10s);
   return out;
 }

@@ -13,9 +13,10 @@ namespace pipescale::testing {
 
 struct ModelServerOptions {
   std::string task;
-  std::string latency_ms;  // "A,B,C": A n^2 + B n + C milliseconds for a batch of n rows
-  int batch = 1;           // the largest batch it forms (its MAX_BATCH_SIZE)
-  int max_wait_ms = 1000;  // how long it waits for a batch to fill
+  std::string latency_ms;         // "A,B,C": A n^2 + B n + C milliseconds for a batch of n rows
+  int batch = 1;                  // the largest batch it forms (its MAX_BATCH_SIZE)
+  int max_wait_ms = 1000;         // how long it waits for a batch to fill
+  std::vector<std::string> more;  // further flags
 };
 
 struct Started {

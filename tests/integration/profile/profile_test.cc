@@ -245,7 +245,7 @@ TEST_F(ProfileTest, AServerKilledDuringTheRun) {
   EXPECT_EQ(text.str(), kPipeline);
 }
 
-// The emulator refuses bodies over 4 MiB: rows of 150000 elements pass at 6 rows, not at 7.
+// The emulator refuses bodies over 4 MiB (its default --max-body-bytes): rows of 150000 elements pass at 6 rows, not at 7.
 TEST_F(ProfileTest, AServerThatRefusesMidRun) {
   const std::string address = StartServer("127.0.8.4", "0,0,1");
   const Output r =
@@ -254,7 +254,7 @@ TEST_F(ProfileTest, AServerThatRefusesMidRun) {
   EXPECT_EQ(r.code, cli::kExitFailure);
   EXPECT_EQ(r.err, "pipescale profile: " + address +
                        " failed at batch size 7, request 1 of 2: POST /v2/models/detect/infer "
-                       "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4 MiB\\\"}\"\n");
+                       "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4194304 bytes\\\"}\"\n");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -25,9 +27,34 @@ using namespace std::chrono_literals;
 
 struct Reply {
   int code = 0;
-  json body;
+  json body;           // the JSON (the header's part, when the answer carries binary data)
+  std::string binary;  // the binary data after it (the binary extension), or ""
   std::string headers;
   double seconds = 0;
+
+  // The answer's value of HTTP header `name` (as written in lower case), or "".
+  std::string Header(const std::string& name) const {
+    std::string lower = headers;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    const size_t at = lower.find("\n" + name + ":");
+    if (at == std::string::npos) return "";
+    const size_t from = headers.find_first_not_of(' ', at + name.size() + 2);
+    return headers.substr(from, headers.find_first_of("\r\n", from) - from);
+  }
+};
+
+// A request in the binary data extension: its JSON, then `binary`, told apart by the
+// Inference-Header-Content-Length header (`header_length` when given, else the JSON's length).
+struct BinaryRequest {
+  std::string json_text;
+  std::string binary;
+  std::string header_length;
+
+  std::vector<std::string> Headers() const {
+    const std::string length =
+        header_length.empty() ? std::to_string(json_text.size()) : header_length;
+    return {"Inference-Header-Content-Length: " + length, "Content-Type: application/octet-stream"};
+  }
 };
 
 class RouterTest : public ::testing::Test {
@@ -83,20 +110,32 @@ spec:
     metrics_port_ = router.ports[1];
   }
 
-  Reply Infer(const std::string& body, const std::string& path = "p") const {
+  Reply Infer(const std::string& body, const std::string& path = "p",
+              const std::vector<std::string>& headers = {}) const {
     const std::string file = dir_ + "/request.json";
-    std::ofstream(file) << body;
+    std::ofstream(file, std::ios::binary) << body;
+    std::string more;
+    for (const std::string& h : headers) more += " -H '" + h + "'";
     const auto start = std::chrono::steady_clock::now();
     const testing::ShellResult curl = testing::RunShell(
         "curl -s -o " + dir_ + "/reply.json -D " + dir_ + "/headers -w '%{http_code}' " +
-        "-H 'x-pipescale-path: " + path + "' --data-binary @" + file +
+        "-H 'x-pipescale-path: " + path + "'" + more + " --data-binary @" + file +
         " http://127.0.0.1:" + std::to_string(port_) + "/v2/models/chain/infer");
     Reply r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.code = std::atoi(curl.out.c_str());
-    r.body = json::parse(testing::ReadFile(dir_ + "/reply.json"), nullptr, false);
     r.headers = testing::ReadFile(dir_ + "/headers");
+    std::string text = testing::ReadFile(dir_ + "/reply.json");
+    if (const std::string length = r.Header("inference-header-content-length"); !length.empty()) {
+      r.binary = text.substr(std::min(text.size(), std::stoul(length)));
+      text.resize(text.size() - r.binary.size());
+    }
+    r.body = json::parse(text, nullptr, false);
     return r;
+  }
+
+  Reply Infer(const BinaryRequest& request) const {
+    return Infer(request.json_text + request.binary, "p", request.Headers());
   }
 
   std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
@@ -202,6 +241,86 @@ TEST_F(RouterTest, ABodyPastTheLimitIsRefusedWith413) {
   EXPECT_EQ(refused.code, 413);
   EXPECT_EQ(refused.body["error"], "the request body is larger than 2048 bytes");
   EXPECT_EQ(Infer(kRequest).code, 200);
+  EXPECT_TRUE(router_->Running());
+}
+
+// Four FP32 numbers as the binary extension carries them (little-endian, as this machine).
+std::string Fp32Bytes(const std::vector<float>& values) {
+  std::string out(values.size() * sizeof(float), '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+// A tensor sent as binary data goes through both tasks untouched and comes back binary, in the
+// order of the outputs that name its size; a JSON input of the same request is answered in binary
+// too (every task was asked for binary outputs). Bytes no JSON text could hold (a NUL, 0xff) pass.
+TEST_F(RouterTest, BinaryTensorsPassThroughTheChainUntouched) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  const std::string bytes = std::string("\0\xff\x7f\x80", 4) + Fp32Bytes({1.5F, -2, 1e30F});
+  const BinaryRequest request{
+      .json_text = R"({"id": "b", "inputs": [)"
+                   R"({"name": "x", "datatype": "FP32", "shape": [1, 4],)"
+                   R"( "parameters": {"binary_data_size": 16}},)"
+                   R"({"name": "y", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]})",
+      .binary = bytes};
+  const Reply r = Infer(request);
+  ASSERT_EQ(r.code, 200) << r.body.dump() << r.headers;
+  EXPECT_EQ(r.body["id"], "b");
+  ASSERT_EQ(r.body["outputs"].size(), 2u) << r.body.dump();
+  const json& x = r.body["outputs"][0];
+  EXPECT_EQ(x["name"], "classify/output_output_x");
+  EXPECT_EQ(x["parameters"]["binary_data_size"], 16);
+  EXPECT_FALSE(x.contains("data"));
+  EXPECT_EQ(r.body["outputs"][1]["parameters"]["binary_data_size"], 8);
+  EXPECT_EQ(r.binary, bytes + Fp32Bytes({1, 2}));
+  EXPECT_EQ(r.Header("content-type"), "application/octet-stream");
+}
+
+// A JSON request that asks for binary outputs gets them; one that does not stays all JSON.
+TEST_F(RouterTest, AJsonRequestIsAnsweredInBinaryOnlyWhenItAsks) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  const Reply asked =
+      Infer(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [3, 4]}],)"
+            R"( "parameters": {"binary_data_output": true}})");
+  ASSERT_EQ(asked.code, 200) << asked.body.dump();
+  EXPECT_EQ(asked.binary, Fp32Bytes({3, 4}));
+  EXPECT_EQ(asked.body["outputs"][0]["parameters"]["binary_data_size"], 8);
+  const Reply plain = Infer(kRequest);
+  ASSERT_EQ(plain.code, 200);
+  EXPECT_EQ(plain.Header("inference-header-content-length"), "");
+  EXPECT_EQ(plain.body["outputs"][0]["data"], json::parse("[1, 2]"));
+}
+
+// A binary part that disagrees with the sizes its tensors name, a size that disagrees with the
+// shape, or a header length past the body: 400 naming what disagrees, before any model is called.
+TEST_F(RouterTest, ABinaryPartThatDisagreesWithItsHeaderIsRefused) {
+  StartRouter("detect=" + Model("detect", "0,0,5") + ";classify=" + Model("classify", "0,0,5"));
+  const std::string json_text = R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4],)"
+                                R"( "parameters": {"binary_data_size": 16}}]})";
+  const Reply short_part =
+      Infer(BinaryRequest{.json_text = json_text, .binary = "0123456789abcde"});
+  EXPECT_EQ(short_part.code, 400);
+  EXPECT_EQ(short_part.body.value("error", ""),
+            "inputs: their binary_data_size add up to 16 bytes, but the body's binary part (past "
+            "its Inference-Header-Content-Length) holds 15");
+  const Reply long_part =
+      Infer(BinaryRequest{.json_text = json_text, .binary = "0123456789abcdef!"});
+  EXPECT_EQ(long_part.code, 400);
+  const Reply past_body = Infer(
+      BinaryRequest{.json_text = json_text, .binary = "0123456789abcdef", .header_length = "9999"});
+  EXPECT_EQ(past_body.code, 400);
+  EXPECT_NE(past_body.body.value("error", "").find("Inference-Header-Content-Length: must be"),
+            std::string::npos)
+      << past_body.body.dump();
+  std::string wrong_shape = json_text;
+  wrong_shape.replace(wrong_shape.find("[1, 4]"), 6, "[1, 3]");
+  const Reply shape = Infer(BinaryRequest{.json_text = wrong_shape, .binary = "0123456789abcdef"});
+  EXPECT_EQ(shape.code, 400);
+  EXPECT_EQ(shape.body.value("error", ""),
+            "inputs[0].parameters.binary_data_size: is 16 bytes; 3 FP32 elements take 12");
+  // Nothing was sent on: the models were never called with what the router refused.
+  EXPECT_EQ(Metrics().find(R"(pipescale_router_task_requests_total{code="200")"),
+            std::string::npos);
   EXPECT_TRUE(router_->Running());
 }
 

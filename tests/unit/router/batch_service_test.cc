@@ -185,7 +185,7 @@ class BatchServiceHandlerTest : public ::testing::Test {
         json{{"inputs",
               {{{"name", "x"}, {"datatype", "FP32"}, {"shape", {rows, 2}}, {"data", data}}}}}
             .dump();
-    const HttpResponse response = co_await handler_->Handle(request);
+    const ClientResponse response = co_await handler_->Handle(request);
     co_return response.result_int();
   }
 

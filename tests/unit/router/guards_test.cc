@@ -35,15 +35,15 @@ HttpRequest Request() {
   return request;
 }
 
-asio::awaitable<HttpResponse> Answer(const Responder& respond) {
+asio::awaitable<ClientResponse> Answer(const Responder& respond) {
   const HttpRequest request = Request();
   co_return co_await AnswerOrInternalError(respond, request);
 }
 
 TEST(AnswerOrInternalError, AThrowingRequestIsAnswered500CountedAndLoggedOnce) {
-  const Responder fake_that_throws = [](const HttpRequest&) -> asio::awaitable<HttpResponse> {
+  const Responder fake_that_throws = [](const HttpRequest&) -> asio::awaitable<ClientResponse> {
     throw std::logic_error("an odd request broke the walk");
-    co_return HttpResponse{};
+    co_return ClientResponse{};
   };
   const auto before = Panics("router-request");
   testing::internal::CaptureStderr();
@@ -53,15 +53,16 @@ TEST(AnswerOrInternalError, AThrowingRequestIsAnswered500CountedAndLoggedOnce) {
   ASSERT_TRUE(first && second);
   EXPECT_EQ(first->result(), http::status::internal_server_error);
   EXPECT_EQ(second->result(), http::status::internal_server_error);
-  EXPECT_EQ(first->body().find("odd request"), std::string::npos) << "the log keeps the details";
+  EXPECT_EQ(first->body().text.find("odd request"), std::string::npos)
+      << "the log keeps the details";
   EXPECT_EQ(Panics("router-request"), before + 2);
   EXPECT_EQ(log.find("odd request"), log.rfind("odd request")) << log;
   EXPECT_NE(log.find("odd request"), std::string::npos) << log;
 }
 
 TEST(AnswerOrInternalError, PassesAnAnswerThrough) {
-  const Responder ok = [](const HttpRequest&) -> asio::awaitable<HttpResponse> {
-    co_return HttpResponse{http::status::ok, 11};
+  const Responder ok = [](const HttpRequest&) -> asio::awaitable<ClientResponse> {
+    co_return ClientResponse{http::status::ok, 11};
   };
   const auto answer = RunToEnd(Answer(ok));
   ASSERT_TRUE(answer);

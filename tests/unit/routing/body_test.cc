@@ -141,14 +141,14 @@ TEST(Body, TheClientsParametersStayAndTheRoutersAreItsOwn) {
       R"({"inputs": [1], "id": "r", "outputs": [{"name": "y"}],
           "parameters": {"pipescale_path": "forged", "pipescale_deadline_ms": 1, "user": "x"}})");
   ASSERT_TRUE(members.ok());
-  auto body = ClientBody(*members);
+  auto body = ClientBody(*members, "");
   ASSERT_TRUE(body.ok());
   const json sent = json::parse(
-      body->Render({{kDeadlineParameter, "120"}, {kPathParameter, Quoted("cars \"2\"")}}));
+      body->Render({{kDeadlineParameter, "120"}, {kPathParameter, Quoted("cars \"2\"")}}).Joined());
   EXPECT_EQ(sent, json::parse(R"({"inputs": [1], "id": "r", "outputs": [{"name": "y"}],
       "parameters": {"user": "x", "pipescale_deadline_ms": 120, "pipescale_path": "cars \"2\""}})"));
-  EXPECT_FALSE(ClientBody(*ScanObject(R"({"id": "r"})")).ok());
-  EXPECT_FALSE(ClientBody(*ScanObject(R"({"inputs": [1], "parameters": [1]})")).ok());
+  EXPECT_FALSE(ClientBody(*ScanObject(R"({"id": "r"})"), "").ok());
+  EXPECT_FALSE(ClientBody(*ScanObject(R"({"inputs": [1], "parameters": [1]})"), "").ok());
 }
 
 TEST(Body, AnAnswersOutputsBecomeTheNextInputs) {
@@ -162,7 +162,7 @@ TEST(Body, AnAnswersOutputsBecomeTheNextInputs) {
                 .id = "\"r\"",
                 .others = "\"x\":1",
                 .parameters = "\"user\":1"};
-  EXPECT_EQ(json::parse(NextBody(*answer, previous).Render({})),
+  EXPECT_EQ(json::parse(NextBody(*answer, previous).Render({}).Joined()),
             json::parse(R"({"inputs": [{"name": "boxes", "shape": [1], "data": [3]}], "id": "r",
                             "parameters": {}})"));
   // A model that returns no outputs passes its inputs on.
@@ -173,6 +173,31 @@ TEST(Body, AnAnswersOutputsBecomeTheNextInputs) {
   for (const char* bad : {"[1]", "not json", R"({"outputs": 3})", R"({"parameters": [1]})"}) {
     EXPECT_FALSE(ReadAnswer(bad).ok()) << bad;
   }
+}
+
+// A binary answer: its outputs' sizes must add up to its binary part, which the next request
+// carries on as a view into the answer (and a model that returned no outputs passes the previous
+// binary part on with its inputs).
+TEST(Body, ABinaryAnswersDataGoesOnWithItsOutputs) {
+  const std::string header = R"({"outputs": [{"name": "y", "datatype": "UINT8", "shape": [3],)"
+                             R"( "parameters": {"binary_data_size": 3}}]})";
+  const std::string reply = header + "abc";
+  auto answer = ReadAnswer(reply, std::to_string(header.size()));
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->binary, "abc");
+  const Body previous{.inputs = "[1]", .binary = "old", .id = "\"r\"", .binary_outputs = true};
+  const Body next = NextBody(*answer, previous);
+  EXPECT_EQ(next.binary.data(), reply.data() + header.size());
+  EXPECT_TRUE(next.binary_outputs);
+  EXPECT_EQ(next.Render({}).Joined(),
+            R"({"inputs":)" + std::string(answer->outputs) +
+                R"(,"id":"r","parameters":{"binary_data_output":true}}abc)");
+  auto none = ReadAnswer(R"({"outputs": []})", "15");
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_EQ(NextBody(*none, previous).binary, "old");
+  EXPECT_FALSE(ReadAnswer(reply, std::to_string(header.size() + 1)).ok());  // 2 bytes, 3 named
+  EXPECT_FALSE(ReadAnswer(reply, "-1").ok());
+  EXPECT_FALSE(ReadAnswer(reply).ok());  // without the header, the bytes are not JSON
 }
 
 TEST(Body, TheClientsOutputsAreNamedAfterTheirTask) {

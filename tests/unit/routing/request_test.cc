@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -20,7 +21,7 @@ constexpr const char* kValid =
         "outputs": [{"name": "boxes"}]})";
 
 TEST(InferRequest, AValidRequestKeepsItsBodyIdPathAndQuerySize) {
-  auto r = ParseInferRequest(kValid, "");
+  auto r = ParseInferRequest(kValid);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->id, "r1");
   EXPECT_EQ(r->path, "cars");
@@ -30,11 +31,12 @@ TEST(InferRequest, AValidRequestKeepsItsBodyIdPathAndQuerySize) {
   nlohmann::json expected = nlohmann::json::parse(kValid);
   expected["parameters"].erase("pipescale_path");
   expected["parameters"]["pipescale_deadline_ms"] = 250;
-  EXPECT_EQ(nlohmann::json::parse(r->body.Render({{kDeadlineParameter, "250"}})), expected);
+  EXPECT_EQ(nlohmann::json::parse(r->body.Render({{kDeadlineParameter, "250"}}).Joined()),
+            expected);
 }
 
 TEST(InferRequest, TheHeaderNamesThePathBeforeTheParameter) {
-  auto r = ParseInferRequest(kValid, "faces");
+  auto r = ParseInferRequest(kValid, {.path = "faces"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->path, "faces");
 }
@@ -66,7 +68,7 @@ TEST(InferRequest, EachMistakeNamesItsField) {
        "body: is not JSON"},
   };
   for (const auto& [body, expected] : cases) {
-    auto r = ParseInferRequest(body, "");
+    auto r = ParseInferRequest(body);
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_EQ(r.error().kind, ErrorKind::kInvalid);
     EXPECT_NE(r.error().message.find(expected), std::string::npos)
@@ -76,7 +78,7 @@ TEST(InferRequest, EachMistakeNamesItsField) {
 
 TEST(InferRequest, DeepNestingIsRefusedBeforeItCostsMuch) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  auto r = ParseInferRequest(deep, "");
+  auto r = ParseInferRequest(deep);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("nested deeper"), std::string::npos);
 }
@@ -95,13 +97,92 @@ TEST(InferRequest, FuzzedRequestsNeverCrash) {
   for (int i = 0; i < 20000; ++i) {
     const std::string s =
         testing::Mutate(seed, rng, 8, [&] { return static_cast<char>(rng() % 256); });
-    auto r = ParseInferRequest(s, "");
+    auto r = ParseInferRequest(s);
     if (!r.ok()) {
       ++errors;
       EXPECT_NE(r.error().message.find(": "), std::string::npos) << r.error().message;
     }
   }
   EXPECT_GT(errors, 1000);  // the mutations did reach the error paths
+}
+
+// The binary data extension: two tensors in the binary part (FP32 [2, 2] takes 16 bytes, BYTES
+// at least 4 a element), one in JSON.
+constexpr const char* kBinaryJson =
+    R"({"inputs": [{"name": "a", "datatype": "FP32", "shape": [2, 2],)"
+    R"( "parameters": {"binary_data_size": 16}},)"
+    R"( {"name": "b", "datatype": "BYTES", "shape": [1], "parameters": {"binary_data_size": 7}},)"
+    R"( {"name": "c", "datatype": "INT8", "shape": [1], "data": [1]}]})";
+const std::string kBinaryPart(23, '\xff');  // no byte of it is read: 0xff is never JSON
+
+TEST(InferRequest, ABinaryBodyIsCheckedByItsSizesAndPassedOnWhole) {
+  const std::string body = kBinaryJson + kBinaryPart;
+  auto r = ParseInferRequest(body, {.header_length = std::to_string(strlen(kBinaryJson))});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->query_size, 2);
+  EXPECT_EQ(r->body.binary, kBinaryPart);
+  EXPECT_EQ(r->body.binary.data(), body.data() + strlen(kBinaryJson)) << "a view, not a copy";
+  EXPECT_TRUE(r->body.binary_outputs);
+  const Wire wire = r->body.Render({{kDeadlineParameter, "9"}});
+  EXPECT_EQ(wire.Pieces().back(), kBinaryPart);
+  const std::string joined = wire.Joined();
+  const auto sent = nlohmann::json::parse(joined.substr(0, wire.JsonBytes()));
+  EXPECT_EQ(sent["parameters"]["binary_data_output"], true);
+  EXPECT_EQ(sent["inputs"], nlohmann::json::parse(kBinaryJson)["inputs"]);
+  EXPECT_EQ(joined.substr(wire.JsonBytes()), kBinaryPart);
+}
+
+TEST(InferRequest, EachBinaryMistakeNamesItsFieldOrHeader) {
+  const size_t json_bytes = strlen(kBinaryJson);
+  const std::string body = kBinaryJson + kBinaryPart;
+  const auto error = [](const std::string& text, const std::string& header_length) {
+    auto r = ParseInferRequest(text, {.header_length = header_length});
+    return r.ok() ? std::string("accepted") : r.error().message;
+  };
+  EXPECT_EQ(error(body, "abc"),
+            "Inference-Header-Content-Length: must be a whole number of bytes "
+            "within the " +
+                std::to_string(body.size()) + "-byte body");
+  EXPECT_NE(error(body, std::to_string(body.size() + 1)).find("Inference-Header-Content-Length"),
+            std::string::npos);
+  EXPECT_EQ(error(body.substr(0, body.size() - 1), std::to_string(json_bytes)),
+            "inputs: their binary_data_size add up to 23 bytes, but the body's binary part (past "
+            "its Inference-Header-Content-Length) holds 22");
+  // Without the header the binary part is read as JSON, and is not JSON.
+  EXPECT_NE(error(body, "").find("body: "), std::string::npos);
+  std::string both = kBinaryJson;
+  both.insert(both.find(R"("BYTES", )") + 9, R"("data": ["x"], )");
+  EXPECT_NE(
+      error(both + kBinaryPart, std::to_string(both.size())).find("inputs[1].data: must be absent"),
+      std::string::npos)
+      << error(both + kBinaryPart, std::to_string(both.size()));
+  std::string negative = kBinaryJson;
+  negative.replace(negative.find("16"), 2, "-1");
+  EXPECT_EQ(error(negative + kBinaryPart, std::to_string(negative.size())),
+            "inputs[0].parameters.binary_data_size: must be a non-negative integer");
+  std::string few_bytes = kBinaryJson;
+  few_bytes.replace(few_bytes.find("7}"), 1, "3");
+  EXPECT_EQ(error(few_bytes + kBinaryPart.substr(4), std::to_string(few_bytes.size())),
+            "inputs[1].parameters.binary_data_size: is 3 bytes; 1 BYTES elements take at least 4");
+}
+
+// Whatever the header says and whatever the bytes: never a crash, and a request accepted has
+// exactly the binary part its tensors name.
+TEST(InferRequest, FuzzedBinaryRequestsNeverCrash) {
+  std::mt19937 rng(29);
+  const std::string seed = kBinaryJson + kBinaryPart;
+  int accepted = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const std::string s =
+        testing::Mutate(seed, rng, 4, [&] { return static_cast<char>(rng() % 256); });
+    const std::string length =
+        std::to_string(rng() % 3 != 0 ? strlen(kBinaryJson) : rng() % (s.size() + 8));
+    auto r = ParseInferRequest(s, {.header_length = length});
+    if (!r.ok()) continue;
+    ++accepted;
+    EXPECT_EQ(r->body.binary.size(), s.size() - std::stoul(length));
+  }
+  EXPECT_GT(accepted, 30);  // the mutations did reach the accepting path
 }
 
 // Kairos plans a bucket's queries at its upper bound: the buckets cover every size a spec may

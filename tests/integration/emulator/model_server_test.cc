@@ -1,0 +1,109 @@
+// The emulated model server (a process of ours standing in for Triton) speaks the binary data
+// extension as the router expects a model server to: binary inputs are checked against their
+// shapes and the body, and come back as binary outputs; --max-body-bytes bounds a request.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "integration/harness/loopback.h"
+#include "support/shell.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+
+struct Answer {
+  int code = 0;
+  std::string headers;
+  std::string body;
+};
+
+class ModelServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/model-server-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+
+  void Start(const std::vector<std::string>& more = {}) {
+    testing::Started server = testing::StartModelServer(
+        {.task = "m", .latency_ms = "0,0,1", .more = more}, "127.0.8.1", dir_);
+    ASSERT_FALSE(server.ports.empty()) << server.process->Log();
+    process_ = std::move(server.process);
+    port_ = server.ports[0];
+  }
+
+  // POSTs `json_text` then `binary`; with binary data, the header names the JSON's length.
+  Answer Post(const std::string& json_text, const std::string& binary = "") const {
+    std::ofstream(dir_ + "/body", std::ios::binary) << json_text << binary;
+    const std::string header =
+        binary.empty()
+            ? ""
+            : " -H 'Inference-Header-Content-Length: " + std::to_string(json_text.size()) + "'";
+    const testing::ShellResult curl =
+        testing::RunShell("curl -s -o " + dir_ + "/answer -D " + dir_ +
+                          "/headers -w '%{http_code}'" + header + " --data-binary @" + dir_ +
+                          "/body http://127.0.8.1:" + std::to_string(port_) + "/v2/models/m/infer");
+    return {std::atoi(curl.out.c_str()), testing::ReadFile(dir_ + "/headers"),
+            testing::ReadFile(dir_ + "/answer")};
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::Process> process_;
+  int port_ = 0;
+};
+
+constexpr const char* kBinaryX = R"({"inputs": [{"name": "x", "datatype": "INT8", "shape": [2, 3],)"
+                                 R"( "parameters": {"binary_data_size": 6}}]})";
+
+TEST_F(ModelServerTest, EchoesBinaryInputsAsBinaryOutputs) {
+  Start();
+  const std::string bytes("\x01\x00\xfe\x7f\x80\x02", 6);
+  const Answer a = Post(kBinaryX, bytes);
+  ASSERT_EQ(a.code, 200) << a.body;
+  std::string lower = a.headers;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  const size_t at = lower.find("inference-header-content-length: ");
+  ASSERT_NE(at, std::string::npos) << a.headers;
+  const size_t json_bytes = std::stoul(a.headers.substr(at + 33));
+  ASSERT_LE(json_bytes, a.body.size());
+  const json header = json::parse(a.body.substr(0, json_bytes));
+  EXPECT_EQ(header["outputs"][0]["name"], "output_x");
+  EXPECT_EQ(header["outputs"][0]["parameters"]["binary_data_size"], 6);
+  EXPECT_EQ(a.body.substr(json_bytes), bytes);
+}
+
+TEST_F(ModelServerTest, ABinaryPartOfTheWrongLengthIsRefused) {
+  Start();
+  const Answer short_part = Post(kBinaryX, "12345");
+  EXPECT_EQ(short_part.code, 400);
+  EXPECT_NE(short_part.body.find("add up to 6 bytes, the binary part holds 5"), std::string::npos)
+      << short_part.body;
+  std::string wrong = kBinaryX;
+  wrong.replace(wrong.find("INT8"), 4, "FP32");
+  const Answer shape = Post(wrong, "123456");
+  EXPECT_EQ(shape.code, 400);
+  EXPECT_NE(shape.body.find("binary_data_size is 6 bytes"), std::string::npos) << shape.body;
+}
+
+TEST_F(ModelServerTest, MaxBodyBytesBoundsARequest) {
+  Start({"--max-body-bytes", "2048"});
+  const std::string data(3000, ' ');
+  const Answer big = Post(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1],)"
+                          R"( "data": [1])" +
+                          data + "]}");
+  EXPECT_EQ(big.code, 413);
+  EXPECT_NE(big.body.find("exceeds 2048 bytes"), std::string::npos) << big.body;
+  EXPECT_EQ(
+      Post(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]})").code,
+      200);
+}
+
+}  // namespace
+}  // namespace pipescale
