@@ -54,7 +54,7 @@ void Serve(const std::string& port_file, Answer answer) {
     beast::tcp_stream stream(std::move(socket));
     beast::error_code ec;
     stream.socket().set_option(tcp::no_delay(true), ec);
-    beast::flat_buffer buffer;
+    beast::flat_buffer buffer = ReadBuffer();
     for (;;) {
       // Beast's default limit is 1 MiB, below the largest request here.
       http::request_parser<http::string_body> parser;

@@ -1,5 +1,6 @@
 #include "handler.h"
 
+#include <charconv>
 #include <set>
 
 #include "common/strings.h"
@@ -26,6 +27,21 @@ ClientResponse Reply(unsigned status, const std::string& body) {
 ClientResponse ErrorReply(unsigned status, const std::string& message) {
   return Reply(status, ErrorBody(message));
 }
+
+// A whole number as a label value, written without allocating.
+class StatusText {
+ public:
+  explicit StatusText(unsigned value) {
+    size_ = static_cast<size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr - text_);
+  }
+  operator std::string_view() const {
+    return {text_, size_};
+  }  // NOLINT(google-explicit-constructor)
+
+ private:
+  char text_[12] = {};
+  size_t size_ = 0;
+};
 
 // One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
 std::vector<std::pair<std::string, Body>> Spread(const std::vector<std::string>& tasks, Body body) {
@@ -241,12 +257,12 @@ std::uint64_t RouterMetrics::NextId() {
 
 void RouterMetrics::Request(const std::string& path, unsigned code, double seconds) {
   const std::string& p = path.empty() ? kUnlisted : path;
-  const std::string c = std::to_string(code);
-  Cached(requests_, p + '\x1f' + c, [&] {
-    return &requests_.Add(Labels({{"path", p}, {"code", c}}));
+  const StatusText c(code);
+  Cached(requests_, {p, c}, [&] {
+    return &requests_.Add(Labels({{"path", p}, {"code", std::string(c)}}));
   }).Increment();
   if (code != 200) return;
-  Cached(duration_, p, [&] {
+  Cached(duration_, {p}, [&] {
     return &duration_.Add(Labels({{"path", p}}),
                           prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
                                                                   0.25, 0.5, 1, 2.5, 5, 10});
@@ -255,29 +271,27 @@ void RouterMetrics::Request(const std::string& path, unsigned code, double secon
 
 void RouterMetrics::Call(const std::string& task, const std::string& variant, unsigned code,
                          double seconds) {
-  const std::string c = std::to_string(code);
-  const std::string series = task + '\x1f' + variant;
-  Cached(calls_, series + '\x1f' + c, [&] {
-    return &calls_.Add(Labels({{"task", task}, {"variant", variant}, {"code", c}}));
+  const StatusText c(code);
+  Cached(calls_, {task, variant, c}, [&] {
+    return &calls_.Add(Labels({{"task", task}, {"variant", variant}, {"code", std::string(c)}}));
   }).Increment();
   if (code != 200) return;
-  Cached(call_duration_, series, [&] {
+  Cached(call_duration_, {task, variant}, [&] {
     return &call_duration_.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
   }).Observe(seconds);
 }
 
 void RouterMetrics::Split(const std::string& task, const std::string& variant, double queue_seconds,
                           double service_seconds) {
-  const std::string series = task + '\x1f' + variant;
   const auto add = [&](prometheus::Family<prometheus::Histogram>& family) {
     return &family.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
   };
-  Cached(queue_, series, [&] { return add(queue_); }).Observe(queue_seconds);
-  Cached(service_, series, [&] { return add(service_); }).Observe(service_seconds);
+  Cached(queue_, {task, variant}, [&] { return add(queue_); }).Observe(queue_seconds);
+  Cached(service_, {task, variant}, [&] { return add(service_); }).Observe(service_seconds);
 }
 
 prometheus::Gauge& RouterMetrics::TaskInFlight(const std::string& task) {
-  return Cached(task_in_flight_, task, [&] {
+  return Cached(task_in_flight_, {task}, [&] {
     return &task_in_flight_.Add(Labels({{"task", task}}));
   });
 }
@@ -317,30 +331,31 @@ void RouterMetrics::Reroute(const std::string& task, const std::string& variant)
 }
 
 void RouterMetrics::Spill(const std::string& task) {
-  Cached(spills_, task, [&] { return &spills_.Add(Labels({{"task", task}})); }).Increment();
+  Cached(spills_, {task}, [&] { return &spills_.Add(Labels({{"task", task}})); }).Increment();
 }
 
 prometheus::Gauge& RouterMetrics::PoolWaiting(const std::string& task) {
-  return Cached(pool_waiting_, task, [&] { return &pool_waiting_.Add(Labels({{"task", task}})); });
+  return Cached(pool_waiting_, {task}, [&] {
+    return &pool_waiting_.Add(Labels({{"task", task}}));
+  });
 }
 
 void RouterMetrics::Batch(const std::string& task, int rows) {
-  Cached(batch_rows_, task, [&] {
+  Cached(batch_rows_, {task}, [&] {
     return &batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
   }).Observe(rows);
 }
 
 void RouterMetrics::BatchService(const std::string& task, const std::string& variant,
                                  const std::string& hardware_class, int rows, double seconds) {
-  const std::string r = std::to_string(rows);
-  const std::string series = task + '\x1f' + variant + '\x1f' + hardware_class + '\x1f' + r;
+  const StatusText r(static_cast<unsigned>(rows));
   // No quantiles: _sum and _count, whose ratio over a window is the mean d(rows) the operator
   // learns; quantiles would cost a sliding window per series and sum across nothing.
-  Cached(batch_service_, series, [&] {
+  Cached(batch_service_, {task, variant, hardware_class, r}, [&] {
     return &batch_service_.Add(Labels({{"task", task},
                                        {"variant", variant},
                                        {"hardware_class", hardware_class},
-                                       {"rows", r}}),
+                                       {"rows", std::string(r)}}),
                                prometheus::Summary::Quantiles{});
   }).Observe(seconds);
 }
@@ -354,10 +369,11 @@ void RouterMetrics::Late(const std::string& path) {
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& request) {
-  const std::string target(request.target().data(), request.target().size());
-  const std::string model = "/v2/models/" + config_.pipeline;
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string& model = model_target_;
   if (request.method() == http::verb::post &&
-      (target == model + "/infer" || target.starts_with(model + "/versions/"))) {
+      (target == infer_target_ ||
+       (target.starts_with(model) && target.substr(model.size()).starts_with("/versions/")))) {
     co_return co_await Infer(request);
   }
   if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");

@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -166,17 +167,26 @@ class RouterMetrics {
 
   std::map<std::string, std::string> Labels(std::map<std::string, std::string> more) const;
 
+  // Hashes a std::string key as the string_view it is looked up by (no copy to find a series).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   // Family::Add builds and hashes a label map and takes a lock at every call; on the request
   // path each thread keeps the series it has used, keyed by this instance, the family and the
-  // label values. Series live as long as their family, which outlives every thread.
+  // label values, the key written into one buffer the thread reuses (no allocation once a series
+  // is known). Series live as long as their family, which outlives every thread.
   template <typename T, typename Add>
-  T& Cached(const prometheus::Family<T>& family, const std::string& values, Add add) const {
-    thread_local std::unordered_map<std::string, T*> cache;
-    std::string key(reinterpret_cast<const char*>(&id_), sizeof id_);
+  T& Cached(const prometheus::Family<T>& family, std::initializer_list<std::string_view> values,
+            Add add) const {
+    thread_local std::unordered_map<std::string, T*, KeyHash, std::equal_to<>> cache;
+    thread_local std::string key;
     const void* f = &family;
-    key.append(reinterpret_cast<const char*>(&f), sizeof f).append(values);
-    auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(std::move(key), add()).first;
+    key.assign(reinterpret_cast<const char*>(&id_), sizeof id_)
+        .append(reinterpret_cast<const char*>(&f), sizeof f);
+    for (std::string_view v : values) (key += v) += '\x1f';
+    auto it = cache.find(std::string_view(key));
+    if (it == cache.end()) it = cache.emplace(key, add()).first;
     return *it->second;
   }
 
@@ -207,7 +217,12 @@ class PipelineHandler {
  public:
   PipelineHandler(RouterConfig& config, RouterMetrics& metrics, UpstreamPool& pool,
                   std::uint64_t seed)
-      : config_(config), metrics_(metrics), pool_(pool), rng_(seed) {}
+      : config_(config),
+        metrics_(metrics),
+        pool_(pool),
+        rng_(seed),
+        model_target_("/v2/models/" + config.pipeline),
+        infer_target_(model_target_ + "/infer") {}
 
   asio::awaitable<ClientResponse> Handle(const HttpRequest& request);
   bool draining() const { return config_.draining.load(std::memory_order_relaxed); }
@@ -277,6 +292,8 @@ class PipelineHandler {
   RouterMetrics& metrics_;
   UpstreamPool& pool_;
   std::mt19937_64 rng_;
+  // The pipeline as one model's endpoints, fixed for the router's life.
+  const std::string model_target_, infer_target_;
 };
 
 }  // namespace pipescale::router

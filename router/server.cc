@@ -15,7 +15,7 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler, size
   beast::tcp_stream stream(std::move(socket));
   beast::error_code ec;
   stream.socket().set_option(tcp::no_delay(true), ec);
-  beast::flat_buffer buffer;
+  beast::flat_buffer buffer = ReadBuffer();
   const Responder respond = [&handler](const HttpRequest& request) {
     return handler.Handle(request);
   };

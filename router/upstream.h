@@ -51,7 +51,7 @@ class UpstreamPool {
   struct Connection {
     explicit Connection(const asio::any_io_executor& executor) : stream(executor) {}
     beast::tcp_stream stream;
-    beast::flat_buffer buffer;
+    beast::flat_buffer buffer = ReadBuffer();
   };
   // The request line and headers in `head`, then `pieces`, on a pooled connection to `address`.
   asio::awaitable<Result<UpstreamReply>> Send(const std::string& address, const std::string& head,

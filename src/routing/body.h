@@ -19,6 +19,8 @@ inline constexpr int kMaxNesting = 32;  // arrays and objects in one another, fa
 // The router's own request parameters: the path the client named, and the milliseconds left
 // before the path's deadline (so a model server may refuse work it cannot finish in time).
 inline constexpr std::string_view kPathParameter = "pipescale_path";
+// What every parameter of the router's own begins with, in requests and answers alike.
+inline constexpr std::string_view kRouterParameterPrefix = "pipescale_";
 inline constexpr std::string_view kDeadlineParameter = "pipescale_deadline_ms";
 // A response parameter a model server may set: the milliseconds the request waited for its
 // batch, which splits the task's time as the router sees it into queue and service.
@@ -94,7 +96,7 @@ Result<Body> ClientBody(const std::vector<Member>& request, std::string_view bin
 struct Answer {               // NOLINT(bugprone-exception-escape)
   std::string_view outputs;   // the "outputs" array, or "" when absent or empty
   std::string_view binary;    // the outputs' binary data (the binary extension), or ""
-  nlohmann::json parameters;  // the answer's parameters (small: what the walk reads), or {}
+  nlohmann::json parameters;  // the answer's parameters the router reads (kRouterParameterPrefix)
 };
 // `header_length`: the answer's Inference-Header-Content-Length, or "" (all JSON).
 Result<Answer> ReadAnswer(std::string_view body, std::string_view header_length = {});

@@ -245,16 +245,18 @@ TEST_F(ProfileTest, AServerKilledDuringTheRun) {
   EXPECT_EQ(text.str(), kPipeline);
 }
 
-// The emulator refuses bodies over 4 MiB (its default --max-body-bytes): rows of 150000 elements pass at 6 rows, not at 7.
+// The emulator refuses bodies over 4 MiB (its default --max-body-bytes): rows of 150000 elements
+// pass at 6 rows, not at 7.
 TEST_F(ProfileTest, AServerThatRefusesMidRun) {
   const std::string address = StartServer("127.0.8.4", "0,0,1");
   const Output r =
       RunCli(Profile(dir_ + "/measured.yaml", {"--address", address, "--requests", "2", "--warmup",
                                                "0", "--input-shape", "150000"}));
   EXPECT_EQ(r.code, cli::kExitFailure);
-  EXPECT_EQ(r.err, "pipescale profile: " + address +
-                       " failed at batch size 7, request 1 of 2: POST /v2/models/detect/infer "
-                       "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4194304 bytes\\\"}\"\n");
+  EXPECT_EQ(r.err,
+            "pipescale profile: " + address +
+                " failed at batch size 7, request 1 of 2: POST /v2/models/detect/infer "
+                "answered 413: \"{\\\"error\\\":\\\"request body exceeds 4194304 bytes\\\"}\"\n");
 }
 
 }  // namespace

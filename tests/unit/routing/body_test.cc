@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "routing/walk.h"
 #include "support/mutate.h"
 
 namespace pipescale::router {
@@ -198,6 +199,21 @@ TEST(Body, ABinaryAnswersDataGoesOnWithItsOutputs) {
   EXPECT_FALSE(ReadAnswer(reply, std::to_string(header.size() + 1)).ok());  // 2 bytes, 3 named
   EXPECT_FALSE(ReadAnswer(reply, "-1").ok());
   EXPECT_FALSE(ReadAnswer(reply).ok());  // without the header, the bytes are not JSON
+}
+
+// The walk reads only the router's own answer parameters: those are decoded, a model's others
+// (however large) are not; every parameter the router reads carries the prefix.
+TEST(Body, AnAnswersParametersAreDecodedOnlyWhereTheRouterReadsThem) {
+  auto answer = ReadAnswer(
+      R"({"parameters": {"sequence_id": 0, "scores": [1, 2, 3], "pipescale_queue_ms": 2.5,)"
+      R"( "pipescale_next": {"classify": 1}}})");
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->parameters,
+            json::parse(R"({"pipescale_queue_ms": 2.5, "pipescale_next": {"classify": 1}})"));
+  for (std::string_view key : {std::string_view(kQueueParameter), std::string_view(kNextParameter),
+                               std::string_view(kBatchRowsParameter)}) {
+    EXPECT_TRUE(key.starts_with(kRouterParameterPrefix)) << key;
+  }
 }
 
 TEST(Body, TheClientsOutputsAreNamedAfterTheirTask) {
