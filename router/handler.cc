@@ -34,9 +34,9 @@ class StatusText {
   explicit StatusText(unsigned value) {
     size_ = static_cast<size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr - text_);
   }
-  operator std::string_view() const {
-    return {text_, size_};
-  }  // NOLINT(google-explicit-constructor)
+  // Read where a label value is: a view of the text, as a std::string would give.
+  // NOLINTNEXTLINE(google-explicit-constructor)
+  operator std::string_view() const { return {text_, size_}; }
 
  private:
   char text_[12] = {};

@@ -69,18 +69,18 @@ long ElementBytes(std::string_view datatype) {
 Status CheckBinaryPart(std::string_view tensors, std::string_view binary,
                        const std::string& field) {
   // Sizes past a terabyte are wrong whatever follows: the sum is held there, never overflowing.
-  constexpr long cap = 1L << 40;
+  constexpr long kCap = 1L << 40;
   long total = 0;
   const std::vector<std::string_view> items = ElementsOf(tensors);
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].front() != '{') continue;  // the caller names what is not a tensor
     auto size = BinarySize(MembersOf(items[i]), field + "[" + std::to_string(i) + "]");
     if (!size) return size.error();
-    total = std::min(total + std::min(size->value_or(0), cap), cap);
+    total = std::min(total + std::min(size->value_or(0), kCap), kCap);
   }
   if (static_cast<size_t>(total) == binary.size()) return Done{};
   const std::string sum =
-      total == cap ? "more than " + std::to_string(binary.size()) : std::to_string(total);
+      total == kCap ? "more than " + std::to_string(kCap) : std::to_string(total);
   return Error{ErrorKind::kInvalid, field + ": their binary_data_size add up to " + sum +
                                         " bytes, but the body's binary part (past its " +
                                         std::string(kHeaderLengthField) + ") holds " +
