@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "integration/harness/loopback.h"
+#include "integration/harness/test_dir.h"
 #include "support/shell.h"
 
 namespace pipescale {
@@ -24,12 +25,7 @@ struct Answer {
 
 class ModelServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/model-server-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("model-server"); }
 
   void Start(const std::vector<std::string>& more = {}) {
     testing::Started server = testing::StartModelServer(

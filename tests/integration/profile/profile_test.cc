@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "integration/harness/process.h"
+#include "integration/harness/test_dir.h"
 #include "support/cli_run.h"
 
 namespace pipescale {
@@ -65,10 +66,7 @@ using testing::RunCli;
 class ProfileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/profile-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
+    dir_ = testing::FreshTestDir("profile");
     std::ofstream(dir_ + "/true.yaml") << kPipeline;
     std::filesystem::copy_file(dir_ + "/true.yaml", dir_ + "/measured.yaml");
   }

@@ -21,6 +21,7 @@
 
 #include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
+#include "integration/harness/test_dir.h"
 #include "support/shell.h"
 
 namespace pipescale {
@@ -85,12 +86,7 @@ class RouterBatchServiceTest : public ::testing::Test {
   static constexpr int kMinSamples = 30;
   static constexpr double kTolerance = 0.10;
 
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/batch-service-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("batch-service"); }
 
   // A model server for `task` on its own loopback address: d(b) = `profile`, batches of up to
   // `batch` requests formed as soon as it is free (it waits for no more); `scale`, when not

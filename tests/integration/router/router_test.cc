@@ -14,6 +14,7 @@
 
 #include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
+#include "integration/harness/test_dir.h"
 #include "integration/harness/wait.h"
 #include "support/shell.h"
 
@@ -59,12 +60,7 @@ struct BinaryRequest {
 
 class RouterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/router-" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::FreshTestDir("router"); }
 
   // A model server for `task` on its own loopback address, batching up to `batch` requests
   // and waiting at most `max_wait_ms` for a batch to fill; its ip:port.
