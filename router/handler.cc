@@ -319,15 +319,19 @@ void RouterMetrics::Declare(const Graph& graph) {
 }
 
 void RouterMetrics::Retry(const std::string& task) {
-  retries_.Add(Labels({{"task", task}})).Increment();
+  Cached(retries_, {task}, [&] { return &retries_.Add(Labels({{"task", task}})); }).Increment();
 }
 
 void RouterMetrics::Drop(const std::string& task, const std::string& reason) {
-  drops_.Add(Labels({{"task", task}, {"reason", reason}})).Increment();
+  Cached(drops_, {task, reason}, [&] {
+    return &drops_.Add(Labels({{"task", task}, {"reason", reason}}));
+  }).Increment();
 }
 
 void RouterMetrics::Reroute(const std::string& task, const std::string& variant) {
-  reroutes_.Add(Labels({{"task", task}, {"variant", variant}})).Increment();
+  Cached(reroutes_, {task, variant}, [&] {
+    return &reroutes_.Add(Labels({{"task", task}, {"variant", variant}}));
+  }).Increment();
 }
 
 void RouterMetrics::Spill(const std::string& task) {
@@ -360,12 +364,16 @@ void RouterMetrics::BatchService(const std::string& task, const std::string& var
   }).Observe(seconds);
 }
 
+// Refusals and late answers come fastest when the router is overloaded: cached like the rest.
 void RouterMetrics::Shed(const std::string& path, const char* reason) {
-  shed_.Add(Labels({{"path", path}, {"reason", reason}})).Increment();
+  Cached(shed_, {path, reason}, [&] {
+    return &shed_.Add(Labels({{"path", path}, {"reason", reason}}));
+  }).Increment();
 }
 
 void RouterMetrics::Late(const std::string& path) {
-  late_.Add(Labels({{"path", path.empty() ? kUnlisted : path}})).Increment();
+  const std::string& p = path.empty() ? kUnlisted : path;
+  Cached(late_, {p}, [&] { return &late_.Add(Labels({{"path", p}})); }).Increment();
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& request) {
