@@ -98,8 +98,8 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
 asio::awaitable<Result<CallReply>> Batcher::Submit(const Body& body, Clock::time_point deadline,
                                                    const Send& send) {
   // Binary data is passed on as it came, never cut or stacked: such a request goes alone.
-  auto key = body.binary_outputs ? Result<BatchKey>(Error{ErrorKind::kInvalid, "binary"})
-                                 : KeyOf(body.inputs);
+  if (body.binary_outputs) co_return co_await send(body, 1);
+  auto key = KeyOf(body.inputs);
   if (!key) co_return co_await send(body, 1);  // not stackable: alone, as the client sent it
   auto w = std::make_shared<Waiter>(co_await asio::this_coro::executor);
   w->body = &body;

@@ -28,10 +28,10 @@ ClientResponse ErrorReply(unsigned status, const std::string& message) {
   return Reply(status, ErrorBody(message));
 }
 
-// A whole number as a label value, written without allocating.
-class StatusText {
+// A whole number (a status code, a batch's rows) as a label value, written without allocating.
+class LabelNumber {
  public:
-  explicit StatusText(unsigned value) {
+  explicit LabelNumber(unsigned value) {
     size_ = static_cast<size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr - text_);
   }
   // Read where a label value is: a view of the text, as a std::string would give.
@@ -257,7 +257,7 @@ std::uint64_t RouterMetrics::NextId() {
 
 void RouterMetrics::Request(const std::string& path, unsigned code, double seconds) {
   const std::string& p = path.empty() ? kUnlisted : path;
-  const StatusText c(code);
+  const LabelNumber c(code);
   Cached(requests_, {p, c}, [&] {
     return &requests_.Add(Labels({{"path", p}, {"code", std::string(c)}}));
   }).Increment();
@@ -271,7 +271,7 @@ void RouterMetrics::Request(const std::string& path, unsigned code, double secon
 
 void RouterMetrics::Call(const std::string& task, const std::string& variant, unsigned code,
                          double seconds) {
-  const StatusText c(code);
+  const LabelNumber c(code);
   Cached(calls_, {task, variant, c}, [&] {
     return &calls_.Add(Labels({{"task", task}, {"variant", variant}, {"code", std::string(c)}}));
   }).Increment();
@@ -352,7 +352,7 @@ void RouterMetrics::Batch(const std::string& task, int rows) {
 
 void RouterMetrics::BatchService(const std::string& task, const std::string& variant,
                                  const std::string& hardware_class, int rows, double seconds) {
-  const StatusText r(static_cast<unsigned>(rows));
+  const LabelNumber r(static_cast<unsigned>(rows));
   // No quantiles: _sum and _count, whose ratio over a window is the mean d(rows) the operator
   // learns; quantiles would cost a sliding window per series and sum across nothing.
   Cached(batch_service_, {task, variant, hardware_class, r}, [&] {

@@ -1,28 +1,24 @@
 #include "routing/binary.h"
 
-#include <algorithm>
 #include <array>
 #include <charconv>
 #include <string>
 #include <utility>
 
 namespace pipescale::router {
-namespace {
-
-// A non-negative whole number written as JSON or as a header writes it, or -1.
-long WholeNumber(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+long WholeNumber(std::string_view token) {
   long value = -1;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && value >= 0 ? value : -1;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  return error == std::errc() && end == token.data() + token.size() && value >= 0 ? value : -1;
 }
-
-}  // namespace
 
 Result<SplitBody> Split(std::string_view body, std::string_view header_length) {
   if (header_length.empty()) return SplitBody{body, {}};
-  const long json = WholeNumber(header_length);
+  // A header's value may carry spaces and tabs around it; a JSON token does not.
+  const size_t from = header_length.find_first_not_of(" \t");
+  const size_t to = header_length.find_last_not_of(" \t");
+  const long json =
+      from == std::string_view::npos ? -1 : WholeNumber(header_length.substr(from, to - from + 1));
   if (json < 0 || static_cast<size_t>(json) > body.size()) {
     return Error{ErrorKind::kInvalid, std::string(kHeaderLengthField) +
                                           ": must be a whole number of bytes within the " +
@@ -66,25 +62,27 @@ long ElementBytes(std::string_view datatype) {
   return 0;
 }
 
+Status BinaryTotal::Check(std::string_view binary, const std::string& field) const {
+  if (static_cast<size_t>(total_) == binary.size()) return Done{};
+  const std::string sum =
+      total_ == kCap ? "more than " + std::to_string(kCap) : std::to_string(total_);
+  return Error{ErrorKind::kInvalid, field + ": their binary_data_size add up to " + sum +
+                                        " bytes, but the body's binary part (past its " +
+                                        std::string(kHeaderLengthField) + ") holds " +
+                                        std::to_string(binary.size())};
+}
+
 Status CheckBinaryPart(std::string_view tensors, std::string_view binary,
                        const std::string& field) {
-  // Sizes past a terabyte are wrong whatever follows: the sum is held there, never overflowing.
-  constexpr long kCap = 1L << 40;
-  long total = 0;
+  BinaryTotal total;
   const std::vector<std::string_view> items = ElementsOf(tensors);
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i].front() != '{') continue;  // the caller names what is not a tensor
     auto size = BinarySize(MembersOf(items[i]), field + "[" + std::to_string(i) + "]");
     if (!size) return size.error();
-    total = std::min(total + std::min(size->value_or(0), kCap), kCap);
+    total.Add(size->value_or(0));
   }
-  if (static_cast<size_t>(total) == binary.size()) return Done{};
-  const std::string sum =
-      total == kCap ? "more than " + std::to_string(kCap) : std::to_string(total);
-  return Error{ErrorKind::kInvalid, field + ": their binary_data_size add up to " + sum +
-                                        " bytes, but the body's binary part (past its " +
-                                        std::string(kHeaderLengthField) + ") holds " +
-                                        std::to_string(binary.size())};
+  return total.Check(binary, field);
 }
 
 }  // namespace pipescale::router

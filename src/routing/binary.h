@@ -4,7 +4,9 @@
 // the bytes on untouched. Pure.
 #pragma once
 
+#include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,8 +41,23 @@ Result<std::optional<long>> BinarySize(const std::vector<Member>& tensor, const 
 // BYTES, whose elements each carry their own length.
 long ElementBytes(std::string_view datatype);
 
-// Done when the tensors' binary_data_size (the checked "inputs" or "outputs" array) add up to
-// `binary`'s length; kInvalid saying both when they do not, naming `field`.
+// A non-negative integer as JSON writes it (a checked token), or -1.
+long WholeNumber(std::string_view token);
+
+// The tensors' binary_data_size added up, to be held against the binary part. The sum stops at a
+// terabyte, past which every part is wrong whatever follows, so it never overflows.
+class BinaryTotal {
+ public:
+  void Add(long bytes) { total_ = std::min(total_ + std::min(bytes, kCap), kCap); }
+  // Done when the sum is `binary`'s length; kInvalid saying both, naming `field`, when not.
+  Status Check(std::string_view binary, const std::string& field) const;
+
+ private:
+  static constexpr long kCap = 1L << 40;
+  long total_ = 0;
+};
+
+// BinaryTotal over the tensors (the checked "inputs" or "outputs" array) against `binary`.
 Status CheckBinaryPart(std::string_view tensors, std::string_view binary, const std::string& field);
 
 }  // namespace pipescale::router

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 
 #include "routing/binary.h"
 
@@ -43,13 +42,6 @@ std::string Text(std::string_view token) {
   return decoded.is_string() ? decoded.get<std::string>() : std::string();
 }
 
-// A non-negative integer token, or -1.
-long Dimension(std::string_view token) {
-  long value = -1;
-  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
-  return error == std::errc() && end == token.data() + token.size() && value >= 0 ? value : -1;
-}
-
 struct Shape {
   long elements = 1;
   long first = 0;  // the leading dimension: the query's size
@@ -58,9 +50,9 @@ struct Shape {
 Result<Shape> CheckShape(std::string_view shape, const std::string& field) {
   const auto dims = shape.front() == '[' ? ElementsOf(shape) : std::vector<std::string_view>{};
   if (dims.empty()) return Invalid(field, "must be a non-empty array of non-negative integers");
-  Shape out{.elements = 1, .first = Dimension(dims.front())};
+  Shape out{.elements = 1, .first = WholeNumber(dims.front())};
   for (std::string_view d : dims) {
-    const long dim = Dimension(d);
+    const long dim = WholeNumber(d);
     if (dim < 0) return Invalid(field, "must be a non-empty array of non-negative integers");
     if (dim > 0 && out.elements > static_cast<long>(kMaxElements) / dim) {
       return Invalid(field, "holds more than " + std::to_string(kMaxElements) + " elements");
@@ -83,8 +75,14 @@ Status CheckBinaryTensor(long bytes, long elements, std::string_view datatype,
                      std::to_string(needed));
 }
 
-// Checks one input tensor; its first dimension (the query's size).
-Result<long> CheckInput(std::string_view input, const std::string& field) {
+// What a checked input tensor says of the request.
+struct Input {
+  long first = 0;   // its first dimension (the query's size)
+  long binary = 0;  // its bytes in the binary part (0 when its data is JSON)
+};
+
+// Checks one input tensor.
+Result<Input> CheckInput(std::string_view input, const std::string& field) {
   if (input.front() != '{') return Invalid(field, "must be an object");
   const std::vector<Member> members = MembersOf(input);
   const std::string_view name = Find(members, "name");
@@ -107,7 +105,7 @@ Result<long> CheckInput(std::string_view input, const std::string& field) {
     if (!data.empty()) return Invalid(field + ".data", "must be absent: the tensor is binary data");
     Status fits = CheckBinaryTensor(**binary, elements, type.substr(1, type.size() - 2), field);
     if (!fits) return fits.error();
-    return checked->first;
+    return Input{.first = checked->first, .binary = **binary};
   }
   if (data.empty()) return Invalid(field + ".data", "is required");
   const long count = CountScalars(data);
@@ -116,7 +114,7 @@ Result<long> CheckInput(std::string_view input, const std::string& field) {
     return Invalid(field + ".data", "holds " + std::to_string(count) +
                                         " elements, the shape says " + std::to_string(elements));
   }
-  return checked->first;
+  return Input{.first = checked->first};
 }
 
 Status CheckOutputs(std::string_view outputs) {
@@ -164,12 +162,16 @@ Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders
   const auto tensors = !inputs.empty() && inputs.front() == '[' ? ElementsOf(inputs)
                                                                 : std::vector<std::string_view>{};
   if (tensors.empty()) return Invalid("inputs", "must be a non-empty array");
+  // The sizes CheckInput read, not read again: splitting the tensors twice passed over every
+  // JSON request's data once more.
+  BinaryTotal binary;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    auto first = CheckInput(tensors[i], "inputs[" + std::to_string(i) + "]");
-    if (!first) return first.error();
-    if (i == 0) out.query_size = static_cast<int>(std::clamp<long>(*first, 1, 1 << 20));
+    auto input = CheckInput(tensors[i], "inputs[" + std::to_string(i) + "]");
+    if (!input) return input.error();
+    if (i == 0) out.query_size = static_cast<int>(std::clamp<long>(input->first, 1, 1 << 20));
+    binary.Add(input->binary);
   }
-  if (Status fits = CheckBinaryPart(inputs, split->binary, "inputs"); !fits) return fits.error();
+  if (Status fits = binary.Check(split->binary, "inputs"); !fits) return fits.error();
   if (const std::string_view outputs = Find(*members, "outputs"); !outputs.empty()) {
     if (Status s = CheckOutputs(outputs); !s) return s.error();
   }
