@@ -135,10 +135,11 @@ TEST_F(ProfileTest, MeasuresTheEmulatorsProfileAndWritesWhatPlansTheSame) {
   ASSERT_EQ(r.code, cli::kExitOk) << r.err;
   const json report = json::parse(r.out);
   ASSERT_EQ(report["batches"].size(), static_cast<size_t>(kMaxBatch));
-  // (1) Each size's p50 within 5% of the emulator's d(b), and its mean (what is written) within
-  // 10%: a round trip carries about 1 ms of wake-ups and loopback beyond d(b), 3% at b=1, and
-  // one stall of a busy machine among 30 requests moves the mean by another 2-3%, the p50 not.
-  // The error of each is in the test's log.
+  // (1) Each size's p50 within 2 ms + 3% of the emulator's d(b) and never below it, and its
+  // mean within 10%: a round trip carries 1-2 ms of wake-ups and loopback beyond d(b) on a
+  // busy 2-core machine (CI once measured 1.77 ms, 5.0% at b=1), an additive cost a relative
+  // bound alone reads as an error of the profile; one stall among 30 requests moves the mean
+  // by another 2-3%, the p50 not. A profile 25% off is 9-20 ms off. The errors are in the log.
   std::string errors;
   for (const json& batch : report["batches"]) {
     const int b = batch["batch"];
@@ -148,7 +149,8 @@ TEST_F(ProfileTest, MeasuresTheEmulatorsProfileAndWritesWhatPlansTheSame) {
     errors += "b=" + std::to_string(b) + " p50 " + std::to_string(p50) + " ms, mean " +
               std::to_string(mean) + " ms, d(b) " + std::to_string(TrueMs(b)) + " ms, p50 error " +
               std::to_string(100 * error) + "%\n";
-    EXPECT_LT(std::abs(error), 0.05) << "batch " << b;
+    EXPECT_LT(std::abs(p50 - TrueMs(b)), 2.0 + 0.03 * TrueMs(b)) << "batch " << b;
+    EXPECT_GT(p50, 0.99 * TrueMs(b)) << "batch " << b;  // the emulator sleeps d(b) at least
     EXPECT_LT(std::abs(mean - TrueMs(b)) / TrueMs(b), 0.10) << "batch " << b;
     EXPECT_EQ(batch["queueReported"], 30);
   }
