@@ -20,6 +20,9 @@ constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipeli
                                      pipescale-router, installed by the chart)
   --log-format text|json             (default text)
   --workers N                        concurrent reconciles (default 2)
+  --metrics-max-age SECONDS          how old an answer to the default (all-pipelines) queries
+                                     may be before Prometheus is asked again (default 2, the
+                                     chart's scrape interval; 0 asks at every reconcile)
   --version                          print the version and exit
 Each flag may also come from the environment as PIPESCALE_<FLAG>, e.g. PIPESCALE_LOG_FORMAT.
 )";
@@ -39,7 +42,7 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (const char* flag :
        {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
         "--leader-elect", "--leader-election-namespace", "--leader-election-id", "--prometheus-url",
-        "--router-cluster-role", "--log-format", "--workers"}) {
+        "--router-cluster-role", "--log-format", "--workers", "--metrics-max-age"}) {
     if (const char* v = std::getenv(EnvName(flag).c_str()); v != nullptr)
       given.emplace_back(flag, v);
   }
@@ -96,6 +99,14 @@ Result<Flags> ParseFlags(int argc, char** argv) {
     } else if (flag == "--workers") {
       f.workers = std::atoi(value.c_str());
       if (f.workers < 1) return Error{ErrorKind::kInvalid, "--workers: must be >= 1, got " + value};
+    } else if (flag == "--metrics-max-age") {
+      char* end = nullptr;
+      f.metrics_max_age_seconds = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(f.metrics_max_age_seconds >= 0) ||
+          f.metrics_max_age_seconds > 3600) {
+        return Error{ErrorKind::kInvalid,
+                     "--metrics-max-age: must be seconds in [0, 3600], got " + value};
+      }
     } else {
       return Error{ErrorKind::kInvalid, "unknown flag " + flag + "\n\n" + kUsage};
     }

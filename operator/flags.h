@@ -21,6 +21,7 @@ struct Flags {
   std::string router_cluster_role = "pipescale-router";
   std::string log_format = "text";  // text | json
   int workers = 2;
+  double metrics_max_age_seconds = 2;
 };
 
 // kInvalid names the flag and the reason; "--help" and "--version" come back as kNotFound with

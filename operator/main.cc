@@ -63,49 +63,61 @@ class Operator {
  public:
   Operator(const kube::Client& client, const Flags& flags, prometheus::Registry& registry,
            OperatorMetrics& metrics)
-      : client_(client), flags_(flags), metrics_(metrics) {
+      : client_(client),
+        flags_(flags),
+        metrics_(metrics),
+        shared_queries_(
+            std::chrono::milliseconds(static_cast<long>(flags.metrics_max_age_seconds * 1000))) {
     const std::vector<std::string> namespaces =
         flags.namespaces.empty() ? std::vector<std::string>{""} : flags.namespaces;
     controller_ = std::make_unique<controller::Controller>(
         "inferencepipeline", [this](const std::string& key) { return Reconcile(key); }, registry,
         flags.workers);
-    // The capacity model reads every node and every pod (all of them take room); a change to
-    // one of a pipeline's pods (say, Unschedulable) reconciles that pipeline.
-    nodes_ = std::make_unique<kube::Informer>(client, kube::Informer::Options{.type = kube::kNodes},
-                                              [](const std::string&, const nlohmann::json&) {});
+    // The capacity model counts every node and every pod (all of them take room), from their
+    // events; a change to one of a pipeline's pods (say, Unschedulable) reconciles it.
+    nodes_ = std::make_unique<kube::Informer>(
+        client, kube::Informer::Options{.type = kube::kNodes},
+        [this](const std::string& key, const nlohmann::json& node) {
+          // The cache holds the change before it is delivered: gone from it means deleted.
+          if (nodes_->Contains(key)) {
+            cluster_.SetNode(key, node);
+          } else {
+            cluster_.RemoveNode(key);
+          }
+        });
     pods_ = std::make_unique<kube::Informer>(
         client, kube::Informer::Options{.type = kube::kPods},
-        [this](const std::string&, const nlohmann::json& pod) {
-          const nlohmann::json& meta = Member(pod, "metadata");
-          const std::string pipeline =
-              StringField(Member(meta, "labels"), reconciler::kDeploymentSelector);
-          if (!pipeline.empty())
-            controller_->Enqueue(StringField(meta, "namespace") + "/" + pipeline);
+        [this](const std::string& key, const nlohmann::json& pod) {
+          if (pods_->Contains(key)) {
+            cluster_.SetPod(key, pod);
+          } else {
+            cluster_.RemovePod(key);
+          }
+          if (std::string pipeline = reconciler::PipelineOf(pod); !pipeline.empty())
+            controller_->Enqueue(pipeline);
         });
+    const auto enqueue = [this](const std::string& key) {
+      if (!key.empty()) controller_->Enqueue(key);
+    };
     for (const std::string& ns : namespaces) {
       pipelines_.push_back(std::make_unique<kube::Informer>(
           client,
           kube::Informer::Options{.type = reconciler::kInferencePipelines, .namespace_name = ns},
-          [this](const std::string& key, const nlohmann::json&) { controller_->Enqueue(key); }));
-      deployments_.push_back(std::make_unique<kube::Informer>(
-          client,
-          kube::Informer::Options{.type = kube::kDeployments,
-                                  .namespace_name = ns,
-                                  .label_selector = reconciler::kDeploymentSelector},
-          [this](const std::string&, const nlohmann::json& d) {
-            // A Deployment changed (a hand edit, say): reconcile its pipeline.
-            const nlohmann::json& meta = Member(d, "metadata");
-            controller_->Enqueue(
-                StringField(meta, "namespace") + "/" +
-                StringField(Member(meta, "labels"), reconciler::kDeploymentSelector));
-          }));
+          [enqueue](const std::string& key, const nlohmann::json&) { enqueue(key); }));
+      // A Deployment changed (a hand edit, say): reconcile its pipeline.
+      deployments_.push_back(
+          std::make_unique<kube::Informer>(client, reconciler::DeploymentWatch(ns),
+                                           [enqueue](const std::string&, const nlohmann::json& d) {
+                                             enqueue(reconciler::PipelineOf(d));
+                                           }));
+      owned_.push_back(std::make_unique<reconciler::OwnedObjects>(client, ns, enqueue));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
-          client, *pipelines_.back(), *deployments_.back(),
+          client, *pipelines_.back(), *deployments_.back(), *owned_.back(),
           [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now,
           [this](const model::Pipeline& p, int intervals, double now) {
             return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now);
           }));
-      reconcilers_.back()->WatchCapacity(*nodes_, *pods_);
+      reconcilers_.back()->WatchCapacity(cluster_);
       reconcilers_.back()->SetRouterClusterRole(flags.router_cluster_role);
       // One tenant's MILP must not abort the process that plans every tenant's pipelines.
       reconcilers_.back()->SetMilpSolver(solver::ChildProcessSolver({SelfPath(), "--solve-milp"}));
@@ -117,6 +129,7 @@ class Operator {
   void Start() {
     for (auto& i : pipelines_) i->Start();
     for (auto& i : deployments_) i->Start();
+    for (auto& o : owned_) o->Start();
     nodes_->Start();
     pods_->Start();
     controller_->Start();
@@ -147,6 +160,7 @@ class Operator {
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
     for (auto& i : deployments_) i->Stop();
+    for (auto& o : owned_) o->Stop();
     nodes_->Stop();
     pods_->Stop();
   }
@@ -159,7 +173,7 @@ class Operator {
   }
 
   Result<model::MetricsSnapshot> ReadMetrics(const model::Pipeline& p) const {
-    return metrics::ReadSnapshot(PrometheusFor(p), p);
+    return metrics::ReadSnapshot(PrometheusFor(p), p, &shared_queries_);
   }
 
   Result<std::optional<std::chrono::milliseconds>> Reconcile(const std::string& key) {
@@ -170,10 +184,10 @@ class Operator {
     for (size_t i = 0; i < flags_.namespaces.size(); ++i) {
       if (flags_.namespaces[i] == ns) index = i;
     }
-    if (!deployments_[index]->Synced()) {
-      // Its Deployments unseen, a plan would recreate what exists or miss what to scale.
-      return Error{ErrorKind::kTransient,
-                   "the Deployments of namespace " + ns + " are not listed yet"};
+    if (!deployments_[index]->Synced() || !owned_[index]->Synced()) {
+      // Its objects unseen, a plan would recreate what exists or miss what to scale.
+      return Error{ErrorKind::kTransient, "the Deployments, ConfigMaps or routers of namespace " +
+                                              ns + " are not listed yet"};
     }
     auto outcome = reconcilers_[index]->Reconcile(key);
     if (!outcome) {
@@ -210,11 +224,15 @@ class Operator {
   const kube::Client& client_;
   const Flags& flags_;
   OperatorMetrics& metrics_;
+  // One answer to each default query for every pipeline (mutable: a cache behind a const read).
+  mutable metrics::SharedQueries shared_queries_;
   std::unique_ptr<controller::Controller> controller_;
+  reconciler::ClusterView cluster_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
   std::vector<std::unique_ptr<kube::Informer>> pipelines_;
   std::vector<std::unique_ptr<kube::Informer>> deployments_;
+  std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
 };
 

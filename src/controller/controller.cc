@@ -13,6 +13,18 @@ namespace pipescale::controller {
 
 using namespace std::chrono_literals;
 
+std::chrono::milliseconds Spread(const std::string& key, std::chrono::milliseconds after,
+                                 std::chrono::milliseconds now) {
+  const long period = after.count();
+  if (period <= 1) return after;
+  uint64_t hash = 14695981039346656037ULL;  // FNV-1a: the same phase on every machine
+  for (const unsigned char c : key) hash = (hash ^ c) * 1099511628211ULL;
+  const long phase = static_cast<long>(hash % static_cast<uint64_t>(period));
+  // The next moment t > now with t = phase (mod period).
+  const long into = ((now.count() - phase) % period + period) % period;
+  return std::chrono::milliseconds(period - into);
+}
+
 Retry OnError(const Error& error, int failures) {
   switch (error.kind) {
     case ErrorKind::kConflict:
@@ -116,7 +128,9 @@ void Controller::Work() {
       }
       if (*result) {
         requeue_after_->Increment();
-        queue_.AddAfter(*key, **result);
+        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now().time_since_epoch());
+        queue_.AddAfter(*key, Spread(*key, **result, now));
       } else {
         success_->Increment();
       }

@@ -29,6 +29,14 @@ struct Retry {
 // its next change, anything else backs off exponentially from 1 s to 5 min.
 Retry OnError(const Error& error, int failures);
 
+// When a key that asked to come back `after` is reconciled again, `now` being any steady
+// clock's reading: at the next moment of its own phase of that period (from a hash of the key),
+// never later than `after`. Keys that were all reconciled at once (an operator that just
+// started) come back spread evenly over the period instead of all at once, and a key that
+// only comes back by its period keeps it exactly. Pure.
+std::chrono::milliseconds Spread(const std::string& key, std::chrono::milliseconds after,
+                                 std::chrono::milliseconds now);
+
 class Controller {
  public:
   // When to reconcile the key again (nullopt: only when it changes).

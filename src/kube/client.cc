@@ -222,32 +222,38 @@ std::string QueryEscape(const std::string& value) {
 
 Client::Client(ClusterConfig config) : config_(std::move(config)) {}
 
+Result<nlohmann::json> Client::Send(const char* method, const std::string& path,
+                                    const std::string& body,
+                                    const std::string& content_type) const {
+  requests_->fetch_add(1, std::memory_order_relaxed);
+  return Call(config_, timeout_, method, path, body, content_type);
+}
+
 Result<nlohmann::json> Client::Get(const std::string& path) const {
-  return Call(config_, timeout_, "GET", path, "", "");
+  return Send("GET", path, "", "");
 }
 
 Result<nlohmann::json> Client::Create(const std::string& collection_path,
                                       const nlohmann::json& object) const {
-  return Call(config_, timeout_, "POST", collection_path, object.dump(), "application/json");
+  return Send("POST", collection_path, object.dump(), "application/json");
 }
 
 Result<nlohmann::json> Client::Update(const std::string& path, const nlohmann::json& object) const {
-  return Call(config_, timeout_, "PUT", path, object.dump(), "application/json");
+  return Send("PUT", path, object.dump(), "application/json");
 }
 
 Result<nlohmann::json> Client::MergePatch(const std::string& path,
                                           const nlohmann::json& patch) const {
-  return Call(config_, timeout_, "PATCH", path, patch.dump(), "application/merge-patch+json");
+  return Send("PATCH", path, patch.dump(), "application/merge-patch+json");
 }
 
 Result<nlohmann::json> Client::StrategicMergePatch(const std::string& path,
                                                    const nlohmann::json& patch) const {
-  return Call(config_, timeout_, "PATCH", path, patch.dump(),
-              "application/strategic-merge-patch+json");
+  return Send("PATCH", path, patch.dump(), "application/strategic-merge-patch+json");
 }
 
 Status Client::Delete(const std::string& path) const {
-  auto r = Call(config_, timeout_, "DELETE", path, "", "");
+  auto r = Send("DELETE", path, "", "");
   if (!r) return r.error();
   return Done{};
 }
@@ -255,6 +261,7 @@ Status Client::Delete(const std::string& path) const {
 Status Client::Watch(const std::string& path,
                      const std::function<bool(const WatchEvent&)>& on_event,
                      const std::atomic<bool>& stop) const {
+  requests_->fetch_add(1, std::memory_order_relaxed);
   Headers headers;
   CurlHandle curl = Prepare(config_, path, headers, "");
   CURL* c = curl.get();

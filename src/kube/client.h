@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -66,10 +67,16 @@ class Client {
                const std::atomic<bool>& stop) const;
 
   const ClusterConfig& config() const { return config_; }
+  // Requests sent so far, watches included (shared by copies of this client).
+  long requests() const { return requests_->load(std::memory_order_relaxed); }
 
  private:
+  Result<nlohmann::json> Send(const char* method, const std::string& path, const std::string& body,
+                              const std::string& content_type) const;
+
   ClusterConfig config_;
   std::chrono::seconds timeout_{30};
+  std::shared_ptr<std::atomic<long>> requests_ = std::make_shared<std::atomic<long>>(0);
 };
 
 }  // namespace pipescale::kube

@@ -99,6 +99,56 @@ std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
   return it->second;
 }
 
+bool Informer::Contains(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return cache_.contains(key);
+}
+
+std::vector<nlohmann::json> Informer::ByIndex(const std::string& index,
+                                              const std::string& value) const {
+  std::lock_guard lock(mu_);
+  std::vector<nlohmann::json> out;
+  const auto by_value = index_.find(index);
+  if (by_value == index_.end()) return out;
+  const auto keys = by_value->second.find(value);
+  if (keys == by_value->second.end()) return out;
+  out.reserve(keys->second.size());
+  for (const std::string& key : keys->second) out.push_back(cache_.at(key));
+  return out;
+}
+
+void Informer::Index(const std::string& key, const nlohmann::json& object, bool add) {
+  for (const auto& [name, value_of] : options_.indexes) {
+    const std::string value = value_of(object);
+    if (value.empty()) continue;
+    auto& keys = index_[name];
+    if (add) {
+      keys[value].insert(key);
+    } else if (auto it = keys.find(value); it != keys.end()) {
+      it->second.erase(key);
+      if (it->second.empty()) keys.erase(it);
+    }
+  }
+}
+
+void Informer::Put(const std::string& key, nlohmann::json object) {
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    Index(key, it->second, false);
+    it->second = std::move(object);
+  } else {
+    it = cache_.emplace(key, std::move(object)).first;
+  }
+  Index(key, it->second, true);
+}
+
+void Informer::Erase(const std::string& key) {
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return;
+  Index(key, it->second, false);
+  cache_.erase(it);
+}
+
 std::vector<nlohmann::json> Informer::List() const {
   std::lock_guard lock(mu_);
   std::vector<nlohmann::json> out;
@@ -206,7 +256,9 @@ Status Informer::ListAndReplace() {
       // Deleted while we were not watching.
       if (!fresh.contains(key)) changed.emplace_back(key, object);
     }
-    cache_ = std::move(fresh);
+    cache_.clear();
+    index_.clear();
+    for (auto& [key, object] : fresh) Put(key, std::move(object));
     resource_version_ = ResourceVersion(*list);
     synced_ = true;
     ++relists_;
@@ -257,9 +309,9 @@ void Informer::Apply(const WatchEvent& input) {
   {
     std::lock_guard lock(mu_);
     if (event.type == "DELETED") {
-      cache_.erase(key);
+      Erase(key);
     } else {
-      cache_[key] = event.object;
+      Put(key, event.object);
     }
     resource_version_ = rv;
   }

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,9 @@ class Informer {
     std::string resume_from;
     // Names the informer's threads in pipescale_panics_total.
     std::string component = "informer";
+    // Indexes by name: each maps an object to the value it is found under in ByIndex ("" for
+    // none), so a reader finds its few objects without copying the whole cache.
+    std::map<std::string, std::function<std::string(const nlohmann::json&)>> indexes;
   };
   // Called for every object added, changed or deleted (after a relist: every key that differs
   // from the cache), with the object as it now is or, when deleted, as it last was, once the
@@ -58,7 +62,10 @@ class Informer {
   bool Synced() const;
 
   std::optional<nlohmann::json> Get(const std::string& key) const;
+  bool Contains(const std::string& key) const;
   std::vector<nlohmann::json> List() const;
+  // The objects `index` (one of Options::indexes) files under `value`, in key order.
+  std::vector<nlohmann::json> ByIndex(const std::string& index, const std::string& value) const;
 
   // Observability for metrics and tests.
   int relists() const { return relists_.load(); }
@@ -72,6 +79,10 @@ class Informer {
   Status ListAndReplace();
   Status WatchOnce();  // kExpired when the server says the version is gone
   void Apply(const WatchEvent& input);
+  // The cache's writes, which keep the indexes; mu_ held.
+  void Put(const std::string& key, nlohmann::json object);
+  void Erase(const std::string& key);
+  void Index(const std::string& key, const nlohmann::json& object, bool add);
   void Backoff(std::chrono::milliseconds& delay);
   // Logs a failed list or watch when its message differs from the last one (a 403 from
   // missing RBAC says so once, not at every retry), and the recovery after one.
@@ -86,6 +97,8 @@ class Informer {
   std::condition_variable pending_cv_;  // signals a queued change and stop
   std::deque<std::pair<std::string, nlohmann::json>> pending_;
   std::map<std::string, nlohmann::json> cache_;
+  // Index name -> value -> keys.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> index_;
   std::string resource_version_;
   bool synced_ = false;
 

@@ -7,49 +7,98 @@
 
 namespace pipescale::metrics {
 
-const std::map<std::string, std::string>& DefaultQueries() {
-  static const std::map<std::string, std::string> kQueries = {
+namespace {
+
+// The default queries, stated once for both of their forms: {{selector}} stands for the label
+// matchers that pick one pipeline's series (and one path's, for a query per path), {{by}} for
+// the labels an all-pipelines query keeps apart (see Scoped).
+struct DefaultQuery {
+  const char* text;
+  bool per_path = false;
+};
+
+const std::map<std::string, DefaultQuery>& Defaults() {
+  static const std::map<std::string, DefaultQuery> kQueries = {
       // The larger of the last 10 s and the last 30 s, as Knative's autoscaler has a panic window
       // beside its stable one: a rise shows within seconds (the stable window alone ramps up over
       // all 30), a fall only as the stable window sees it. The windows need the routers scraped
       // every few seconds (the chart's PodMonitor does); where a window holds fewer than two
       // samples, the last 2 minutes stand in rather than the series reading as missing.
       {"pathRate",
-       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[10s])) > sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[2m])))"},
+       {R"(sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[10s])) > sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[30s])) or sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[30s])) or sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[2m])))",
+        true}},
       {"pathLatency",
-       R"(1000 * histogram_quantile(0.99, sum by (le) (rate(pipescale_request_duration_seconds_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[1m]))))"},
+       {R"(1000 * histogram_quantile(0.99, sum by ({{by}}le) (rate(pipescale_request_duration_seconds_bucket{{{selector}}}[1m]))))",
+        true}},
       {"arrivalRate",
-       R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s])) or sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
+       {R"(sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[30s])) or sum by ({{by}}) (rate(pipescale_requests_total{{{selector}}}[2m])))"}},
       // One series per (task, variant) that served requests in the window.
       {"multiplicativeFactor",
-       R"(sum by (task, variant) (rate(pipescale_model_emitted_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task, variant) (rate(pipescale_model_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) > 0)"},
+       {R"(sum by ({{by}}task, variant) (rate(pipescale_model_emitted_requests_total{{{selector}}}[1m])) / sum by ({{by}}task, variant) (rate(pipescale_model_requests_total{{{selector}}}[1m])) > 0)"}},
       // The router's data plane, by reason, task or (task, variant), over the last minute.
       {"routerDrops",
-       R"(sum by (reason) (rate(pipescale_router_drops_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+       {R"(sum by ({{by}}reason) (rate(pipescale_router_drops_total{{{selector}}}[1m])))"}},
       {"routerShed",
-       R"(sum by (path, reason) (rate(pipescale_router_shed_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+       {R"(sum by ({{by}}path, reason) (rate(pipescale_router_shed_total{{{selector}}}[1m])))"}},
       {"routerReroutes",
-       R"(sum(rate(pipescale_router_reroutes_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+       {R"(sum by ({{by}}) (rate(pipescale_router_reroutes_total{{{selector}}}[1m])))"}},
       {"routerSpillShare",
-       R"(sum by (task) (rate(pipescale_router_spills_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+       {R"(sum by ({{by}}task) (rate(pipescale_router_spills_total{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_task_requests_total{{{selector}}}[1m])))"}},
       {"routerPoolWaiting",
-       R"(max by (task) (pipescale_router_pool_waiting_requests{namespace="{{namespace}}",pipeline="{{pipeline}}"}))"},
+       {R"(max by ({{by}}task) (pipescale_router_pool_waiting_requests{{{selector}}}))"}},
       {"routerBatchRows",
-       R"(sum by (task) (rate(pipescale_router_batch_rows_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])) / sum by (task) (rate(pipescale_router_batch_rows_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[1m])))"},
+       {R"(sum by ({{by}}task) (rate(pipescale_router_batch_rows_sum{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_batch_rows_count{{{selector}}}[1m])))"}},
       {"routerVariantRate",
-       R"(sum by (task, variant) (rate(pipescale_router_task_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",code="200"}[1m])))"},
+       {R"(sum by ({{by}}task, variant) (rate(pipescale_router_task_requests_total{{{selector}}code="200"}[1m])))"}},
       // Batch service times per (task, variant, class, rows) over spec.profiles.window: the
       // time the batches took in all, and how many there were (their mean is d(rows)).
       {"profileSeconds",
-       R"(sum by (task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_sum{namespace="{{namespace}}",pipeline="{{pipeline}}"}[{{window}}])))"},
+       {R"(sum by ({{by}}task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_sum{{{selector}}}[{{window}}])))"}},
       {"profileBatches",
-       R"(sum by (task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_count{namespace="{{namespace}}",pipeline="{{pipeline}}"}[{{window}}])))"},
+       {R"(sum by ({{by}}task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_count{{{selector}}}[{{window}}])))"}},
       // Kairos's query-size mix: queries by size bucket over two minutes, every path's.
       {"querySizes",
-       R"(sum by (le) (increase(pipescale_router_query_rows_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[2m])))"},
+       {R"(sum by ({{by}}le) (increase(pipescale_router_query_rows_bucket{{{selector}}}[2m])))"}},
   };
   return kQueries;
 }
+
+// A default query in one of its forms: for one pipeline (and path), with placeholders left for
+// Render, or for every pipeline at once, grouped by namespace and pipeline (and path).
+std::string Scoped(const DefaultQuery& query, bool all_pipelines) {
+  std::string selector, by;
+  if (all_pipelines) {
+    by = query.per_path ? "namespace, pipeline, path, " : "namespace, pipeline, ";
+  } else {
+    selector = query.per_path
+                   ? R"(namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}",)"
+                   : R"(namespace="{{namespace}}",pipeline="{{pipeline}}",)";
+  }
+  std::string out = Render(query.text, {{"selector", selector}, {"by", by}});
+  // What an empty part leaves, in the form people read: `sum by () (x)` is `sum(x)`, and a
+  // trailing comma in `{a="b",}` goes.
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"sum by () (", "sum("},
+                                 {", ) (", ") ("},
+                                 {",}", "}"}}) {
+    for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at)) {
+      out.replace(at, from.size(), to);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& DefaultQueries() {
+  static const std::map<std::string, std::string> kQueries = [] {
+    std::map<std::string, std::string> out;
+    for (const auto& [name, query] : Defaults()) out[name] = Scoped(query, false);
+    return out;
+  }();
+  return kQueries;
+}
+
+std::string AllPipelinesQuery(const std::string& name) { return Scoped(Defaults().at(name), true); }
 
 std::string Render(const std::string& query, const std::map<std::string, std::string>& values) {
   std::string out = query;
@@ -78,42 +127,76 @@ Error Named(const std::string& name, Error e) {
   return e;
 }
 
-// The single value of a query, or nullopt when the result is empty or not a number.
-Result<std::optional<double>> One(const PrometheusClient& prometheus, const std::string& name,
-                                  const std::string& query) {
-  auto samples = prometheus.Query(query);
-  if (!samples) return Named(name, samples.error());
-  if (samples->empty() || std::isnan(samples->front().value)) return std::optional<double>{};
-  return std::optional<double>{samples->front().value};
-}
-
 // A label's value, "" when absent.
 std::string Label(const Sample& s, const char* name) {
   const auto it = s.labels.find(name);
   return it != s.labels.end() ? it->second : "";
 }
 
-// Each series' value by its `labels` joined with '/', finite values only.
-Result<std::map<std::string, double>> ByLabels(const PrometheusClient& prometheus,
-                                               const model::Pipeline& pipeline,
-                                               const std::string& name,
-                                               const std::vector<std::string>& labels) {
-  const std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
-                                                     {"namespace", pipeline.namespace_name}};
-  auto samples = prometheus.Query(Render(QueryFor(pipeline, name), values));
-  if (!samples) return Named(name, samples.error());
-  std::map<std::string, double> out;
-  for (const Sample& s : *samples) {
-    std::string key;
-    for (size_t i = 0; i < labels.size(); ++i)
-      key += (i > 0 ? "/" : "") + Label(s, labels[i].c_str());
-    if (std::isfinite(s.value)) out[key] = s.value;
-  }
-  return out;
-}
+// Where one snapshot's queries go: a pipeline's own templates to Prometheus as written; the
+// defaults to the shared all-pipelines answers when there are any, else rendered for the
+// pipeline alone.
+class Reader {
+ public:
+  Reader(const PrometheusClient& prometheus, const model::Pipeline& pipeline, SharedQueries* shared)
+      : prometheus_(prometheus), pipeline_(pipeline), shared_(shared) {}
 
-Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheus,
-                                               const model::Pipeline& pipeline) {
+  // The series of query `name` for the pipeline; `values` adds placeholders (path, window).
+  Result<std::vector<Sample>> Samples(const std::string& name,
+                                      std::map<std::string, std::string> values = {}) const {
+    values["pipeline"] = pipeline_.name;
+    values["namespace"] = pipeline_.namespace_name;
+    const bool own = pipeline_.spec.metrics.queries.contains(name);
+    if (shared_ == nullptr || own) {
+      auto samples = prometheus_.Query(Render(QueryFor(pipeline_, name), values));
+      if (!samples) return Named(name, samples.error());
+      return samples;
+    }
+    auto all = shared_->Read(prometheus_, Render(AllPipelinesQuery(name), values),
+                             pipeline_.namespace_name, pipeline_.name);
+    if (!all) return Named(name, all.error());
+    const auto path = values.find("path");
+    if (path == values.end()) return all;
+    std::vector<Sample> out;
+    for (Sample& s : *all) {
+      if (Label(s, "path") == path->second) out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  // The single value of a query, or nullopt when the result is empty or not a number.
+  Result<std::optional<double>> One(const std::string& name,
+                                    std::map<std::string, std::string> values = {}) const {
+    auto samples = Samples(name, std::move(values));
+    if (!samples) return samples.error();
+    if (samples->empty() || std::isnan(samples->front().value)) return std::optional<double>{};
+    return std::optional<double>{samples->front().value};
+  }
+
+  // Each series' value by its `labels` joined with '/', finite values only.
+  Result<std::map<std::string, double>> ByLabels(const std::string& name,
+                                                 const std::vector<std::string>& labels) const {
+    auto samples = Samples(name);
+    if (!samples) return samples.error();
+    std::map<std::string, double> out;
+    for (const Sample& s : *samples) {
+      std::string key;
+      for (size_t i = 0; i < labels.size(); ++i)
+        key += (i > 0 ? "/" : "") + Label(s, labels[i].c_str());
+      if (std::isfinite(s.value)) out[key] = s.value;
+    }
+    return out;
+  }
+
+  const model::Pipeline& pipeline() const { return pipeline_; }
+
+ private:
+  const PrometheusClient& prometheus_;
+  const model::Pipeline& pipeline_;
+  SharedQueries* shared_;
+};
+
+Result<model::DataPlaneSnapshot> ReadDataPlane(const Reader& reader) {
   model::DataPlaneSnapshot out;
   std::map<std::string, double> reroutes;  // one series, no label
   const struct {
@@ -128,7 +211,7 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const PrometheusClient& prometheu
                {"routerReroutes", {}, &reroutes},
                {"routerVariantRate", {"task", "variant"}, &out.variant_rps}};
   for (const auto& r : reads) {
-    auto read = ByLabels(prometheus, pipeline, r.name, r.labels);
+    auto read = reader.ByLabels(r.name, r.labels);
     if (!read) return read.error();
     *r.into = std::move(*read);
   }
@@ -146,17 +229,15 @@ int Rows(const Sample& s) {
 
 // The router's batch times over the profiles' window, from the total seconds and the number of
 // batches of each (task, variant, class, rows).
-Result<model::BatchTimings> ReadBatchTimings(const PrometheusClient& prometheus,
-                                             const model::Pipeline& pipeline) {
-  const std::map<std::string, std::string> values = {
-      {"pipeline", pipeline.name},
-      {"namespace", pipeline.namespace_name},
-      {"window", std::to_string(static_cast<long>(pipeline.spec.profiles.window_seconds)) + "s"}};
+Result<model::BatchTimings> ReadBatchTimings(const Reader& reader) {
+  const std::map<std::string, std::string> window = {
+      {"window",
+       std::to_string(static_cast<long>(reader.pipeline().spec.profiles.window_seconds)) + "s"}};
   std::map<std::pair<model::ProfileKey, int>, double> seconds;
   model::BatchTimings out;
   for (const char* name : {"profileSeconds", "profileBatches"}) {
-    auto samples = prometheus.Query(Render(QueryFor(pipeline, name), values));
-    if (!samples) return Named(name, samples.error());
+    auto samples = reader.Samples(name, window);
+    if (!samples) return samples.error();
     const bool counts = std::string_view(name) == "profileBatches";
     for (const Sample& s : *samples) {
       const int rows = Rows(s);
@@ -187,16 +268,10 @@ std::map<double, double> SizeBuckets(const std::map<std::string, double>& by_le)
   return out;
 }
 
-}  // namespace
-
-Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
-                                            const model::Pipeline& pipeline) {
-  model::MetricsSnapshot snapshot;
-  std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
-                                               {"namespace", pipeline.namespace_name}};
-  for (const model::Path& path : pipeline.spec.paths) {
-    values["path"] = path.name;
-    auto rate = One(prometheus, "pathRate", Render(QueryFor(pipeline, "pathRate"), values));
+// Each path's rate and latency.
+Status ReadPaths(const Reader& reader, model::MetricsSnapshot& snapshot) {
+  for (const model::Path& path : reader.pipeline().spec.paths) {
+    auto rate = reader.One("pathRate", {{"path", path.name}});
     if (!rate) return rate.error();
     if (*rate) {
       snapshot.path_rates_rps[path.name] = **rate;
@@ -204,13 +279,42 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
       snapshot.missing.push_back("pathRate{path=\"" + path.name + "\"}");
     }
     // Latency informs reports, not the plan, so its absence is not "missing data".
-    auto latency =
-        One(prometheus, "pathLatency", Render(QueryFor(pipeline, "pathLatency"), values));
+    auto latency = reader.One("pathLatency", {{"path", path.name}});
     if (!latency) return latency.error();
     if (*latency) snapshot.path_latency_ms[path.name] = **latency;
   }
-  values.erase("path");
-  auto arrival = One(prometheus, "arrivalRate", Render(QueryFor(pipeline, "arrivalRate"), values));
+  return Done{};
+}
+
+// What the router measured: its data plane, and where the optimizer reads them, the query
+// sizes and the batch times.
+Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
+  const model::Pipeline& pipeline = reader.pipeline();
+  auto data_plane = ReadDataPlane(reader);
+  if (!data_plane) return data_plane.error();
+  snapshot.data_plane = std::move(*data_plane);
+  if (optimizer::OptimizerOf(pipeline.spec).memory.measured_mix) {
+    auto sizes = reader.ByLabels("querySizes", {"le"});
+    if (!sizes) return sizes.error();
+    snapshot.query_sizes = SizeBuckets(*sizes);
+  }
+  if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) {
+    auto timings = ReadBatchTimings(reader);
+    if (!timings) return timings.error();
+    snapshot.batch_timings = std::move(*timings);
+  }
+  return Done{};
+}
+
+}  // namespace
+
+Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
+                                            const model::Pipeline& pipeline,
+                                            SharedQueries* shared) {
+  const Reader reader(prometheus, pipeline, shared);
+  model::MetricsSnapshot snapshot;
+  if (Status paths = ReadPaths(reader, snapshot); !paths) return paths.error();
+  auto arrival = reader.One("arrivalRate");
   if (!arrival) return arrival.error();
   if (*arrival) {
     snapshot.arrival_rate_rps = **arrival;
@@ -218,9 +322,8 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     snapshot.missing.emplace_back("arrivalRate");
   }
   if (optimizer::OptimizerOf(pipeline.spec).memory.measured_factors) {
-    const std::string name = "multiplicativeFactor";
-    auto factors = prometheus.Query(Render(QueryFor(pipeline, name), values));
-    if (!factors) return Named(name, factors.error());
+    auto factors = reader.Samples("multiplicativeFactor");
+    if (!factors) return factors.error();
     for (const Sample& s : *factors) {
       auto task = s.labels.find("task"), variant = s.labels.find("variant");
       if (task == s.labels.end() || variant == s.labels.end() || !std::isfinite(s.value)) continue;
@@ -228,19 +331,7 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     }
   }
   if (pipeline.spec.router) {
-    auto data_plane = ReadDataPlane(prometheus, pipeline);
-    if (!data_plane) return data_plane.error();
-    snapshot.data_plane = std::move(*data_plane);
-    if (optimizer::OptimizerOf(pipeline.spec).memory.measured_mix) {
-      auto sizes = ByLabels(prometheus, pipeline, "querySizes", {"le"});
-      if (!sizes) return sizes.error();
-      snapshot.query_sizes = SizeBuckets(*sizes);
-    }
-    if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) {
-      auto timings = ReadBatchTimings(prometheus, pipeline);
-      if (!timings) return timings.error();
-      snapshot.batch_timings = std::move(*timings);
-    }
+    if (Status router = ReadRouter(reader, snapshot); !router) return router.error();
   }
   return snapshot;
 }

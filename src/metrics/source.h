@@ -7,6 +7,7 @@
 
 #include "common/result.h"
 #include "metrics/prometheus.h"
+#include "metrics/shared_queries.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 
@@ -19,11 +20,16 @@ const std::map<std::string, std::string>& DefaultQueries();
 // Substitutes the placeholders.
 std::string Render(const std::string& query, const std::map<std::string, std::string>& values);
 
+// A default query grouped by namespace and pipeline (and path), for every pipeline at once.
+std::string AllPipelinesQuery(const std::string& name);
+
 // One snapshot: per-path rate and latency, total arrival rate. An empty result is recorded in
 // `missing`, never as 0. kTransient when Prometheus cannot be reached, kInvalid when it rejects
-// a query (a bad override names itself in the message).
+// a query (a bad override names itself in the message). With `shared`, the default queries are
+// read from its all-pipelines answers (the pipeline's own templates still go as written).
 Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
-                                            const model::Pipeline& pipeline);
+                                            const model::Pipeline& pipeline,
+                                            SharedQueries* shared = nullptr);
 
 // Per path, its rate at each of the `intervals` steps of the pipeline's interval that end one
 // interval before `now` (the snapshot at `now` is the next), oldest first; steps without data

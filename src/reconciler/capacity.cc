@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
 
 #include "api/deployment.h"
 #include "api/quantity.h"
@@ -73,14 +76,21 @@ bool Tolerates(const json& tolerations, const json& taint) {
   });
 }
 
-bool Admits(const model::HardwareClass& hw, const json& tolerations, const json& node) {
-  const json& labels = Member(Member(node, "metadata"), "labels");
-  for (const auto& [k, v] : hw.node_selector) {
-    if (Member(labels, k.c_str()) != json(v)) return false;
+// What of a Node the count reads.
+struct NodeRoom {  // NOLINT(bugprone-exception-escape): json's moves may throw
+  bool ready = false;
+  json labels;
+  json taints;
+  Resources allocatable;
+};
+
+bool Admits(const std::map<std::string, std::string>& selector, const json& tolerations,
+            const NodeRoom& node) {
+  for (const auto& [k, v] : selector) {
+    if (Member(node.labels, k.c_str()) != json(v)) return false;
   }
-  const json& taints = Member(Member(node, "spec"), "taints");
-  if (!taints.is_array()) return true;
-  return std::all_of(taints.begin(), taints.end(),
+  if (!node.taints.is_array()) return true;
+  return std::all_of(node.taints.begin(), node.taints.end(),
                      [&](const json& taint) { return Tolerates(tolerations, taint); });
 }
 
@@ -106,23 +116,6 @@ std::pair<int, std::string> Fit(const Resources& free, const Resources& need) {
   return {fit == std::numeric_limits<int>::max() ? 0 : fit, scarce};
 }
 
-// The Deployment a pod of the pipeline belongs to, from its pipescale.io labels; "" if none.
-std::string DeploymentOf(const model::Pipeline& pipeline, const json& labels) {
-  const int t = pipeline.TaskIndex(StringField(labels, "pipescale.io/task"));
-  if (t < 0) return "";
-  const model::Task& task = pipeline.spec.tasks[t];
-  const model::Variant* variant = task.FindVariant(StringField(labels, "pipescale.io/variant"));
-  if (variant == nullptr) return "";
-  return api::DeploymentName(pipeline, task, *variant,
-                             StringField(labels, "pipescale.io/hardware-class"));
-}
-
-bool OfPipeline(const model::Pipeline& pipeline, const json& pod) {
-  const json& meta = Member(pod, "metadata");
-  return StringField(meta, "namespace") == pipeline.namespace_name &&
-         StringField(Member(meta, "labels"), "pipescale.io/pipeline") == pipeline.name;
-}
-
 // The scheduler's message when it has marked the pod Unschedulable.
 std::optional<std::string> UnschedulableMessage(const json& pod) {
   if (!StringField(Member(pod, "spec"), "nodeName").empty()) return std::nullopt;
@@ -137,7 +130,106 @@ std::optional<std::string> UnschedulableMessage(const json& pod) {
   return std::nullopt;
 }
 
+// What of a running (not terminal) Pod the count reads.
+struct PodShare {
+  std::string node;  // "" until bound
+  Resources requests;
+  std::string pipeline;  // "namespace/name" from its pipescale.io labels, "" for other pods
+  std::string hardware_class, task, variant;
+  std::optional<std::string> unschedulable;
+};
+
+PodShare ShareOf(const json& pod) {
+  const json& meta = Member(pod, "metadata");
+  const json& labels = Member(meta, "labels");
+  const std::string pipeline = StringField(labels, "pipescale.io/pipeline");
+  return {.node = StringField(Member(pod, "spec"), "nodeName"),
+          .requests = PodRequests(pod),
+          .pipeline = pipeline.empty() ? "" : StringField(meta, "namespace") + "/" + pipeline,
+          .hardware_class = StringField(labels, "pipescale.io/hardware-class"),
+          .task = StringField(labels, "pipescale.io/task"),
+          .variant = StringField(labels, "pipescale.io/variant"),
+          .unschedulable = UnschedulableMessage(pod)};
+}
+
+// The Deployment a pod of the pipeline belongs to, from its pipescale.io labels; "" if none.
+std::string DeploymentOf(const model::Pipeline& pipeline, const PodShare& pod) {
+  const int t = pipeline.TaskIndex(pod.task);
+  if (t < 0) return "";
+  const model::Task& task = pipeline.spec.tasks[t];
+  const model::Variant* variant = task.FindVariant(pod.variant);
+  if (variant == nullptr) return "";
+  return api::DeploymentName(pipeline, task, *variant, pod.hardware_class);
+}
+
+// A class's room, as any pipeline with the same selector, tolerations and requests sees it.
+struct ClassRoom {
+  int nodes = 0;
+  int placeable = 0;
+  std::string full_reason;
+};
+
 }  // namespace
+
+struct ClusterView::State {
+  mutable std::mutex mu;
+  std::map<std::string, NodeRoom> nodes;                     // by name
+  std::map<std::string, Resources> used;                     // by node name: what its pods request
+  std::unordered_map<std::string, PodShare> pods;            // by key, terminal pods left out
+  std::map<std::string, std::set<std::string>> by_pipeline;  // pod keys
+  // Each class's room by what defines it, until the next change.
+  mutable std::map<std::string, ClassRoom> rooms;
+
+  void Unplace(const std::string& key);
+  ClassRoom Room(const model::HardwareClass& hw) const;
+};
+
+void ClusterView::State::Unplace(const std::string& key) {
+  auto it = pods.find(key);
+  if (it == pods.end()) return;
+  const PodShare& pod = it->second;
+  if (!pod.node.empty()) {
+    Resources& on = used[pod.node];
+    for (const auto& [k, v] : pod.requests) on[k] -= v;
+  }
+  if (!pod.pipeline.empty()) {
+    auto& keys = by_pipeline[pod.pipeline];
+    keys.erase(key);
+    if (keys.empty()) by_pipeline.erase(pod.pipeline);
+  }
+  pods.erase(it);
+}
+
+ClassRoom ClusterView::State::Room(const model::HardwareClass& hw) const {
+  const Resources need = ReplicaRequests(hw);
+  const std::string id =
+      json{{"s", hw.node_selector}, {"t", hw.tolerations_json}, {"n", need}}.dump();
+  if (auto it = rooms.find(id); it != rooms.end()) return it->second;
+  const json tolerations = json::parse(hw.tolerations_json, nullptr, false);
+  ClassRoom room;
+  std::map<std::string, int> scarce;
+  static const Resources kNothing;
+  for (const auto& [name, node] : nodes) {
+    if (!node.ready || !Admits(hw.node_selector, tolerations, node)) continue;
+    ++room.nodes;
+    Resources free = node.allocatable;
+    const auto on = used.find(name);
+    for (const auto& [k, v] : on == used.end() ? kNothing : on->second) free[k] -= v;
+    const auto [fit, resource] = Fit(free, need);
+    room.placeable += fit;
+    if (fit == 0) ++scarce[resource];
+  }
+  if (room.placeable == 0) {
+    room.full_reason =
+        room.nodes == 0 ? "no Ready node matches the class's nodeSelector and tolerations"
+                        : "no room left for " +
+                              std::max_element(scarce.begin(), scarce.end(), [](auto& a, auto& b) {
+                                return a.second < b.second;
+                              })->first;
+  }
+  rooms.emplace(id, room);
+  return room;
+}
 
 const ClassCapacity* ClusterCapacity::Find(const std::string& hardware_class) const {
   for (const ClassCapacity& c : classes) {
@@ -146,58 +238,90 @@ const ClassCapacity* ClusterCapacity::Find(const std::string& hardware_class) co
   return nullptr;
 }
 
-ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vector<json>& nodes,
-                                const std::vector<json>& pods) {
-  std::map<std::string, Resources> used;  // by node name
-  ClusterCapacity out;
+ClusterView::ClusterView() : state_(std::make_unique<State>()) {}
+ClusterView::~ClusterView() = default;
+
+void ClusterView::SetNode(const std::string& key, const json& node) {
+  NodeRoom room{.ready = Ready(node),
+                .labels = Member(Member(node, "metadata"), "labels"),
+                .taints = Member(Member(node, "spec"), "taints")};
+  AddQuantities(Member(Member(node, "status"), "allocatable"), room.allocatable, false);
+  std::lock_guard lock(state_->mu);
+  state_->nodes[key] = std::move(room);
+  state_->rooms.clear();
+}
+
+void ClusterView::RemoveNode(const std::string& key) {
+  std::lock_guard lock(state_->mu);
+  state_->nodes.erase(key);
+  state_->rooms.clear();
+}
+
+void ClusterView::SetPod(const std::string& key, const json& pod) {
+  std::optional<PodShare> share;
+  if (!Terminal(pod)) share = ShareOf(pod);
+  std::lock_guard lock(state_->mu);
+  State& s = *state_;
+  s.Unplace(key);
+  s.rooms.clear();
+  if (!share) return;
+  if (!share->node.empty()) {
+    Resources& on = s.used[share->node];
+    for (const auto& [k, v] : share->requests) on[k] += v;
+  }
+  if (!share->pipeline.empty()) s.by_pipeline[share->pipeline].insert(key);
+  s.pods.emplace(key, std::move(*share));
+}
+
+void ClusterView::RemovePod(const std::string& key) {
+  std::lock_guard lock(state_->mu);
+  state_->Unplace(key);
+  state_->rooms.clear();
+}
+
+bool ClusterView::HasNodes() const {
+  std::lock_guard lock(state_->mu);
+  return !state_->nodes.empty();
+}
+
+ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
+  std::lock_guard lock(state_->mu);
+  const State& s = *state_;
   std::map<std::string, Unschedulable> waiting;
   std::map<std::string, int> scheduled;  // by class
-  for (const json& pod : pods) {
-    if (Terminal(pod)) continue;
-    const std::string node = StringField(Member(pod, "spec"), "nodeName");
-    if (!node.empty()) {
-      for (const auto& [k, v] : PodRequests(pod)) used[node][k] += v;
-    }
-    if (!OfPipeline(pipeline, pod)) continue;
-    const json& labels = Member(Member(pod, "metadata"), "labels");
+  static const std::set<std::string> kNone;
+  const auto mine = s.by_pipeline.find(pipeline.namespace_name + "/" + pipeline.name);
+  for (const std::string& key : mine == s.by_pipeline.end() ? kNone : mine->second) {
+    const PodShare& pod = s.pods.at(key);
     // Terminating pods count as the pipeline's until they are gone: their room is not free
     // yet, and counting neither would read a rolling update as a shrinking cluster.
-    if (!node.empty()) ++scheduled[StringField(labels, "pipescale.io/hardware-class")];
-    if (auto message = UnschedulableMessage(pod)) {
-      const std::string deployment = DeploymentOf(pipeline, labels);
-      Unschedulable& u = waiting[deployment];
-      u.deployment = deployment;
-      ++u.pods;
-      u.message = *message;
-    }
+    if (!pod.node.empty()) ++scheduled[pod.hardware_class];
+    if (!pod.unschedulable) continue;
+    const std::string deployment = DeploymentOf(pipeline, pod);
+    Unschedulable& u = waiting[deployment];
+    u.deployment = deployment;
+    ++u.pods;
+    u.message = *pod.unschedulable;
   }
+  ClusterCapacity out;
   for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
-    const json tolerations = json::parse(hw.tolerations_json, nullptr, false);
-    const Resources need = ReplicaRequests(hw);
-    ClassCapacity c{.hardware_class = hw.name, .scheduled = scheduled[hw.name]};
-    std::map<std::string, int> scarce;
-    for (const json& node : nodes) {
-      if (!Ready(node) || !Admits(hw, tolerations, node)) continue;
-      ++c.nodes;
-      Resources free;
-      AddQuantities(Member(Member(node, "status"), "allocatable"), free, false);
-      for (const auto& [k, v] : used[StringField(Member(node, "metadata"), "name")]) free[k] -= v;
-      const auto [fit, resource] = Fit(free, need);
-      c.placeable += fit;
-      if (fit == 0) ++scarce[resource];
-    }
-    if (c.placeable == 0) {
-      c.full_reason =
-          c.nodes == 0 ? "no Ready node matches the class's nodeSelector and tolerations"
-                       : "no room left for " +
-                             std::max_element(scarce.begin(), scarce.end(), [](auto& a, auto& b) {
-                               return a.second < b.second;
-                             })->first;
-    }
-    out.classes.push_back(std::move(c));
+    ClassRoom room = s.Room(hw);
+    out.classes.push_back({.hardware_class = hw.name,
+                           .nodes = room.nodes,
+                           .placeable = room.placeable,
+                           .scheduled = scheduled[hw.name],
+                           .full_reason = std::move(room.full_reason)});
   }
   for (auto& [name, u] : waiting) out.unschedulable.push_back(std::move(u));
   return out;
+}
+
+ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vector<json>& nodes,
+                                const std::vector<json>& pods) {
+  ClusterView view;
+  for (const json& node : nodes) view.SetNode(StringField(Member(node, "metadata"), "name"), node);
+  for (size_t i = 0; i < pods.size(); ++i) view.SetPod(std::to_string(i), pods[i]);
+  return view.Capacity(pipeline);
 }
 
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,7 +26,32 @@ struct ClusterCapacity {
   const ClassCapacity* Find(const std::string& hardware_class) const;
 };
 
-// `nodes` and `pods` as the informers hold them (every namespace's pods: they all take room).
+// The cluster as the Node and Pod watches say, kept from their events: each node's room and
+// what its pods request, and each pipeline's pods. A reconcile reads a pipeline's capacity from
+// it in time that grows with the nodes, not the pods, and a class's answer is kept until a node
+// or pod changes (every pipeline of a class shares it). Thread-safe.
+class ClusterView {
+ public:
+  ClusterView();
+  ~ClusterView();
+  ClusterView(const ClusterView&) = delete;
+  ClusterView& operator=(const ClusterView&) = delete;
+
+  // An object as it now is (added or changed), or gone. Keys as the informers give them.
+  void SetNode(const std::string& key, const nlohmann::json& node);
+  void RemoveNode(const std::string& key);
+  void SetPod(const std::string& key, const nlohmann::json& pod);
+  void RemovePod(const std::string& key);
+
+  bool HasNodes() const;
+  ClusterCapacity Capacity(const model::Pipeline& pipeline) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The same from lists of `nodes` and `pods` (every namespace's: they all take room).
 ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
                                 const std::vector<nlohmann::json>& nodes,
                                 const std::vector<nlohmann::json>& pods);

@@ -18,11 +18,12 @@ namespace pipescale::reconciler {
 using nlohmann::json;
 
 Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-                       const kube::Informer& deployments, MetricsReader metrics, Clock clock,
-                       HistoryReader history)
+                       const kube::Informer& deployments, const OwnedObjects& owned,
+                       MetricsReader metrics, Clock clock, HistoryReader history)
     : client_(client),
       pipelines_(pipelines),
       deployments_(deployments),
+      owned_(owned),
       metrics_(std::move(metrics)),
       clock_(std::move(clock)),
       history_(std::move(history)) {}
@@ -66,12 +67,8 @@ Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, json
   const std::optional<model::Pipeline>& pipeline = seen.parsed.pipeline;
   if (pipeline) {
     o.metrics = metrics_(*pipeline);
-    auto routing = ObserveRoutingConfigMap(*pipeline);
-    if (!routing) return routing.error();
-    o.routing_config_map = std::move(*routing);
-    auto router = ObserveRouter(*pipeline);
-    if (!router) return router.error();
-    o.router = std::move(*router);
+    o.routing_config_map = ObserveRoutingConfigMap(*pipeline);
+    if (pipeline->spec.router) o.router = owned_.Router(*pipeline);
     o.router_cluster_role = router_cluster_role_;
     o.milp_solver = milp_solver_;
   }
@@ -83,13 +80,10 @@ Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, json
 std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& seen) const {
   const api::ObjectMeta& pipeline = seen.meta;
   std::map<std::string, json> out;
-  for (json& d : deployments_.List()) {
-    const api::ObjectMeta meta = api::ReadObjectMeta(d);
-    const auto label = meta.labels.find(kDeploymentSelector);
-    if (meta.namespace_name == pipeline.namespace_name && label != meta.labels.end() &&
-        label->second == pipeline.name) {
-      out[meta.name] = std::move(d);
-    }
+  for (json& d :
+       deployments_.ByIndex(kPipelineIndex, pipeline.namespace_name + "/" + pipeline.name)) {
+    std::string name = api::ReadObjectMeta(d).name;  // before the move: `=` reads its right first
+    out[std::move(name)] = std::move(d);
   }
   // Adopted Deployments carry none of our labels: read them by name. (An invalid spec is
   // decided without its Deployments.)
@@ -107,46 +101,18 @@ std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& se
 
 // The routing ConfigMap, for an optimizer that hands the data plane anything; nullopt when it
 // is absent.
-Result<std::optional<json>> Reconciler::ObserveRoutingConfigMap(
-    const model::Pipeline& pipeline) const {
+std::optional<json> Reconciler::ObserveRoutingConfigMap(const model::Pipeline& pipeline) const {
   if (!pipeline.spec.router &&
       optimizer::OptimizerOf(pipeline.spec).data_plane == optimizer::DataPlane::kNone) {
-    return std::optional<json>();
+    return std::nullopt;
   }
-  auto routing = client_.Get(kube::ObjectPath(kube::kConfigMaps, pipeline.namespace_name,
-                                              api::RoutingConfigMapName(pipeline)));
-  if (routing.ok()) return std::optional<json>(std::move(*routing));
-  if (routing.error().kind == ErrorKind::kNotFound) return std::optional<json>();
-  return routing.error();
-}
-
-Result<RouterObjects> Reconciler::ObserveRouter(const model::Pipeline& pipeline) const {
-  RouterObjects out;
-  if (!pipeline.spec.router) return out;
-  const std::string name = api::RouterName(pipeline);
-  const std::string& ns = pipeline.namespace_name;
-  const std::pair<const kube::ResourceType*, std::optional<json>*> objects[] = {
-      {&kRouterServiceAccounts, &out.service_account},
-      {&kRouterRoleBindings, &out.role_binding},
-      {&kube::kDeployments, &out.deployment},
-      {&kRouterServices, &out.service}};
-  for (const auto& [type, slot] : objects) {
-    auto got = client_.Get(kube::ObjectPath(*type, ns, name));
-    if (got.ok()) {
-      *slot = std::move(*got);
-    } else if (got.error().kind != ErrorKind::kNotFound) {
-      return got.error();
-    }
-  }
-  return out;
+  return owned_.RoutingConfigMap(pipeline);
 }
 
 std::optional<ClusterCapacity> Reconciler::ObserveCapacity(const model::Pipeline& pipeline) const {
-  if (nodes_ == nullptr || pods_ == nullptr) return std::nullopt;
   // No nodes in view (not synced, or no rights to list them) is no news about capacity.
-  const std::vector<json> nodes = nodes_->List();
-  if (nodes.empty()) return std::nullopt;
-  return ComputeCapacity(pipeline, nodes, pods_->List());
+  if (cluster_ == nullptr || !cluster_->HasNodes()) return std::nullopt;
+  return cluster_->Capacity(pipeline);
 }
 
 // What the last decision for `key` remembered; on first sight (a new leader, a restart) what the
@@ -256,8 +222,11 @@ Status Reconciler::Write(const std::string& ns, const ConfigMapWrite& write) con
     auto created = client_.Create(kube::CollectionPath(kube::kConfigMaps, ns), write.body);
     if (created.ok()) return Done{};
     if (created.error().kind != ErrorKind::kConflict) return created.error();
-    // Someone created it since we looked: bring its data to ours.
-    auto patched = client_.MergePatch(path, {{"data", write.body["data"]}});
+    // Someone created it since we looked: bring its data and our labels (which our watch
+    // selects it by) to ours.
+    auto patched =
+        client_.MergePatch(path, {{"metadata", {{"labels", write.body["metadata"]["labels"]}}},
+                                  {"data", write.body["data"]}});
     if (!patched) return patched.error();
     return Done{};
   }

@@ -17,7 +17,9 @@
 #include "kube/informer.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
+#include "reconciler/capacity.h"
 #include "reconciler/decide.h"
+#include "reconciler/owned.h"
 
 namespace pipescale::reconciler {
 
@@ -34,18 +36,15 @@ class Reconciler {
       std::function<Result<model::RateHistory>(const model::Pipeline&, int intervals, double now)>;
   using Clock = std::function<double()>;  // unix seconds
 
-  // The informers must outlive the reconciler; `deployments` watches kDeploymentSelector.
+  // The caches must outlive the reconciler; `deployments` watches as DeploymentWatch says.
   // Without `history` a new leader starts its planners' rates from nothing.
   Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-             const kube::Informer& deployments, MetricsReader metrics, Clock clock,
-             HistoryReader history = nullptr);
+             const kube::Informer& deployments, const OwnedObjects& owned, MetricsReader metrics,
+             Clock clock, HistoryReader history = nullptr);
 
-  // Plan within what the cluster can place: `nodes` watches Nodes, `pods` every namespace's
-  // Pods. Both must outlive the reconciler. Without them only the spec's limits apply.
-  void WatchCapacity(const kube::Informer& nodes, const kube::Informer& pods) {
-    nodes_ = &nodes;
-    pods_ = &pods;
-  }
+  // Plan within what the cluster can place, as `cluster` (kept from the Node and Pod watches)
+  // says; it must outlive the reconciler. Without it only the spec's limits apply.
+  void WatchCapacity(const ClusterView& cluster) { cluster_ = &cluster; }
 
   // The ClusterRole the RoleBinding of each pipeline's router grants (the chart installs it).
   void SetRouterClusterRole(std::string name) { router_cluster_role_ = std::move(name); }
@@ -98,9 +97,7 @@ class Reconciler {
 
   // Observe's parts.
   std::map<std::string, nlohmann::json> ObserveDeployments(const Observation& seen) const;
-  Result<std::optional<nlohmann::json>> ObserveRoutingConfigMap(
-      const model::Pipeline& pipeline) const;
-  Result<RouterObjects> ObserveRouter(const model::Pipeline& pipeline) const;
+  std::optional<nlohmann::json> ObserveRoutingConfigMap(const model::Pipeline& pipeline) const;
   std::optional<ClusterCapacity> ObserveCapacity(const model::Pipeline& pipeline) const;
   Memory Remembered(const std::string& key, const model::PipelineStatus& status,
                     const api::ParsedPipeline& parsed, double now);
@@ -120,13 +117,13 @@ class Reconciler {
   const kube::Client& client_;
   const kube::Informer& pipelines_;
   const kube::Informer& deployments_;
+  const OwnedObjects& owned_;
   std::string router_cluster_role_ = "pipescale-router";
   optimizer::MilpSolver milp_solver_;
   MetricsReader metrics_;
   Clock clock_;
   HistoryReader history_;
-  const kube::Informer* nodes_ = nullptr;
-  const kube::Informer* pods_ = nullptr;
+  const ClusterView* cluster_ = nullptr;
 
   // The informer's copy of `key`, or the status this replica wrote since when the copy is
   // older: it lags a write by a watch event, and a decision from it would announce the same

@@ -6,6 +6,7 @@
 #include <regex>
 #include <thread>
 
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "kube/config.h"
 #include "node_agent/hardware.h"
@@ -72,7 +73,19 @@ Agent::Agent(const kube::Client& client, AgentOptions options)
     : client_(client),
       options_(std::move(options)),
       nodes_(client, options_.nodes_file),
-      pods_(client, {.type = kube::kPods}, [](const std::string&, const json&) {}),
+      pods_(client,
+            {.type = kube::kPods,
+             .indexes = {{"node",
+                          [](const json& pod) {
+                            return StringField(Member(pod, "spec"), "nodeName");
+                          }}}},
+            [this](const std::string&, const json&) {
+              {
+                std::lock_guard lock(changed_mu_);
+                changed_ = true;
+              }
+              changed_cv_.notify_one();
+            }),
       pipelines_(client, {.type = kPipelines}, [](const std::string&, const json&) {}) {}
 
 Agent::~Agent() = default;
@@ -85,7 +98,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
   pipelines_.WaitForSync(30s);
   while (!stop) {
     Sync();
-    std::this_thread::sleep_for(200ms);
+    WaitForChange(200ms);
   }
   // Every pod at once, as a node shutting down: SIGTERM to all, SIGKILL to what is left at 5 s.
   for (bool stopped = false; !stopped; std::this_thread::sleep_for(50ms)) {
@@ -101,11 +114,20 @@ void Agent::Run(const std::atomic<bool>& stop) {
   pipelines_.Stop();
 }
 
+void Agent::WaitForChange(std::chrono::milliseconds most) {
+  std::unique_lock lock(changed_mu_);
+  changed_cv_.wait_for(lock, most, [this] { return changed_; });
+  changed_ = false;
+}
+
 void Agent::Sync() {
   nodes_.Sync();
   std::map<std::string, json> mine;
-  for (json& pod : pods_.List()) {
-    if (nodes_.Owns(pod["spec"].value("nodeName", ""))) mine[kube::ObjectKey(pod)] = pod;
+  for (const std::string& node : nodes_.names()) {
+    for (json& pod : pods_.ByIndex("node", node)) {
+      std::string key = kube::ObjectKey(pod);  // before the move: `=` reads its right first
+      mine[std::move(key)] = std::move(pod);
+    }
   }
   for (auto it = states_.begin(); it != states_.end();) {
     auto found = mine.find(it->first);

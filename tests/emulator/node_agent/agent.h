@@ -5,8 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -69,10 +71,16 @@ class Agent {
   std::string Binary(const std::string& image) const;
   std::string NextAddress();
 
+  // Until a pod changes (the watch says so) or `most` has passed: pods are tended between.
+  void WaitForChange(std::chrono::milliseconds most);
+
   const kube::Client& client_;
   AgentOptions options_;
   Nodes nodes_;
-  kube::Informer pods_;
+  std::mutex changed_mu_;
+  std::condition_variable changed_cv_;
+  bool changed_ = false;
+  kube::Informer pods_;  // indexed by node, so a sync reads only this agent's pods
   kube::Informer pipelines_;
   std::map<std::string, PodState> states_;  // by namespace/name
   int next_address_ = 0;

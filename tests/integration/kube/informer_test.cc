@@ -82,6 +82,50 @@ TEST(Informer, ListsThenFollowsChangesWithASelector) {
   informer.Stop();
 }
 
+// The names of the objects an index files under `value`.
+std::set<std::string> Indexed(const Informer& informer, const std::string& value) {
+  std::set<std::string> out;
+  for (const auto& o : informer.ByIndex("value", value)) out.insert(o["metadata"]["name"]);
+  return out;
+}
+
+// An index follows every change: an object is found under its value once added, under its new
+// value only once changed, and nowhere once deleted.
+TEST(Informer, AnIndexFollowsAddsChangesAndDeletes) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const Client client(LocalEnv::Get().Config());
+  const std::string ns = LocalEnv::Get().FreshNamespace(client);
+  ASSERT_TRUE(client.Create(CollectionPath(kConfigMaps, ns), ConfigMap("a", "x")).ok());
+  Informer informer(
+      client,
+      {.type = kConfigMaps,
+       .namespace_name = ns,
+       .label_selector = "app=test",
+       .indexes = {{"value",
+                    [](const nlohmann::json& o) {
+                      return o.value("data", nlohmann::json::object()).value("value", "");
+                    }}}},
+      [](const std::string&, const nlohmann::json&) {});
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(10s));
+  EXPECT_EQ(Indexed(informer, "x"), (std::set<std::string>{"a"}));
+  ASSERT_TRUE(client.Create(CollectionPath(kConfigMaps, ns), ConfigMap("b", "x")).ok());
+  ASSERT_TRUE(client.Create(CollectionPath(kConfigMaps, ns), ConfigMap("c", "y")).ok());
+  EXPECT_TRUE(Eventually([&] { return Indexed(informer, "x").size() == 2; }));
+  ASSERT_TRUE(
+      client.MergePatch(ObjectPath(kConfigMaps, ns, "a"), {{"data", {{"value", "y"}}}}).ok());
+  EXPECT_TRUE(Eventually([&] { return Indexed(informer, "y").size() == 2; }));
+  EXPECT_EQ(Indexed(informer, "x"), (std::set<std::string>{"b"}));
+  ASSERT_TRUE(client.Delete(ObjectPath(kConfigMaps, ns, "c")).ok());
+  EXPECT_TRUE(Eventually([&] { return Indexed(informer, "y").size() == 1; }));
+  EXPECT_EQ(Indexed(informer, "y"), (std::set<std::string>{"a"}));
+  EXPECT_TRUE(informer.ByIndex("value", "z").empty());
+  EXPECT_TRUE(informer.ByIndex("no such index", "x").empty());
+  EXPECT_TRUE(informer.Contains(ns + "/a"));
+  EXPECT_FALSE(informer.Contains(ns + "/c"));
+  informer.Stop();
+}
+
 TEST(Informer, RelistsWhenItsVersionExpiresInsideTheStream) {
   PIPESCALE_REQUIRE_LOCAL_ENV();
   const Client client(LocalEnv::Get().Config());

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <prometheus/summary.h>
 
+#include <memory>
 #include <thread>
 
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
+#include "integration/harness/wait.h"
 
 namespace pipescale::metrics {
 namespace {
@@ -104,6 +106,52 @@ TEST(MetricsSource, ReadsTheRoutersBatchTimesPerProfileAndBatchSize) {
   auto off = ReadSnapshot(prometheus, pipeline);
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_TRUE(off->batch_timings.empty());
+}
+
+// The default queries asked once for all pipelines: each pipeline reads from the shared
+// answers what its own queries would read, the shared answers hold no other pipeline's series,
+// and three pipelines cost Prometheus as many queries as one.
+TEST(MetricsSource, ManyPipelinesShareOneQueryPerMetric) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const std::vector<std::pair<std::string, double>> rates = {
+      {"shared-a", 10}, {"shared-b", 20}, {"shared-c", 40}};
+  std::vector<std::unique_ptr<testing::Load>> loads;
+  for (const auto& [name, rps] : rates) {
+    loads.push_back(std::make_unique<testing::Load>("metrics-test", name,
+                                                    std::map<std::string, double>{{"fast", rps}}));
+  }
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  // The default windows need a few scrapes of every pipeline's counters.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        for (const auto& [name, rps] : rates) {
+          auto own = ReadSnapshot(prometheus, ThreePaths(name));
+          if (!own.ok() || !own->path_rates_rps.contains("fast") ||
+              own->path_rates_rps.at("fast") < 0.5 * rps) {
+            return false;
+          }
+        }
+        return true;
+      },
+      60s, 500ms));
+  SharedQueries one(60s), all(60s);
+  ASSERT_TRUE(ReadSnapshot(prometheus, ThreePaths("shared-a"), &one).ok());
+  for (const auto& [name, rps] : rates) {
+    auto shared = ReadSnapshot(prometheus, ThreePaths(name), &all);
+    auto own = ReadSnapshot(prometheus, ThreePaths(name));
+    ASSERT_TRUE(shared.ok() && own.ok());
+    // Read moments apart, on windows of 10 s and more: the same rates within a scrape's worth
+    // (a fresh series reads low until its windows fill, the same in both forms). The rates
+    // differ twofold between pipelines: a pipeline given another's series would fail this.
+    EXPECT_NEAR(shared->path_rates_rps.at("fast"), own->path_rates_rps.at("fast"), 0.15 * rps)
+        << name;
+    EXPECT_EQ(shared->missing, own->missing) << name;
+    ASSERT_TRUE(shared->arrival_rate_rps.has_value() && own->arrival_rate_rps.has_value());
+    EXPECT_NEAR(*shared->arrival_rate_rps, *own->arrival_rate_rps, 0.15 * rps) << name;
+  }
+  // pathRate, pathLatency, arrivalRate: once each, however many pipelines read them.
+  EXPECT_EQ(one.queries_sent(), 3);
+  EXPECT_EQ(all.queries_sent(), one.queries_sent());
 }
 
 TEST(MetricsSource, NamesABadOverride) {

@@ -62,27 +62,28 @@ class ReconcilerTest : public ::testing::Test {
   void SetUp() override {
     if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
     client_ = std::make_unique<kube::Client>(LocalEnv::Get().Config());
+    // The reconciler's own, so its requests are counted apart from the test's and the watches'.
+    reconciler_client_ = std::make_unique<kube::Client>(LocalEnv::Get().Config());
     ns_ = LocalEnv::Get().FreshNamespace(*client_);
     pipelines_ = std::make_unique<kube::Informer>(
         *client_, kube::Informer::Options{.type = kInferencePipelines, .namespace_name = ns_},
         [](const std::string&, const nlohmann::json&) {});
     deployments_ = std::make_unique<kube::Informer>(
-        *client_,
-        kube::Informer::Options{.type = kube::kDeployments,
-                                .namespace_name = ns_,
-                                .label_selector = kDeploymentSelector},
-        [](const std::string&, const nlohmann::json&) {});
+        *client_, DeploymentWatch(ns_), [](const std::string&, const nlohmann::json&) {});
+    owned_ = std::make_unique<OwnedObjects>(*client_, ns_, [](const std::string&) {});
     pipelines_->Start();
     deployments_->Start();
+    owned_->Start();
     ASSERT_TRUE(pipelines_->WaitForSync(10s));
     ASSERT_TRUE(deployments_->WaitForSync(10s));
+    ASSERT_TRUE(testing::Eventually([&] { return owned_->Synced(); }, 10s));
     reconciler_ = MakeReconciler(*deployments_);
   }
 
   std::unique_ptr<Reconciler> MakeReconciler(const kube::Informer& deployments,
                                              const kube::Informer* pipelines = nullptr) {
     return std::make_unique<Reconciler>(
-        *client_, pipelines != nullptr ? *pipelines : *pipelines_, deployments,
+        *reconciler_client_, pipelines != nullptr ? *pipelines : *pipelines_, deployments, *owned_,
         [this](const model::Pipeline& p) -> Result<model::MetricsSnapshot> {
           if (frozen_) return *frozen_;
           auto snapshot = metrics::ReadSnapshot(metrics::PrometheusClient(prometheus_url_, 2s), p);
@@ -156,15 +157,33 @@ class ReconcilerTest : public ::testing::Test {
         10s));
   }
 
+  // Waits until the watch cache has the routing ConfigMap of `name` as the server has it.
+  void WaitForRoutingCache(const std::string& name) {
+    model::Pipeline pipeline;
+    pipeline.name = name;
+    pipeline.namespace_name = ns_;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto cached = owned_->RoutingConfigMap(pipeline);
+          auto server = client_->Get(
+              kube::ObjectPath(kube::kConfigMaps, ns_, api::RoutingConfigMapName(pipeline)));
+          return cached && server.ok() && (*cached)["data"] == (*server)["data"];
+        },
+        10s));
+  }
+
   void TearDown() override {
+    if (owned_) owned_->Stop();
     if (deployments_) deployments_->Stop();
     if (pipelines_) pipelines_->Stop();
   }
 
   std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Client> reconciler_client_;
   std::string ns_;
   std::unique_ptr<kube::Informer> pipelines_;
   std::unique_ptr<kube::Informer> deployments_;
+  std::unique_ptr<OwnedObjects> owned_;
   std::unique_ptr<Reconciler> reconciler_;
   std::string prometheus_url_ = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS");
   std::optional<model::MetricsSnapshot> last_;    // the last snapshot read
@@ -207,11 +226,14 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
       },
       10s));
   frozen_ = last_;
+  const long requests = reconciler_client_->requests();
   auto second = reconciler_->Reconcile(ns_ + "/shop");
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->deployment_writes, 0);
   EXPECT_FALSE(second->status_written);
   EXPECT_EQ(second->events, 0);
+  // Nor read: everything it observes comes from the watch caches.
+  EXPECT_EQ(reconciler_client_->requests() - requests, 0);
 }
 
 TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
@@ -254,12 +276,15 @@ TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
                Status("traffic");
       },
       10s));
+  WaitForRoutingCache("traffic");
   frozen_ = last_;
+  const long requests = reconciler_client_->requests();
   auto second = reconciler_->Reconcile(ns_ + "/traffic");
   ASSERT_TRUE(second.ok()) << second.error().message;
   EXPECT_EQ(second->deployment_writes, 0);
   EXPECT_FALSE(second->routing_written);
   EXPECT_FALSE(second->status_written) << Status("traffic").dump();
+  EXPECT_EQ(reconciler_client_->requests() - requests, 0);  // the tables read from the cache
 
   // The tables go with the pipeline.
   ASSERT_TRUE(client_->Delete(kube::ObjectPath(kInferencePipelines, ns_, "traffic")).ok());
@@ -459,7 +484,7 @@ TEST_F(ReconcilerTest, ACreateThatConflictsRereadsAndPatches) {
                   .ok());
   // A reconciler whose Deployment cache is empty (never started) believes nothing exists: its
   // creates meet 409 AlreadyExists from the real server and must re-read and patch instead.
-  kube::Informer empty(*client_, {.type = kube::kDeployments, .namespace_name = ns_},
+  kube::Informer empty(*client_, DeploymentWatch(ns_),
                        [](const std::string&, const nlohmann::json&) {});
   reconciler_ = MakeReconciler(empty);
   auto r = reconciler_->Reconcile(ns_ + "/race");

@@ -86,12 +86,11 @@ const std::set<std::string> kPipelineRules = {
     "pipescale.io/inferencepipelines: list,watch",
     "pipescale.io/inferencepipelines/status: patch",
     "apps/deployments: get,list,watch,create,patch,delete",
-    "/configmaps: get,create,patch",
+    "/configmaps: list,watch,create,patch",
     "/events: create",
-    "/serviceaccounts: get,create",
-    "/services: get,create",
-    "rbac.authorization.k8s.io/rolebindings: get,create",
-    "rbac.authorization.k8s.io/clusterroles[rel-pipescale-router]: bind",
+    "/serviceaccounts: list,watch,create",
+    "/services: list,watch,create",
+    "rbac.authorization.k8s.io/rolebindings: list,watch,create",
 };
 const std::set<std::string> kCapacityRules = {"/nodes: list,watch", "/pods: list,watch"};
 

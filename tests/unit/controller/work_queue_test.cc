@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -66,6 +67,29 @@ TEST(OnError, ConflictsRetrySoonInvalidWaitsTheRestBackOff) {
   EXPECT_EQ(OnError({ErrorKind::kTransient, ""}, 1).delay, 1000ms);
   EXPECT_EQ(OnError({ErrorKind::kTransient, ""}, 4).delay, 8000ms);
   EXPECT_EQ(OnError({ErrorKind::kExpired, ""}, 30).delay, 300000ms);  // capped at 5 minutes
+}
+
+// Properties of the spread of periodic reconciles: never later than asked; a key that comes
+// back by its period alone keeps it exactly; and 10,000 keys reconciled at the same moment
+// come back spread evenly over the period (each tenth of it within 10% +- 1.5 points).
+TEST(Spread, NeverLaterKeepsThePeriodAndSpreadsKeysEvenly) {
+  const std::chrono::milliseconds period = 10s;
+  std::array<int, 10> tenths{};
+  for (int i = 0; i < 10000; ++i) {
+    const std::string key = "team-" + std::to_string(i % 7) + "/pipeline-" + std::to_string(i);
+    const std::chrono::milliseconds start{123456789};
+    const auto first = Spread(key, period, start);
+    ASSERT_GT(first.count(), 0);
+    ASSERT_LE(first, period);
+    ++tenths[static_cast<size_t>(10 * (first.count() - 1) / period.count())];
+    // Reconciled at its moment (and a few ms late, as a busy worker is), it keeps the period.
+    EXPECT_EQ(Spread(key, period, start + first), period);
+    EXPECT_EQ(Spread(key, period, start + first + 7ms), period - 7ms);
+    // A reconcile an event caused in between moves nothing: the next moment is the same.
+    EXPECT_EQ(start + first + 3s + Spread(key, period, start + first + 3s), start + first + period);
+  }
+  for (int n : tenths) EXPECT_NEAR(n, 1000, 150);
+  EXPECT_EQ(Spread("x", 0ms, 5ms), 0ms);  // no period: no spread
 }
 
 TEST(Controller, RetriesConflictsAndRequeuesAfterSuccess) {

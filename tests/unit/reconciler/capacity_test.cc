@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "api/pipeline_parse.h"
@@ -163,6 +164,59 @@ TEST(Capacity, MatchesPlacingOneReplicaAtATime) {
     EXPECT_EQ(c.Find("cpu")->placeable, placed) << "round " << round;
     pods.push_back(Pod("n0", 0, "1", false));
     EXPECT_LE(ComputeCapacity(Pipeline(), nodes, pods).Find("cpu")->placeable, placed);
+  }
+}
+
+// Property: a view kept from a random stream of events (pods added, rebound, finished,
+// re-labelled and deleted; nodes added, cordoned and deleted; in any order, a pod before its
+// node) counts what a view built from the final objects counts, after every event. The
+// incremental count may never drift from the full one.
+TEST(Capacity, AViewKeptFromEventsCountsWhatTheFinalObjectsDo) {
+  std::mt19937 rng(11);
+  const model::Pipeline pipeline = Pipeline();
+  for (int round = 0; round < 50; ++round) {
+    ClusterView view;
+    std::map<std::string, json> nodes, pods;
+    for (int step = 0; step < 60; ++step) {
+      const int what = static_cast<int>(rng() % 10);
+      const std::string node = "n" + std::to_string(rng() % 4);
+      if (what < 2) {  // a node appears or changes
+        json n = Node(node, static_cast<int>(rng() % 4), 4 + static_cast<int>(rng() % 12),
+                      rng() % 2 == 0, rng() % 5 != 0);
+        if (rng() % 4 == 0) n["spec"]["unschedulable"] = true;
+        nodes[node] = n;
+        view.SetNode(node, n);
+      } else if (what == 2) {  // a node goes
+        nodes.erase(node);
+        view.RemoveNode(node);
+      } else {
+        const std::string key = "ns/p" + std::to_string(rng() % 12);
+        if (what == 3) {  // a pod goes
+          pods.erase(key);
+          view.RemovePod(key);
+          continue;
+        }
+        json pod = Pod(rng() % 3 == 0 ? "" : node, static_cast<int>(rng() % 2),
+                       std::to_string(rng() % 3), rng() % 2 == 0, rng() % 2 ? "gpu" : "cpu");
+        if (rng() % 6 == 0) pod["status"]["phase"] = "Succeeded";
+        if (!pod["spec"].contains("nodeName") && rng() % 2 == 0) {
+          pod["status"]["conditions"] = {{{"type", "PodScheduled"},
+                                          {"status", "False"},
+                                          {"reason", "Unschedulable"},
+                                          {"message", "0/4 nodes are available"}}};
+        }
+        pods[key] = pod;
+        view.SetPod(key, pod);
+      }
+      std::vector<json> node_list, pod_list;
+      for (const auto& [k, n] : nodes) node_list.push_back(n);
+      for (const auto& [k, p] : pods) pod_list.push_back(p);
+      const ClusterCapacity full = ComputeCapacity(pipeline, node_list, pod_list);
+      const ClusterCapacity kept = view.Capacity(pipeline);
+      ASSERT_EQ(kept.classes, full.classes) << "round " << round << " step " << step;
+      ASSERT_EQ(kept.unschedulable, full.unschedulable) << "round " << round;
+      ASSERT_EQ(view.HasNodes(), !nodes.empty());
+    }
   }
 }
 
