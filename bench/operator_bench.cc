@@ -15,17 +15,20 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api/deployment.h"
+#include "integration/harness/load.h"
 #include "integration/harness/process.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "metrics/prometheus.h"
 #include "reconciler/decide.h"
 #include "reconciler/reconciler.h"
+#include "support/shell.h"
 
 namespace {
 
@@ -99,80 +102,153 @@ json Pipeline(const std::string& ns, const std::string& name, const std::string&
             {"metrics", metrics}}}};
 }
 
-bool PlanApplied(const json& object) {
+bool Condition(const json& object, const char* type, const char* status) {
   for (const auto& c : object.value("status", json::object()).value("conditions", json::array())) {
-    if (c["type"] == "PlanApplied" && c["status"] == "True") return true;
+    if (c["type"] == type && c["status"] == status) return true;
   }
   return false;
 }
 
+// Planned from its measured rate: a plan in the status, and the metrics in.
+bool Planned(const json& object) {
+  return object.value("status", json::object()).contains("plan") &&
+         Condition(object, "MetricsAvailable", "True");
+}
+
+// The sum of every sample of `metric` (any labels) that `filter` is found in, from a
+// Prometheus text exposition.
+double SumOf(const std::string& text, const std::string& metric, const std::string& filter = "") {
+  double sum = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(metric, 0) != 0 ||
+        (line.size() > metric.size() && line[metric.size()] != '{' && line[metric.size()] != ' ')) {
+      continue;
+    }
+    if (!filter.empty() && line.find(filter) == std::string::npos) continue;
+    sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return sum;
+}
+
+std::string Fetch(const std::string& url) {
+  const auto r = testing::RunShell("curl -s --noproxy '*' " + url);
+  return r.out;
+}
+
+// What the apiserver, Prometheus and the operator counted so far.
+struct Counts {
+  double apiserver = 0;   // requests, every client's, watches as one each
+  double prometheus = 0;  // instant and range queries over HTTP
+  double reconciles = 0;  // the operator's
+};
+
+Counts Count(const std::string& kubeconfig, const std::string& prometheus_url,
+             const std::string& operator_metrics) {
+  Counts c;
+  c.apiserver =
+      SumOf(testing::RunShell("kubectl --kubeconfig " + kubeconfig + " get --raw /metrics").out,
+            "apiserver_request_total");
+  const std::string prom = Fetch(prometheus_url + "/metrics");
+  c.prometheus = SumOf(prom, "prometheus_http_requests_total", "handler=\"/api/v1/query\"") +
+                 SumOf(prom, "prometheus_http_requests_total", "handler=\"/api/v1/query_range\"");
+  if (!operator_metrics.empty()) {
+    c.reconciles = SumOf(Fetch(operator_metrics), "controller_runtime_reconcile_total");
+  }
+  return c;
+}
+
+// N pipelines on the default metrics templates, each at a rate of its own from one exporter
+// Prometheus scrapes. Their class selects no node: in Apply mode their Deployments and Pods
+// exist and wait unscheduled, so what is measured is the operator (its caches hold them all),
+// not a thousand emulated model servers.
 void Scale(const kube::Client& client, const std::map<std::string, std::string>& env,
-           const std::string& operator_binary, int n) {
+           const std::string& operator_binary, int n, const std::string& mode, int workers) {
   const std::string ns = "scale-bench";
   CreateNamespace(client, ns);
-  // Every pipeline reads a rate of its own from Prometheus (a constant vector, so the plans
-  // differ without any load generator): the full observe -> solve -> patch path each time.
+  std::map<std::string, std::map<std::string, double>> rates;
   const auto start_create = Clock::now();
   for (int i = 0; i < n; ++i) {
     char name[16];
     std::snprintf(name, sizeof name, "p%04d", i);
-    const json metrics = {{"prometheusURL", env.at("PIPESCALE_PROMETHEUS")},
-                          {"pathRate", "vector(" + std::to_string(1 + i % 40) + ")"}};
-    auto created = client.Create(kube::CollectionPath(reconciler::kInferencePipelines, ns),
-                                 Pipeline(ns, name, "10s", metrics));
+    rates[name] = {{"p", 1.0 + i % 40}};
+    json pipeline = Pipeline(ns, name, "10s", {{"prometheusURL", env.at("PIPESCALE_PROMETHEUS")}});
+    pipeline["spec"]["mode"] = mode;
+    pipeline["spec"]["hardwareClasses"][0]["nodeSelector"] = {{"pipescale.io/pool", "none"}};
+    auto created =
+        client.Create(kube::CollectionPath(reconciler::kInferencePipelines, ns), pipeline);
     if (!created.ok()) Die(created.error().message);
   }
   const double create_s = Seconds(Clock::now() - start_create);
+  testing::Load load(ns, rates);
+  std::this_thread::sleep_for(35s);  // the default windows fill (30 s)
+
+  const std::string prometheus = env.at("PIPESCALE_PROMETHEUS");
+  const std::string metrics_address = "127.0.0.1:18089";
+  const Counts idle0 = Count(env.at("KUBECONFIG"), prometheus, "");
+  std::this_thread::sleep_for(30s);
+  const Counts idle1 = Count(env.at("KUBECONFIG"), prometheus, "");
 
   const std::string dir = env.at("PIPESCALE_DIR");
-  testing::Process op(
-      {operator_binary, "--kubeconfig", env.at("KUBECONFIG"), "--namespace", ns,
-       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
-      dir + "/operator-scale.log");
+  testing::Process op({operator_binary, "--kubeconfig", env.at("KUBECONFIG"), "--namespace", ns,
+                       "--metrics-bind-address", metrics_address, "--health-probe-bind-address",
+                       "127.0.0.1:0", "--workers", std::to_string(workers)},
+                      dir + "/operator-scale.log");
   const auto t0 = Clock::now();
   const pid_t pid = op.pid();
   double hwm = 0;
-  int applied = 0;
-  while (Clock::now() - t0 < 300s) {
+  int planned = 0;
+  while (Clock::now() - t0 < 900s) {
     auto list = client.Get(kube::CollectionPath(reconciler::kInferencePipelines, ns));
     if (!list.ok()) Die(list.error().message);
-    applied = static_cast<int>(
-        std::count_if(list->at("items").begin(), list->at("items").end(), PlanApplied));
+    planned = static_cast<int>(
+        std::count_if(list->at("items").begin(), list->at("items").end(), Planned));
     hwm = std::max(hwm, Memory(pid).second);
-    if (applied == n) break;
-    std::this_thread::sleep_for(200ms);
+    if (planned == n) break;
+    std::this_thread::sleep_for(2s);
   }
-  const double all_applied_s = Seconds(Clock::now() - t0);
-  if (applied != n) Die(std::to_string(applied) + " of " + std::to_string(n) + " applied");
-  // Two more intervals of steady reconciles with everything cached.
+  const double all_planned_s = Seconds(Clock::now() - t0);
+  if (planned != n) Die(std::to_string(planned) + " of " + std::to_string(n) + " planned");
+  // Steady state: three intervals, nothing polled meanwhile.
+  std::this_thread::sleep_for(10s);
+  const std::string operator_metrics = "http://" + metrics_address + "/metrics";
+  const Counts run0 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
   std::vector<double> rss;
-  for (int i = 0; i < 25; ++i) {
+  for (int i = 0; i < 30; ++i) {
     std::this_thread::sleep_for(1s);
     const auto [r, h] = Memory(pid);
     rss.push_back(r);
     hwm = std::max(hwm, h);
   }
+  const Counts run1 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
   auto deployments = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!deployments.ok()) Die(deployments.error().message);
   if (op.Stop(SIGTERM, 20s) != 0) Die("the operator did not stop cleanly:\n" + op.Log());
-  // Delete the pipelines; the garbage collector removes their Deployments, so the node agent
-  // does not run a thousand model servers through the next measurement.
   (void)client.Delete(kube::CollectionPath(reconciler::kInferencePipelines, ns));
-  for (int i = 0; i < 300; ++i) {
-    auto left = client.Get(kube::CollectionPath(kube::kDeployments, ns));
-    if (left.ok() && left->at("items").empty()) break;
-    std::this_thread::sleep_for(1s);
-  }
 
-  std::printf("### %d pipelines in one operator\n\n", n);
+  const double idle_s = 30, run_s = 30;
+  const double apiserver =
+      (run1.apiserver - run0.apiserver) / run_s - (idle1.apiserver - idle0.apiserver) / idle_s;
+  const double queries =
+      (run1.prometheus - run0.prometheus) / run_s - (idle1.prometheus - idle0.prometheus) / idle_s;
+  std::printf("### %d pipelines in one operator (%s mode, %d workers)\n\n", n, mode.c_str(),
+              workers);
   std::printf("| measure | value |\n|---|---:|\n");
   std::printf("| pipelines created through the API | %d in %.1f s |\n", n, create_s);
   std::printf("| Deployments the operator created and keeps | %zu |\n",
               deployments->at("items").size());
-  std::printf("| operator start to every pipeline `PlanApplied=True` | %.1f s |\n", all_applied_s);
-  std::printf("| resident memory, steady (VmRSS, mean of 25 s) | %.1f MiB |\n",
+  std::printf("| operator start to every pipeline planned from its rate | %.1f s |\n",
+              all_planned_s);
+  std::printf("| reconciles per pipeline per 10 s interval, steady | %.2f |\n",
+              (run1.reconciles - run0.reconciles) / run_s * 10 / n);
+  std::printf("| apiserver requests/s the operator adds, steady (apiserver's count) | %.1f |\n",
+              apiserver);
+  std::printf("| Prometheus queries/s the operator adds, steady (Prometheus's count) | %.1f |\n",
+              queries);
+  std::printf("| resident memory, steady (VmRSS, mean of 30 s) | %.1f MiB |\n",
               std::accumulate(rss.begin(), rss.end(), 0.0) / rss.size());
   std::printf("| resident memory, peak (VmHWM) | %.1f MiB |\n\n", hwm);
+  std::fflush(stdout);
 }
 
 // (replicas, batch) per Deployment.
@@ -268,18 +344,24 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
-  int pipelines = 500;
+  int pipelines = 500, workers = 2;
+  std::string mode = "Apply";
   bool scale = true, reaction = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--pipelines" && i + 1 < argc) {
       pipelines = std::atoi(argv[++i]);
+    } else if (arg == "--workers" && i + 1 < argc) {
+      workers = std::atoi(argv[++i]);
+    } else if (arg == "--mode" && i + 1 < argc) {
+      mode = argv[++i];
     } else if (arg == "--only") {
       const std::string which = i + 1 < argc ? argv[++i] : "";
       scale = which == "scale";
       reaction = which == "reaction";
     } else {
-      Die("usage: operator_bench [--pipelines N] [--only scale|reaction]");
+      Die("usage: operator_bench [--pipelines N] [--workers N] [--mode Apply|Recommend] "
+          "[--only scale|reaction]");
     }
   }
   const auto env = ReadEnvFile();
@@ -289,7 +371,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::string> binaries = {{"operator", PIPESCALE_OPERATOR},
                                                        {"model_server", PIPESCALE_MODEL_SERVER},
                                                        {"loadgen", PIPESCALE_LOADGEN}};
-  if (scale) Scale(client, env, binaries.at("operator"), pipelines);
+  if (scale) Scale(client, env, binaries.at("operator"), pipelines, mode, workers);
   if (reaction) Reaction(client, env, binaries);
   return 0;
 }
