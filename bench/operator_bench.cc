@@ -158,6 +158,20 @@ Counts Count(const std::string& kubeconfig, const std::string& prometheus_url,
   return c;
 }
 
+// Now minus each pipeline's pipescale_last_decision_timestamp_seconds in a scrape.
+std::vector<double> DecisionAges(const std::string& metrics) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string name = "pipescale_last_decision_timestamp_seconds{";
+  std::vector<double> ages;
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(name)) continue;
+    ages.push_back(now - std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
+  }
+  return ages;
+}
+
 // N pipelines on the default metrics templates, each at a rate of its own from one exporter
 // Prometheus scrapes. Their class selects no node: in Apply mode their Deployments and Pods
 // exist and wait unscheduled, so what is measured is the operator (its caches hold them all),
@@ -213,13 +227,18 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   std::this_thread::sleep_for(10s);
   const std::string operator_metrics = "http://" + metrics_address + "/metrics";
   const Counts run0 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
-  std::vector<double> rss;
+  std::vector<double> rss, lag;
   for (int i = 0; i < 30; ++i) {
     std::this_thread::sleep_for(1s);
     const auto [r, h] = Memory(pid);
     rss.push_back(r);
     hwm = std::max(hwm, h);
+    const std::vector<double> ages = DecisionAges(Fetch(operator_metrics));
+    lag.insert(lag.end(), ages.begin(), ages.end());
   }
+  if (lag.empty()) Die("the operator exports no pipescale_last_decision_timestamp_seconds");
+  std::sort(lag.begin(), lag.end());
+  const auto lag_at = [&](double q) { return lag[static_cast<size_t>(q * (lag.size() - 1))]; };
   const Counts run1 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
   auto deployments = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!deployments.ok()) Die(deployments.error().message);
@@ -239,6 +258,10 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
               deployments->at("items").size());
   std::printf("| operator start to every pipeline planned from its rate | %.1f s |\n",
               all_planned_s);
+  std::printf(
+      "| time since a pipeline's last decision, p50 / p99 / max (30 samples each) | "
+      "%.1f / %.1f / %.1f s |\n",
+      lag_at(0.5), lag_at(0.99), lag.back());
   std::printf("| reconciles per pipeline per 10 s interval, steady | %.2f |\n",
               (run1.reconciles - run0.reconciles) / run_s * 10 / n);
   std::printf("| apiserver requests/s the operator adds, steady (apiserver's count) | %.1f |\n",

@@ -100,10 +100,14 @@ class Operator {
       if (!key.empty()) controller_->Enqueue(key);
     };
     for (const std::string& ns : namespaces) {
+      const size_t index = pipelines_.size();
       pipelines_.push_back(std::make_unique<kube::Informer>(
           client,
           kube::Informer::Options{.type = reconciler::kInferencePipelines, .namespace_name = ns},
-          [enqueue](const std::string& key, const nlohmann::json&) { enqueue(key); }));
+          [this, index, enqueue](const std::string& key, const nlohmann::json& pipeline) {
+            // Started after the reconcilers exist (Start), so the index is filled.
+            if (!reconcilers_[index]->EchoOfOwnWrite(key, pipeline)) enqueue(key);
+          }));
       // A Deployment changed (a hand edit, say): reconcile its pipeline.
       deployments_.push_back(
           std::make_unique<kube::Informer>(client, reconciler::DeploymentWatch(ns),

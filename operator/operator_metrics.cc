@@ -1,6 +1,7 @@
 #include "operator_metrics.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace pipescale::operator_main {
 
@@ -20,6 +21,9 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       cost_(Gauge(registry, "pipescale_cost_per_hour", "Cost of the plan per hour")),
       solve_(Gauge(registry, "pipescale_solve_duration_seconds",
                    "Time the last decision took, optimizer included")),
+      decided_(Gauge(registry, "pipescale_last_decision_timestamp_seconds",
+                     "Unix time of the pipeline's last decision: now minus it is how long its "
+                     "plan has gone without a look")),
       accuracy_(Gauge(registry, "pipescale_accuracy",
                       "Demand-weighted end-to-end accuracy of the plan (accuracy-scaling "
                       "optimizers)")),
@@ -86,6 +90,8 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   }
   add(cost_, {}, cost_per_hour);
   add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
+  add(decided_, {},
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   add(served_, {}, plan.served_fraction);
   if (const auto* loki = plan.accuracy_scaling()) {
     add(accuracy_, {{"phase", model::PhaseName(loki->phase)}}, loki->accuracy);

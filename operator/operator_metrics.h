@@ -61,6 +61,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Gauge>& slo_;
   prometheus::Family<prometheus::Gauge>& cost_;
   prometheus::Family<prometheus::Gauge>& solve_;
+  prometheus::Family<prometheus::Gauge>& decided_;
   prometheus::Family<prometheus::Gauge>& accuracy_;
   prometheus::Family<prometheus::Gauge>& served_accuracy_;
   prometheus::Family<prometheus::Gauge>& served_;

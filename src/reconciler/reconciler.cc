@@ -355,6 +355,16 @@ std::optional<json> Reconciler::Latest(const std::string& key, std::optional<jso
   return cached;
 }
 
+bool Reconciler::EchoOfOwnWrite(const std::string& key, const json& object) {
+  std::lock_guard lock(mu_);
+  const auto it = written_.find(key);
+  if (it == written_.end()) return false;
+  const std::string written = api::ReadObjectMeta(it->second.object).resource_version;
+  if (written.empty() || written != api::ReadObjectMeta(object).resource_version) return false;
+  written_.erase(it);
+  return true;
+}
+
 void Reconciler::RememberWritten(const std::string& key, const json& decided_from,
                                  const std::string& cached_version, json written) {
   std::lock_guard lock(mu_);

@@ -78,6 +78,12 @@ class Reconciler {
   // backoff; an invalid spec is not an error but a reported outcome.
   Result<Outcome> Reconcile(const std::string& key);
 
+  // For the pipelines' informer, after its cache took `object`: whether it is the watch's echo
+  // of this replica's last status write, which has nothing new to reconcile (a reconcile for it
+  // would double the reconciles of every pipeline whose measured rates move). The copy of the
+  // write kept for Latest is dropped then: the cache holds it now.
+  bool EchoOfOwnWrite(const std::string& key, const nlohmann::json& object);
+
  private:
   // What one reconcile observed: the object as read (its metadata and spec parsed once), and
   // what Decide reads. The object's JSON is read only here, at the boundary.

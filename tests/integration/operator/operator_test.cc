@@ -107,6 +107,15 @@ TEST_F(OperatorTest, FollowsALoadStepAndStopsCleanly) {
             std::string::npos);
   EXPECT_NE(metrics.find("pipescale_desired_replicas{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("pipescale_predicted_latency_ms{"), std::string::npos);
+  // The last decision was within the last few intervals (2 s here), not at the start.
+  const size_t decided = metrics.find("pipescale_last_decision_timestamp_seconds{");
+  ASSERT_NE(decided, std::string::npos) << metrics;
+  const size_t value = metrics.find("} ", decided);
+  const double age =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      std::stod(metrics.substr(value + 2, metrics.find('\n', value) - value - 2));
+  EXPECT_GE(age, -1);
+  EXPECT_LT(age, 10) << metrics;
 
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
   auto lease = client_->Get(kube::ObjectPath(kube::kLeases, ns_, "pipescale-operator"));

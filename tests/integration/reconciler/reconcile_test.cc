@@ -234,6 +234,22 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   EXPECT_EQ(second->events, 0);
   // Nor read: everything it observes comes from the watch caches.
   EXPECT_EQ(reconciler_client_->requests() - requests, 0);
+
+  // A rate that moved a little is written to the status; the watch's echo of that write is
+  // known as ours (the operator does not reconcile for it), once, and the copy kept against a
+  // lagging cache is dropped with it.
+  frozen_->path_rates_rps["p"] *= 1.05;
+  auto third = reconciler_->Reconcile(ns_ + "/shop");
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  ASSERT_TRUE(third->status_written);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return pipelines_->Get(ns_ + "/shop")->value("status", json::object()) == Status("shop");
+      },
+      10s));
+  const json echo = *pipelines_->Get(ns_ + "/shop");
+  EXPECT_TRUE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
+  EXPECT_FALSE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
 }
 
 TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
