@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <memory>
@@ -341,8 +342,17 @@ int Run(int argc, char** argv) {
   Log("info", "shutting down", {{"signal", strsignal(signal)}});  // NOLINT(concurrency-mt-unsafe)
   stop = true;
   g_ready = false;
+  const auto stopping = std::chrono::steady_clock::now();
   run.join();
+  const auto led = std::chrono::steady_clock::now();
   op.Stop();
+  // A stop slower than the pod's grace period gets SIGKILL: which half took the time.
+  const auto ms = [](auto d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  Log("info", "stopped",
+      {{"leadingMs", ms(led - stopping)},
+       {"workersAndWatchesMs", ms(std::chrono::steady_clock::now() - led)}});
   if (flags->leader_elect) elector.Release();
   mg_stop(health);
   return exit_code;
