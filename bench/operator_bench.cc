@@ -115,10 +115,11 @@ bool Planned(const json& object) {
          Condition(object, "MetricsAvailable", "True");
 }
 
-// The sum of every sample of `metric` (any labels) that `filter` is found in, from a
+// The value of every sample of `metric` (any labels) that `filter` is found in, from a
 // Prometheus text exposition.
-double SumOf(const std::string& text, const std::string& metric, const std::string& filter = "") {
-  double sum = 0;
+std::vector<double> SamplesOf(const std::string& text, const std::string& metric,
+                              const std::string& filter = "") {
+  std::vector<double> values;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind(metric, 0) != 0 ||
@@ -126,9 +127,14 @@ double SumOf(const std::string& text, const std::string& metric, const std::stri
       continue;
     }
     if (!filter.empty() && line.find(filter) == std::string::npos) continue;
-    sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+    values.push_back(std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
   }
-  return sum;
+  return values;
+}
+
+double SumOf(const std::string& text, const std::string& metric, const std::string& filter = "") {
+  const std::vector<double> values = SamplesOf(text, metric, filter);
+  return std::accumulate(values.begin(), values.end(), 0.0);
 }
 
 std::string Fetch(const std::string& url) {
@@ -162,13 +168,8 @@ Counts Count(const std::string& kubeconfig, const std::string& prometheus_url,
 std::vector<double> DecisionAges(const std::string& metrics) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string name = "pipescale_last_decision_timestamp_seconds{";
-  std::vector<double> ages;
-  std::istringstream lines(metrics);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.starts_with(name)) continue;
-    ages.push_back(now - std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr));
-  }
+  std::vector<double> ages = SamplesOf(metrics, "pipescale_last_decision_timestamp_seconds");
+  for (double& age : ages) age = now - age;
   return ages;
 }
 

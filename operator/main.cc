@@ -207,7 +207,7 @@ class Operator {
     const bool exists = pipelines_[index]->Get(key).has_value();
     if (outcome->plan) {
       metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds,
-                      outcome->served_accuracy);
+                      outcome->served_accuracy, Now());
       if (outcome->capacity)
         metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
       metrics_.RecordProfiles(ns, name, outcome->profiles);

@@ -1,7 +1,6 @@
 #include "operator_metrics.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace pipescale::operator_main {
 
@@ -72,7 +71,7 @@ void OperatorMetrics::AddLocked(const std::string& ns, const std::string& name,
 
 void OperatorMetrics::Record(const std::string& ns, const std::string& name,
                              const model::Plan& plan, double cost_per_hour, double decide_seconds,
-                             std::optional<double> served_accuracy) {
+                             std::optional<double> served_accuracy, double now) {
   Forget(ns, name);
   std::lock_guard lock(mu_);
   auto add = [&](prometheus::Family<prometheus::Gauge>& family,
@@ -90,8 +89,7 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
   }
   add(cost_, {}, cost_per_hour);
   add(solve_, {{"optimizer", plan.report.optimizer}}, decide_seconds);
-  add(decided_, {},
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  add(decided_, {}, now);
   add(served_, {}, plan.served_fraction);
   if (const auto* loki = plan.accuracy_scaling()) {
     add(accuracy_, {{"phase", model::PhaseName(loki->phase)}}, loki->accuracy);

@@ -22,10 +22,12 @@ class OperatorMetrics {
  public:
   explicit OperatorMetrics(prometheus::Registry& registry);
 
-  // Replaces the pipeline's series with those of `plan`; ns/name identify the pipeline.
-  // `served_accuracy` is Loki's accuracy as the router measured it, beside the plan's.
+  // Replaces the pipeline's series with those of `plan`, decided at `now` (unix seconds);
+  // ns/name identify the pipeline. `served_accuracy` is Loki's accuracy as the router measured
+  // it, beside the plan's.
   void Record(const std::string& ns, const std::string& name, const model::Plan& plan,
-              double cost_per_hour, double decide_seconds, std::optional<double> served_accuracy);
+              double cost_per_hour, double decide_seconds, std::optional<double> served_accuracy,
+              double now);
   void Forget(const std::string& ns, const std::string& name);
   // Adds the cluster's room per hardware class and the pods that wait, after Record: for every
   // one of `deployments`, 0 when none waits, so a dashboard shows 0 rather than no data.

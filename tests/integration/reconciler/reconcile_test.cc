@@ -157,6 +157,15 @@ class ReconcilerTest : public ::testing::Test {
         10s));
   }
 
+  // Waits until the watch cache's copy of pipeline `name` carries the status the server holds.
+  void WaitForStatusCache(const std::string& name) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return pipelines_->Get(ns_ + "/" + name)->value("status", json::object()) == Status(name);
+        },
+        10s));
+  }
+
   // Waits until the watch cache has the routing ConfigMap of `name` as the server has it.
   void WaitForRoutingCache(const std::string& name) {
     model::Pipeline pipeline;
@@ -220,11 +229,7 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
 
   // The same observation again: nothing is written.
   WaitForCache("shop");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return pipelines_->Get(ns_ + "/shop")->value("status", json::object()) == Status("shop");
-      },
-      10s));
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
   frozen_ = last_;
   const long requests = reconciler_client_->requests();
   auto second = reconciler_->Reconcile(ns_ + "/shop");
@@ -242,11 +247,7 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   auto third = reconciler_->Reconcile(ns_ + "/shop");
   ASSERT_TRUE(third.ok()) << third.error().message;
   ASSERT_TRUE(third->status_written);
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return pipelines_->Get(ns_ + "/shop")->value("status", json::object()) == Status("shop");
-      },
-      10s));
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
   const json echo = *pipelines_->Get(ns_ + "/shop");
   EXPECT_TRUE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
   EXPECT_FALSE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
@@ -286,12 +287,7 @@ TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
 
   // The same observation again writes nothing: Deployments, status, tables.
   WaitForCache("traffic");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return pipelines_->Get(ns_ + "/traffic")->value("status", json::object()) ==
-               Status("traffic");
-      },
-      10s));
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("traffic"));
   WaitForRoutingCache("traffic");
   frozen_ = last_;
   const long requests = reconciler_client_->requests();
@@ -365,11 +361,7 @@ TEST_F(ReconcilerTest, KairosAndMarkRunPoolsAcrossClassesIdempotently) {
     for (const auto& pool : pools["pools"]) EXPECT_EQ(pool["members"].size(), 2u);
 
     WaitForCache(name);
-    ASSERT_TRUE(Eventually(
-        [&] {
-          return pipelines_->Get(ns_ + "/" + name)->value("status", json::object()) == Status(name);
-        },
-        10s));
+    ASSERT_NO_FATAL_FAILURE(WaitForStatusCache(name));
     frozen_ = last_;
     auto second = reconciler_->Reconcile(ns_ + "/" + name);
     ASSERT_TRUE(second.ok()) << second.error().message;
