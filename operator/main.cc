@@ -162,6 +162,14 @@ class Operator {
   }
 
   void Stop() {
+    // Every watch is asked first and joined after, so the stop takes one watch's second to
+    // notice rather than one per informer in turn (nine of them took 4-5 s, and over the
+    // pod's grace period on a busy machine).
+    for (auto& i : pipelines_) i->RequestStop();
+    for (auto& i : deployments_) i->RequestStop();
+    for (auto& o : owned_) o->RequestStop();
+    nodes_->RequestStop();
+    pods_->RequestStop();
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
     for (auto& i : deployments_) i->Stop();

@@ -51,13 +51,17 @@ void Informer::Start() {
   dispatcher_ = std::thread([this] { Dispatch(); });
 }
 
-void Informer::Stop() {
+void Informer::RequestStop() {
   {
     std::lock_guard lock(mu_);  // so a thread between its check and its wait cannot miss it
     stop_ = true;
   }
   cv_.notify_all();
   pending_cv_.notify_all();
+}
+
+void Informer::Stop() {
+  RequestStop();
   if (thread_.joinable()) thread_.join();
   if (dispatcher_.joinable()) dispatcher_.join();
 }

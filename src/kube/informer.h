@@ -56,7 +56,10 @@ class Informer {
   Informer& operator=(const Informer&) = delete;
 
   void Start();
-  void Stop();  // idempotent; returns once the thread has ended
+  // Asks the threads to end without waiting: a watch notices within about a second (curl's
+  // progress callback), so an owner of many informers asks them all before it joins any.
+  void RequestStop();
+  void Stop();  // idempotent; returns once the threads have ended
   // True once the first list (or resumed watch) has filled the cache.
   bool WaitForSync(std::chrono::milliseconds timeout);
   bool Synced() const;

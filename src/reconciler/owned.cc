@@ -57,7 +57,12 @@ void OwnedObjects::Start() {
   for (auto& i : informers_) i->Start();
 }
 
+void OwnedObjects::RequestStop() {
+  for (auto& i : informers_) i->RequestStop();
+}
+
 void OwnedObjects::Stop() {
+  RequestStop();
   for (auto& i : informers_) i->Stop();
 }
 

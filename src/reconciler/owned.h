@@ -40,6 +40,7 @@ class OwnedObjects {
   OwnedObjects& operator=(const OwnedObjects&) = delete;
 
   void Start();
+  void RequestStop();  // as kube::Informer::RequestStop, for all five
   void Stop();
   bool Synced() const;  // every watch has listed
 

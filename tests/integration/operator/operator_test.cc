@@ -134,9 +134,9 @@ TEST_F(OperatorTest, OneLeaderAtATime) {
   EXPECT_EQ(second.Ready(), 200);
   EXPECT_FALSE(second.Serving()) << second.Metrics();
   EXPECT_TRUE(first.Serving());
-  EXPECT_EQ(first.process().Stop(SIGTERM, 10s), 0);
+  EXPECT_EQ(first.process().Stop(SIGTERM, 10s), 0) << first.process().Log();
   EXPECT_TRUE(Eventually([&] { return second.Serving(); }, 15s)) << second.process().Log();
-  EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0);
+  EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0) << second.process().Log();
 }
 
 // Answers a real Prometheus never sends, but a proxy or a "compatible" backend may: a page
