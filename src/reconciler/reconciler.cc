@@ -12,6 +12,7 @@
 #include "kube/merge_patch.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
+#include "reconciler/worth_writing.h"
 
 namespace pipescale::reconciler {
 
@@ -272,7 +273,7 @@ Status Reconciler::WriteStatus(const std::string& key, const Observation& seen,
                                const Decision& decision, Outcome& outcome) {
   const json& previous = api::StatusOf(seen.observed.object);
   const json status = api::StatusToJson(decision.status);
-  if (status == previous) return Done{};
+  if (!WorthWriting(previous, status)) return Done{};
   // Keys the decision left out are removed, not kept by the merge.
   auto written = client_.MergePatch(
       kube::ObjectPath(kInferencePipelines, seen.meta.namespace_name, seen.meta.name, "status"),

@@ -183,7 +183,7 @@ spec:
   ASSERT_TRUE(Eventually(
       [&] {
         const json rows = Status()["observed"].value("dataPlane", json::object());
-        return rows.value("batchRows", json::object()).value("classify", 0.0) >= 1.5;
+        return rows.value("batchRows", json::object()).value("classify", 0.0) >= 1.3;
       },
       40s, 1s))
       << Status().dump();

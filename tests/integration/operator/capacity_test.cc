@@ -298,13 +298,15 @@ TEST_F(CapacityTest, ABatchChangeRollsOutWithoutLosingReadyCapacity) {
                : "";
   };
   // The baseline is taken at rest, once the measured rate has reached the load: earlier, the
-  // plan still grows with the ramping rate, and a rollout of its own may be under way.
+  // plan still grows with the ramping rate, and a rollout of its own may be under way. (The
+  // status rewrites a rate only when it moved by more than reconciler::kStatusJitter: 150 may
+  // read as low as 137.)
   int replicas = -1;
   ASSERT_TRUE(Eventually(
       [&] {
         const double rate = Status("roll").value(json::json_pointer("/observed/pathRates/p"), 0.0);
         replicas = Settled(deployment, selector);
-        return rate > 140 && replicas > 0 && batch() != "" && batch() != "1";
+        return rate > 130 && replicas > 0 && batch() != "" && batch() != "1";
       },
       60s))
       << Status("roll").dump() << PodSummary(selector) << op.process().Log();

@@ -240,13 +240,27 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   // Nor read: everything it observes comes from the watch caches.
   EXPECT_EQ(reconciler_client_->requests() - requests, 0);
 
-  // A rate that moved a little is written to the status; the watch's echo of that write is
-  // known as ours (the operator does not reconcile for it), once, and the copy kept against a
-  // lagging cache is dropped with it.
-  frozen_->path_rates_rps["p"] *= 1.05;
+  // A status whose measurement is a little off the decision's (as if written at the previous
+  // look's rate) is not rewritten: the same plan from a rate within its jitter is no news.
+  const double rate = Status("shop")["observed"]["pathRates"]["p"].get<double>();
+  auto patched =
+      client_->MergePatch(kube::ObjectPath(kInferencePipelines, ns_, "shop", "status"),
+                          {{"status", {{"observed", {{"pathRates", {{"p", rate * 1.04}}}}}}}});
+  ASSERT_TRUE(patched.ok()) << patched.error().message;
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
+  const long jittered = reconciler_client_->requests();
   auto third = reconciler_->Reconcile(ns_ + "/shop");
   ASSERT_TRUE(third.ok()) << third.error().message;
-  ASSERT_TRUE(third->status_written);
+  EXPECT_FALSE(third->status_written);
+  EXPECT_EQ(reconciler_client_->requests() - jittered, 0);
+
+  // One that moved by more is written to the status; the watch's echo of that write is known as
+  // ours (the operator does not reconcile for it), once, and the copy kept against a lagging
+  // cache is dropped with it.
+  frozen_->path_rates_rps["p"] *= 1.25;
+  auto fourth = reconciler_->Reconcile(ns_ + "/shop");
+  ASSERT_TRUE(fourth.ok()) << fourth.error().message;
+  ASSERT_TRUE(fourth->status_written);
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
   const json echo = *pipelines_->Get(ns_ + "/shop");
   EXPECT_TRUE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));

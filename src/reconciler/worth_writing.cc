@@ -1,0 +1,51 @@
+#include "reconciler/worth_writing.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipescale::reconciler {
+namespace {
+
+using nlohmann::json;
+
+bool Moved(double written, double decided) {
+  const double change = std::abs(decided - written);
+  return change > kStatusJitterFloor &&
+         change > kStatusJitter * std::max(std::abs(written), std::abs(decided));
+}
+
+// `exact`: compare floating-point numbers exactly too. `top`: these are the status's own fields.
+bool Differs(const json& written, const json& decided, bool exact, bool top) {
+  // The apiserver hands back 2.0 as 2, so a number's type is the decision's, not the server's.
+  if (decided.is_number_float() && written.is_number() && !exact) {
+    return Moved(written.get<double>(), decided.get<double>());
+  }
+  if (decided.type() != written.type()) return decided != written;  // 2 == 2.0 all the same
+  if (decided.is_object()) {
+    if (decided.size() != written.size()) return true;
+    for (auto it = decided.begin(); it != decided.end(); ++it) {
+      const auto there = written.find(it.key());
+      const bool memory = top && it.key() == "memory";
+      if (there == written.end() || Differs(*there, it.value(), exact || memory, false)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (decided.is_array()) {
+    if (decided.size() != written.size()) return true;
+    for (size_t i = 0; i < decided.size(); ++i) {
+      if (Differs(written[i], decided[i], exact, false)) return true;
+    }
+    return false;
+  }
+  return decided != written;
+}
+
+}  // namespace
+
+bool WorthWriting(const json& written, const json& decided) {
+  return Differs(written, decided, false, true);
+}
+
+}  // namespace pipescale::reconciler

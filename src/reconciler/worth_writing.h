@@ -1,0 +1,22 @@
+// When a decided status is worth a write: measurements (rates, predicted latencies, shares) move
+// a little at every look, and writing each move would cost the apiserver a status write per
+// pipeline per interval (at 2000 pipelines, more CPU than the apiserver had).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace pipescale::reconciler {
+
+// A measurement moved enough to rewrite when it differs from the written value by more than this
+// share of the larger, and by more than kStatusJitterFloor (so values near zero are not
+// rewritten for a change no one reads).
+inline constexpr double kStatusJitter = 0.1;
+inline constexpr double kStatusJitterFloor = 0.01;
+
+// True when `decided` (a status in its JSON form) says something `written` (the status the
+// server holds) does not: a key, a string, a bool, an integer or an array's length differs, or
+// a floating-point number moved by more than the jitter above. status.memory compares exactly:
+// it is what a new leader resumes from, timestamps included.
+bool WorthWriting(const nlohmann::json& written, const nlohmann::json& decided);
+
+}  // namespace pipescale::reconciler
