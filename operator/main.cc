@@ -212,13 +212,9 @@ class Operator {
     }
     metrics_.CountReverts(ns, name, outcome->reverted_fields);
     metrics_.CountRollouts(ns, name, outcome->rollouts);
-    const bool exists = pipelines_[index]->Get(key).has_value();
+    const bool exists = pipelines_[index]->Contains(key);
     if (outcome->plan) {
-      metrics_.Record(ns, name, *outcome->plan, outcome->cost_per_hour, outcome->decide_seconds,
-                      outcome->served_accuracy, Now());
-      if (outcome->capacity)
-        metrics_.RecordCapacity(ns, name, *outcome->capacity, outcome->deployments);
-      metrics_.RecordProfiles(ns, name, outcome->profiles);
+      metrics_.Record(ns, name, *outcome, Now());
     } else if (!exists) {
       metrics_.Forget(ns, name);
     }
@@ -284,6 +280,7 @@ int Run(int argc, char** argv) {
   const auto panics = std::make_shared<metrics::PanicCollector>();
   exposer->RegisterCollectable(panics);
   OperatorMetrics metrics(*registry);
+  exposer->RegisterCollectable(metrics.pipelines());
 
   const std::string health_address = BindAddress(flags->health_probe_bind_address);
   const char* options[] = {"listening_ports", health_address.c_str(), "num_threads", "2", nullptr};

@@ -107,6 +107,14 @@ TEST_F(OperatorTest, FollowsALoadStepAndStopsCleanly) {
             std::string::npos);
   EXPECT_NE(metrics.find("pipescale_desired_replicas{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("pipescale_predicted_latency_ms{"), std::string::npos);
+  // One replicas series per task of the plan in effect: the plans before left none behind.
+  size_t replica_series = 0;
+  for (size_t at = metrics.find("\npipescale_desired_replicas{"); at != std::string::npos;
+       at = metrics.find("\npipescale_desired_replicas{", at + 1)) {
+    ++replica_series;
+  }
+  EXPECT_EQ(replica_series, Status()["plan"]["tasks"].size()) << metrics;
+  EXPECT_NE(metrics.find("type=\"Ready\"} 1"), std::string::npos) << metrics;
   // The last decision was within the last few intervals (2 s here), not at the start.
   const size_t decided = metrics.find("pipescale_last_decision_timestamp_seconds{");
   ASSERT_NE(decided, std::string::npos) << metrics;

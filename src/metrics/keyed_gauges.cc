@@ -1,0 +1,48 @@
+#include "metrics/keyed_gauges.h"
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
+
+#include "common/check.h"
+
+namespace pipescale::metrics {
+
+void KeyedGauges::Set(const std::string& owner, const std::string& part,
+                      std::vector<Sample> samples) {
+  for (const Sample& s : samples) PIPESCALE_CHECK(s.family < families_.size());
+  std::lock_guard lock(mu_);
+  if (samples.empty()) {
+    samples_.erase({owner, part});
+  } else {
+    samples_[{owner, part}] = std::move(samples);
+  }
+}
+
+void KeyedGauges::Forget(const std::string& owner) {
+  std::lock_guard lock(mu_);
+  auto it = samples_.lower_bound({owner, ""});
+  while (it != samples_.end() && it->first.first == owner) it = samples_.erase(it);
+}
+
+std::vector<prometheus::MetricFamily> KeyedGauges::Collect() const {
+  std::vector<prometheus::MetricFamily> out(families_.size());
+  for (size_t i = 0; i < families_.size(); ++i) {
+    out[i].name = families_[i].name;
+    out[i].help = families_[i].help;
+    out[i].type = prometheus::MetricType::Gauge;
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [key, samples] : samples_) {
+    for (const Sample& s : samples) {
+      prometheus::ClientMetric m;
+      m.label.reserve(s.labels.size());
+      for (const auto& [name, value] : s.labels) m.label.push_back({name, value});
+      m.gauge.value = s.value;
+      out[s.family].metric.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+}  // namespace pipescale::metrics
