@@ -13,6 +13,7 @@
 #include "api/plan_json.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "optimizer/problem.h"
 
 namespace pipescale::api {
 
@@ -210,6 +211,7 @@ constexpr long long kGeneration = INT64_MAX;
 // No rate, cost, time or latency in a status comes near; beyond it the status's rounding (to
 // 1/10000) would neither keep a number nor give back the same one when it rounds it again.
 constexpr double kMaxMagnitude = 1e11;
+static_assert(optimizer::kMaxQueueMs <= kMaxMagnitude, "a plan's unbounded queue must read back");
 // What one read keeps of what it dropped: a status may hold any number of fields.
 constexpr size_t kMaxDrops = 1000;
 

@@ -24,9 +24,10 @@ inline constexpr int kMaxReplicas = 10000;
 // larger one is refused as too large (the fronts, the DP and the local search all grow with
 // it). 64 tasks on 4 classes at batch 1024 fit.
 inline constexpr size_t kMaxChoices = 1 << 18;
-// Queueing delay is capped here: a batch that fills this slowly meets no SLO anyway, and a
-// rate near zero would otherwise make it infinite.
-inline constexpr double kMaxQueueMs = 1e12;
+// Queueing delay is capped here: a batch that fills this slowly (11.6 days) meets no SLO anyway,
+// and a rate near zero would otherwise make it infinite. A status reports it, so it stays within
+// what a status reads back (api/status_json.cc).
+inline constexpr double kMaxQueueMs = 1e9;
 
 // The objective of Eq. 3 compared lexicographically: fewest replicas, then the lowest cost
 // (when hardware classes differ in price), then the delta tie-break toward small batches.

@@ -9,6 +9,7 @@
 
 #include "api/plan_json.h"
 #include "model/status.h"
+#include "optimizer/problem.h"
 
 namespace pipescale::testing {
 
@@ -75,13 +76,15 @@ class StatusSampler {
                             .replicas = Int(0, 10000),
                             .batch_size = Int(1, 4096),
                             .latency_ms = Quantity(),
-                            .queue_ms = Quantity(),
+                            // The optimizer's figure for a queue that never drains, too.
+                            .queue_ms = Coin() ? Quantity() : optimizer::kMaxQueueMs,
                             .load_rps = Quantity()});
       out.deployments.push_back(Name("deployment-"));
     }
     for (int i = Int(0, 3); i > 0; --i) {
-      plan.paths.push_back(
-          {.name = Name("p"), .slo_ms = Int(1, 5000) * 0.5, .predicted_latency_ms = Quantity()});
+      plan.paths.push_back({.name = Name("p"),
+                            .slo_ms = Int(1, 5000) * 0.5,
+                            .predicted_latency_ms = Coin() ? Quantity() : optimizer::kMaxQueueMs});
     }
     plan.cost_per_hour = Quantity();
     plan.served_fraction = Fraction();
