@@ -225,7 +225,7 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   const double all_planned_s = Seconds(Clock::now() - t0);
   if (planned != n) Die(std::to_string(planned) + " of " + std::to_string(n) + " planned");
   // Steady state: three intervals, nothing polled meanwhile.
-  std::this_thread::sleep_for(10s);
+  std::this_thread::sleep_for(30s);
   const std::string operator_metrics = "http://" + metrics_address + "/metrics";
   const Counts run0 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
   std::vector<double> rss, lag;

@@ -97,10 +97,14 @@ bool Informer::Synced() const {
 }
 
 std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) return std::nullopt;
-  return it->second;
+  std::string text;
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) return std::nullopt;
+    text = it->second.text;
+  }
+  return nlohmann::json::parse(text);  // our own dump: parsed outside the lock, cannot fail
 }
 
 bool Informer::Contains(const std::string& key) const {
@@ -108,57 +112,65 @@ bool Informer::Contains(const std::string& key) const {
   return cache_.contains(key);
 }
 
-std::vector<nlohmann::json> Informer::ByIndex(const std::string& index,
-                                              const std::string& value) const {
-  std::lock_guard lock(mu_);
+std::vector<nlohmann::json> Informer::Parse(const std::vector<std::string>& texts) {
   std::vector<nlohmann::json> out;
-  const auto by_value = index_.find(index);
-  if (by_value == index_.end()) return out;
-  const auto keys = by_value->second.find(value);
-  if (keys == by_value->second.end()) return out;
-  out.reserve(keys->second.size());
-  for (const std::string& key : keys->second) out.push_back(cache_.at(key));
+  out.reserve(texts.size());
+  for (const std::string& text : texts) out.push_back(nlohmann::json::parse(text));
   return out;
 }
 
-void Informer::Index(const std::string& key, const nlohmann::json& object, bool add) {
-  for (const auto& [name, value_of] : options_.indexes) {
-    const std::string value = value_of(object);
-    if (value.empty()) continue;
+std::vector<nlohmann::json> Informer::ByIndex(const std::string& index,
+                                              const std::string& value) const {
+  std::vector<std::string> texts;
+  {
+    std::lock_guard lock(mu_);
+    const auto by_value = index_.find(index);
+    if (by_value == index_.end()) return {};
+    const auto keys = by_value->second.find(value);
+    if (keys == by_value->second.end()) return {};
+    texts.reserve(keys->second.size());
+    for (const std::string& key : keys->second) texts.push_back(cache_.at(key).text);
+  }
+  return Parse(texts);
+}
+
+void Informer::Unindex(const std::string& key, const Entry& entry) {
+  for (const auto& [name, value] : entry.indexed) {
     auto& keys = index_[name];
-    if (add) {
-      keys[value].insert(key);
-    } else if (auto it = keys.find(value); it != keys.end()) {
+    if (auto it = keys.find(value); it != keys.end()) {
       it->second.erase(key);
       if (it->second.empty()) keys.erase(it);
     }
   }
 }
 
-void Informer::Put(const std::string& key, nlohmann::json object) {
-  auto it = cache_.find(key);
-  if (it != cache_.end()) {
-    Index(key, it->second, false);
-    it->second = std::move(object);
-  } else {
-    it = cache_.emplace(key, std::move(object)).first;
+void Informer::Put(const std::string& key, const nlohmann::json& object) {
+  if (auto it = cache_.find(key); it != cache_.end()) Unindex(key, it->second);
+  Entry entry{.text = object.dump(), .indexed = {}};
+  for (const auto& [name, value_of] : options_.indexes) {
+    std::string value = value_of(object);
+    if (value.empty()) continue;
+    index_[name][value].insert(key);
+    entry.indexed.emplace(name, std::move(value));
   }
-  Index(key, it->second, true);
+  cache_[key] = std::move(entry);
 }
 
 void Informer::Erase(const std::string& key) {
   auto it = cache_.find(key);
   if (it == cache_.end()) return;
-  Index(key, it->second, false);
+  Unindex(key, it->second);
   cache_.erase(it);
 }
 
 std::vector<nlohmann::json> Informer::List() const {
-  std::lock_guard lock(mu_);
-  std::vector<nlohmann::json> out;
-  out.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) out.push_back(object);
-  return out;
+  std::vector<std::string> texts;
+  {
+    std::lock_guard lock(mu_);
+    texts.reserve(cache_.size());
+    for (const auto& [key, entry] : cache_) texts.push_back(entry.text);
+  }
+  return Parse(texts);
 }
 
 std::string Informer::resource_version() const {
@@ -254,15 +266,17 @@ Status Informer::ListAndReplace() {
     std::lock_guard lock(mu_);
     for (const auto& [key, object] : fresh) {
       auto it = cache_.find(key);
-      if (it == cache_.end() || it->second != object) changed.emplace_back(key, object);
+      if (it == cache_.end() || it->second.text != object.dump()) {
+        changed.emplace_back(key, object);
+      }
     }
-    for (const auto& [key, object] : cache_) {
+    for (const auto& [key, entry] : cache_) {
       // Deleted while we were not watching.
-      if (!fresh.contains(key)) changed.emplace_back(key, object);
+      if (!fresh.contains(key)) changed.emplace_back(key, nlohmann::json::parse(entry.text));
     }
     cache_.clear();
     index_.clear();
-    for (auto& [key, object] : fresh) Put(key, std::move(object));
+    for (const auto& [key, object] : fresh) Put(key, object);
     resource_version_ = ResourceVersion(*list);
     synced_ = true;
     ++relists_;

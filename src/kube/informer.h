@@ -83,9 +83,16 @@ class Informer {
   Status WatchOnce();  // kExpired when the server says the version is gone
   void Apply(const WatchEvent& input);
   // The cache's writes, which keep the indexes; mu_ held.
-  void Put(const std::string& key, nlohmann::json object);
+  // An object as cached: its JSON text, a few times smaller than its parsed tree (5000
+  // pipelines' trees held most of the operator's memory), and the values it is indexed under.
+  struct Entry {
+    std::string text;
+    std::map<std::string, std::string> indexed;  // index name -> value
+  };
+  void Put(const std::string& key, const nlohmann::json& object);
   void Erase(const std::string& key);
-  void Index(const std::string& key, const nlohmann::json& object, bool add);
+  void Unindex(const std::string& key, const Entry& entry);
+  static std::vector<nlohmann::json> Parse(const std::vector<std::string>& texts);
   void Backoff(std::chrono::milliseconds& delay);
   // Logs a failed list or watch when its message differs from the last one (a 403 from
   // missing RBAC says so once, not at every retry), and the recovery after one.
@@ -99,7 +106,7 @@ class Informer {
   std::condition_variable cv_;          // signals sync and stop
   std::condition_variable pending_cv_;  // signals a queued change and stop
   std::deque<std::pair<std::string, nlohmann::json>> pending_;
-  std::map<std::string, nlohmann::json> cache_;
+  std::map<std::string, Entry> cache_;
   // Index name -> value -> keys.
   std::map<std::string, std::map<std::string, std::set<std::string>>> index_;
   std::string resource_version_;
