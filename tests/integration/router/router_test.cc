@@ -592,7 +592,8 @@ TEST_F(RouterTest, KairosDoorJudgesAQueryByItsOwnRows) {
 // the 50 ms limit, i.e. with at most one ahead of it; past that the warm burst replica does.
 // At 70 requests/s (main alone serves 50) with spill the SLO holds for at least 97% and every
 // spilled request was served by the burst replica; without spill the queue grows past the SLO.
-// At 5 requests/s nothing spills.
+// At 5 requests/s (a tenth of what main serves) a spill needs two requests ahead within 40 ms:
+// rare under Poisson arrivals, not impossible (and likelier on a loaded machine): at most two.
 TEST_F(RouterTest, MarkSpillsToTheBurstClassOnlyWhenEveryMainReplicaWouldBeLate) {
   pipeline_ = PoolPipeline("{c: 20}", "[{size: 1, weight: 1}]");
   std::ofstream(dir_ + "/pools.json") << json{
@@ -616,10 +617,12 @@ TEST_F(RouterTest, MarkSpillsToTheBurstClassOnlyWhenEveryMainReplicaWouldBeLate)
   };
   StartRouter(endpoints, 400, "0", {"--pools-file", dir_ + "/pools.json"});
   Load("5:3");
-  EXPECT_EQ(spills(), 0);
-  EXPECT_EQ(Served(burst), 0);
+  EXPECT_GE(spills(), 0);  // -1: the router exports no spill counter
+  EXPECT_LE(spills(), 2);
+  EXPECT_EQ(spills(), Served(burst));
+  const double light = spills();
   const json with = Load("70:4");
-  EXPECT_GT(spills(), 0);
+  EXPECT_GT(spills(), light + 5);
   EXPECT_EQ(spills(), Served(burst));
   EXPECT_GE(with["paths"]["p"].value("sloAttainment", 0.0), 0.97) << with;
   ASSERT_EQ(router_->Stop(SIGTERM, 10s), 0);
