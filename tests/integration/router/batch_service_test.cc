@@ -1,8 +1,9 @@
 // The router's measure of d(b) (pipescale_router_batch_service_seconds) against model servers
 // whose d(b) the test sets, at a load that keeps their queues long: for every series with enough
-// batches, the mean service time is within 10% of the true d(rows), with no allowance for the
-// call's own overhead (the HTTP round trip and the server's timer overshoot: 1-3 ms on a loaded
-// 2-core machine against batches of 30 ms and more; each run prints the measured excess). Batches
+// batches, the mean service time is within 10% of the true d(rows) plus 3 ms for the call's own
+// overhead (the HTTP round trip and the server's timer overshoot: 1-3 ms on a loaded 2-core
+// machine, 5 ms once in CI, against batches of 30 ms and more; each run prints the measured
+// excess). A queue's wait, 1.5 batches and more here, is far outside that allowance. Batches
 // the servers form (MAX_BATCH_SIZE 8), batches the router forms (batchSize.formedBy: router), and a
 // server told to run 1.3 times slower than its profile (PIPESCALE_LATENCY_SCALE), whose means
 // follow it. No cluster: the endpoints are given on the command line.
@@ -85,6 +86,7 @@ class RouterBatchServiceTest : public ::testing::Test {
   // default minBatches); fewer are noise the operator does not plan from either.
   static constexpr int kMinSamples = 30;
   static constexpr double kTolerance = 0.10;
+  static constexpr double kOverheadMs = 3;
 
   void SetUp() override { dir_ = testing::FreshTestDir("batch-service"); }
 
@@ -150,7 +152,7 @@ class RouterBatchServiceTest : public ::testing::Test {
                    s.count < kMinSamples ? " (too few)" : "");
       if (s.count < kMinSamples) continue;
       ++checked;
-      EXPECT_NEAR(mean_ms, true_ms, kTolerance * true_ms) << task << " rows " << rows;
+      EXPECT_NEAR(mean_ms, true_ms, kTolerance * true_ms + kOverheadMs) << task << " rows " << rows;
     }
     EXPECT_GE(checked, 2) << "too few series of " << task << " with " << kMinSamples << " batches";
     return MeanService(series, task);
