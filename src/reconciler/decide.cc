@@ -14,6 +14,7 @@
 #include "reconciler/budget_guard.h"
 #include "reconciler/conditions.h"
 #include "reconciler/status.h"
+#include "reconciler/worth_writing.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -27,11 +28,11 @@ constexpr size_t kMaxErrorsInMessage = 5;
 constexpr double kMetricsRetrySeconds = 10;
 constexpr double kFirstMetricsRetrySeconds = 2;
 // While the load rises the plan is looked at this often, as Knative's autoscaler ticks every 2 s:
-// the rate windows fill over 10 s, and each look can add replicas a step earlier. A rise is more
-// than kRiseShare above the rate the status last reported, and more than kRiseFloorRps, so that
-// noise at a light load does not count.
+// the rate windows fill over 10 s, and each look can add replicas a step earlier. A rise is a
+// move the status would be rewritten for (MeasurementMoved: more than its jitter, so the next look
+// compares with the risen rate, not the old one again), upwards, and more than kRiseFloorRps, so
+// that noise at a light load does not count.
 constexpr double kRisingLookSeconds = 2;
-constexpr double kRiseShare = 0.1;
 constexpr double kRiseFloorRps = 0.5;
 
 // What every step of one decision reads: what was observed, the valid pipeline, its optimizer
@@ -243,12 +244,12 @@ bool LoadRising(const std::optional<model::ObservedLoad>& observed,
                 const model::MetricsSnapshot& metrics) {
   if (!observed || observed->path_rates_rps.empty()) return true;
   const std::map<std::string, double>& before = observed->path_rates_rps;
-  return std::ranges::any_of(metrics.path_rates_rps,
-                             [&](const std::pair<const std::string, double>& path_rate) {
-                               const auto it = before.find(path_rate.first);
-                               const double was = it != before.end() ? it->second : 0;
-                               return path_rate.second > was * (1 + kRiseShare) + kRiseFloorRps;
-                             });
+  return std::ranges::any_of(
+      metrics.path_rates_rps, [&](const std::pair<const std::string, double>& path_rate) {
+        const auto it = before.find(path_rate.first);
+        const double was = it != before.end() ? it->second : 0;
+        return path_rate.second > was + kRiseFloorRps && MeasurementMoved(was, path_rate.second);
+      });
 }
 
 // Pods the scheduler cannot place: the status says which Deployment waits on what, PlanApplied

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "api/deployment.h"
 #include "api/object_meta.h"
 #include "api/pipeline_parse.h"
@@ -10,6 +12,7 @@
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
+#include "reconciler/worth_writing.h"
 #include "support/choices.h"
 #include "support/query_sizes.h"
 
@@ -178,6 +181,35 @@ TEST(Decide, WhileTheLoadRisesThePlanIsLookedAtEveryTwoSeconds) {
     w2.object["status"]["observed"]["pathRates"] = odd;
     EXPECT_EQ(w2.Step(Rate(5), 1000).requeue_after_seconds, 2) << odd.dump();
   }
+}
+
+// A rise is a move the status is rewritten for: whenever a look counts one, the path rates it
+// decides are worth writing (the rule the reconciler writes by), so the next look compares with
+// the risen rate. Were it not, a rise the write left out would count again at every look, every
+// 2 s, for as long as the load held (1000 -> 1105 requests/s did before). 300 draws, 0-5000 rps.
+TEST(Decide, ALookThatCountsARiseRewritesTheRateItRoseFrom) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> rate(0, 5000), rise(0.9, 1.3);
+  int rises = 0;
+  for (int draw = 0; draw < 300; ++draw) {
+    World w;
+    const double before = rate(rng), after = before * rise(rng);
+    w.Step(Rate(before), 1000);
+    const json written = w.object["status"]["observed"]["pathRates"];
+    const Decision d = w.Step(Rate(after), 1010);
+    const json status = Json(d);
+    const bool held = std::ranges::any_of(status["conditions"], [](const json& c) {
+      return c.value("reason", "") == reason::kBatchHeld;
+    });
+    if (d.requeue_after_seconds != 2 || held) continue;  // a held batch looks again in 2 s too
+    ++rises;
+    EXPECT_TRUE(WorthWriting(written, status["observed"]["pathRates"]))
+        << before << " -> " << after;
+  }
+  EXPECT_GT(rises, 50);
+  World w;
+  w.Step(Rate(1000), 1000);
+  EXPECT_EQ(w.Step(Rate(1105), 1010).requeue_after_seconds, 10);
 }
 
 // The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
