@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace pipescale::reconciler {
 
@@ -13,10 +14,19 @@ namespace pipescale::reconciler {
 inline constexpr double kStatusJitter = 0.1;
 inline constexpr double kStatusJitterFloor = 0.01;
 
+// True when a measurement `decided` moved from `written` by more than the jitter above: what a
+// status write carries, and so what any rule comparing a measurement with the status may react to.
+bool MeasurementMoved(double written, double decided);
+
+// True for the key of one of the plan's predictions for the rates written beside it (a task's
+// queueMs, a path's predictedLatencyMs): they go out with a rate or a plan that moved, so the
+// status shows one prediction for the rate it shows, and never on their own.
+bool IsPrediction(std::string_view key);
+
 // True when `decided` (a status in its JSON form) says something `written` (the status the
 // server holds) does not: a key, a string, a bool, an integer or an array's length differs, or
-// a floating-point number moved by more than the jitter above. status.memory compares exactly:
-// it is what a new leader resumes from, timestamps included.
+// a floating-point number moved by more than the jitter above. Predictions are not compared.
+// status.memory compares exactly: it is what a new leader resumes from, timestamps included.
 bool WorthWriting(const nlohmann::json& written, const nlohmann::json& decided);
 
 }  // namespace pipescale::reconciler

@@ -31,7 +31,8 @@ json Written() {
   })");
 }
 
-// Every floating-point number in `status` outside status.memory, as a reference to change.
+// Every floating-point number in `status` outside status.memory and the predictions, as a
+// reference to change.
 void Measurements(json& value, bool top, std::vector<json*>& out) {
   if (value.is_number_float()) out.push_back(&value);
   if (value.is_array()) {
@@ -39,7 +40,9 @@ void Measurements(json& value, bool top, std::vector<json*>& out) {
   }
   if (!value.is_object()) return;
   for (auto it = value.begin(); it != value.end(); ++it) {
-    if (!(top && it.key() == "memory")) Measurements(it.value(), false, out);
+    if (!(top && it.key() == "memory") && !IsPrediction(it.key())) {
+      Measurements(it.value(), false, out);
+    }
   }
 }
 
@@ -66,6 +69,27 @@ TEST(WorthWriting, MeasurementsWithinTheirJitterAreNotRewrittenAndBeyondItAre) {
     *one = was == 0 ? 1.0 : was * (1 + 1.5 * kStatusJitter);
     EXPECT_TRUE(WorthWriting(Written(), moved)) << moved.dump();
   }
+}
+
+// A prediction that moved on its own (the queue near saturation: 12 -> 40 ms for a 2% move of the
+// rate) is no write; with its rate beyond the jitter, or with the plan, it goes out.
+TEST(WorthWriting, APredictionGoesOutOnlyWithWhatItPredictsFrom) {
+  json decided = Written();
+  decided["plan"]["tasks"][0]["queueMs"] = 40.0;
+  decided["plan"]["paths"][0]["predictedLatencyMs"] = 480.5;
+  decided["plan"]["tasks"][0]["loadRps"] = 118.4 * 1.02;
+  EXPECT_FALSE(WorthWriting(Written(), decided));
+  json faster = decided;
+  faster["plan"]["tasks"][0]["loadRps"] = 118.4 * 1.2;
+  EXPECT_TRUE(WorthWriting(Written(), faster));
+  json replanned = decided;
+  replanned["plan"]["tasks"][0]["replicas"] = 5;
+  EXPECT_TRUE(WorthWriting(Written(), replanned));
+  // A prediction where there was none (or the reverse) is a change of shape, written.
+  json fresh = Written();
+  fresh["plan"]["paths"][0].erase("predictedLatencyMs");
+  EXPECT_TRUE(WorthWriting(fresh, Written()));
+  EXPECT_TRUE(WorthWriting(Written(), fresh));
 }
 
 // What is not a measurement is written on any change.
