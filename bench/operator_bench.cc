@@ -164,12 +164,15 @@ Counts Count(const std::string& kubeconfig, const std::string& prometheus_url,
   return c;
 }
 
-// Now minus each pipeline's pipescale_last_decision_timestamp_seconds in a scrape.
-std::vector<double> DecisionAges(const std::string& metrics) {
-  const double now =
+// How long each pipeline's plan had gone without a look when the operator rendered a scrape:
+// the time the scrape was asked for minus its pipescale_last_decision_timestamp_seconds. The
+// operator renders on arrival; at 5000 pipelines the body is megabytes and takes a while to
+// send, which a clock read after it arrived would count as lag.
+std::vector<double> DecisionAges(const std::string& url) {
+  const double asked =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::vector<double> ages = SamplesOf(metrics, "pipescale_last_decision_timestamp_seconds");
-  for (double& age : ages) age = now - age;
+  std::vector<double> ages = SamplesOf(Fetch(url), "pipescale_last_decision_timestamp_seconds");
+  for (double& age : ages) age = asked - age;
   return ages;
 }
 
@@ -234,7 +237,7 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
     const auto [r, h] = Memory(pid);
     rss.push_back(r);
     hwm = std::max(hwm, h);
-    const std::vector<double> ages = DecisionAges(Fetch(operator_metrics));
+    const std::vector<double> ages = DecisionAges(operator_metrics);
     lag.insert(lag.end(), ages.begin(), ages.end());
   }
   if (lag.empty()) Die("the operator exports no pipescale_last_decision_timestamp_seconds");
