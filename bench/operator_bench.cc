@@ -204,8 +204,10 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   const std::string prometheus = env.at("PIPESCALE_PROMETHEUS");
   const std::string metrics_address = "127.0.0.1:18089";
   const Counts idle0 = Count(env.at("KUBECONFIG"), prometheus, "");
+  const auto idle_start = Clock::now();
   std::this_thread::sleep_for(30s);
   const Counts idle1 = Count(env.at("KUBECONFIG"), prometheus, "");
+  const double idle_s = Seconds(Clock::now() - idle_start);
 
   const std::string dir = env.at("PIPESCALE_DIR");
   testing::Process op({operator_binary, "--kubeconfig", env.at("KUBECONFIG"), "--namespace", ns,
@@ -231,6 +233,7 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   std::this_thread::sleep_for(30s);
   const std::string operator_metrics = "http://" + metrics_address + "/metrics";
   const Counts run0 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
+  const auto run_start = Clock::now();
   std::vector<double> rss, lag;
   for (int i = 0; i < 30; ++i) {
     std::this_thread::sleep_for(1s);
@@ -244,12 +247,13 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   std::sort(lag.begin(), lag.end());
   const auto lag_at = [&](double q) { return lag[static_cast<size_t>(q * (lag.size() - 1))]; };
   const Counts run1 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
+  // The samples' scrapes take a while at thousands of pipelines: the window is what the clock says.
+  const double run_s = Seconds(Clock::now() - run_start);
   auto deployments = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!deployments.ok()) Die(deployments.error().message);
   if (op.Stop(SIGTERM, 20s) != 0) Die("the operator did not stop cleanly:\n" + op.Log());
   (void)client.Delete(kube::CollectionPath(reconciler::kInferencePipelines, ns));
 
-  const double idle_s = 30, run_s = 30;
   const double apiserver =
       (run1.apiserver - run0.apiserver) / run_s - (idle1.apiserver - idle0.apiserver) / idle_s;
   const double queries =

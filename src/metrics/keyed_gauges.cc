@@ -11,11 +11,13 @@ namespace pipescale::metrics {
 void KeyedGauges::Set(const std::string& owner, const std::string& part,
                       std::vector<Sample> samples) {
   for (const Sample& s : samples) PIPESCALE_CHECK(s.family < families_.size());
+  Samples shared =
+      samples.empty() ? nullptr : std::make_shared<const std::vector<Sample>>(std::move(samples));
   std::lock_guard lock(mu_);
-  if (samples.empty()) {
+  if (!shared) {
     samples_.erase({owner, part});
   } else {
-    samples_[{owner, part}] = std::move(samples);
+    samples_[{owner, part}] = std::move(shared);
   }
 }
 
@@ -32,9 +34,14 @@ std::vector<prometheus::MetricFamily> KeyedGauges::Collect() const {
     out[i].help = families_[i].help;
     out[i].type = prometheus::MetricType::Gauge;
   }
-  std::lock_guard lock(mu_);
-  for (const auto& [key, samples] : samples_) {
-    for (const Sample& s : samples) {
+  std::vector<Samples> parts;
+  {
+    std::lock_guard lock(mu_);
+    parts.reserve(samples_.size());
+    for (const auto& [key, samples] : samples_) parts.push_back(samples);
+  }
+  for (const Samples& samples : parts) {
+    for (const Sample& s : *samples) {
       prometheus::ClientMetric m;
       m.label.reserve(s.labels.size());
       for (const auto& [name, value] : s.labels) m.label.push_back({name, value});

@@ -7,6 +7,7 @@
 #include <prometheus/labels.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -36,13 +37,16 @@ class KeyedGauges : public prometheus::Collectable {
   // Drops every part of `owner`.
   void Forget(const std::string& owner);
 
-  // Every family, each series under it, by owner and part.
+  // Every family, each series under it, by owner and part. Renders outside the lock: at 5000
+  // owners a scrape is a few hundred thousand series, which Set must not wait behind.
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
+  using Samples = std::shared_ptr<const std::vector<Sample>>;  // replaced whole, never changed
+
   const std::vector<Family> families_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::vector<Sample>> samples_;  // (owner, part)
+  std::map<std::pair<std::string, std::string>, Samples> samples_;  // by (owner, part)
 };
 
 }  // namespace pipescale::metrics
