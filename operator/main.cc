@@ -120,7 +120,7 @@ class Operator {
           client, *pipelines_.back(), *deployments_.back(), *owned_.back(),
           [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now,
           [this](const model::Pipeline& p, int intervals, double now) {
-            return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now);
+            return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now, &shared_queries_);
           }));
       reconcilers_.back()->WatchCapacity(cluster_);
       reconcilers_.back()->SetRouterClusterRole(flags.router_cluster_role);

@@ -1,6 +1,6 @@
 // The default queries asked once for every pipeline: an all-pipelines query is sent at most once
 // per max_age to each Prometheus, and each pipeline reads its own series from the answer, so
-// what Prometheus is asked stays flat as pipelines are added.
+// what Prometheus is asked stays flat as pipelines are added. Range queries likewise.
 #pragma once
 
 #include <atomic>
@@ -28,21 +28,41 @@ class SharedQueries {
   Result<std::vector<Sample>> Read(const PrometheusClient& prometheus, const std::string& query,
                                    const std::string& namespace_name, const std::string& name);
 
+  // The same for a range query over [start, end] every `step` seconds: pipelines that ask for
+  // the same range (a leader rebuilding every pipeline's memory, on a grid of the interval)
+  // share one answer.
+  Result<std::vector<Series>> ReadRange(const PrometheusClient& prometheus,
+                                        const std::string& query, double start, double end,
+                                        double step, const std::string& namespace_name,
+                                        const std::string& name);
+
   long queries_sent() const { return sent_.load(); }
 
  private:
-  using ByPipeline = std::map<std::pair<std::string, std::string>, std::vector<Sample>>;
+  using Pipeline = std::pair<std::string, std::string>;  // (namespace, name)
+  template <class T>
   struct Answer {
     std::mutex fetching;  // held while one caller asks; the others wait for its answer
     std::chrono::steady_clock::time_point at;
-    std::shared_ptr<const Result<ByPipeline>> series;
+    std::string range;  // what a range query's answer is for: its start and end
+    std::shared_ptr<const Result<std::map<Pipeline, std::vector<T>>>> series;
   };
+  // By URL and query (and a range's step and span): one answer each, so the maps stay as small
+  // as the set of queries, however many ranges are asked over time.
+  template <class T>
+  using Answers = std::map<std::string, std::shared_ptr<Answer<T>>>;
 
-  std::shared_ptr<Answer> Slot(const std::string& key);
+  // The answer kept under `key`, from `ask` when none for `range` is younger than max_age;
+  // `namespace_name` / `name`'s part of it.
+  template <class T, class Ask>
+  Result<std::vector<T>> Shared(Answers<T>& answers, const std::string& key,
+                                const std::string& range, const Ask& ask,
+                                const std::string& namespace_name, const std::string& name);
 
   const std::chrono::milliseconds max_age_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Answer>> answers_;  // by Prometheus URL and query
+  std::mutex mu_;  // guards the maps, not the answers
+  Answers<Sample> instant_;
+  Answers<Series> ranges_;
   std::atomic<long> sent_{0};
 };
 

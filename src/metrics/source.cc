@@ -128,7 +128,8 @@ Error Named(const std::string& name, Error e) {
 }
 
 // A label's value, "" when absent.
-std::string Label(const Sample& s, const char* name) {
+template <class T>
+std::string Label(const T& s, const char* name) {
   const auto it = s.labels.find(name);
   return it != s.labels.end() ? it->second : "";
 }
@@ -338,21 +339,40 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
 
 Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
                                            const model::Pipeline& pipeline, int intervals,
-                                           double now) {
+                                           double now, SharedQueries* shared) {
   model::RateHistory history;
   if (intervals <= 0) return history;
   const double step = pipeline.spec.interval_seconds;
-  const double end = now - step;
-  std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
-                                               {"namespace", pipeline.namespace_name}};
-  for (const model::Path& path : pipeline.spec.paths) {
-    values["path"] = path.name;
-    auto series = prometheus.QueryRange(Render(QueryFor(pipeline, "pathRate"), values),
-                                        end - (intervals - 1) * step, end, step);
+  // On the interval's grid, so that every pipeline read within one interval asks the same range.
+  const double end = std::floor(now / step) * step - step;
+  const double start = end - (intervals - 1) * step;
+  const std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
+                                                     {"namespace", pipeline.namespace_name}};
+  const bool own = pipeline.spec.metrics.queries.contains("pathRate");
+  std::vector<Series> all;
+  if (shared != nullptr && !own) {
+    auto series = shared->ReadRange(prometheus, Render(AllPipelinesQuery("pathRate"), values),
+                                    start, end, step, pipeline.namespace_name, pipeline.name);
     if (!series) return Named("pathRate", series.error());
-    if (series->empty()) continue;
+    all = std::move(*series);
+  }
+  for (const model::Path& path : pipeline.spec.paths) {
+    std::vector<Series> mine;
+    if (shared != nullptr && !own) {
+      for (const Series& s : all) {
+        if (Label(s, "path") == path.name) mine.push_back(s);
+      }
+    } else {
+      std::map<std::string, std::string> with_path = values;
+      with_path["path"] = path.name;
+      auto series = prometheus.QueryRange(Render(QueryFor(pipeline, "pathRate"), with_path), start,
+                                          end, step);
+      if (!series) return Named("pathRate", series.error());
+      mine = std::move(*series);
+    }
+    if (mine.empty()) continue;
     std::vector<double>& rates = history[path.name];
-    for (const auto& [at, rate] : series->front().points) {
+    for (const auto& [at, rate] : mine.front().points) {
       if (std::isfinite(rate) && rate >= 0) rates.push_back(rate);
     }
     if (rates.empty()) history.erase(path.name);

@@ -31,11 +31,13 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
                                             const model::Pipeline& pipeline,
                                             SharedQueries* shared = nullptr);
 
-// Per path, its rate at each of the `intervals` steps of the pipeline's interval that end one
-// interval before `now` (the snapshot at `now` is the next), oldest first; steps without data
-// are left out, a path without any is absent. Errors as ReadSnapshot's.
+// Per path, its rate at each of the `intervals` steps of the pipeline's interval, on the grid of
+// that interval and ending at least one interval before `now` (the snapshot at `now` is the
+// next), oldest first; steps without data are left out, a path without any is absent. Errors as
+// ReadSnapshot's. With `shared`, the default pathRate is read from one all-pipelines range query
+// per grid step, so a leader rebuilding thousands of pipelines asks Prometheus a handful of times.
 Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
                                            const model::Pipeline& pipeline, int intervals,
-                                           double now);
+                                           double now, SharedQueries* shared = nullptr);
 
 }  // namespace pipescale::metrics

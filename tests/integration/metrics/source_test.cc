@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <prometheus/summary.h>
 
+#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -152,6 +153,62 @@ TEST(MetricsSource, ManyPipelinesShareOneQueryPerMetric) {
   // pathRate, pathLatency, arrivalRate: once each, however many pipelines read them.
   EXPECT_EQ(one.queries_sent(), 3);
   EXPECT_EQ(all.queries_sent(), one.queries_sent());
+}
+
+// A leader rebuilding the memory of many pipelines: each reads its own rate history, from one
+// all-pipelines range query when read within one interval's grid step of the others, the same
+// points it would read alone (their rates differ twofold: another's series would fail this).
+TEST(MetricsSource, ManyPipelinesRebuildTheirHistoryFromOneRangeQuery) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const std::vector<std::pair<std::string, double>> rates = {
+      {"history-a", 10}, {"history-b", 20}, {"history-c", 40}};
+  std::vector<std::unique_ptr<testing::Load>> loads;
+  for (const auto& [name, rps] : rates) {
+    loads.push_back(std::make_unique<testing::Load>("metrics-test", name,
+                                                    std::map<std::string, double>{{"fast", rps}}));
+  }
+  const auto pipeline = [](const std::string& name) {
+    model::Pipeline p = ThreePaths(name);
+    p.spec.interval_seconds = 5;
+    return p;
+  };
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  const auto now = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  // Three steps of history for every pipeline: a few scrapes, then two more intervals.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        for (const auto& [name, rps] : rates) {
+          auto own = ReadRateHistory(prometheus, pipeline(name), 3, now());
+          if (!own.ok() || !own->contains("fast") || own->at("fast").size() < 3) return false;
+        }
+        return true;
+      },
+      90s, 1s));
+  // Three reads moments apart within one 5 s step of the grid.
+  const double cell = std::floor(now() / 5) * 5;
+  SharedQueries shared(60s);
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const auto& [name, rps] = rates[i];
+    const double at = cell + 0.5 + i;
+    auto own = ReadRateHistory(prometheus, pipeline(name), 3, at);
+    auto all = ReadRateHistory(prometheus, pipeline(name), 3, at, &shared);
+    ASSERT_TRUE(own.ok() && all.ok());
+    ASSERT_EQ(all->size(), own->size()) << name;
+    ASSERT_EQ(all->at("fast").size(), 3u) << name;
+    ASSERT_EQ(own->at("fast").size(), 3u) << name;
+    for (size_t k = 0; k < 3; ++k) {  // the same sums, perhaps added in another order
+      EXPECT_NEAR(all->at("fast")[k], own->at("fast")[k], 1e-9 * rps) << name << " step " << k;
+    }
+    EXPECT_NEAR(all->at("fast").back(), rps, 0.3 * rps) << name;
+    EXPECT_FALSE(all->contains("silent")) << name;  // no series: absent, as alone
+  }
+  EXPECT_EQ(shared.queries_sent(), 1);
+  // The next grid step is another range: asked again.
+  ASSERT_TRUE(ReadRateHistory(prometheus, pipeline("history-a"), 3, cell + 5.5, &shared).ok());
+  EXPECT_EQ(shared.queries_sent(), 2);
 }
 
 TEST(MetricsSource, NamesABadOverride) {
