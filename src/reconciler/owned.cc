@@ -33,7 +33,8 @@ kube::Informer::Options DeploymentWatch(const std::string& namespace_name) {
 }
 
 OwnedObjects::OwnedObjects(const kube::Client& client, const std::string& namespace_name,
-                           const Changed& changed) {
+                           const Changed& changed)
+    : client_(client), namespace_(namespace_name), changed_(changed) {
   const std::pair<const kube::ResourceType*, const char*> watched[] = {
       {&kube::kConfigMaps, kDeploymentSelector},
       {&kRouterServiceAccounts, kRouterLabel},
@@ -55,15 +56,57 @@ OwnedObjects::~OwnedObjects() { Stop(); }
 
 void OwnedObjects::Start() {
   for (auto& i : informers_) i->Start();
+  std::lock_guard lock(adopted_mu_);
+  started_ = true;
 }
 
 void OwnedObjects::RequestStop() {
   for (auto& i : informers_) i->RequestStop();
+  std::lock_guard lock(adopted_mu_);
+  stopping_ = true;
+  if (adoptable_) adoptable_->RequestStop();
 }
 
 void OwnedObjects::Stop() {
   RequestStop();
   for (auto& i : informers_) i->Stop();
+  std::unique_ptr<kube::Informer> adoptable;
+  {
+    std::lock_guard lock(adopted_mu_);
+    adoptable = std::move(adoptable_);
+  }
+  if (adoptable) adoptable->Stop();  // outside the lock its handler takes
+}
+
+void OwnedObjects::AdoptedChanged(const std::string& key) const {
+  std::set<std::string> pipelines;
+  {
+    std::lock_guard lock(adopted_mu_);
+    if (const auto it = adopters_.find(key); it != adopters_.end()) pipelines = it->second;
+  }
+  for (const std::string& p : pipelines) changed_(p);
+}
+
+OwnedObjects::Adopted OwnedObjects::AdoptedDeployment(const std::string& pipeline_key,
+                                                      const std::string& namespace_name,
+                                                      const std::string& name) const {
+  const std::string key = namespace_name + "/" + name;
+  const kube::Informer* informer = nullptr;
+  {
+    std::lock_guard lock(adopted_mu_);
+    adopters_[key].insert(pipeline_key);
+    if (!adoptable_ && started_ && !stopping_) {
+      adoptable_ = std::make_unique<kube::Informer>(
+          client_,
+          kube::Informer::Options{.type = kube::kDeployments, .namespace_name = namespace_},
+          [this](const std::string& changed, const json&) { AdoptedChanged(changed); });
+      adoptable_->Start();
+    }
+    informer = adoptable_.get();
+  }
+  // The informer lives until Stop, which no reconcile outlives.
+  if (informer == nullptr || !informer->Synced()) return {};
+  return {.known = true, .deployment = informer->Get(key)};
 }
 
 bool OwnedObjects::Synced() const {

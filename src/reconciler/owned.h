@@ -4,9 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,17 +43,41 @@ class OwnedObjects {
   OwnedObjects& operator=(const OwnedObjects&) = delete;
 
   void Start();
-  void RequestStop();  // as kube::Informer::RequestStop, for all five
+  void RequestStop();  // as kube::Informer::RequestStop, for all of them
   void Stop();
   bool Synced() const;  // every watch has listed
 
   std::optional<nlohmann::json> RoutingConfigMap(const model::Pipeline& pipeline) const;
   RouterObjects Router(const model::Pipeline& pipeline) const;
 
+  // A Deployment a pipeline adopts by name (a variant's deploymentName: made by someone else, it
+  // carries none of our labels). Read from a watch of every Deployment of the namespace, started
+  // by the first such read, so an operator whose pipelines adopt nothing keeps none of them; a
+  // change to it reconciles `pipeline_key`. `known` is false while that watch has not listed
+  // yet: ask the apiserver.
+  struct Adopted {
+    bool known = false;
+    std::optional<nlohmann::json> deployment;  // nullopt: there is none
+  };
+  Adopted AdoptedDeployment(const std::string& pipeline_key, const std::string& namespace_name,
+                            const std::string& name) const;
+
  private:
+  const kube::Client& client_;
+  const std::string namespace_;
+  const Changed changed_;
   // The routing ConfigMaps, then the router's ServiceAccounts, RoleBindings, Deployments and
   // Services.
   std::vector<std::unique_ptr<kube::Informer>> informers_;
+
+  // Reconciles the pipelines that adopted Deployment `key` ("namespace/name").
+  void AdoptedChanged(const std::string& key) const;
+
+  // Adopted Deployments (a cache behind a const read: mutable).
+  mutable std::mutex adopted_mu_;
+  mutable std::unique_ptr<kube::Informer> adoptable_;
+  mutable std::map<std::string, std::set<std::string>> adopters_;  // Deployment key -> pipelines
+  bool started_ = false, stopping_ = false;                        // under adopted_mu_
 };
 
 }  // namespace pipescale::reconciler

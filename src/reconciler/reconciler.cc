@@ -86,13 +86,20 @@ std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& se
     std::string name = api::ReadObjectMeta(d).name;  // before the move: `=` reads its right first
     out[std::move(name)] = std::move(d);
   }
-  // Adopted Deployments carry none of our labels: read them by name. (An invalid spec is
-  // decided without its Deployments.)
+  // Adopted Deployments carry none of our labels: read them by name, from their own watch once
+  // it has listed. (An invalid spec is decided without its Deployments.)
   if (!seen.parsed.pipeline) return out;
+  const std::string key = pipeline.namespace_name + "/" + pipeline.name;
   for (const model::Task& task : seen.parsed.pipeline->spec.tasks) {
     for (const model::Variant& variant : task.variants) {
       const std::string& adopted = variant.deployment_name;
       if (adopted.empty() || out.contains(adopted)) continue;
+      OwnedObjects::Adopted cached =
+          owned_.AdoptedDeployment(key, pipeline.namespace_name, adopted);
+      if (cached.known) {
+        if (cached.deployment) out[adopted] = std::move(*cached.deployment);
+        continue;
+      }
       auto d = client_.Get(kube::ObjectPath(kube::kDeployments, pipeline.namespace_name, adopted));
       if (d) out[adopted] = std::move(*d);
     }

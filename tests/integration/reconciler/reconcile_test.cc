@@ -267,6 +267,70 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   EXPECT_FALSE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
 }
 
+// A Deployment made by someone else, named by a variant's deploymentName (none of our labels):
+// the plan scales it in place, and once the watch of the namespace's Deployments (started by the
+// first look at it) has it, a reconcile with nothing changed reads it from there, not by GET.
+TEST_F(ReconcilerTest, AnAdoptedDeploymentIsScaledAndThenReadFromItsWatch) {
+  const json legacy = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", "legacy-detect"}, {"labels", {{"app", "legacy"}}}}},
+      {"spec",
+       {{"replicas", 1},
+        {"selector", {{"matchLabels", {{"app", "legacy"}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", "legacy"}}}}},
+          {"spec",
+           {{"containers",
+             json::array({{{"name", "legacy-model"},
+                           {"image", "pipescale/model-server:dev"},
+                           {"ports", json::array({{{"name", "http"}, {"containerPort", 8080}}})},
+                           {"readinessProbe",
+                            {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}},
+                             {"periodSeconds", 1}}}}})}}}}}}}};
+  auto made = client_->Create(kube::CollectionPath(kube::kDeployments, ns_), legacy);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  json pipeline = PipelineObject("shop", "Apply");
+  pipeline["spec"]["tasks"][0]["variants"][0]["deploymentName"] = "legacy-detect";
+  testing::Load load(ns_, "shop", {{"p", 120}});
+  Create(pipeline);
+  ASSERT_TRUE(ReconcileWithMetrics("shop", 100).plan.has_value());
+
+  int planned = 0;
+  const json status = Status("shop");
+  for (const auto& t : status["plan"]["tasks"]) {
+    if (t["deployment"] == "legacy-detect") planned = t["replicas"].get<int>();
+  }
+  ASSERT_GT(planned, 1) << status.dump();  // 120 rps needs more than one
+  EXPECT_EQ(Fields("legacy-detect").replicas, planned);
+  auto adopted = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, "legacy-detect"));
+  ASSERT_TRUE(adopted.ok());
+  EXPECT_FALSE((*adopted)["metadata"]["labels"].contains("pipescale.io/pipeline"));  // still theirs
+  EXPECT_EQ((*adopted)["spec"]["template"]["spec"]["containers"][0]["name"], "legacy-model");
+
+  // Both Deployments as written, in the caches the reconciler reads; then the same look again.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const OwnedObjects::Adopted cached =
+            owned_->AdoptedDeployment(ns_ + "/shop", ns_, "legacy-detect");
+        const auto classify = deployments_->Get(ns_ + "/shop-classify-tiny-cpu");
+        return cached.known && cached.deployment &&
+               api::ReadManagedFields(*cached.deployment, "MAX_BATCH_SIZE") ==
+                   Fields("legacy-detect") &&
+               classify &&
+               api::ReadManagedFields(*classify, "MAX_BATCH_SIZE") ==
+                   Fields("shop-classify-tiny-cpu");
+      },
+      10s));
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
+  frozen_ = last_;
+  const long requests = reconciler_client_->requests();
+  auto again = reconciler_->Reconcile(ns_ + "/shop");
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->deployment_writes, 0);
+  EXPECT_EQ(reconciler_client_->requests() - requests, 0);
+}
+
 TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
   json object = PipelineObject("traffic", "Apply");
   object["spec"]["optimizer"] = "loki";
