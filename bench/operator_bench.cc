@@ -181,7 +181,8 @@ std::vector<double> DecisionAges(const std::string& url) {
 // exist and wait unscheduled, so what is measured is the operator (its caches hold them all),
 // not a thousand emulated model servers.
 void Scale(const kube::Client& client, const std::map<std::string, std::string>& env,
-           const std::string& operator_binary, int n, const std::string& mode, int workers) {
+           const std::string& operator_binary, int n, const std::string& mode, int workers,
+           int settle_s) {
   const std::string ns = "scale-bench";
   CreateNamespace(client, ns);
   std::map<std::string, std::map<std::string, double>> rates;
@@ -229,8 +230,8 @@ void Scale(const kube::Client& client, const std::map<std::string, std::string>&
   }
   const double all_planned_s = Seconds(Clock::now() - t0);
   if (planned != n) Die(std::to_string(planned) + " of " + std::to_string(n) + " planned");
-  // Steady state: three intervals, nothing polled meanwhile.
-  std::this_thread::sleep_for(30s);
+  // Steady state: three intervals (by default), nothing polled meanwhile.
+  std::this_thread::sleep_for(std::chrono::seconds(settle_s));
   const std::string operator_metrics = "http://" + metrics_address + "/metrics";
   const Counts run0 = Count(env.at("KUBECONFIG"), prometheus, operator_metrics);
   const auto run_start = Clock::now();
@@ -375,7 +376,7 @@ void Reaction(const kube::Client& client, const std::map<std::string, std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
-  int pipelines = 500, workers = 2;
+  int pipelines = 500, workers = 2, settle_s = 30;
   std::string mode = "Apply";
   bool scale = true, reaction = true;
   for (int i = 1; i < argc; ++i) {
@@ -386,13 +387,15 @@ int main(int argc, char** argv) {
       workers = std::atoi(argv[++i]);
     } else if (arg == "--mode" && i + 1 < argc) {
       mode = argv[++i];
+    } else if (arg == "--settle" && i + 1 < argc) {
+      settle_s = std::atoi(argv[++i]);
     } else if (arg == "--only") {
       const std::string which = i + 1 < argc ? argv[++i] : "";
       scale = which == "scale";
       reaction = which == "reaction";
     } else {
       Die("usage: operator_bench [--pipelines N] [--workers N] [--mode Apply|Recommend] "
-          "[--only scale|reaction]");
+          "[--settle SECONDS] [--only scale|reaction]");
     }
   }
   const auto env = ReadEnvFile();
@@ -402,7 +405,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::string> binaries = {{"operator", PIPESCALE_OPERATOR},
                                                        {"model_server", PIPESCALE_MODEL_SERVER},
                                                        {"loadgen", PIPESCALE_LOADGEN}};
-  if (scale) Scale(client, env, binaries.at("operator"), pipelines, mode, workers);
+  if (scale) Scale(client, env, binaries.at("operator"), pipelines, mode, workers, settle_s);
   if (reaction) Reaction(client, env, binaries);
   return 0;
 }
