@@ -27,6 +27,17 @@ model::Pipeline ThreePaths(const std::string& name) {
   return p;
 }
 
+// One exporter per pipeline, its path "fast" at the given rate.
+std::vector<std::unique_ptr<testing::Load>> FastPathLoads(
+    const std::vector<std::pair<std::string, double>>& rates) {
+  std::vector<std::unique_ptr<testing::Load>> loads;
+  for (const auto& [name, rps] : rates) {
+    loads.push_back(std::make_unique<testing::Load>("metrics-test", name,
+                                                    std::map<std::string, double>{{"fast", rps}}));
+  }
+  return loads;
+}
+
 TEST(MetricsSource, ReadsRatesAndReportsMissingSeries) {
   PIPESCALE_REQUIRE_LOCAL_ENV();
   model::Pipeline pipeline = ThreePaths("rates");
@@ -116,11 +127,7 @@ TEST(MetricsSource, ManyPipelinesShareOneQueryPerMetric) {
   PIPESCALE_REQUIRE_LOCAL_ENV();
   const std::vector<std::pair<std::string, double>> rates = {
       {"shared-a", 10}, {"shared-b", 20}, {"shared-c", 40}};
-  std::vector<std::unique_ptr<testing::Load>> loads;
-  for (const auto& [name, rps] : rates) {
-    loads.push_back(std::make_unique<testing::Load>("metrics-test", name,
-                                                    std::map<std::string, double>{{"fast", rps}}));
-  }
+  const auto loads = FastPathLoads(rates);
   const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
   // The default windows need a few scrapes of every pipeline's counters.
   ASSERT_TRUE(testing::Eventually(
@@ -162,11 +169,7 @@ TEST(MetricsSource, ManyPipelinesRebuildTheirHistoryFromOneRangeQuery) {
   PIPESCALE_REQUIRE_LOCAL_ENV();
   const std::vector<std::pair<std::string, double>> rates = {
       {"history-a", 10}, {"history-b", 20}, {"history-c", 40}};
-  std::vector<std::unique_ptr<testing::Load>> loads;
-  for (const auto& [name, rps] : rates) {
-    loads.push_back(std::make_unique<testing::Load>("metrics-test", name,
-                                                    std::map<std::string, double>{{"fast", rps}}));
-  }
+  const auto loads = FastPathLoads(rates);
   const auto pipeline = [](const std::string& name) {
     model::Pipeline p = ThreePaths(name);
     p.spec.interval_seconds = 5;
