@@ -21,6 +21,13 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (unix seconds, value)
 };
 
+// The value of label `name` of a Sample or a Series, "" when it has none.
+template <class T>
+std::string LabelOf(const T& s, const char* name) {
+  const auto it = s.labels.find(name);
+  return it != s.labels.end() ? it->second : "";
+}
+
 class PrometheusClient {
  public:
   explicit PrometheusClient(std::string base_url,

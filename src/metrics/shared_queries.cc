@@ -3,15 +3,6 @@
 #include <cstdio>
 
 namespace pipescale::metrics {
-namespace {
-
-template <class T>
-std::string Label(const T& s, const char* name) {
-  const auto it = s.labels.find(name);
-  return it != s.labels.end() ? it->second : "";
-}
-
-}  // namespace
 
 template <class T, class Ask>
 Result<std::vector<T>> SharedQueries::Shared(Answers<T>& answers, const std::string& key,
@@ -36,7 +27,7 @@ Result<std::vector<T>> SharedQueries::Shared(Answers<T>& answers, const std::str
       if (got) {
         ByPipeline grouped;
         for (T& s : *got) {
-          grouped[{Label(s, "namespace"), Label(s, "pipeline")}].push_back(std::move(s));
+          grouped[{LabelOf(s, "namespace"), LabelOf(s, "pipeline")}].push_back(std::move(s));
         }
         answer->series = std::make_shared<const Result<ByPipeline>>(std::move(grouped));
       } else {

@@ -127,13 +127,6 @@ Error Named(const std::string& name, Error e) {
   return e;
 }
 
-// A label's value, "" when absent.
-template <class T>
-std::string Label(const T& s, const char* name) {
-  const auto it = s.labels.find(name);
-  return it != s.labels.end() ? it->second : "";
-}
-
 // Where one snapshot's queries go: a pipeline's own templates to Prometheus as written; the
 // defaults to the shared all-pipelines answers when there are any, else rendered for the
 // pipeline alone.
@@ -160,7 +153,7 @@ class Reader {
     if (path == values.end()) return all;
     std::vector<Sample> out;
     for (Sample& s : *all) {
-      if (Label(s, "path") == path->second) out.push_back(std::move(s));
+      if (LabelOf(s, "path") == path->second) out.push_back(std::move(s));
     }
     return out;
   }
@@ -183,7 +176,7 @@ class Reader {
     for (const Sample& s : *samples) {
       std::string key;
       for (size_t i = 0; i < labels.size(); ++i)
-        key += (i > 0 ? "/" : "") + Label(s, labels[i].c_str());
+        key += (i > 0 ? "/" : "") + LabelOf(s, labels[i].c_str());
       if (std::isfinite(s.value)) out[key] = s.value;
     }
     return out;
@@ -222,7 +215,7 @@ Result<model::DataPlaneSnapshot> ReadDataPlane(const Reader& reader) {
 
 // The batch rows a series names, or 0 when its label is not a batch size.
 int Rows(const Sample& s) {
-  const std::string rows = Label(s, "rows");
+  const std::string rows = LabelOf(s, "rows");
   char* end = nullptr;
   const long n = std::strtol(rows.c_str(), &end, 10);
   return rows.empty() || *end != '\0' || n < 1 || n > kMaxBatchRows ? 0 : static_cast<int>(n);
@@ -243,8 +236,8 @@ Result<model::BatchTimings> ReadBatchTimings(const Reader& reader) {
     for (const Sample& s : *samples) {
       const int rows = Rows(s);
       if (rows == 0 || !std::isfinite(s.value) || s.value < 0) continue;
-      const model::ProfileKey key{Label(s, "task"), Label(s, "variant"),
-                                  Label(s, "hardware_class")};
+      const model::ProfileKey key{LabelOf(s, "task"), LabelOf(s, "variant"),
+                                  LabelOf(s, "hardware_class")};
       if (!counts) {
         seconds[{key, rows}] = s.value;
         continue;
@@ -348,9 +341,9 @@ Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
   const double start = end - (intervals - 1) * step;
   const std::map<std::string, std::string> values = {{"pipeline", pipeline.name},
                                                      {"namespace", pipeline.namespace_name}};
-  const bool own = pipeline.spec.metrics.queries.contains("pathRate");
-  std::vector<Series> all;
-  if (shared != nullptr && !own) {
+  const bool from_shared = shared != nullptr && !pipeline.spec.metrics.queries.contains("pathRate");
+  std::vector<Series> all;  // every path's, when from the shared answer
+  if (from_shared) {
     auto series = shared->ReadRange(prometheus, Render(AllPipelinesQuery("pathRate"), values),
                                     start, end, step, pipeline.namespace_name, pipeline.name);
     if (!series) return Named("pathRate", series.error());
@@ -358,9 +351,9 @@ Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,
   }
   for (const model::Path& path : pipeline.spec.paths) {
     std::vector<Series> mine;
-    if (shared != nullptr && !own) {
+    if (from_shared) {
       for (const Series& s : all) {
-        if (Label(s, "path") == path.name) mine.push_back(s);
+        if (LabelOf(s, "path") == path.name) mine.push_back(s);
       }
     } else {
       std::map<std::string, std::string> with_path = values;
