@@ -144,9 +144,9 @@ void Informer::Unindex(const std::string& key, const Entry& entry) {
   }
 }
 
-void Informer::Put(const std::string& key, const nlohmann::json& object) {
+void Informer::Put(const std::string& key, const nlohmann::json& object, std::string text) {
   if (auto it = cache_.find(key); it != cache_.end()) Unindex(key, it->second);
-  Entry entry{.text = object.dump(), .indexed = {}};
+  Entry entry{.text = std::move(text), .indexed = {}};
   for (const auto& [name, value_of] : options_.indexes) {
     std::string value = value_of(object);
     if (value.empty()) continue;
@@ -250,24 +250,28 @@ Status Informer::ListAndReplace() {
   }
   auto list = client_.Get(path);
   if (!list) return list.error();
-  std::map<std::string, nlohmann::json> fresh;
+  // Each object with its text, dumped once and outside the lock: compared with the cache's, then
+  // kept.
+  std::map<std::string, std::pair<nlohmann::json, std::string>> fresh;
   nlohmann::json& body = list.value();
   auto items = body.find("items");
   if (items != body.end() && items->is_array()) {
     for (auto& item : *items) {
       Trim(item);
       std::string key = ObjectKey(item);
-      if (!key.empty()) fresh.emplace(std::move(key), std::move(item));
+      if (key.empty()) continue;
+      std::string text = item.dump();
+      fresh.emplace(std::move(key), std::pair{std::move(item), std::move(text)});
     }
   }
 
   std::vector<std::pair<std::string, nlohmann::json>> changed;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, object] : fresh) {
+    for (const auto& [key, listed] : fresh) {
       auto it = cache_.find(key);
-      if (it == cache_.end() || it->second.text != object.dump()) {
-        changed.emplace_back(key, object);
+      if (it == cache_.end() || it->second.text != listed.second) {
+        changed.emplace_back(key, listed.first);
       }
     }
     for (const auto& [key, entry] : cache_) {
@@ -276,7 +280,7 @@ Status Informer::ListAndReplace() {
     }
     cache_.clear();
     index_.clear();
-    for (const auto& [key, object] : fresh) Put(key, object);
+    for (auto& [key, listed] : fresh) Put(key, listed.first, std::move(listed.second));
     resource_version_ = ResourceVersion(*list);
     synced_ = true;
     ++relists_;
@@ -329,7 +333,7 @@ void Informer::Apply(const WatchEvent& input) {
     if (event.type == "DELETED") {
       Erase(key);
     } else {
-      Put(key, event.object);
+      Put(key, event.object, event.object.dump());
     }
     resource_version_ = rv;
   }

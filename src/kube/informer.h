@@ -89,7 +89,7 @@ class Informer {
     std::string text;
     std::map<std::string, std::string> indexed;  // index name -> value
   };
-  void Put(const std::string& key, const nlohmann::json& object);
+  void Put(const std::string& key, const nlohmann::json& object, std::string text);  // its dump
   void Erase(const std::string& key);
   void Unindex(const std::string& key, const Entry& entry);
   static std::vector<nlohmann::json> Parse(const std::vector<std::string>& texts);
