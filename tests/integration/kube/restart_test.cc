@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "integration/harness/local_env.h"
+#include "integration/harness/objects.h"
 #include "integration/harness/wait.h"
 #include "kube/informer.h"
 
@@ -30,16 +31,8 @@ TEST(Informer, ResumesAfterTheApiserverRestarts) {
   ASSERT_TRUE(informer.WaitForSync(10s));
 
   ASSERT_EQ(LocalEnv::Get().Script("restart-apiserver " + LocalEnv::Get().Var("PIPESCALE_DIR")), 0);
-  const nlohmann::json deployment = {
-      {"apiVersion", "apps/v1"},
-      {"kind", "Deployment"},
-      {"metadata", {{"name", "after-restart"}}},
-      {"spec",
-       {{"replicas", 0},
-        {"selector", {{"matchLabels", {{"app", "x"}}}}},
-        {"template",
-         {{"metadata", {{"labels", {{"app", "x"}}}}},
-          {"spec", {{"containers", {{{"name", "c"}, {"image", "x"}}}}}}}}}}};
+  const nlohmann::json deployment = testing::PlainDeployment(
+      "after-restart", 0, {{"containers", {{{"name", "c"}, {"image", "x"}}}}});
   ASSERT_TRUE(client.Create(CollectionPath(kDeployments, ns), deployment).ok());
   EXPECT_TRUE(Eventually([&] { return informer.Get(ns + "/after-restart").has_value(); }, 20s));
   EXPECT_GE(informer.reconnects(), 1);

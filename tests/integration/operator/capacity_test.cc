@@ -13,6 +13,7 @@
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/node_pool.h"
+#include "integration/harness/objects.h"
 #include "integration/harness/wait.h"
 #include "integration/operator/operator_process.h"
 #include "kube/client.h"
@@ -152,19 +153,12 @@ class CapacityTest : public testing::ClusterTest {
 TEST_F(CapacityTest, PlansTheRoomLeftAndGrowsWhenItFrees) {
   testing::NodePool pool(ns_, json::array({GpuNode("gpu", 4)}));
   ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
-  json other = {{"apiVersion", "apps/v1"},
-                {"kind", "Deployment"},
-                {"metadata", {{"name", "other"}}},
-                {"spec",
-                 {{"replicas", 3},
-                  {"selector", {{"matchLabels", {{"app", "other"}}}}},
-                  {"template",
-                   {{"metadata", {{"labels", {{"app", "other"}}}}},
-                    {"spec",
-                     {{"containers",
-                       {{{"name", "m"},
-                         {"image", "pipescale/model-server:dev"},
-                         {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}}};
+  json other =
+      testing::PlainDeployment("other", 3,
+                               {{"containers",
+                                 {{{"name", "m"},
+                                   {"image", "pipescale/model-server:dev"},
+                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}});
   other["spec"]["template"]["spec"].update(pool.Admit(json::object()));
   ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), other).ok());
   ASSERT_TRUE(Eventually([&] { return Pods("app=other")["Running"] == 3; }, 30s)) << pool.Log();

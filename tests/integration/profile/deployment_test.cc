@@ -13,6 +13,7 @@
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/node_pool.h"
+#include "integration/harness/objects.h"
 #include "integration/harness/wait.h"
 #include "support/cli_run.h"
 
@@ -69,16 +70,8 @@ class ProfileDeploymentTest : public testing::ClusterTest {
                       {"readinessProbe",
                        {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}},
                         {"periodSeconds", 1}}}}});
-    const json labels = {{"app", name}};
-    auto created =
-        client_->Create("/apis/apps/v1/namespaces/" + ns_ + "/deployments",
-                        {{"apiVersion", "apps/v1"},
-                         {"kind", "Deployment"},
-                         {"metadata", {{"name", name}}},
-                         {"spec",
-                          {{"replicas", 1},
-                           {"selector", {{"matchLabels", labels}}},
-                           {"template", {{"metadata", {{"labels", labels}}}, {"spec", spec}}}}}});
+    auto created = client_->Create("/apis/apps/v1/namespaces/" + ns_ + "/deployments",
+                                   testing::PlainDeployment(name, 1, std::move(spec)));
     ASSERT_TRUE(created.ok()) << created.error().message;
   }
 

@@ -9,6 +9,7 @@
 #include "api/deployment.h"
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
+#include "integration/harness/objects.h"
 #include "integration/harness/wait.h"
 #include "metrics/source.h"
 #include "reconciler/conditions.h"
@@ -130,6 +131,17 @@ class ReconcilerTest : public ::testing::Test {
     return outcome;
   }
 
+  // The last observation replayed, nothing changed since: the reconcile's outcome and how many
+  // requests it sent the apiserver.
+  std::pair<Reconciler::Outcome, long> LookAgain(const std::string& name) {
+    frozen_ = last_;
+    const long before = reconciler_client_->requests();
+    auto outcome = reconciler_->Reconcile(ns_ + "/" + name);
+    EXPECT_TRUE(outcome.ok()) << outcome.error().message;
+    return {outcome.ok() ? *outcome : Reconciler::Outcome{},
+            reconciler_client_->requests() - before};
+  }
+
   json Status(const std::string& name) {
     auto object = client_->Get(kube::ObjectPath(kInferencePipelines, ns_, name));
     return object.ok() ? object->value("status", json::object()) : json::object();
@@ -230,15 +242,12 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   // The same observation again: nothing is written.
   WaitForCache("shop");
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
-  frozen_ = last_;
-  const long requests = reconciler_client_->requests();
-  auto second = reconciler_->Reconcile(ns_ + "/shop");
-  ASSERT_TRUE(second.ok()) << second.error().message;
-  EXPECT_EQ(second->deployment_writes, 0);
-  EXPECT_FALSE(second->status_written);
-  EXPECT_EQ(second->events, 0);
+  const auto [second, sent] = LookAgain("shop");
+  EXPECT_EQ(second.deployment_writes, 0);
+  EXPECT_FALSE(second.status_written);
+  EXPECT_EQ(second.events, 0);
   // Nor read: everything it observes comes from the watch caches.
-  EXPECT_EQ(reconciler_client_->requests() - requests, 0);
+  EXPECT_EQ(sent, 0);
 
   // A status whose measurement is a little off the decision's (as if written at the previous
   // look's rate) is not rewritten: the same plan from a rate within its jitter is no news.
@@ -271,23 +280,15 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
 // the plan scales it in place, and once the watch of the namespace's Deployments (started by the
 // first look at it) has it, a reconcile with nothing changed reads it from there, not by GET.
 TEST_F(ReconcilerTest, AnAdoptedDeploymentIsScaledAndThenReadFromItsWatch) {
-  const json legacy = {
-      {"apiVersion", "apps/v1"},
-      {"kind", "Deployment"},
-      {"metadata", {{"name", "legacy-detect"}, {"labels", {{"app", "legacy"}}}}},
-      {"spec",
-       {{"replicas", 1},
-        {"selector", {{"matchLabels", {{"app", "legacy"}}}}},
-        {"template",
-         {{"metadata", {{"labels", {{"app", "legacy"}}}}},
-          {"spec",
-           {{"containers",
-             json::array({{{"name", "legacy-model"},
-                           {"image", "pipescale/model-server:dev"},
-                           {"ports", json::array({{{"name", "http"}, {"containerPort", 8080}}})},
-                           {"readinessProbe",
-                            {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}},
-                             {"periodSeconds", 1}}}}})}}}}}}}};
+  const json legacy = testing::PlainDeployment(
+      "legacy-detect", 1,
+      {{"containers",
+        json::array({{{"name", "legacy-model"},
+                      {"image", "pipescale/model-server:dev"},
+                      {"ports", json::array({{{"name", "http"}, {"containerPort", 8080}}})},
+                      {"readinessProbe",
+                       {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}},
+                        {"periodSeconds", 1}}}}})}});
   auto made = client_->Create(kube::CollectionPath(kube::kDeployments, ns_), legacy);
   ASSERT_TRUE(made.ok()) << made.error().message;
   json pipeline = PipelineObject("shop", "Apply");
@@ -323,12 +324,9 @@ TEST_F(ReconcilerTest, AnAdoptedDeploymentIsScaledAndThenReadFromItsWatch) {
       },
       10s));
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
-  frozen_ = last_;
-  const long requests = reconciler_client_->requests();
-  auto again = reconciler_->Reconcile(ns_ + "/shop");
-  ASSERT_TRUE(again.ok()) << again.error().message;
-  EXPECT_EQ(again->deployment_writes, 0);
-  EXPECT_EQ(reconciler_client_->requests() - requests, 0);
+  const auto [again, sent] = LookAgain("shop");
+  EXPECT_EQ(again.deployment_writes, 0);
+  EXPECT_EQ(sent, 0);
 }
 
 TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
@@ -367,14 +365,11 @@ TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
   WaitForCache("traffic");
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("traffic"));
   WaitForRoutingCache("traffic");
-  frozen_ = last_;
-  const long requests = reconciler_client_->requests();
-  auto second = reconciler_->Reconcile(ns_ + "/traffic");
-  ASSERT_TRUE(second.ok()) << second.error().message;
-  EXPECT_EQ(second->deployment_writes, 0);
-  EXPECT_FALSE(second->routing_written);
-  EXPECT_FALSE(second->status_written) << Status("traffic").dump();
-  EXPECT_EQ(reconciler_client_->requests() - requests, 0);  // the tables read from the cache
+  const auto [second, sent] = LookAgain("traffic");
+  EXPECT_EQ(second.deployment_writes, 0);
+  EXPECT_FALSE(second.routing_written);
+  EXPECT_FALSE(second.status_written) << Status("traffic").dump();
+  EXPECT_EQ(sent, 0);  // the tables read from the cache
 
   // The tables go with the pipeline.
   ASSERT_TRUE(client_->Delete(kube::ObjectPath(kInferencePipelines, ns_, "traffic")).ok());
@@ -440,12 +435,10 @@ TEST_F(ReconcilerTest, KairosAndMarkRunPoolsAcrossClassesIdempotently) {
 
     WaitForCache(name);
     ASSERT_NO_FATAL_FAILURE(WaitForStatusCache(name));
-    frozen_ = last_;
-    auto second = reconciler_->Reconcile(ns_ + "/" + name);
-    ASSERT_TRUE(second.ok()) << second.error().message;
-    EXPECT_EQ(second->deployment_writes, 0);
-    EXPECT_FALSE(second->routing_written);
-    EXPECT_FALSE(second->status_written) << Status(name).dump();
+    const Reconciler::Outcome second = LookAgain(name).first;
+    EXPECT_EQ(second.deployment_writes, 0);
+    EXPECT_FALSE(second.routing_written);
+    EXPECT_FALSE(second.status_written) << Status(name).dump();
     frozen_.reset();
   }
 }
