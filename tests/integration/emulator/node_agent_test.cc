@@ -25,6 +25,14 @@ class NodeAgentTest : public testing::ClusterTest {
     pool_ = std::make_unique<testing::NodePool>(
         ns_, json::array({{{"name", "n"}, {"capacity", {{"cpu", "8"}}}}}), images);
     ASSERT_TRUE(Eventually([&] { return pool_->ReadyNodes() == 1; }, 20s)) << pool_->Log();
+    // The service-account admission refuses a pod (HTTP 500) until the token controller has given
+    // the new namespace's default service account its token Secret: on a loaded machine, seconds.
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto sa = client_->Get("/api/v1/namespaces/" + ns_ + "/serviceaccounts/default");
+          return sa.ok() && !(*sa).value("secrets", json::array()).empty();
+        },
+        30s));
   }
 
   // A pod on the pool running `container`.
@@ -85,11 +93,6 @@ TEST_F(NodeAgentTest, APodsTokenHasExactlyTheRightsOfItsRole) {
   const json can_i = {{"name", "kubectl"},
                       {"image", "bitnami/kubectl:1.32"},
                       {"args", {"auth", "can-i", "list", "pods"}}};
-  // The token Secret of a new namespace's default service account comes a moment later.
-  ASSERT_TRUE(Eventually([&] {
-    auto sa = client_->Get("/api/v1/namespaces/" + ns_ + "/serviceaccounts/default");
-    return sa.ok() && !(*sa).value("secrets", json::array()).empty();
-  }));
   CreatePod("before", can_i, {{"restartPolicy", "Never"}});
   ASSERT_TRUE(
       Eventually([&] { return Pod("before")["status"].value("phase", "") == "Failed"; }, 30s))
