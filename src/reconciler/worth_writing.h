@@ -23,9 +23,19 @@ bool MeasurementMoved(double written, double decided);
 // status shows one prediction for the rate it shows, and never on their own.
 bool IsPrediction(std::string_view key);
 
+// True for the key of a sentence that describes the numbers beside it (a condition's message:
+// "the SLOs need 3 replicas and it allows 0 now"): one that differs only in its numbers goes out
+// with a rate or a plan that moved, never on its own (across a replica boundary it flips at
+// every look of a rate that moved 1%).
+bool IsDescription(std::string_view key);
+
+// True when `written` and `decided` read the same with every number masked.
+bool SameWords(std::string_view written, std::string_view decided);
+
 // True when `decided` (a status in its JSON form) says something `written` (the status the
 // server holds) does not: a key, a string, a bool, an integer or an array's length differs, or
-// a floating-point number moved by more than the jitter above. Predictions are not compared.
+// a floating-point number moved by more than the jitter above. Predictions are not compared, and
+// descriptions are compared with their numbers masked.
 // status.memory compares exactly: it is what a new leader resumes from, timestamps included.
 bool WorthWriting(const nlohmann::json& written, const nlohmann::json& decided);
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace pipescale::reconciler {
@@ -18,6 +19,9 @@ json Written() {
   return json::parse(R"({
     "observedGeneration": 3,
     "conditions": [{"type": "Ready", "status": "True", "reason": "Planned",
+                    "lastTransitionTime": "2026-12-01T10:00:00Z"},
+                   {"type": "Feasible", "status": "False", "reason": "OverCapacity",
+                    "message": "hardware class gpu: the SLOs need 2 replicas and it allows 0 now",
                     "lastTransitionTime": "2026-12-01T10:00:00Z"}],
     "plan": {"tasks": [{"task": "detect", "replicas": 4, "batchSize": 8, "latencyMs": 31.5,
                         "queueMs": 12.25, "loadRps": 118.4, "deployment": "shop-detect"}],
@@ -92,12 +96,57 @@ TEST(WorthWriting, APredictionGoesOutOnlyWithWhatItPredictsFrom) {
   EXPECT_TRUE(WorthWriting(Written(), fresh));
 }
 
+// A condition's message that differs only in its numbers (a rate that moved 1% across a replica
+// boundary) is no write; it goes out with the rate beyond the jitter, or with any other change.
+TEST(WorthWriting, ADescriptionGoesOutOnlyWithWhatItDescribes) {
+  json decided = Written();
+  decided["conditions"][1]["message"] =
+      "hardware class gpu: the SLOs need 3 replicas and it allows 0.5 now";
+  EXPECT_FALSE(WorthWriting(Written(), decided));
+  json faster = decided;
+  faster["observed"]["pathRates"]["p"] = 120.3 * 1.2;
+  EXPECT_TRUE(WorthWriting(Written(), faster));
+  json dropped = decided;
+  dropped["conditions"][1]["message"] = "hardware class gpu: the SLOs need 3 replicas";
+  EXPECT_TRUE(WorthWriting(Written(), dropped));
+}
+
+// SameWords over generated sentences: any numbers in the same places read the same; one word
+// changed, a word added, or a number where a word was, does not. 300 draws.
+TEST(WorthWriting, SameWordsMasksNumbersAndNothingElse) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> number(0, 1e4);
+  const std::vector<std::string> words = {"task", "needs", "replicas", "of", "gpu", "now."};
+  for (int draw = 0; draw < 300; ++draw) {
+    std::string a;
+    std::string b;
+    std::string other;
+    const int n = std::uniform_int_distribution<int>(1, 8)(rng);
+    const int changed = std::uniform_int_distribution<int>(0, n - 1)(rng);
+    for (int k = 0; k < n; ++k) {
+      const bool is_number = std::bernoulli_distribution(0.4)(rng);
+      const std::string& word = words[rng() % words.size()];
+      a += (is_number ? std::to_string(number(rng)) : word) + " ";
+      b += (is_number ? std::to_string(static_cast<int>(number(rng))) : word) + " ";
+      other += k != changed ? (is_number ? "7" : word) : is_number ? "x" : word + "s";
+      other += " ";
+    }
+    EXPECT_TRUE(SameWords(a, b)) << a << " | " << b;
+    EXPECT_FALSE(SameWords(a, other)) << a << " | " << other;
+    EXPECT_FALSE(SameWords(a, a + "more")) << a;
+  }
+}
+
 // What is not a measurement is written on any change.
 TEST(WorthWriting, AnyOtherChangeIs) {
   const std::vector<std::function<void(json&)>> changes = {
       [](json& s) { s["plan"]["tasks"][0]["replicas"] = 5; },
       [](json& s) { s["plan"]["tasks"][0]["deployment"] = "shop-detect-gpu"; },
       [](json& s) { s["conditions"][0]["status"] = "False"; },
+      [](json& s) {
+        s["conditions"][1]["message"] = "hardware class cpu: the SLOs need 2 replicas";
+      },
+      [](json& s) { s["conditions"][1]["reason"] = "Infeasible"; },
       [](json& s) { s["observedGeneration"] = 4; },
       [](json& s) { s["observed"]["pathRates"]["q"] = 1.0; },
       [](json& s) { s["observed"]["pathRates"].erase("p"); },
