@@ -24,22 +24,24 @@ void WorkQueue::AddAfter(const std::string& key, Clock::duration delay) {
   if (shutting_down_ || queued_.contains(key)) return;
   const auto at = Clock::now() + delay;
   auto [it, inserted] = delayed_.emplace(key, at);
-  if (!inserted && at < it->second) it->second = at;
-  cv_.notify_all();  // a sleeping worker may need to wake earlier
+  if (!inserted) {
+    if (at >= it->second) return;
+    deadlines_.erase({it->second, key});
+    it->second = at;
+  }
+  deadlines_.emplace(at, key);
+  // A worker sleeps until the first deadline: wake it only when this one comes first.
+  if (deadlines_.begin()->first == at) cv_.notify_all();
 }
 
 void WorkQueue::PromoteDueLocked(Clock::time_point now) {
-  for (auto it = delayed_.begin(); it != delayed_.end();) {
-    if (it->second > now) {
-      ++it;
-      continue;
-    }
-    const std::string key = it->first;
-    it = delayed_.erase(it);
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    std::string key = std::move(deadlines_.extract(deadlines_.begin()).value().second);
+    delayed_.erase(key);
     if (processing_.contains(key)) {
-      dirty_.insert(key);
+      dirty_.insert(std::move(key));
     } else if (queued_.insert(key).second) {
-      queue_.push_back(key);
+      queue_.push_back(std::move(key));
     }
   }
 }
@@ -50,12 +52,10 @@ std::optional<std::string> WorkQueue::Get() {
     if (shutting_down_) return std::nullopt;
     PromoteDueLocked(Clock::now());
     if (!queue_.empty()) break;
-    if (delayed_.empty()) {
+    if (deadlines_.empty()) {
       cv_.wait(lock);
     } else {
-      auto next = Clock::time_point::max();
-      for (const auto& [key, at] : delayed_) next = std::min(next, at);
-      cv_.wait_until(lock, next);
+      cv_.wait_until(lock, deadlines_.begin()->first);
     }
   }
   std::string key = std::move(queue_.front());

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <map>
+#include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "controller/controller.h"
 
@@ -51,6 +56,52 @@ TEST(WorkQueue, DelayedKeysComeLaterAndEarlierDeadlinesWin) {
   EXPECT_EQ(q.Waiting(), 1u);  // nor does it cancel the look asked for later
   EXPECT_EQ(q.Get(), "x");
   EXPECT_GE(WorkQueue::Clock::now() - start, 55ms);
+}
+
+// The property: keys added with random delays (some added again, earlier or later) come out in
+// the order of their earliest deadlines, each once.
+TEST(WorkQueue, DelayedKeysComeInTheOrderOfTheirDeadlines) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> ms(1, 80);
+  WorkQueue q;
+  std::map<std::string, WorkQueue::Clock::time_point> due;
+  for (int i = 0; i < 120; ++i) {
+    const std::string key = "k" + std::to_string(rng() % 80);
+    const auto delay = std::chrono::milliseconds(ms(rng));
+    const auto at = WorkQueue::Clock::now() + delay;
+    q.AddAfter(key, delay);
+    auto [it, inserted] = due.emplace(key, at);
+    if (!inserted) it->second = std::min(it->second, at);
+  }
+  EXPECT_EQ(q.Waiting(), due.size());
+  std::vector<std::pair<WorkQueue::Clock::time_point, std::string>> expected;
+  for (const auto& [key, at] : due) expected.emplace_back(at, key);
+  std::sort(expected.begin(), expected.end());
+  for (const auto& [at, key] : expected) {
+    auto got = q.Get();
+    ASSERT_TRUE(got.has_value());
+    // Two deadlines within the clock's reading of one AddAfter may come either way.
+    if (*got != key) {
+      EXPECT_LT(due.at(*got) - at, 1ms) << *got << " before " << key;
+    }
+    EXPECT_GE(WorkQueue::Clock::now(), due.at(*got) - 1ms);  // the queue read its clock first
+    q.Done(*got);
+  }
+  EXPECT_EQ(q.Waiting(), 0u);
+  EXPECT_EQ(q.Depth(), 0u);
+}
+
+// A worker asleep until a late deadline wakes for an earlier one added meanwhile.
+TEST(WorkQueue, AnEarlierDeadlineWakesASleepingWorker) {
+  WorkQueue q;
+  q.AddAfter("late", 10min);
+  const auto start = WorkQueue::Clock::now();
+  std::thread worker([&] { EXPECT_EQ(q.Get(), "soon"); });
+  std::this_thread::sleep_for(20ms);
+  q.AddAfter("soon", 10ms);
+  worker.join();
+  EXPECT_LT(WorkQueue::Clock::now() - start, 5s);
+  EXPECT_EQ(q.Waiting(), 1u);
 }
 
 TEST(WorkQueue, ShutDownReleasesWaitingWorkers) {
