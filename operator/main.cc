@@ -245,6 +245,18 @@ class Operator {
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
 };
 
+// Blocks until one of `signals` arrives, and meanwhile hands the heap's free pages back every
+// 10 s: glibc keeps what a scrape of 5000 pipelines' series or a burst of plans freed (54 of 210
+// MiB measured), and the pod's memory limit counts it.
+int AwaitSignalTrimmingTheHeap(const sigset_t& signals) {
+  const timespec every{.tv_sec = 10, .tv_nsec = 0};
+  for (;;) {
+    const int signal = sigtimedwait(&signals, nullptr, &every);
+    if (signal > 0) return signal;
+    malloc_trim(0);  // EAGAIN (the 10 s passed) or EINTR
+  }
+}
+
 int Run(int argc, char** argv) {
   auto flags = ParseFlags(argc, argv);
   if (!flags) {
@@ -341,8 +353,7 @@ int Run(int argc, char** argv) {
     }
   });
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  const int signal = AwaitSignalTrimmingTheHeap(signals);
   // No other thread calls strsignal, whose buffer is what makes it unsafe.
   Log("info", "shutting down", {{"signal", strsignal(signal)}});  // NOLINT(concurrency-mt-unsafe)
   stop = true;
