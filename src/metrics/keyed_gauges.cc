@@ -10,9 +10,17 @@ namespace pipescale::metrics {
 
 void KeyedGauges::Set(const std::string& owner, const std::string& part,
                       std::vector<Sample> samples) {
-  for (const Sample& s : samples) PIPESCALE_CHECK(s.family < families_.size());
+  std::vector<Kept> kept;
+  kept.reserve(samples.size());
+  for (Sample& s : samples) {
+    PIPESCALE_CHECK(s.family < families_.size());
+    Kept k{.family = s.family, .labels = {}, .value = s.value};
+    k.labels.reserve(s.labels.size());
+    for (auto& [name, value] : s.labels) k.labels.push_back({name, std::move(value)});
+    kept.push_back(std::move(k));
+  }
   Samples shared =
-      samples.empty() ? nullptr : std::make_shared<const std::vector<Sample>>(std::move(samples));
+      kept.empty() ? nullptr : std::make_shared<const std::vector<Kept>>(std::move(kept));
   std::lock_guard lock(mu_);
   if (!shared) {
     samples_.erase({owner, part});
@@ -41,10 +49,9 @@ std::vector<prometheus::MetricFamily> KeyedGauges::Collect() const {
     for (const auto& [key, samples] : samples_) parts.push_back(samples);
   }
   for (const Samples& samples : parts) {
-    for (const Sample& s : *samples) {
+    for (const Kept& s : *samples) {
       prometheus::ClientMetric m;
-      m.label.reserve(s.labels.size());
-      for (const auto& [name, value] : s.labels) m.label.push_back({name, value});
+      m.label = s.labels;
       m.gauge.value = s.value;
       out[s.family].metric.push_back(std::move(m));
     }

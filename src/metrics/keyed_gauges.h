@@ -3,6 +3,7 @@
 // family: replacing a plan's series that way took 58% of the operator's CPU at 2000 pipelines.
 #pragma once
 
+#include <prometheus/client_metric.h>
 #include <prometheus/collectable.h>
 #include <prometheus/labels.h>
 
@@ -42,7 +43,14 @@ class KeyedGauges : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  using Samples = std::shared_ptr<const std::vector<Sample>>;  // replaced whole, never changed
+  // A sample as kept: its labels in a vector, the shape a scrape copies out, at half the memory
+  // of a map (5000 pipelines keep 90,000 series).
+  struct Kept {
+    size_t family = 0;
+    std::vector<prometheus::ClientMetric::Label> labels;
+    double value = 0;
+  };
+  using Samples = std::shared_ptr<const std::vector<Kept>>;  // replaced whole, never changed
 
   const std::vector<Family> families_;
   mutable std::mutex mu_;
