@@ -109,6 +109,14 @@ OwnedObjects::Adopted OwnedObjects::AdoptedDeployment(const std::string& pipelin
   return {.known = true, .deployment = informer->Get(key)};
 }
 
+void OwnedObjects::ForgetAdopter(const std::string& pipeline_key) const {
+  std::lock_guard lock(adopted_mu_);
+  for (auto it = adopters_.begin(); it != adopters_.end();) {
+    it->second.erase(pipeline_key);
+    it = it->second.empty() ? adopters_.erase(it) : std::next(it);
+  }
+}
+
 bool OwnedObjects::Synced() const {
   for (const auto& i : informers_) {
     if (!i->Synced()) return false;

@@ -61,6 +61,9 @@ class OwnedObjects {
   };
   Adopted AdoptedDeployment(const std::string& pipeline_key, const std::string& namespace_name,
                             const std::string& name) const;
+  // A deleted pipeline adopts nothing any more: its adoptions are dropped, not kept for the
+  // operator's life.
+  void ForgetAdopter(const std::string& pipeline_key) const;
 
  private:
   const kube::Client& client_;

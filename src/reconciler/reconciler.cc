@@ -36,6 +36,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   Outcome outcome;
   if (!object) {
     // Deleted: its Deployments go with it through their owner references.
+    owned_.ForgetAdopter(key);
     std::lock_guard lock(mu_);
     memory_.erase(key);
     return outcome;

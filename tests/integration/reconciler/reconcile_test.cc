@@ -2,9 +2,12 @@
 // real Prometheus reading request counters at rates the test sets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "api/deployment.h"
 #include "integration/harness/load.h"
@@ -71,7 +74,10 @@ class ReconcilerTest : public ::testing::Test {
         [](const std::string&, const nlohmann::json&) {});
     deployments_ = std::make_unique<kube::Informer>(
         *client_, DeploymentWatch(ns_), [](const std::string&, const nlohmann::json&) {});
-    owned_ = std::make_unique<OwnedObjects>(*client_, ns_, [](const std::string&) {});
+    owned_ = std::make_unique<OwnedObjects>(*client_, ns_, [this](const std::string& key) {
+      std::lock_guard lock(adoption_mu_);
+      adoption_changes_.push_back(key);
+    });
     pipelines_->Start();
     deployments_->Start();
     owned_->Start();
@@ -205,6 +211,8 @@ class ReconcilerTest : public ::testing::Test {
   std::unique_ptr<kube::Informer> pipelines_;
   std::unique_ptr<kube::Informer> deployments_;
   std::unique_ptr<OwnedObjects> owned_;
+  std::mutex adoption_mu_;
+  std::vector<std::string> adoption_changes_;  // the pipelines an adopted Deployment's change named
   std::unique_ptr<Reconciler> reconciler_;
   std::string prometheus_url_ = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS");
   std::optional<model::MetricsSnapshot> last_;    // the last snapshot read
@@ -327,6 +335,27 @@ TEST_F(ReconcilerTest, AnAdoptedDeploymentIsScaledAndThenReadFromItsWatch) {
   const auto [again, sent] = LookAgain("shop");
   EXPECT_EQ(again.deployment_writes, 0);
   EXPECT_EQ(sent, 0);
+
+  // Deleted, the pipeline adopts nothing: a change to the Deployment reconciles whoever still
+  // adopts it ("other", in the same delivery) and not "shop".
+  owned_->AdoptedDeployment(ns_ + "/other", ns_, "legacy-detect");
+  ASSERT_TRUE(client_->Delete(kube::ObjectPath(kInferencePipelines, ns_, "shop")).ok());
+  ASSERT_TRUE(Eventually([&] { return !pipelines_->Contains(ns_ + "/shop"); }));
+  ASSERT_TRUE(reconciler_->Reconcile(ns_ + "/shop").ok());
+  const auto named = [&](const std::string& name) {
+    std::lock_guard lock(adoption_mu_);
+    return std::count(adoption_changes_.begin(), adoption_changes_.end(), ns_ + "/" + name);
+  };
+  {
+    std::lock_guard lock(adoption_mu_);
+    adoption_changes_.clear();
+  }
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, "legacy-detect"),
+                               {{"metadata", {{"annotations", {{"touched", "1"}}}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return named("other") > 0; }, 10s));
+  EXPECT_EQ(named("shop"), 0);
 }
 
 TEST_F(ReconcilerTest, LokiAppliesVariantsAndRoutingTablesIdempotently) {
