@@ -9,14 +9,14 @@
 namespace pipescale::metrics {
 
 void KeyedGauges::Set(const std::string& owner, const std::string& part,
-                      std::vector<Sample> samples) {
+                      const std::vector<Sample>& samples) {
   std::vector<Kept> kept;
   kept.reserve(samples.size());
-  for (Sample& s : samples) {
+  for (const Sample& s : samples) {
     PIPESCALE_CHECK(s.family < families_.size());
     Kept k{.family = s.family, .labels = {}, .value = s.value};
     k.labels.reserve(s.labels.size());
-    for (auto& [name, value] : s.labels) k.labels.push_back({name, std::move(value)});
+    for (const auto& [name, value] : s.labels) k.labels.push_back({name, value});
     kept.push_back(std::move(k));
   }
   Samples shared =

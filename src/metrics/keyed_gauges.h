@@ -34,7 +34,7 @@ class KeyedGauges : public prometheus::Collectable {
 
   // Replaces what `owner` reported under `part` (one owner may report parts at different times,
   // e.g. its plan and its conditions). Thread-safe, as are the others.
-  void Set(const std::string& owner, const std::string& part, std::vector<Sample> samples);
+  void Set(const std::string& owner, const std::string& part, const std::vector<Sample>& samples);
   // Drops every part of `owner`.
   void Forget(const std::string& owner);
 
