@@ -86,7 +86,6 @@ class RouterBatchServiceTest : public ::testing::Test {
   // default minBatches); fewer are noise the operator does not plan from either.
   static constexpr int kMinSamples = 30;
   static constexpr double kTolerance = 0.10;
-  static constexpr double kOverheadMs = 3;
 
   void SetUp() override { dir_ = testing::FreshTestDir("batch-service"); }
 
@@ -152,7 +151,8 @@ class RouterBatchServiceTest : public ::testing::Test {
                    s.count < kMinSamples ? " (too few)" : "");
       if (s.count < kMinSamples) continue;
       ++checked;
-      EXPECT_NEAR(mean_ms, true_ms, kTolerance * true_ms + kOverheadMs) << task << " rows " << rows;
+      EXPECT_NEAR(mean_ms, true_ms, kTolerance * true_ms + testing::kCallOverheadMs)
+          << task << " rows " << rows;
     }
     EXPECT_GE(checked, 2) << "too few series of " << task << " with " << kMinSamples << " batches";
     return MeanService(series, task);
