@@ -24,7 +24,8 @@ bool MeasurementMoved(double written, double decided);
 bool IsPrediction(std::string_view key);
 
 // True for the key of a sentence that describes the numbers beside it (a condition's message:
-// "the SLOs need 3 replicas and it allows 0 now"): one that differs only in its numbers goes out
+// "the SLOs need 3 replicas and it allows 0 now"; a waiting Deployment's scheduler message, whose
+// pod count is a field of its own): one that differs only in its numbers goes out
 // with a rate or a plan that moved, never on its own (across a replica boundary it flips at
 // every look of a rate that moved 1%).
 bool IsDescription(std::string_view key);
