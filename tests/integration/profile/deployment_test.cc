@@ -124,9 +124,13 @@ TEST_F(ProfileDeploymentTest, MeasuresAReadyPodOfTheDeployment) {
   for (const json& b : report["batches"]) {
     const int n = b["batch"];
     const double want = 0.2 * n * n + 5 * n + 30;
-    // The mean includes the call's own overhead, which only adds (CI measured +2.1 ms on 35.2).
-    EXPECT_GE(b["meanMs"].get<double>(), 0.95 * want) << b.dump();
-    EXPECT_LE(b["meanMs"].get<double>(), 1.05 * want + testing::kCallOverheadMs) << b.dump();
+    // The mean includes the call's own overhead, which only adds (CI measured +2.1 ms on 35.2),
+    // and one stall of the machine, which the bound above leaves out (CI: 72 ms once).
+    const double mean = b["meanMs"], max = b["maxMs"];
+    EXPECT_GE(mean, 0.95 * want) << b.dump();
+    EXPECT_LE(testing::MeanWithoutSlowest(mean, max, b["requests"]),
+              1.05 * want + testing::kCallOverheadMs)
+        << b.dump();
   }
 }
 
