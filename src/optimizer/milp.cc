@@ -2,8 +2,10 @@
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "common/check.h"
 
@@ -47,10 +49,15 @@ const char* MilpStatusName(MilpStatus status) {
   return "Unknown";
 }
 
-MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options) {
+namespace {
+
+using CbcModel = std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)>;
+
+// The model in CBC, its integers relaxed with `relax`.
+CbcModel Load(const Milp& milp, bool relax) {
   const auto& vars = milp.vars();
   const auto& rows = milp.rows();
-  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
+  CbcModel model(Cbc_newModel(), Cbc_deleteModel);
   Cbc_setLogLevel(model.get(), 0);
 
   // Column-major matrix for Cbc_loadProblem.
@@ -85,10 +92,17 @@ MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options) {
   Cbc_loadProblem(model.get(), static_cast<int>(vars.size()), static_cast<int>(rows.size()),
                   start.data(), index.data(), value.data(), col_lb.data(), col_ub.data(),
                   obj.data(), row_lb.data(), row_ub.data());
-  for (size_t i = 0; i < vars.size(); ++i) {
+  for (size_t i = 0; i < vars.size() && !relax; ++i) {
     if (vars[i].integer) Cbc_setInteger(model.get(), static_cast<int>(i));
   }
   Cbc_setObjSense(model.get(), milp.sense() == Milp::Sense::kMaximize ? -1 : 1);
+  return model;
+}
+
+// One MILP, its alternatives ignored.
+MilpSolution SolveOne(const Milp& milp, const MilpOptions& options) {
+  const auto& vars = milp.vars();
+  CbcModel model = Load(milp, false);
   Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds / 2);
   Cbc_setAllowableFractionGap(model.get(), options.relative_gap);
   if (!options.cuts) Cbc_setParameter(model.get(), "cuts", "off");
@@ -114,6 +128,89 @@ MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options) {
     out.objective = Cbc_getObjValue(model.get());
   }
   return out;
+}
+
+// The LP relaxation's optimum, or nullopt when it is infeasible (or not solved).
+std::optional<double> LpBound(const Milp& milp) {
+  CbcModel model = Load(milp, true);
+  Cbc_solve(model.get());
+  if (!Cbc_isProvenOptimal(model.get())) return std::nullopt;
+  return Cbc_getObjValue(model.get());
+}
+
+// The MILP narrowed to one alternative, without alternatives; nullopt when a bound is empty.
+std::optional<Milp> Narrowed(const Milp& milp, const std::vector<Milp::Bound>& bounds) {
+  Milp out = milp;
+  for (const Milp::Bound& b : bounds) {
+    const Milp::Var& v = out.vars()[b.var];
+    const double lower = std::max(v.lower, b.lower), upper = std::min(v.upper, b.upper);
+    if (lower > upper) return std::nullopt;
+    out.SetBounds(b.var, lower, upper);
+  }
+  out.ClearAlternatives();
+  return out;
+}
+
+// Whether `a` is better than `b` by the relative gap, in the MILP's sense.
+bool Beats(double a, double b, Milp::Sense sense, double gap) {
+  const double margin = gap * std::abs(b);
+  return sense == Milp::Sense::kMaximize ? a > b + margin : a < b - margin;
+}
+
+// The search over alternatives (SolveMilp's comment). The time limit is shared without a clock
+// (the optimizer reads none): the part of the best bound, which usually holds the optimum, may
+// take half of it, the others share the rest; the LPs take milliseconds and are not counted.
+MilpSolution SolveAlternatives(const Milp& milp, const MilpOptions& options) {
+  const bool maximize = milp.sense() == Milp::Sense::kMaximize;
+  std::vector<std::pair<double, Milp>> parts;  // LP bound, part
+  bool complete = true;
+  for (const auto& bounds : milp.alternatives()) {
+    std::optional<Milp> part = Narrowed(milp, bounds);
+    if (!part) continue;
+    if (std::optional<double> bound = LpBound(*part)) parts.emplace_back(*bound, std::move(*part));
+  }
+  std::stable_sort(parts.begin(), parts.end(), [&](const auto& a, const auto& b) {
+    return maximize ? a.first > b.first : a.first < b.first;
+  });
+  MilpSolution best;
+  for (auto& [bound, part] : parts) {
+    if (best.HasSolution() && !Beats(bound, best.objective, milp.sense(), options.relative_gap)) {
+      break;  // no part left can beat it: parts are in bound order
+    }
+    if (best.HasSolution()) {  // only a better solution is of use
+      std::vector<MilpTerm> objective;
+      for (size_t i = 0; i < part.vars().size(); ++i) {
+        if (part.vars()[i].objective != 0) {
+          objective.push_back({static_cast<int>(i), part.vars()[i].objective});
+        }
+      }
+      const double margin = options.relative_gap * std::abs(best.objective);
+      part.AddRow(std::move(objective), maximize ? best.objective + margin : -kInfinity,
+                  maximize ? kInfinity : best.objective - margin);
+    }
+    MilpOptions limited = options;
+    limited.time_limit_seconds =
+        &part == &parts.front().second
+            ? options.time_limit_seconds / 2
+            : options.time_limit_seconds / 2 / static_cast<double>(parts.size() - 1);
+    MilpSolution solution = SolveOne(part, limited);
+    if (solution.status == MilpStatus::kFeasible || solution.status == MilpStatus::kNoSolution) {
+      complete = false;
+    }
+    if (solution.HasSolution() &&
+        (!best.HasSolution() || Beats(solution.objective, best.objective, milp.sense(), 0))) {
+      best = std::move(solution);
+    }
+  }
+  best.status = best.HasSolution() ? (complete ? MilpStatus::kOptimal : MilpStatus::kFeasible)
+                                   : (complete ? MilpStatus::kInfeasible : MilpStatus::kNoSolution);
+  return best;
+}
+
+}  // namespace
+
+MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options) {
+  return milp.alternatives().empty() ? SolveOne(milp, options) : SolveAlternatives(milp, options);
 }
 
 }  // namespace pipescale::optimizer

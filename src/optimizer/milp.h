@@ -30,6 +30,19 @@ class Milp {
   void SetBounds(int var, double lower, double upper);
   void set_sense(Sense sense) { sense_ = sense; }
 
+  // Narrows one variable's bounds (intersected with its own) in an alternative.
+  struct Bound {
+    int var = 0;
+    double lower = 0, upper = 0;
+  };
+  // With alternatives the MILP is their union: each one's bounds narrow the variables, and the
+  // solution is the best of any. A model whose LP relaxation is weak over its whole space can be
+  // tight in each part (Loki's, split by the batch time each task may take); SolveMilp then
+  // searches the parts from the best LP bound down.
+  void AddAlternative(std::vector<Bound> bounds) { alternatives_.push_back(std::move(bounds)); }
+  const std::vector<std::vector<Bound>>& alternatives() const { return alternatives_; }
+  void ClearAlternatives() { alternatives_.clear(); }
+
   struct Var {
     double lower = 0, upper = kInfinity, objective = 0;
     bool integer = false;
@@ -45,6 +58,7 @@ class Milp {
  private:
   std::vector<Var> vars_;
   std::vector<Row> rows_;
+  std::vector<std::vector<Bound>> alternatives_;
   Sense sense_ = Sense::kMinimize;
 };
 
@@ -76,6 +90,9 @@ struct MilpSolution {
   bool HasSolution() const { return !values.empty(); }
 };
 
+// With alternatives: the LP bound of each, then each solved from the best bound down, required to
+// beat the best solution so far by the relative gap, until no bound left can; kOptimal when every
+// alternative was solved or ruled out within the time limit.
 MilpSolution SolveMilp(const Milp& milp, const MilpOptions& options = {});
 
 // Another way to solve: the operator solves in a child process (src/solver/), where a CBC or

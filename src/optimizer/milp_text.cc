@@ -67,7 +67,7 @@ Error Invalid(const std::string& what, const Tokens& in) {
 }  // namespace
 
 std::string WriteMilp(const Milp& milp, const MilpOptions& options) {
-  std::string out = "milp 1\nsense ";
+  std::string out = "milp 2\nsense ";
   out += milp.sense() == Milp::Sense::kMaximize ? "max" : "min";
   out += "\noptions " + Hex(options.time_limit_seconds) + " " + Hex(options.relative_gap) + " " +
          (options.cuts ? "1" : "0") + "\nvars " + std::to_string(milp.vars().size()) + "\n";
@@ -81,6 +81,14 @@ std::string WriteMilp(const Milp& milp, const MilpOptions& options) {
     for (const MilpTerm& t : r.terms) out += " " + std::to_string(t.var) + " " + Hex(t.coef);
     out += "\n";
   }
+  out += "alternatives " + std::to_string(milp.alternatives().size()) + "\n";
+  for (const auto& bounds : milp.alternatives()) {
+    out += std::to_string(bounds.size());
+    for (const Milp::Bound& b : bounds) {
+      out += " " + std::to_string(b.var) + " " + Hex(b.lower) + " " + Hex(b.upper);
+    }
+    out += "\n";
+  }
   return out + "end\n";
 }
 
@@ -88,7 +96,7 @@ Result<std::pair<Milp, MilpOptions>> ReadMilp(std::string_view text) {
   Tokens in(text);
   Milp milp;
   MilpOptions options;
-  in.Expect("milp") && in.Expect("1") && in.Expect("sense");
+  in.Expect("milp") && in.Expect("2") && in.Expect("sense");
   const std::string_view sense = in.Next();
   if (sense != "min" && sense != "max") in.Fail("sense must be min or max");
   milp.set_sense(sense == "max" ? Milp::Sense::kMaximize : Milp::Sense::kMinimize);
@@ -117,6 +125,19 @@ Result<std::pair<Milp, MilpOptions>> ReadMilp(std::string_view text) {
     if (!(lower <= upper)) in.Fail("a row's lower bound exceeds its upper");
     // Rows were split when first added: add them back as they are.
     if (in.error().empty()) milp.AddRow(std::move(terms), lower, upper);
+  }
+  in.Expect("alternatives");
+  const size_t alternatives = in.Index(kMaxSize);
+  for (size_t a = 0; a < alternatives && in.error().empty(); ++a) {
+    const size_t n = in.Index(kMaxSize);
+    std::vector<Milp::Bound> bounds;
+    for (size_t b = 0; b < n && in.error().empty(); ++b) {
+      const int var = static_cast<int>(in.Index(vars));
+      const double lower = in.Number(), upper = in.Number();
+      if (!(lower <= upper)) in.Fail("an alternative's lower bound exceeds its upper");
+      bounds.push_back({var, lower, upper});
+    }
+    if (in.error().empty()) milp.AddAlternative(std::move(bounds));
   }
   in.Expect("end");
   if (!in.error().empty()) return Invalid("not a MILP", in);

@@ -25,6 +25,14 @@ Milp RandomMilp(std::mt19937& rng) {
     const double lower = real(rng);
     milp.AddRow(terms, r % 2 == 0 ? lower : -kInfinity, lower + 1.0 / 3);
   }
+  for (int a = 0; a < std::uniform_int_distribution(0, 3)(rng); ++a) {
+    std::vector<Milp::Bound> bounds;
+    for (int b = 0; b < a; ++b) {
+      const double lower = b == 0 ? -kInfinity : real(rng);
+      bounds.push_back({static_cast<int>(rng() % vars), lower, b == 1 ? kInfinity : lower + 0.1});
+    }
+    milp.AddAlternative(std::move(bounds));
+  }
   milp.set_sense(rng() % 2 == 0 ? Milp::Sense::kMinimize : Milp::Sense::kMaximize);
   return milp;
 }
@@ -46,6 +54,16 @@ TEST(MilpText, ReadsBackExactlyWhatItWrote) {
       EXPECT_EQ(std::signbit(read->first.vars()[v].lower), std::signbit(milp.vars()[v].lower));
       EXPECT_EQ(read->first.vars()[v].upper, milp.vars()[v].upper);
       EXPECT_EQ(read->first.vars()[v].objective, milp.vars()[v].objective);
+    }
+    ASSERT_EQ(read->first.alternatives().size(), milp.alternatives().size());
+    for (size_t a = 0; a < milp.alternatives().size(); ++a) {
+      const auto &got = read->first.alternatives()[a], &want = milp.alternatives()[a];
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t b = 0; b < want.size(); ++b) {
+        EXPECT_EQ(got[b].var, want[b].var);
+        EXPECT_EQ(got[b].lower, want[b].lower);
+        EXPECT_EQ(got[b].upper, want[b].upper);
+      }
     }
     EXPECT_EQ(read->second.time_limit_seconds, options.time_limit_seconds);
     EXPECT_EQ(read->second.cuts, options.cuts);
@@ -86,10 +104,18 @@ TEST(MilpText, RefusesWhatItDidNotWrite) {
       }
     }
   }
-  EXPECT_FALSE(ReadMilp("milp 1 sense min options 1 0 0 vars 1 5 1 0 0 rows 0 end").ok())
+  const std::string one_var = "milp 2 sense min options 1 0 0 vars 1 0 1 0 0 ";
+  EXPECT_TRUE(ReadMilp(one_var + "rows 0 alternatives 1 1 0 0 0 end").ok());
+  EXPECT_FALSE(
+      ReadMilp("milp 2 sense min options 1 0 0 vars 1 5 1 0 0 rows 0 alternatives 0 end").ok())
       << "lower above upper";
-  EXPECT_FALSE(ReadMilp("milp 1 sense min options 1 0 0 vars 1 0 1 0 0 rows 1 0 1 1 3 1 end").ok())
+  EXPECT_FALSE(ReadMilp(one_var + "rows 1 0 1 1 3 1 alternatives 0 end").ok())
       << "a term of a variable that does not exist";
+  EXPECT_FALSE(ReadMilp(one_var + "rows 0 alternatives 1 1 0 1 0 end").ok())
+      << "an alternative's lower bound above its upper";
+  EXPECT_FALSE(ReadMilp(one_var + "rows 0 alternatives 1 1 1 0 0 end").ok())
+      << "an alternative narrowing a variable that does not exist";
+  EXPECT_FALSE(ReadMilp(one_var + "rows 0 end").ok()) << "the version 1 text, without alternatives";
 }
 
 }  // namespace
