@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
-#include <numeric>
+#include <utility>
 
 #include "common/check.h"
 #include "common/strings.h"
@@ -40,7 +41,6 @@ struct VariantPath {
   std::vector<int> vertices;
   std::vector<double> load;  // requests at each vertex per request entering the path
   double accuracy = 1;
-  double max_ms = 0;  // the path's latency with every vertex at its slowest config
 };
 
 struct Instance {
@@ -51,6 +51,10 @@ struct Instance {
   std::vector<Vertex> vertices;
   std::vector<VariantPath> paths;
   std::vector<double> rates;  // per execution path
+  // Per execution path with load: the batch times its tasks may sum to, its SLO over
+  // batch_times_per_slo; none when even the fastest configs exceed it (it can carry nothing).
+  std::vector<std::optional<double>> budgets;
+  std::vector<std::vector<int>> path_tasks;  // per execution path, task indices
   double total_rate = 0;
   std::optional<int> cluster_size;
 };
@@ -195,15 +199,28 @@ Instance Build(const model::Pipeline& pipeline, const model::Workload& workload,
           q.vertices.push_back(it->second);
           q.load.push_back(load);
           q.accuracy *= v.accuracy;
-          double slowest = 0;
-          for (const Config& c : v.configs) slowest = std::max(slowest, c.ms);
-          q.max_ms += slowest;
           next.push_back(std::move(q));
         }
       }
       partial = std::move(next);
     }
     for (auto& q : partial) in.paths.push_back(std::move(q));
+  }
+  for (size_t p = 0; p < spec.paths.size(); ++p) {
+    std::vector<int>& tasks = in.path_tasks.emplace_back();
+    double fastest = 0;
+    for (const std::string& t : spec.paths[p].tasks) {
+      tasks.push_back(pipeline.TaskIndex(t));
+      double task_fastest = kInfinity;
+      for (const Vertex& v : in.vertices) {
+        if (v.task != tasks.back()) continue;
+        for (const Config& c : v.configs) task_fastest = std::min(task_fastest, c.ms);
+      }
+      fastest += task_fastest;
+    }
+    const double budget = spec.paths[p].slo_ms / in.batch_times_per_slo;
+    in.budgets.push_back(in.rates[p] > 0 && fastest <= budget ? std::optional(budget)
+                                                              : std::nullopt);
   }
   // Replica bounds: all the load any variant path could bring, at the slowest config.
   std::vector<std::map<int, double>> worst(in.vertices.size());  // per execution path
@@ -235,9 +252,143 @@ enum class Step { kHardwareScaling, kAccuracyScaling, kOverloaded };
 
 struct Columns {
   std::vector<std::vector<int>> z, n;  // per vertex, per config
-  std::vector<int> share, used;        // per variant path
+  std::map<int, int> budget;           // per task: the batch time its configs may take
+  std::vector<int> share;              // per variant path
   std::vector<int> served;             // per execution path (step 3), else -1
 };
+
+// Past this many budget splits the MILP is solved whole (exact, and slower to prove).
+constexpr size_t kMaxSplits = 64;
+// The most steps the search for splits takes before it gives up (a long chain of tasks).
+constexpr int kMaxSplitSteps = 100'000;
+
+// Each task's budget is one of its configs' batch times, or 0 where a task may run nothing
+// (when overloaded); the maximal vectors of them: every loaded path within its budget, no task
+// able to rise to its next step. Empty past the limits.
+std::vector<std::map<int, double>> MaximalBudgets(const Instance& in, const Columns& col,
+                                                  bool may_run_nothing) {
+  std::vector<int> tasks;
+  std::map<int, std::vector<double>> levels;
+  std::map<int, bool> on_budgeted_path;
+  for (const auto& [t, var] : col.budget) tasks.push_back(t);
+  for (const Vertex& v : in.vertices) {
+    for (const Config& c : v.configs) levels[v.task].push_back(c.ms);
+  }
+  for (auto& [t, l] : levels) {
+    if (may_run_nothing) l.push_back(0);
+    std::sort(l.begin(), l.end());
+    l.erase(std::unique(l.begin(), l.end()), l.end());
+  }
+  for (size_t p = 0; p < in.budgets.size(); ++p) {
+    if (!in.budgets[p]) continue;
+    for (int t : in.path_tasks[p]) on_budgeted_path[t] = true;
+  }
+  std::map<int, double> at;  // every task at its lowest level to start
+  for (int t : tasks) at[t] = levels[t].front();
+  auto fits = [&] {
+    for (size_t p = 0; p < in.budgets.size(); ++p) {
+      if (!in.budgets[p]) continue;
+      double sum = 0;
+      for (int t : in.path_tasks[p]) sum += at[t];
+      if (sum > *in.budgets[p] + 1e-9) return false;
+    }
+    return true;
+  };
+  auto maximal = [&] {
+    for (int t : tasks) {
+      const auto next = std::upper_bound(levels[t].begin(), levels[t].end(), at[t]);
+      if (next == levels[t].end()) continue;
+      const double was = std::exchange(at[t], *next);
+      const bool room = fits();
+      at[t] = was;
+      if (room) return false;
+    }
+    return true;
+  };
+  std::vector<std::map<int, double>> out;
+  int steps = 0;
+  bool gave_up = false;
+  std::function<void(size_t)> search = [&](size_t i) {
+    if (gave_up || ++steps > kMaxSplitSteps || out.size() > kMaxSplits) {
+      gave_up = true;
+      return;
+    }
+    if (i == tasks.size()) {
+      if (maximal()) out.push_back(at);
+      return;
+    }
+    const int t = tasks[i];
+    const std::vector<double>& l = levels[t];
+    // A task on no path with a budget takes its slowest config.
+    for (size_t k = on_budgeted_path[t] ? 0 : l.size() - 1; k < l.size(); ++k) {
+      at[t] = l[k];
+      if (!fits()) break;
+      search(i + 1);
+    }
+    at[t] = l.front();
+  };
+  if (fits()) search(0);
+  if (gave_up) out.clear();
+  return out;
+}
+
+// Loki's MILP over every batch config at once is slow to prove: its LP relaxation runs a
+// sliver of a replica at each config. Split by the budgets of AddBudgets (MaximalBudgets), each
+// part is tight: in a part a variant runs, per hardware class, only the config of the most
+// throughput within its task's budget, since any other serves less per replica in the same
+// budget (ShortestBatches gives back what a smaller batch saves in latency).
+void AddBudgetSplits(const Instance& in, const Columns& col, Step step, Milp& milp) {
+  for (const std::map<int, double>& budgets : MaximalBudgets(in, col, step == Step::kOverloaded)) {
+    std::vector<Milp::Bound> bounds;
+    bounds.reserve(budgets.size() + 2 * in.vertices.size());
+    for (const auto& [t, budget] : budgets) bounds.push_back({col.budget.at(t), 0, budget});
+    for (size_t v = 0; v < in.vertices.size(); ++v) {
+      const std::vector<Config>& configs = in.vertices[v].configs;
+      std::map<int, size_t> best;  // per hardware class
+      for (size_t k = 0; k < configs.size(); ++k) {
+        if (configs[k].ms > budgets.at(in.vertices[v].task) + 1e-9) continue;
+        auto [it, fresh] = best.try_emplace(configs[k].hardware_class, k);
+        if (!fresh && configs[k].rps > configs[it->second].rps) it->second = k;
+      }
+      for (size_t k = 0; k < configs.size(); ++k) {
+        const auto it = best.find(configs[k].hardware_class);
+        if (it != best.end() && it->second == k) {
+          // The only config left needs no choice: CBC would branch on it.
+          if (best.size() == 1) bounds.push_back({col.z[v][k], 1, 1});
+          continue;
+        }
+        bounds.push_back({col.n[v][k], 0, 0});
+        bounds.push_back({col.z[v][k], 0, 0});
+      }
+    }
+    milp.AddAlternative(std::move(bounds));
+  }
+}
+
+// The latency rule: each task's running configs take at most its budget of batch time, and the
+// budgets of the tasks of each path with load sum within the path's budget (Instance). Then any
+// running variant of a task may pass a request to any running variant of the next, as
+// MostAccurateFirst's tables and the backups do, within the SLO. (Loki's paper bounds each
+// variant path that carries traffic instead, which only holds when the router pairs variants
+// exactly as the plan's shares do, and whose big-M rows make the MILP slow to prove.)
+void AddBudgets(const Instance& in, Columns& col, Milp& milp) {
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    const Vertex& vertex = in.vertices[v];
+    auto [it, fresh] = col.budget.try_emplace(vertex.task, 0);
+    if (fresh) it->second = milp.AddVar(0, kInfinity, 0, false);
+    std::vector<MilpTerm> row{{it->second, -1}};
+    for (size_t k = 0; k < vertex.configs.size(); ++k) {
+      row.push_back({col.z[v][k], vertex.configs[k].ms});
+    }
+    milp.AddRow(std::move(row), -kInfinity, 0);
+  }
+  for (size_t p = 0; p < in.budgets.size(); ++p) {
+    if (!in.budgets[p]) continue;
+    std::vector<MilpTerm> row;
+    for (int t : in.path_tasks[p]) row.push_back({col.budget.at(t), 1});
+    milp.AddRow(std::move(row), -kInfinity, *in.budgets[p]);
+  }
+}
 
 Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step,
                   const LokiOptions& options, Milp& milp) {
@@ -294,8 +445,8 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
     for (auto& [task, terms] : per_task) milp.AddRow(terms, 1, kInfinity);
   }
 
-  // Shares of each execution path's demand over its variant paths; every variant path that
-  // carries any share fits its batch times in its share of the SLO (Instance).
+  AddBudgets(in, col, milp);
+  // Shares of each execution path's demand over its variant paths.
   std::vector<std::vector<MilpTerm>> shares_of(spec.paths.size());
   std::vector<std::vector<MilpTerm>> load_on(in.vertices.size());
   std::vector<MilpTerm> accuracy;
@@ -303,57 +454,14 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
     const double weight = in.rates[q.path] / in.total_rate;
     // Overloaded maximises the served share alone first; PreferAccuracy then re-weighs.
     const double acc_coef = step == Step::kAccuracyScaling ? weight * q.accuracy : 0;
-    const int c = milp.AddVar(0, 1, acc_coef, false);
-    const int used = milp.AddBinary();
-    milp.AddRow({{c, 1}, {used, -1}}, -kInfinity, 0);
-    std::vector<MilpTerm> latency{{used, q.max_ms}};
+    const bool fits = in.budgets[q.path] >= 0;  // a path that cannot fit carries nothing
+    const int c = milp.AddVar(0, fits ? 1 : 0, acc_coef, false);
     for (size_t j = 0; j < q.vertices.size(); ++j) {
-      const int v = q.vertices[j];
-      for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
-        latency.push_back({col.z[v][k], in.vertices[v].configs[k].ms});
-      }
-      load_on[v].push_back({c, in.rates[q.path] * q.load[j]});
-    }
-    const double share = spec.paths[q.path].slo_ms / in.batch_times_per_slo;
-    milp.AddRow(latency, -kInfinity, share + q.max_ms);
-    // The big-M row alone has a weak LP relaxation. Valid cuts that make the search fast: if
-    // the path is used and vertex u runs config k, some vertex w on the path runs a config
-    // that fits beside it (with every other vertex at its fastest).
-    std::vector<double> fastest;
-    for (int v : q.vertices) {
-      double f = kInfinity;
-      for (const Config& cfg : in.vertices[v].configs) f = std::min(f, cfg.ms);
-      fastest.push_back(f);
-    }
-    const double all_fastest = std::accumulate(fastest.begin(), fastest.end(), 0.0);
-    for (size_t a = 0; a < q.vertices.size(); ++a) {
-      const Vertex& u = in.vertices[q.vertices[a]];
-      if (q.vertices.size() == 1) {  // a single task: its config alone must fit
-        std::vector<MilpTerm> fits{{used, 1}};
-        for (size_t k = 0; k < u.configs.size(); ++k) {
-          if (u.configs[k].ms <= share) fits.push_back({col.z[q.vertices[a]][k], -1});
-        }
-        milp.AddRow(fits, -kInfinity, 0);
-      }
-      for (size_t b = 0; b < q.vertices.size(); ++b) {
-        if (a == b) continue;
-        const Vertex& w = in.vertices[q.vertices[b]];
-        const double others = all_fastest - fastest[a] - fastest[b];
-        for (size_t k = 0; k < u.configs.size(); ++k) {
-          std::vector<MilpTerm> row{{col.z[q.vertices[a]][k], 1}, {used, 1}};
-          for (size_t l = 0; l < w.configs.size(); ++l) {
-            if (u.configs[k].ms + w.configs[l].ms + others <= share) {
-              row.push_back({col.z[q.vertices[b]][l], -1});
-            }
-          }
-          milp.AddRow(row, -kInfinity, 1);
-        }
-      }
+      load_on[q.vertices[j]].push_back({c, in.rates[q.path] * q.load[j]});
     }
     shares_of[q.path].push_back({c, 1});
     accuracy.push_back({c, q.accuracy});
     col.share.push_back(c);
-    col.used.push_back(used);
   }
   for (size_t p = 0; p < spec.paths.size(); ++p) {
     if (in.rates[p] <= 0) {
@@ -389,7 +497,42 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
     }
     milp.AddRow(terms, -kInfinity, 0);
   }
+  if (options.split_by_budgets) AddBudgetSplits(in, col, step, milp);
   return col;
+}
+
+// Gives back the latency a smaller batch saves: each variant's replicas move to the config of
+// the same class with the shortest batch time that still carries the variant's load. A budget
+// split runs the config of the most throughput (AddBudgetSplits); where the replicas it needs
+// carry the load at a smaller batch too, the smaller one serves as much, sooner.
+void ShortestBatches(const Instance& in, const Columns& col, MilpSolution& solution) {
+  std::vector<double> load(in.vertices.size(), 0);
+  for (size_t i = 0; i < in.paths.size(); ++i) {
+    const VariantPath& q = in.paths[i];
+    for (size_t j = 0; j < q.vertices.size(); ++j) {
+      load[q.vertices[j]] += solution.values[col.share[i]] * in.rates[q.path] * q.load[j];
+    }
+  }
+  auto& x = solution.values;
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    const std::vector<Config>& configs = in.vertices[v].configs;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const double replicas = x[col.n[v][k]];
+      if (replicas < 0.5) continue;
+      size_t to = k;
+      for (size_t l = 0; l < configs.size(); ++l) {
+        if (configs[l].hardware_class == configs[k].hardware_class &&
+            configs[l].ms < configs[to].ms && replicas * configs[l].rps >= load[v] - 1e-6) {
+          to = l;
+        }
+      }
+      if (to == k) continue;
+      x[col.n[v][to]] = replicas;
+      x[col.z[v][to]] = 1;
+      x[col.n[v][k]] = 0;
+      x[col.z[v][k]] = 0;
+    }
+  }
 }
 
 // The share of the whole demand a solution serves, and the demand-weighted accuracy of what
@@ -582,8 +725,8 @@ void KeepToRunning(const model::Pipeline& pipeline, const Instance& in, const Co
           RunningKey(task.name, task.variants[vertex.variant].name,
                      spec.hardware_classes[vertex.configs[k].hardware_class].name);
       if (running.contains(key)) continue;
+      // Its replicas only: a budget split may fix which config the variant would run.
       milp.SetBounds(col.n[v][k], 0, 0);
-      milp.SetBounds(col.z[v][k], 0, 0);
     }
   }
 }
@@ -637,6 +780,7 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
       solution =
           MostAccurateForShare(in, col, options.milp, options.solver, std::move(solution), milp);
     }
+    ShortestBatches(in, col, solution);
     const model::Phase phase = step == Step::kHardwareScaling   ? model::Phase::kHardwareScaling
                                : step == Step::kAccuracyScaling ? model::Phase::kAccuracyScaling
                                                                 : model::Phase::kOverloaded;

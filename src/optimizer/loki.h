@@ -19,6 +19,9 @@ struct LokiOptions {
   // Stop after hardware scaling: what a system without variants would do (Overloaded beyond).
   bool hardware_scaling_only = false;
   MilpSolver solver;  // empty: CBC in this process
+  // Solve each MILP split by the budgets of batch time each task may take (exact, and fast to
+  // prove); false solves it whole, the yardstick the split search is checked against.
+  bool split_by_budgets = true;
   // The (task, variant, hardware class) Deployments running now, by RunningKey (pool.h). When
   // the best plan runs others, the best plan on these alone replaces it if it serves as much
   // and its accuracy is within hold_accuracy: a variant change restarts pods, and near-ties

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -155,6 +156,7 @@ class LokiSearch {
   bool CanGrow();
   void Evaluate();
   std::vector<int> MarkRunning();
+  bool EveryCombinationFits() const;
   void Extend(Chain& prefix, std::vector<Chain>& out) const;
   SharesLp MakeLp(const std::vector<Chain>& chains, const std::vector<int>& row_of) const;
 
@@ -321,7 +323,32 @@ SharesLp LokiSearch::MakeLp(const std::vector<Chain>& chains,
   return lp;
 }
 
+// Loki's latency rule: on every loaded path that its fastest configs fit, the slowest running
+// batch time of each of its tasks, summed, within half its SLO; any running variant may then
+// pass a request to any running variant of the next task.
+bool LokiSearch::EveryCombinationFits() const {
+  for (size_t p = 0; p < spec_.paths.size(); ++p) {
+    if (rates_[p] <= 0) continue;
+    double slowest_running = 0, fastest = 0;
+    for (const std::string& name : spec_.paths[p].tasks) {
+      const int t = pipeline_.TaskIndex(name);
+      double slowest = 0, fast = std::numeric_limits<double>::infinity();
+      for (const LokiVariant& v : variants_) {
+        if (v.task != t) continue;
+        for (const LokiConfig& c : v.configs) fast = std::min(fast, c.ms);
+        if (v.config >= 0) slowest = std::max(slowest, v.configs[v.config].ms);
+      }
+      slowest_running += slowest;
+      fastest += fast;
+    }
+    const double half = spec_.paths[p].slo_ms / 2 + 1e-9;
+    if (fastest <= half && slowest_running > half) return false;
+  }
+  return true;
+}
+
 void LokiSearch::Evaluate() {
+  if (!EveryCombinationFits()) return;
   const std::vector<int> row_of = MarkRunning();
   std::vector<Chain> chains;
   for (size_t p = 0; p < spec_.paths.size(); ++p) {

@@ -29,8 +29,9 @@ struct ServedResult {
 // model serves, then the best accuracy for that share. Loki's model: each (task, variant)
 // runs one (hardware class, batch size) with batch sizes the powers of two below the
 // variant's max_batch and max_batch itself, or does not run; replicas within
-// spec.budget.maxReplicas, each class's maxReplicas and the cost budget; each path's demand
-// split over chains of running variants whose batch times sum to at most half its SLO; a
+// spec.budget.maxReplicas, each class's maxReplicas and the cost budget; on each loaded path
+// that its fastest configs fit, every chain of running variants within half its SLO (each
+// task's slowest running batch time, summed); each path's demand split over those chains; a
 // variant's load (its input times the factors and edge ratios before it) within its replicas'
 // throughput; accuracy normalised by each task's most accurate variant, multiplied along the
 // chain. Every variant may serve, whatever the phase. Each allocation of replicas is an LP for

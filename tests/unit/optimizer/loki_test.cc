@@ -91,7 +91,9 @@ std::optional<int> BruteHardware(const Small& s) {
 }
 
 // Accuracy scaling by exhaustion: every (batch, replicas) or nothing per variant within S, each
-// task running something; for each, the best split of the demand over variant pairs is an LP.
+// task running something, the slowest running batch times of the two tasks within half the SLO
+// (any running variant may pass a request to any of the next task); for each, the best split
+// of the demand over variant pairs is an LP.
 std::optional<double> BruteAccuracy(const Small& s) {
   const auto& spec = s.pipeline.spec;
   const double rate = s.workload.path_rates_rps.at("p");
@@ -110,14 +112,18 @@ std::optional<double> BruteAccuracy(const Small& s) {
       for (int k = 0; k < 3; ++k) first |= chosen[k].replicas > 0;
       for (int k = 3; k < 6; ++k) second |= chosen[k].replicas > 0;
       if (!first || !second) return;
+      double slowest[2] = {0, 0};
+      for (int k = 0; k < 6; ++k) {
+        if (chosen[k].replicas > 0) slowest[k / 3] = std::max(slowest[k / 3], chosen[k].ms);
+      }
+      if (slowest[0] + slowest[1] > half) return;
       // Columns: shares c(u, w); rows: capacity of each variant, then sum(c) <= 1. Maximise
       // K sum(c) + sum(c A): with K large the LP serves all demand first when it can.
       constexpr double kServe = 1e4;
       std::vector<std::pair<int, int>> cols;
       for (int x = 0; x < 3; ++x) {
         for (int y = 3; y < 6; ++y) {
-          if (chosen[x].replicas > 0 && chosen[y].replicas > 0 &&
-              chosen[x].ms + chosen[y].ms <= half) {
+          if (chosen[x].replicas > 0 && chosen[y].replicas > 0) {
             cols.emplace_back(x, y);
           }
         }
@@ -213,12 +219,43 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
                          " ms, above its share of the SLO");
     }
   }
+  // Every combination of running variants fits: per loaded path, the slowest running batch time
+  // of each task, summed.
+  const double batch_times = spec.slo.model == model::LatencyModel::kTail ? 3 : 2;
+  for (const auto& path : spec.paths) {
+    if (workload.path_rates_rps.at(path.name) <= 0 || shares[path.name] <= 0) continue;
+    double slowest_sum = 0;
+    for (const std::string& task : path.tasks) {
+      double slowest = 0;
+      for (const auto& [key, t] : by_variant) {
+        if (key.first != task) continue;
+        slowest = std::max(slowest, variant(key.first, key.second)
+                                        .FindProfile(t->hardware_class)
+                                        ->latency.Ms(t->batch_size));
+      }
+      slowest_sum += slowest;
+    }
+    if (slowest_sum > path.slo_ms / batch_times + 1e-6) {
+      problems.push_back(path.name + "'s slowest running variants take " +
+                         std::to_string(slowest_sum) + " ms, above its share of the SLO");
+    }
+  }
   for (const auto& [key, rps] : load) {
     const model::TaskPlan* t = by_variant.at(key);
     const double ms =
         variant(key.first, key.second).FindProfile(t->hardware_class)->latency.Ms(t->batch_size);
     if (rps > t->replicas * 1000.0 * t->batch_size / ms + 1e-6) {
       problems.push_back(key.first + "/" + key.second + " gets more load than it can serve");
+    }
+    // Among plans that serve the same, the shorter batch: its replicas could not carry the
+    // load at a smaller one (the tail model derates capacity, and is checked apart).
+    const model::LatencyProfile& profile =
+        variant(key.first, key.second).FindProfile(t->hardware_class)->latency;
+    for (int b = 1; b < t->batch_size && spec.slo.model == model::LatencyModel::kMean; b *= 2) {
+      if (rps <= t->replicas * 1000.0 * b / profile.Ms(b) - 1e-6) {
+        problems.push_back(key.first + "/" + key.second + " could serve its load at batch " +
+                           std::to_string(b) + ", not " + std::to_string(t->batch_size));
+      }
     }
   }
   for (const auto& path : spec.paths) {
@@ -722,6 +759,44 @@ TEST(Loki, OverloadedEqualsExhaustiveSearchOnGeneratedPipelines) {
               compared, variants_serve_more);
   EXPECT_GE(compared, 8);
   EXPECT_GE(variants_serve_more, 4);
+}
+
+// The search over budget splits (the operator's) against the whole MILP, on generated chains,
+// trees and fork-joins with one or two hardware classes, through every phase: the same phase
+// and the same objective (replicas, accuracy, served share) within CBC's gaps.
+TEST(Loki, SplitByBudgetsEqualsTheWholeMilp) {
+  LokiOptions split, whole;
+  split.milp.time_limit_seconds = whole.milp.time_limit_seconds = 20;
+  split.milp.relative_gap = whole.milp.relative_gap = 1e-7;
+  whole.split_by_budgets = false;
+  std::map<model::Phase, int> phases;
+  for (int i = 0; i < 12; ++i) {
+    const testing::InstanceOptions kind{.shape = kShapes[i % 3],
+                                        .dnns = 2 + i % 3,
+                                        .max_batch = 8,
+                                        .hardware_classes = 1 + i % 2,
+                                        .variants = 3,
+                                        .max_replicas = 4 + i % 4};
+    const testing::Instance inst = testing::Generate(1300 + i, kind);
+    for (double by : {0.25, 1.0, 4.0}) {
+      const model::Workload workload = Scaled(inst.workload, by);
+      const model::Plan a = SolveLoki(inst.pipeline, workload, split);
+      const model::Plan b = SolveLoki(inst.pipeline, workload, whole);
+      const std::string label = inst.label + " x" + std::to_string(by);
+      ASSERT_EQ(LokiPart(a).phase, LokiPart(b).phase) << label;
+      ++phases[LokiPart(a).phase];
+      EXPECT_EQ(a.report.status, b.report.status) << label;  // Infeasible when overloaded
+      EXPECT_NEAR(a.served_fraction, b.served_fraction, 1e-5) << label;
+      if (LokiPart(a).phase == model::Phase::kHardwareScaling) {
+        EXPECT_EQ(a.TotalReplicas(), b.TotalReplicas()) << label;
+      } else {
+        EXPECT_NEAR(LokiPart(a).accuracy, LokiPart(b).accuracy, 1e-4) << label;
+      }
+    }
+  }
+  EXPECT_GE(phases[model::Phase::kHardwareScaling], 4);
+  EXPECT_GE(phases[model::Phase::kAccuracyScaling], 4);
+  EXPECT_GE(phases[model::Phase::kOverloaded], 4);
 }
 
 // MostAccurateFirst fills the most accurate variant to capacity before any other.
