@@ -280,7 +280,7 @@ Columns Formulate(const model::Pipeline& pipeline, const Instance& in, Step step
     const double weight = in.rates[q.path] / in.total_rate;
     // Overloaded maximises the served share alone first; PreferAccuracy then re-weighs.
     const double acc_coef = step == Step::kAccuracyScaling ? weight * q.accuracy : 0;
-    const bool fits = in.budgets[q.path] >= 0;  // a path that cannot fit carries nothing
+    const bool fits = in.budgets[q.path].has_value();  // a path that cannot fit carries nothing
     const int c = milp.AddVar(0, fits ? 1 : 0, acc_coef, false);
     for (size_t j = 0; j < q.vertices.size(); ++j) {
       load_on[q.vertices[j]].push_back({c, in.rates[q.path] * q.load[j]});

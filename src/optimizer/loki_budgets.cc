@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,7 @@ std::vector<std::map<int, double>> MaximalBudgets(const Instance& in, const Colu
                                                   bool may_run_nothing) {
   std::vector<int> tasks;
   std::map<int, std::vector<double>> levels;
-  std::map<int, bool> on_budgeted_path;
+  std::set<int> on_budgeted_path;
   for (const auto& [t, var] : col.budget) tasks.push_back(t);
   for (const Vertex& v : in.vertices) {
     for (const Config& c : v.configs) levels[v.task].push_back(c.ms);
@@ -33,7 +34,7 @@ std::vector<std::map<int, double>> MaximalBudgets(const Instance& in, const Colu
   }
   for (size_t p = 0; p < in.budgets.size(); ++p) {
     if (!in.budgets[p]) continue;
-    for (int t : in.path_tasks[p]) on_budgeted_path[t] = true;
+    on_budgeted_path.insert(in.path_tasks[p].begin(), in.path_tasks[p].end());
   }
   std::map<int, double> at;  // every task at its lowest level to start
   for (int t : tasks) at[t] = levels[t].front();
@@ -72,7 +73,7 @@ std::vector<std::map<int, double>> MaximalBudgets(const Instance& in, const Colu
     const int t = tasks[i];
     const std::vector<double>& l = levels[t];
     // A task on no path with a budget takes its slowest config.
-    for (size_t k = on_budgeted_path[t] ? 0 : l.size() - 1; k < l.size(); ++k) {
+    for (size_t k = on_budgeted_path.contains(t) ? 0 : l.size() - 1; k < l.size(); ++k) {
       at[t] = l[k];
       if (!fits()) break;
       search(i + 1);

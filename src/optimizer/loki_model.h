@@ -44,8 +44,8 @@ struct Instance {
   std::vector<Vertex> vertices;
   std::vector<VariantPath> paths;
   std::vector<double> rates;  // per execution path
-  // Per execution path with load: the batch times its tasks may sum to, its SLO over
-  // batch_times_per_slo; none when even the fastest configs exceed it (it can carry nothing).
+  // Per execution path: the batch times its tasks may sum to, its SLO over batch_times_per_slo;
+  // none without load, or when even the fastest configs exceed it (it can carry nothing).
   std::vector<std::optional<double>> budgets;
   std::vector<std::vector<int>> path_tasks;  // per execution path, task indices
   double total_rate = 0;

@@ -130,12 +130,14 @@ MilpSolution SolveOne(const Milp& milp, const MilpOptions& options) {
   return out;
 }
 
-// The LP relaxation's optimum, or nullopt when it is infeasible (or not solved).
+// The LP relaxation's optimum; nullopt when it is proven infeasible. An LP that CLP could not
+// solve bounds nothing: its part is searched first rather than dropped as if it were empty.
 std::optional<double> LpBound(const Milp& milp) {
   CbcModel model = Load(milp, true);
   Cbc_solve(model.get());
-  if (!Cbc_isProvenOptimal(model.get())) return std::nullopt;
-  return Cbc_getObjValue(model.get());
+  if (Cbc_isProvenOptimal(model.get())) return Cbc_getObjValue(model.get());
+  if (Cbc_isProvenInfeasible(model.get())) return std::nullopt;
+  return milp.sense() == Milp::Sense::kMaximize ? kInfinity : -kInfinity;
 }
 
 // The MILP narrowed to one alternative, without alternatives; nullopt when a bound is empty.

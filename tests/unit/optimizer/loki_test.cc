@@ -186,6 +186,8 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
     ADD_FAILURE() << "no variant " << name;
     return spec.tasks[0].variants[0];
   };
+  // A request may wait one batch time for its batch and, under the tail model, one behind.
+  const double batch_times = spec.slo.model == model::LatencyModel::kTail ? 3 : 2;
   std::map<std::pair<std::string, std::string>, double> load;
   std::map<std::string, double> shares;
   for (const auto& vp : LokiPart(plan).variant_paths) {
@@ -212,8 +214,6 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
       }
       per_request *= v.multiplicative_factor * ratio;
     }
-    // A request may wait one batch time for its batch and, under the tail model, one behind.
-    const double batch_times = spec.slo.model == model::LatencyModel::kTail ? 3 : 2;
     if (ms > path.slo_ms / batch_times + 1e-6) {
       problems.push_back(vp.path + " carries traffic at " + std::to_string(ms) +
                          " ms, above its share of the SLO");
@@ -221,7 +221,6 @@ std::vector<std::string> Check(const model::Pipeline& pipeline, const model::Wor
   }
   // Every combination of running variants fits: per loaded path, the slowest running batch time
   // of each task, summed.
-  const double batch_times = spec.slo.model == model::LatencyModel::kTail ? 3 : 2;
   for (const auto& path : spec.paths) {
     if (workload.path_rates_rps.at(path.name) <= 0 || shares[path.name] <= 0) continue;
     double slowest_sum = 0;
