@@ -194,6 +194,7 @@ void World::CreatePod(int deployment) {
   live_pods.push_back(static_cast<int>(pods.size()) - 1);
   ++pods_changed;
   ++report.pod_starts;
+  PodChanged();
 }
 
 void World::Terminate(int pod) {
@@ -201,6 +202,7 @@ void World::Terminate(int pod) {
   const bool serving = p.state == Pod::State::kReady || p.state == Pod::State::kTerminating;
   p.state = Pod::State::kTerminating;
   ++pods_changed;
+  PodChanged();
   // It leaves the router's endpoints now and goes once its calls are answered.
   if (!serving || p.outstanding == 0) At(now_ms_, EventKind::kPodGone, pod);
 }
@@ -274,6 +276,7 @@ void World::PlacePending() {
     if (p.node < 0) continue;
     p.state = Pod::State::kStarting;
     ++pods_changed;
+    PodChanged();  // bound to its node
     const Deployment& d = deployments[p.deployment];
     const double startup = pipeline.spec.hardware_classes[d.hw_class].startup_seconds;
     // Pods of one scale-out do not turn Ready together: the controller creates them one by one,
@@ -292,7 +295,7 @@ void World::OnPodReady(int pod) {
   p.held_since_ms = now_ms_;
   Reconcile();  // a rollout's old pod may go now
   RebuildRouting();
-  DeploymentsChanged();
+  PodChanged();
 }
 
 void World::OnPodGone(int pod) {
@@ -307,7 +310,7 @@ void World::OnPodGone(int pod) {
   live_pods.erase(std::find(live_pods.begin(), live_pods.end(), pod));
   RebuildRouting();
   PlacePending();
-  DeploymentsChanged();
+  PodChanged();
 }
 
 void World::UpdateDeploymentObjects(std::map<std::string, json>& out) {

@@ -143,9 +143,10 @@ void World::OperatorStep() {
   }
 }
 
-void World::DeploymentsChanged() {
-  // The operator watches its Deployments: a pod turning Ready or going changes one's status and
-  // queues the pipeline at once (the informer's latency, a fraction of a second).
+void World::PodChanged() {
+  // The operator watches the pipeline's pods (operator/main.cc): each change of one, created,
+  // bound to a node, Ready, deleted or gone, queues the pipeline at once (the informer's latency,
+  // a fraction of a second). So a scale-out is re-planned within seconds on the rate then read.
   if (optimizer == nullptr || event_at_ms >= now_ms_) return;
   event_at_ms = now_ms_ + kWatchLatencyMs;
   At(event_at_ms, EventKind::kControl, kWatched);
@@ -243,6 +244,9 @@ void World::Dispatch(const Event& e) {
       break;
     case EventKind::kCallDelivered:
       OnCallDelivered(e.a);
+      break;
+    case EventKind::kCallArrives:
+      OnCallArrives(e.a);
       break;
   }
 }

@@ -21,8 +21,17 @@ void World::Enqueue(int pod, std::int64_t call) {
   p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
   p.held_since_ms = now_ms_;
   ++p.outstanding;
+  if (options.call_to_pod_ms > 0) {
+    At(now_ms_ + options.call_to_pod_ms, EventKind::kCallArrives, call);
+    return;
+  }
+  OnCallArrives(call);
+}
+
+void World::OnCallArrives(std::int64_t call) {
+  const int pod = calls.at(call).pod;
   calls.at(call).queued_ms = now_ms_;
-  p.queue.push_back(call);
+  pods[pod].queue.push_back(call);
   MaybeStart(pod);
 }
 
@@ -64,7 +73,7 @@ void World::OnBatchDone(int pod) {
     Call& call = calls.at(c);
     call.queue_ms = now_ms_ - served_ms - call.queued_ms;
     current.served[{d.task, d.variant}] += 1;
-    At(now_ms_, EventKind::kCallDelivered, c);
+    At(now_ms_ + options.call_from_pod_ms, EventKind::kCallDelivered, c);
   }
   MaybeStart(pod);
 }

@@ -48,6 +48,10 @@ struct Options {
   // measured at 1-3 ms on this machine (tests/integration/router/batch_service_test.cc prints it).
   // Counted in the pod's time, as a longer batch.
   double call_overhead_ms = 2;
+  // The part of the round trip outside the pod's busy time: the call reaches the pod's queue
+  // this long after the router sends it, and its answer the router this long after its batch.
+  double call_to_pod_ms = 0;
+  double call_from_pod_ms = 0;
   double interval_row_s = 10;                 // the report's per-interval rows
   std::function<void(double done)> progress;  // share of the run simulated, now and then
 };
@@ -71,6 +75,7 @@ enum class EventKind : std::uint8_t {
   kSecond,         // the per-second bookkeeping: samples, placement of pending pods
   kPoolExpire,     // a request waiting in Kairos's queue reaches its deadline
   kCallDelivered,  // a call's answer reaches the router
+  kCallArrives,    // a call sent by the router reaches its pod's queue
 };
 
 struct Event {

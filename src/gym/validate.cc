@@ -75,16 +75,34 @@ double Total(const std::map<std::string, int>& by_task) {
 }
 
 // A share compared in points: within `points`, `relative` of the larger of its complements, or
-// two standard errors of the box's share over its `n` requests.
-Agreement Share(std::string figure, double box, double sim, double n, const Tolerance& t,
+// the noise between one run and the simulator's mean (`noise`, in points).
+Agreement Share(std::string figure, double box, double sim, double noise, const Tolerance& t,
                 bool miss) {
   Agreement a{.figure = std::move(figure), .box = 100 * box, .sim = 100 * sim, .points = true};
   a.difference = a.sim - a.box;
-  a.noise = n > 0 ? 200 * std::sqrt(box * (1 - box) / n) : 0;
+  a.noise = noise;
   const double scale = miss ? std::max(box, sim) : std::max(1 - box, 1 - sim);
   a.within =
       std::abs(a.difference) <= std::max({t.points, 100 * t.relative * scale, a.noise}) + 1e-9;
   return a;
+}
+
+// Two standard deviations, in points, of the difference between one run's share and the mean of
+// `seeds` runs' (each an independent run of the same system: variance s^2 (1 + 1/k)), and never
+// less than two standard errors of the box's share over its `n` requests.
+double ShareNoise(double box, double n, const std::vector<double>& seeds) {
+  const double binomial = n > 0 ? 200 * std::sqrt(box * (1 - box) / n) : 0;
+  const auto k = static_cast<double>(seeds.size());
+  if (seeds.size() < 2) return binomial;
+  double mean = 0, squares = 0;
+  for (double x : seeds) mean += x / k;
+  for (double x : seeds) squares += (x - mean) * (x - mean);
+  const double run_sd = std::sqrt(squares / (k - 1));
+  return std::max(binomial, 200 * run_sd * std::sqrt(1 + 1 / k));
+}
+
+double Missed(const PathOutcome& p) {
+  return p.sent > 0 ? 1 - static_cast<double>(p.answered) / static_cast<double>(p.sent) : 0;
 }
 
 Agreement Relative(std::string figure, double box, double sim, const Tolerance& t) {
@@ -112,17 +130,25 @@ Result<BoxRun> ReadBoxRun(const std::string& loadgen_json, const std::string& ti
   return run;
 }
 
-std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const Tolerance& t) {
+std::vector<Agreement> Compare(const BoxRun& box, const std::vector<PolicyReport>& runs,
+                               const Tolerance& t) {
+  const PolicyReport sim = MeanOf(runs);
   std::vector<Agreement> out;
   for (const auto& [name, b] : box.paths) {
     const auto it = sim.paths.find(name);
     const PathOutcome s = it == sim.paths.end() ? PathOutcome{} : it->second;
+    std::vector<double> attained, missed;
+    for (const PolicyReport& r : runs) {
+      const auto p = r.paths.find(name);
+      if (p == r.paths.end()) continue;
+      attained.push_back(p->second.Attainment());
+      missed.push_back(Missed(p->second));
+    }
     const auto n = static_cast<double>(b.sent);
-    out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(), n, t, false));
-    const auto missed = [](const PathOutcome& p) {
-      return p.sent > 0 ? 1 - static_cast<double>(p.answered) / static_cast<double>(p.sent) : 0;
-    };
-    out.push_back(Share(name + " not 200 (%)", missed(b), missed(s), n, t, true));
+    out.push_back(Share(name + " in SLO (%)", b.Attainment(), s.Attainment(),
+                        ShareNoise(b.Attainment(), n, attained), t, false));
+    out.push_back(Share(name + " not 200 (%)", Missed(b), Missed(s),
+                        ShareNoise(Missed(b), n, missed), t, true));
     out.push_back(Relative(name + " p99 (ms)", b.p99_ms, s.p99_ms, t));
   }
   double diff = 0, mean = 0, sim_mean = 0;
@@ -152,7 +178,7 @@ std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim, const
 
 std::string RenderAgreement(const std::vector<Agreement>& agreements) {
   std::string out =
-      "| figure | box | simulated | difference | box's noise (2 se) | within |\n"
+      "| figure | box | simulated | difference | a run's noise (2 sd) | within |\n"
       "|---|---:|---:|---:|---:|:---:|\n";
   for (const Agreement& a : agreements) {
     const std::string noise = a.points ? StrFormat("%.1f pp", a.noise) : "";

@@ -27,7 +27,7 @@ struct Agreement {
   double box = 0, sim = 0;
   double difference = 0;  // sim - box: percentage points for a share, else relative
   bool points = false;    // the figure is a share, compared in percentage points
-  double noise = 0;       // a share's: two standard errors of the box's sample, in points
+  double noise = 0;       // a share's: two standard deviations of one run's, in points
   bool within = false;
 };
 
@@ -41,13 +41,16 @@ struct Tolerance {
   double points = 1.0;     // a share may differ this much whatever its size
 };
 
-// Per path: the share within the SLO and the share not answered 200 (each within `points`, or
-// within `relative` of the share it misses, or within two standard errors of the box's share
-// over its requests, whichever is widest: a 4-minute run of 600 requests a path cannot know a
-// 25% share to 1 point), and p99 (relative); over the run:
-// the mean absolute difference of the total Ready replicas at the box's samples, relative to the
-// box's mean.
-std::vector<Agreement> Compare(const BoxRun& box, const PolicyReport& sim,
+// The box against the simulator's runs of the same pipeline and trace (seeds 1..k), taken as
+// their mean (MeanOf). Per path: the share within the SLO and the share not answered 200, each
+// within `points`, or within `relative` of the share it misses, or within two standard
+// deviations of the difference between one run and the mean of k, whichever is widest: the box is
+// one run, and its refusals come in bursts while queues are long, so one run's share varies from
+// run to run several times more than independent requests would (the seeds' spread measures it;
+// never less than the box's binomial two standard errors). And p99 (relative); over the run: the
+// mean absolute difference of the total Ready replicas at the box's samples, relative to the box's
+// mean.
+std::vector<Agreement> Compare(const BoxRun& box, const std::vector<PolicyReport>& runs,
                                const Tolerance& tolerance = {});
 
 // A Markdown table of `agreements`, one line each.

@@ -59,6 +59,7 @@ class World {
 
   // serve.cc
   void Enqueue(int pod, std::int64_t call);
+  void OnCallArrives(std::int64_t call);  // a call's, at its pod's queue
   void MaybeStart(int pod);
   void OnBatchDone(int pod);
   void OnCallDelivered(std::int64_t id);  // a call's
@@ -131,7 +132,7 @@ class World {
   model::BatchTimings Timings() const;
   // run.cc
   void Control();
-  void DeploymentsChanged();
+  void PodChanged();
   void OperatorStep();
   void AutoscalerStep();
   void ScheduleArrival();
