@@ -99,9 +99,10 @@ TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
                          " >/dev/null")
                             .c_str()),
             0);
-  // 15 rps for 30 s, 175 rps for 40 s, 15 rps for 20 s (the last check is 15 s into it). At 175 rps FA2 runs three detect and
-  // two classify replicas from about 150 to 200 rps, so the noise of a 5 s rate window moves
-  // only batch sizes, which the operator holds while they meet the SLO; at 15 rps one each.
+  // 15 rps for 30 s, 175 rps for 40 s, 15 rps for 20 s (the last check is 15 s into it). At 175 rps
+  // FA2 runs three detect and two classify replicas from about 150 to 200 rps, so the noise of a 5
+  // s rate window moves only batch sizes, which the operator holds while they meet the SLO; at 15
+  // rps one each.
   const auto t0 = std::chrono::steady_clock::now();
   Process load({PIPESCALE_LOADGEN, "-f", file, "--kubeconfig", env.Var("KUBECONFIG"), "--trace",
                 "15:30,175:40,15:20"},
