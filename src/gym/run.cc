@@ -8,6 +8,7 @@
 
 #include "api/pipeline_parse.h"
 #include "api/quantity.h"
+#include "controller/controller.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
 
@@ -61,6 +62,11 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
   all_ok_ms.resize(pipeline.spec.paths.size() + 1);
   for (const model::Path& path : pipeline.spec.paths) path_weight_total += path.weight;
   for (const model::QuerySize& q : pipeline.spec.query_sizes) size_weight_total += q.weight;
+  const nlohmann::json& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
+  pipeline_key = meta.value("namespace", "default") + "/" + meta.value("name", "");
+  // Its own stream: the arrivals and picks of a seed stay as they were.
+  std::mt19937_64 clock_rng(opts.seed ^ 0x9e3779b97f4a7c15ULL);
+  steady_clock_at_start_ms = std::uniform_real_distribution<double>(0, 86400e3)(clock_rng);
 }
 
 void World::At(double at_ms, EventKind kind, std::int64_t a, std::int64_t b) {
@@ -136,7 +142,10 @@ void World::OperatorStep() {
   // (controller/work_queue.cc), so the periodic schedule stays anchored while events add
   // reconciles between.
   const double next_s = decision.requeue_after_seconds.value_or(pipeline.spec.interval_seconds);
-  const double next_ms = now_ms_ + 1000 * std::max(1.0, next_s);
+  const std::chrono::milliseconds after(std::lround(1000 * std::max(1.0, next_s)));
+  const std::chrono::milliseconds steady(std::llround(steady_clock_at_start_ms + now_ms_));
+  const double next_ms =
+      now_ms_ + static_cast<double>(controller::Spread(pipeline_key, after, steady).count());
   if (periodic_at_ms < now_ms_ || next_ms < periodic_at_ms) {
     periodic_at_ms = next_ms;
     At(next_ms, EventKind::kControl, kPeriodic);

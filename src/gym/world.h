@@ -203,6 +203,11 @@ class World {
   int fixed = 0;
   reconciler::Observed observed;  // what the operator reads, kept between its reconciles
   double periodic_at_ms = -1, event_at_ms = -1;                      // the reconciles queued
+  // The operator's steady clock at the run's start: its work queue brings a pipeline back at a
+  // phase of its interval fixed by the pipeline's key against that clock (controller::Spread),
+  // which falls anywhere on the trace; each seed draws its own.
+  double steady_clock_at_start_ms = 0;
+  std::string pipeline_key;  // namespace/name, as the operator's work queue keys it
   std::uint64_t pods_changed = 0, pods_counted = ~std::uint64_t{0};  // for the capacity
 
   // What was seen.
