@@ -202,7 +202,7 @@ class World {
   std::unique_ptr<Autoscaler> autoscaler;
   int fixed = 0;
   reconciler::Observed observed;  // what the operator reads, kept between its reconciles
-  double periodic_at_ms = -1, event_at_ms = -1;                      // the reconciles queued
+  double periodic_at_ms = -1, event_at_ms = -1;  // the reconciles queued
   // The operator's steady clock at the run's start: its work queue brings a pipeline back at a
   // phase of its interval fixed by the pipeline's key against that clock (controller::Spread),
   // which falls anywhere on the trace; each seed draws its own.
