@@ -3,8 +3,9 @@
 # their own, for ctest's sanitizer_* tests (tests/CMakeLists.txt). It runs beside tests that judge
 # latencies on the same cores, so at the lowest priority, where it takes only the time they leave
 # idle; on every core, as a cold build (a new machine) otherwise outlasts ctest by 10 minutes.
-# -O1, as ASan's authors advise, with line tables: a third less to compile than -O2 -g. ccache
-# serves it as it serves the plain build (hack/test.sh sets CCACHE_BASEDIR).
+# -O1, as ASan's authors advise, with line tables: a quarter to a third less to compile than -O2 -g
+# (two of the heaviest files, measured without ASan). ccache serves it as it serves the plain
+# build (hack/test.sh sets CCACHE_BASEDIR).
 #   hack/sanitizer-build.sh DIR TARGET...
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
