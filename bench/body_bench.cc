@@ -9,7 +9,7 @@
 
 namespace {
 
-using namespace pipescale::router;
+using namespace pipescale::routing;
 
 const std::vector<std::pair<std::string_view, std::string>> kParameters = {
     {kDeadlineParameter, "500"}, {kPathParameter, "\"p\""}};

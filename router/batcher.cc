@@ -27,7 +27,7 @@ std::pair<int, double> Batcher::config() const {
   return {batch_size_, wait_ms_};
 }
 
-Batcher::Batch Batcher::Take(BatchFormer& former) {
+Batcher::Batch Batcher::Take(routing::BatchFormer& former) {
   Batch batch;
   for (std::uint64_t id : former.Take(Now())) {
     auto w = waiters_.extract(id);
@@ -45,14 +45,15 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
     rows.push_back(w->rows);
   }
   Result<CallReply> reply = Error{ErrorKind::kInvalid, ""};
-  auto stacked = StackInputs(inputs);
+  auto stacked = routing::StackInputs(inputs);
   if (stacked) {
-    const Body& first = *batch[0]->body;  // its id, parameters and other members speak for all
+    const routing::Body& first =
+        *batch[0]->body;  // its id, parameters and other members speak for all
     const std::string inputs_text = std::move(*stacked);
-    const Body request{.inputs = inputs_text,
-                       .id = first.id,
-                       .others = first.others,
-                       .parameters = first.parameters};
+    const routing::Body request{.inputs = inputs_text,
+                                .id = first.id,
+                                .others = first.others,
+                                .parameters = first.parameters};
     int total = 0;
     for (int r : rows) total += r;
     // The followers this request took wait for it: a throw must still answer each of them.
@@ -73,8 +74,8 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
   // Each request's rows of the answer, with the batch's parameters.
   std::vector<Result<CallReply>> answers(batch.size(), reply.ok() ? Error{} : reply.error());
   if (reply.ok()) {
-    auto members = ScanObject(reply->body);
-    auto split = members ? SplitOutputs(Find(*members, "outputs"), rows)
+    auto members = routing::ScanObject(reply->body);
+    auto split = members ? routing::SplitOutputs(routing::Find(*members, "outputs"), rows)
                          : Result<std::vector<std::string>>(members.error());
     for (size_t i = 0; i < batch.size(); ++i) {
       if (!split) {
@@ -82,7 +83,7 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
         continue;
       }
       std::string body = "{\"outputs\":" + (*split)[i];
-      const std::string_view parameters = Find(*members, "parameters");
+      const std::string_view parameters = routing::Find(*members, "parameters");
       if (!parameters.empty()) (body += ",\"parameters\":") += parameters;
       answers[i] =
           CallReply{.body = body + '}', .variant = reply->variant, .seconds = reply->seconds};
@@ -95,18 +96,19 @@ asio::awaitable<void> Batcher::Lead(const Batch& batch, const Send& send) {
   }
 }
 
-asio::awaitable<Result<CallReply>> Batcher::Submit(const Body& body, Clock::time_point deadline,
-                                                   const Send& send) {
+asio::awaitable<Result<CallReply>> Batcher::Submit(const routing::Body& body,
+                                                   Clock::time_point deadline, const Send& send) {
   // Binary data is passed on as it came, never cut or stacked: such a request goes alone.
   if (body.binary_outputs) co_return co_await send(body, 1);
-  auto key = KeyOf(body.inputs);
+  auto key = routing::KeyOf(body.inputs);
   if (!key) co_return co_await send(body, 1);  // not stackable: alone, as the client sent it
   auto w = std::make_shared<Waiter>(co_await asio::this_coro::executor);
   w->body = &body;
   w->rows = key->rows;
   std::unique_lock lock(mu_);
   const std::uint64_t id = next_++;
-  BatchFormer& former = formers_.try_emplace(key->signature, batch_size_, wait_ms_).first->second;
+  routing::BatchFormer& former =
+      formers_.try_emplace(key->signature, batch_size_, wait_ms_).first->second;
   former.Add(id, key->rows, Now());
   waiters_[id] = w;
   while (!w->reply) {

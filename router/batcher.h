@@ -27,6 +27,7 @@ struct CallReply {
   std::string body;
   std::string header_length;  // the binary extension's Inference-Header-Content-Length, or ""
   std::string variant;
+  int variant_index = -1;  // the same, as the graph's index (-1 when not known)
   double seconds = 0;
 };
 
@@ -34,7 +35,7 @@ class Batcher {
  public:
   using Clock = std::chrono::steady_clock;
   // Makes the call for a batch: its stacked request and its rows.
-  using Send = std::function<asio::awaitable<Result<CallReply>>(const Body&, int rows)>;
+  using Send = std::function<asio::awaitable<Result<CallReply>>(const routing::Body&, int rows)>;
 
   Batcher(int batch_size, double wait_ms) : batch_size_(batch_size), wait_ms_(wait_ms) {}
   // The plan's new batch size and wait; the batches formed from here on follow them.
@@ -44,7 +45,7 @@ class Batcher {
   // most, then kExpired, unless its batch is already on its way); when the batch is ready and
   // this request is the one to notice, `send` sends it for all. A request whose inputs cannot
   // be stacked is sent alone.
-  asio::awaitable<Result<CallReply>> Submit(const Body& body, Clock::time_point deadline,
+  asio::awaitable<Result<CallReply>> Submit(const routing::Body& body, Clock::time_point deadline,
                                             const Send& send);
 
   std::pair<int, double> config() const;
@@ -53,21 +54,21 @@ class Batcher {
   struct Waiter {
     explicit Waiter(const asio::any_io_executor& executor) : wake(executor) {}
     asio::steady_timer wake;  // on the waiting coroutine's own loop
-    const Body* body = nullptr;
+    const routing::Body* body = nullptr;
     int rows = 1;
     bool taken = false;                      // in a batch on its way
     std::optional<Result<CallReply>> reply;  // set under the lock when the batch is answered
   };
   using Batch = std::vector<std::shared_ptr<Waiter>>;
   double Now() const;
-  Batch Take(BatchFormer& former);  // under mu_
+  Batch Take(routing::BatchFormer& former);  // under mu_
   // Sends `batch` (taken out under the lock) and hands out the answers.
   asio::awaitable<void> Lead(const Batch& batch, const Send& send);
 
   mutable std::mutex mu_;
   int batch_size_;
   double wait_ms_;
-  std::map<std::string, BatchFormer> formers_;  // by the inputs' signature
+  std::map<std::string, routing::BatchFormer> formers_;  // by the inputs' signature
   std::map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;
   std::uint64_t next_ = 0;
   const Clock::time_point epoch_ = Clock::now();

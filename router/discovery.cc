@@ -41,72 +41,84 @@ std::vector<Matcher::Replica> MatchedReplicas(const model::Pipeline& pipeline,
 
 void AddPools(const model::Pipeline& pipeline, const PoolsPart& pools, bool fcfs, Known& known,
               RoutingTable& table) {
-  static const std::vector<std::shared_ptr<Endpoint>> kNone;
   for (const model::Pool& pool : pools.plan.pools) {
-    TaskPool& out = table.pools[pool.task];
+    const int task = table.graph.TaskIndex(pool.task);
+    if (task < 0) continue;  // a plan of another pipeline's tasks routes nothing here
+    TaskPool& out = table.pools[task];
     if (pools.kind == optimizer::DataPlane::kSpillPools) {
-      out.spill_class = pool.spill_class;
+      out.spill_class = table.graph.ClassIndex(pool.spill_class);
       out.rt_max_ms = pool.qos_ms;
       continue;
     }
     auto& matcher = known.matchers[pool.task];
     if (!matcher) matcher = std::make_shared<Matcher>();
-    const auto pods = table.endpoints.find(pool.task);
-    matcher->Configure(
-        pool.qos_ms, fcfs,
-        MatchedReplicas(pipeline, pool, pods == table.endpoints.end() ? kNone : pods->second));
+    matcher->Configure(pool.qos_ms, fcfs, MatchedReplicas(pipeline, pool, table.pods[task]));
     out.matcher = matcher;
   }
+}
+
+// The Endpoint of `pod` (a pod of `task`): the one `known` keeps for its address when profiled the
+// same (with the requests outstanding there), else a new one that keeps the address's count.
+std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
+                                     const routing::PodEndpoint& pod, const Known& known) {
+  const auto it = known.endpoints.find(pod.address);
+  if (it != known.endpoints.end() && it->second->weight == pod.weight &&
+      it->second->variant == pod.variant && it->second->hardware_class == pod.hardware_class &&
+      it->second->batch == pod.batch && it->second->batch_ms == pod.batch_ms) {
+    return it->second;
+  }
+  auto e = std::make_shared<Endpoint>();
+  e->address = pod.address;
+  e->weight = pod.weight;
+  e->variant = pod.variant;
+  e->hardware_class = pod.hardware_class;
+  e->variant_index = graph.VariantIndex(task, pod.variant);
+  e->class_index = graph.ClassIndex(pod.hardware_class);
+  e->batch = pod.batch;
+  e->batch_ms = pod.batch_ms;
+  if (it != known.endpoints.end()) e->outstanding = it->second->outstanding;
+  return e;
 }
 
 }  // namespace
 
 std::shared_ptr<const RoutingTable> MakeTable(
-    const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    Known& known, const DataPlaneParts& parts, bool fcfs) {
-  auto table = std::make_shared<RoutingTable>(RoutingTable{Graph(pipeline), {}, parts.loki, {}});
+    const model::Pipeline& pipeline,
+    const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
+    const DataPlaneParts& parts, bool fcfs) {
+  auto table = std::make_shared<RoutingTable>(pipeline);
+  table->loki = parts.loki;
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   std::map<std::string, int> router_batch;  // by "task/variant"
   for (const api::RouterBatch& b : parts.batches) {
     router_batch[b.task + "/" + b.variant] = b.batch_size;
   }
-  for (const auto& [task, list] : pods) {
-    for (PodEndpoint pod : list) {
+  for (const auto& [name, list] : pods) {
+    const int task = table->graph.TaskIndex(name);
+    if (task < 0) continue;  // a pod of a task the pipeline no longer lists
+    for (routing::PodEndpoint pod : list) {
       // A pod of a variant whose batches the router forms serves each as one request: it is
       // profiled at the router's batch size, one request (a batch) at a time.
-      if (const auto b = router_batch.find(task + "/" + pod.variant); b != router_batch.end()) {
+      if (const auto b = router_batch.find(name + "/" + pod.variant); b != router_batch.end()) {
         pod.batch = b->second;
-        Profile(pipeline, task, pod);
+        routing::Profile(pipeline, name, pod);
         pod.batch = 1;
       }
-      auto it = known.endpoints.find(pod.address);
-      std::shared_ptr<Endpoint> e;
-      if (it != known.endpoints.end() && it->second->weight == pod.weight &&
-          it->second->variant == pod.variant && it->second->hardware_class == pod.hardware_class &&
-          it->second->batch == pod.batch && it->second->batch_ms == pod.batch_ms) {
-        e = it->second;
-      } else {
-        e = std::make_shared<Endpoint>();
-        e->address = pod.address;
-        e->weight = pod.weight;
-        e->variant = pod.variant;
-        e->hardware_class = pod.hardware_class;
-        e->batch = pod.batch;
-        e->batch_ms = pod.batch_ms;
-        if (it != known.endpoints.end()) e->outstanding = it->second->outstanding;
-      }
+      std::shared_ptr<Endpoint> e = EndpointOf(table->graph, task, pod, known);
       kept[pod.address] = e;
-      table->endpoints[task].push_back(std::move(e));
+      table->pods[task].push_back(std::move(e));
     }
   }
   known.endpoints = std::move(kept);
   if (parts.pools) AddPools(pipeline, *parts.pools, fcfs, known, *table);
   for (const api::RouterBatch& b : parts.batches) {
+    const int task = table->graph.TaskIndex(b.task);
+    if (task < 0) continue;
     // Kept across tables: a new batch size applies to the next batch formed.
     auto& batcher = known.batchers[b.task + "/" + b.variant];
     if (!batcher) batcher = std::make_shared<Batcher>(b.batch_size, b.wait_ms);
     batcher->Configure(b.batch_size, b.wait_ms);
-    table->batchers[b.task].emplace_back(b.variant, batcher);
+    table->batchers[task].emplace_back(table->graph.VariantIndex(task, b.variant), batcher);
   }
   return table;
 }
@@ -138,15 +150,16 @@ std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string&
   return std::make_shared<const PoolsPart>(PoolsPart{d->data_plane, std::move((*read).plan)});
 }
 
-std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
-                                           std::string& error) {
+std::shared_ptr<const routing::LokiTables> ReadLoki(const std::string& text,
+                                                    const model::Pipeline& pipeline,
+                                                    std::string& error) {
   auto plan = api::ParseLokiRouting(text);
   if (!plan) {
     error = plan.error().message;
     return nullptr;
   }
   error.clear();
-  return std::make_shared<const LokiTables>(*plan, pipeline);
+  return std::make_shared<const routing::LokiTables>(*plan, pipeline);
 }
 
 Discovery::Discovery(const kube::Client& client, RouterConfig& config,
@@ -245,7 +258,7 @@ void Discovery::Rebuild() {
   std::optional<model::Pipeline> pipeline =
       fixed_ ? fixed_ : PipelineFromConfigMap(object ? &data : nullptr);
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
-  const auto pods = ReadyEndpoints(*pipeline, pods_->List());
+  const auto pods = routing::ReadyEndpoints(*pipeline, pods_->List());
   auto table =
       MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs);
   if (changed_) changed_(*table);

@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "api/plan_json.h"
-#include "handler.h"
+#include "config.h"
 #include "kube/informer.h"
 #include "model/pipeline.h"
 #include "optimizer/registry.h"
 #include "routing/endpoints.h"
+#include "routing_table.h"
 
 namespace pipescale::router {
 
@@ -29,7 +30,7 @@ struct PoolsPart {
 
 // What a plan hands the request path besides the pipeline (each part null when absent).
 struct DataPlaneParts {
-  std::shared_ptr<const LokiTables> loki;
+  std::shared_ptr<const routing::LokiTables> loki;
   std::shared_ptr<const PoolsPart> pools;
   std::vector<api::RouterBatch> batches;  // batchSize.formedBy: router
 };
@@ -47,13 +48,15 @@ struct Known {
 // keeps its Endpoint; a pool's matcher is kept and given the new replicas; `known` is updated.
 // `fcfs`: the matchers serve first come, first served (the baseline Kairos is measured against).
 std::shared_ptr<const RoutingTable> MakeTable(
-    const model::Pipeline& pipeline, const std::map<std::string, std::vector<PodEndpoint>>& pods,
-    Known& known, const DataPlaneParts& parts = {}, bool fcfs = false);
+    const model::Pipeline& pipeline,
+    const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
+    const DataPlaneParts& parts = {}, bool fcfs = false);
 
 // A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
 // `error`, when it does not parse (the router then routes to any Ready pod).
-std::shared_ptr<const LokiTables> ReadLoki(const std::string& text, const model::Pipeline& pipeline,
-                                           std::string& error);
+std::shared_ptr<const routing::LokiTables> ReadLoki(const std::string& text,
+                                                    const model::Pipeline& pipeline,
+                                                    std::string& error);
 
 // The batches the router forms, from `batching.json` text; empty, with a reason in `error`,
 // when it does not parse.

@@ -33,7 +33,7 @@ asio::awaitable<ClientResponse> AnswerOrInternalError(const Responder& respond,
   ReportPanic("router-request", threw);
   // What threw stays in the log: it may hold what this client should not see.
   ClientResponse failed{http::status::internal_server_error, request.version()};
-  failed.body().text = ErrorBody("the router failed on this request; its log says why");
+  failed.body().text = routing::ErrorBody("the router failed on this request; its log says why");
   co_return failed;
 }
 

@@ -1,379 +1,57 @@
 #include "handler.h"
 
-#include <charconv>
-#include <set>
+#include <algorithm>
 
-#include "common/strings.h"
+#include "counters.h"
 #include "guards.h"
-#include "routing/admission.h"
+#include "reply.h"
 #include "routing/binary.h"
-#include "routing/picker.h"
-#include "routing/pools.h"
 #include "routing/request.h"
 
 namespace pipescale::router {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-ClientResponse Reply(unsigned status, const std::string& body) {
-  ClientResponse r{static_cast<http::status>(status), 11};
-  r.set(http::field::content_type, "application/json");
-  r.body().text = body;
-  return r;
-}
-
-ClientResponse ErrorReply(unsigned status, const std::string& message) {
-  return Reply(status, ErrorBody(message));
-}
-
-// A whole number (a status code, a batch's rows) as a label value, written without allocating.
-class LabelNumber {
- public:
-  explicit LabelNumber(unsigned value) {
-    size_ = static_cast<size_t>(std::to_chars(text_, text_ + sizeof text_, value).ptr - text_);
-  }
-  // Read where a label value is: a view of the text, as a std::string would give.
-  // NOLINTNEXTLINE(google-explicit-constructor)
-  operator std::string_view() const { return {text_, size_}; }
-
- private:
-  char text_[12] = {};
-  size_t size_ = 0;
-};
 
 // One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
-std::vector<std::pair<std::string, Body>> Spread(const std::vector<std::string>& tasks, Body body) {
-  std::vector<std::pair<std::string, Body>> calls;
+std::vector<std::pair<int, routing::Body>> CallsOf(const std::vector<routing::Call>& next,
+                                                   routing::Body body) {
+  std::vector<int> tasks;
+  for (const routing::Call& c : next) tasks.insert(tasks.end(), c.count, c.task);
+  std::vector<std::pair<int, routing::Body>> calls;
   calls.reserve(tasks.size());
   for (size_t i = 0; i + 1 < tasks.size(); ++i) calls.emplace_back(tasks[i], body);
   if (!tasks.empty()) calls.emplace_back(tasks.back(), std::move(body));
   return calls;
 }
 
-// A task's calls take from a millisecond (a small model) to seconds (a large batch).
-prometheus::Histogram::BucketBoundaries CallBuckets() {
-  return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
-}
-
-// Rows of a batch the router forms.
-prometheus::Histogram::BucketBoundaries BatchBuckets() { return {1, 2, 4, 8, 16, 32, 64, 128}; }
-
-// Counts a request in flight for as long as it lives.
-class InFlight {
- public:
-  InFlight(RouterConfig& config, RouterMetrics& metrics) : config_(config), metrics_(metrics) {
-    ++config_.in_flight;
-    metrics_.in_flight().Increment();
-  }
-  ~InFlight() {
-    --config_.in_flight;
-    metrics_.in_flight().Decrement();
-  }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-  InFlight(InFlight&&) = delete;
-  InFlight& operator=(InFlight&&) = delete;
-
- private:
-  RouterConfig& config_;
-  RouterMetrics& metrics_;
-};
-
-// Counts a call outstanding at its pod and in flight at its task for as long as it lives: also
-// when what it awaits throws (a guard carries on), a pod must not stay counted busy for good.
-class Outstanding {
- public:
-  Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task)
-      : at_pod_(at_pod), at_task_(at_task), ahead_(at_pod_.fetch_add(1)) {
-    at_task_.Increment();
-  }
-  ~Outstanding() {
-    at_task_.Decrement();
-    --at_pod_;
-  }
-  Outstanding(const Outstanding&) = delete;
-  Outstanding& operator=(const Outstanding&) = delete;
-  Outstanding(Outstanding&&) = delete;
-  Outstanding& operator=(Outstanding&&) = delete;
-  // Calls outstanding at the pod when this one was sent (the count it found, read and raised
-  // at once, so two calls sent together cannot both find the pod idle).
-  int ahead() const { return ahead_; }
-
- private:
-  std::atomic<int>& at_pod_;
-  prometheus::Gauge& at_task_;
-  const int ahead_;
-};
-
 }  // namespace
 
-// One request's walk through the DAG, shared by the visits it fans out to (all on one thread).
+// One request's walk through the DAG, shared by the visits it fans out to (all on one thread):
+// the core's state, the table and walker it is judged by, and what the client gets back.
 struct PipelineHandler::Walk {
   std::shared_ptr<const RoutingTable> table;
-  std::string path;  // named by the client, or ""
-  int rows = 1;      // the query's size (its first input's leading dimension)
-  Clock::time_point start, deadline;
+  std::optional<routing::Walker> walker;  // over `table`; rebuilt with it
+  routing::Walk state;
   std::vector<std::string> outputs;  // of the tasks it ended at
   // Their binary data (the binary extension) in the order of `outputs`: parts of the answers
   // they came in, held here until the client has them.
   std::vector<std::string> held;
   std::vector<SplicedBody::value_type::Part> parts;
-  std::map<std::vector<std::string>, Clock::time_point> trails;  // each ending, and when
-  std::optional<std::pair<unsigned, std::string>> failure;       // the first: status, message
 
-  // The request fails with the first failure of any of its visits.
-  void Fail(unsigned status, std::string message) {
-    if (!failure) failure = {status, std::move(message)};
+  void Use(std::shared_ptr<const RoutingTable> t, const routing::Policy& policy) {
+    table = std::move(t);
+    walker.emplace(table->graph, table->loki.get(), policy);
+  }
+  const std::string& PathName() const { return table->graph.PathName(state.path); }
+  Clock::time_point Deadline() const {
+    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(state.deadline_ms)));
   }
 };
 
-namespace {
-
-// The batch rows an answer reports: 0 when it reports none a batch can have (absent, not a whole
-// number, not above 0), so the rows sent may stand; -1 past kMaxBatchRows, never recorded.
-int ReportedRows(const json& parameters) {
-  const auto rows = parameters.find(kBatchRowsParameter);
-  if (rows == parameters.end() || !rows->is_number_integer() || *rows <= 0) return 0;
-  return *rows > kMaxBatchRows ? -1 : rows->get<int>();
-}
-
-}  // namespace
-
-std::optional<BatchSample> BatchServiceSample(const CallFacts& call, double seconds,
-                                              const json& parameters) {
-  if (call.hardware_class.empty()) return std::nullopt;  // a profile is per class
-  int rows = ReportedRows(parameters);
-  if (rows == 0 && !call.pod_batches) rows = call.rows;
-  // A server batch of unknown size says nothing about d(b); nor does a batch past any spec's.
-  if (rows <= 0 || rows > kMaxBatchRows) return std::nullopt;
-  const auto queued = parameters.find(kQueueParameter);
-  if (queued != parameters.end() && queued->is_number() && *queued >= 0) {
-    const double queue = queued->get<double>() / 1000;
-    // The queue lies within the call: one longer is a broken clock, no service time.
-    if (queue > seconds) return std::nullopt;
-    return BatchSample{rows, seconds - queue};
-  }
-  // No queue time: only a call that cannot have queued at its server is all service.
-  if (call.pod_batches || !call.pod_was_idle) return std::nullopt;
-  return BatchSample{rows, seconds};
-}
-
-RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config)
-    : config_(config),
-      requests_(prometheus::BuildCounter()
-                    .Name("pipescale_requests_total")
-                    .Help("Requests the router answered, by execution path and HTTP status")
-                    .Register(r)),
-      duration_(prometheus::BuildHistogram()
-                    .Name("pipescale_request_duration_seconds")
-                    .Help("End-to-end latency of each execution path, as the router saw it")
-                    .Register(r)),
-      query_rows_(prometheus::BuildHistogram()
-                      .Name("pipescale_router_query_rows")
-                      .Help("Rows per query (the first input's leading dimension) of every request "
-                            "for a known path, answered or not")
-                      .Register(r)
-                      .Add(Labels({}), QuerySizeBounds())),
-      calls_(prometheus::BuildCounter()
-                 .Name("pipescale_router_task_requests_total")
-                 .Help("Calls to each task's pods, by HTTP status (0: no answer)")
-                 .Register(r)),
-      call_duration_(prometheus::BuildHistogram()
-                         .Name("pipescale_router_task_duration_seconds")
-                         .Help("Time a task's pod took to answer (queue plus service)")
-                         .Register(r)),
-      queue_(prometheus::BuildHistogram()
-                 .Name("pipescale_router_task_queue_seconds")
-                 .Help("Time a call waited in its pod's queue, as the model server reported it")
-                 .Register(r)),
-      service_(prometheus::BuildHistogram()
-                   .Name("pipescale_router_task_service_seconds")
-                   .Help("Time a call took past its pod's queue (batch, transfer, parsing)")
-                   .Register(r)),
-      retries_(prometheus::BuildCounter()
-                   .Name("pipescale_router_retries_total")
-                   .Help("Calls sent again to another pod after a failure")
-                   .Register(r)),
-      drops_(prometheus::BuildCounter()
-                 .Name("pipescale_router_drops_total")
-                 .Help("Requests dropped before a task, by reason: Loki's budgets, a full "
-                       "Kairos queue")
-                 .Register(r)),
-      reroutes_(prometheus::BuildCounter()
-                    .Name("pipescale_router_reroutes_total")
-                    .Help("Requests behind their budget sent to a faster backup variant")
-                    .Register(r)),
-      spills_(prometheus::BuildCounter()
-                  .Name("pipescale_router_spills_total")
-                  .Help("Requests MArk's bouncer sent to the warm burst class: every main "
-                        "replica would have answered past the response-time limit")
-                  .Register(r)),
-      pool_waiting_(prometheus::BuildGauge()
-                        .Name("pipescale_router_pool_waiting_requests")
-                        .Help("Requests waiting in a task's Kairos queue for a replica")
-                        .Register(r)),
-      batch_rows_(prometheus::BuildHistogram()
-                      .Name("pipescale_router_batch_rows")
-                      .Help("Rows of each batch the router formed (batchSize.formedBy: router)")
-                      .Register(r)),
-      batch_service_(prometheus::BuildSummary()
-                         .Name("pipescale_router_batch_service_seconds")
-                         .Help("Service time of one batch of `rows` rows on a pod of the class: "
-                               "the call's time past the pod's queue")
-                         .Register(r)),
-      late_(prometheus::BuildCounter()
-                .Name("pipescale_router_deadline_exceeded_total")
-                .Help("Requests answered 504: their path's SLO passed before they were served")
-                .Register(r)),
-      shed_(prometheus::BuildCounter()
-                .Name("pipescale_router_shed_total")
-                .Help("Requests refused at the door with 503, by reason: late (the pods' queues "
-                      "would serve the path past its SLO), no-pod (a task had no Ready pod "
-                      "before the deadline)")
-                .Register(r)),
-      task_in_flight_(prometheus::BuildGauge()
-                          .Name("pipescale_router_task_in_flight_requests")
-                          .Help("Calls to each task's pods not yet answered")
-                          .Register(r)),
-      in_flight_(prometheus::BuildGauge()
-                     .Name("pipescale_router_in_flight_requests")
-                     .Help("Requests the router is serving now")
-                     .Register(r)
-                     .Add(Labels({}))) {}
-
-std::map<std::string, std::string> RouterMetrics::Labels(
-    std::map<std::string, std::string> more) const {
-  more["namespace"] = config_.namespace_name;
-  more["pipeline"] = config_.pipeline;
-  return more;
-}
-
-std::uint64_t RouterMetrics::NextId() {
-  static std::atomic<std::uint64_t> instances{0};
-  return ++instances;
-}
-
-void RouterMetrics::Request(const std::string& path, unsigned code, double seconds) {
-  const std::string& p = path.empty() ? kUnlisted : path;
-  const LabelNumber c(code);
-  Cached(requests_, {p, c}, [&] {
-    return &requests_.Add(Labels({{"path", p}, {"code", std::string(c)}}));
-  }).Increment();
-  if (code != 200) return;
-  Cached(duration_, {p}, [&] {
-    return &duration_.Add(Labels({{"path", p}}),
-                          prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1,
-                                                                  0.25, 0.5, 1, 2.5, 5, 10});
-  }).Observe(seconds);
-}
-
-void RouterMetrics::Call(const std::string& task, const std::string& variant, unsigned code,
-                         double seconds) {
-  const LabelNumber c(code);
-  Cached(calls_, {task, variant, c}, [&] {
-    return &calls_.Add(Labels({{"task", task}, {"variant", variant}, {"code", std::string(c)}}));
-  }).Increment();
-  if (code != 200) return;
-  Cached(call_duration_, {task, variant}, [&] {
-    return &call_duration_.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
-  }).Observe(seconds);
-}
-
-void RouterMetrics::Split(const std::string& task, const std::string& variant, double queue_seconds,
-                          double service_seconds) {
-  const auto add = [&](prometheus::Family<prometheus::Histogram>& family) {
-    return &family.Add(Labels({{"task", task}, {"variant", variant}}), CallBuckets());
-  };
-  Cached(queue_, {task, variant}, [&] { return add(queue_); }).Observe(queue_seconds);
-  Cached(service_, {task, variant}, [&] { return add(service_); }).Observe(service_seconds);
-}
-
-prometheus::Gauge& RouterMetrics::TaskInFlight(const std::string& task) {
-  return Cached(task_in_flight_, {task}, [&] {
-    return &task_in_flight_.Add(Labels({{"task", task}}));
-  });
-}
-
-void RouterMetrics::Declare(const Graph& graph) {
-  for (const std::string& path : graph.paths()) {
-    requests_.Add(Labels({{"path", path}, {"code", "200"}}));
-    late_.Add(Labels({{"path", path}}));
-    for (const char* reason : kShedReasons) shed_.Add(Labels({{"path", path}, {"reason", reason}}));
-  }
-  for (const std::string& task : graph.tasks()) {
-    retries_.Add(Labels({{"task", task}}));
-    task_in_flight_.Add(Labels({{"task", task}}));
-    for (const char* reason : kDropReasons) {
-      drops_.Add(Labels({{"task", task}, {"reason", reason}}));
-    }
-    drops_.Add(Labels({{"task", task}, {"reason", kPoolFull}}));
-    spills_.Add(Labels({{"task", task}}));
-    pool_waiting_.Add(Labels({{"task", task}}));
-    batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
-    for (const std::string& v : graph.variants(task)) {
-      reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
-    }
-  }
-}
-
-void RouterMetrics::Retry(const std::string& task) {
-  Cached(retries_, {task}, [&] { return &retries_.Add(Labels({{"task", task}})); }).Increment();
-}
-
-void RouterMetrics::Drop(const std::string& task, const std::string& reason) {
-  Cached(drops_, {task, reason}, [&] {
-    return &drops_.Add(Labels({{"task", task}, {"reason", reason}}));
-  }).Increment();
-}
-
-void RouterMetrics::Reroute(const std::string& task, const std::string& variant) {
-  Cached(reroutes_, {task, variant}, [&] {
-    return &reroutes_.Add(Labels({{"task", task}, {"variant", variant}}));
-  }).Increment();
-}
-
-void RouterMetrics::Spill(const std::string& task) {
-  Cached(spills_, {task}, [&] { return &spills_.Add(Labels({{"task", task}})); }).Increment();
-}
-
-prometheus::Gauge& RouterMetrics::PoolWaiting(const std::string& task) {
-  return Cached(pool_waiting_, {task}, [&] {
-    return &pool_waiting_.Add(Labels({{"task", task}}));
-  });
-}
-
-void RouterMetrics::Batch(const std::string& task, int rows) {
-  Cached(batch_rows_, {task}, [&] {
-    return &batch_rows_.Add(Labels({{"task", task}}), BatchBuckets());
-  }).Observe(rows);
-}
-
-void RouterMetrics::BatchService(const std::string& task, const std::string& variant,
-                                 const std::string& hardware_class, int rows, double seconds) {
-  const LabelNumber r(static_cast<unsigned>(rows));
-  // No quantiles: _sum and _count, whose ratio over a window is the mean d(rows) the operator
-  // learns; quantiles would cost a sliding window per series and sum across nothing.
-  Cached(batch_service_, {task, variant, hardware_class, r}, [&] {
-    return &batch_service_.Add(Labels({{"task", task},
-                                       {"variant", variant},
-                                       {"hardware_class", hardware_class},
-                                       {"rows", std::string(r)}}),
-                               prometheus::Summary::Quantiles{});
-  }).Observe(seconds);
-}
-
-// Refusals and late answers come fastest when the router is overloaded: cached like the rest.
-void RouterMetrics::Shed(const std::string& path, const char* reason) {
-  Cached(shed_, {path, reason}, [&] {
-    return &shed_.Add(Labels({{"path", path}, {"reason", reason}}));
-  }).Increment();
-}
-
-void RouterMetrics::Late(const std::string& path) {
-  const std::string& p = path.empty() ? kUnlisted : path;
-  Cached(late_, {p}, [&] { return &late_.Add(Labels({{"path", p}})); }).Increment();
+double PipelineHandler::NowMs() {
+  return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& request) {
@@ -385,7 +63,12 @@ asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& reque
     co_return co_await Infer(request);
   }
   if (request.method() != http::verb::get) co_return ErrorReply(405, "method not allowed");
-  if (target == "/v2/health/live") co_return Reply(200, "");
+  co_return Describe(target);
+}
+
+ClientResponse PipelineHandler::Describe(std::string_view target) const {
+  const std::string& model = model_target_;
+  if (target == "/v2/health/live") return Reply(200, "");
   // The server is ready once the pipeline is known, even while a task has no pod: a request the
   // router answers 503 is still demand the operator must see to scale that task up from zero.
   // The pipeline's model is ready when it can serve, every task with a Ready pod: what a client
@@ -393,508 +76,342 @@ asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& reque
   const bool server = target == "/v2/health/ready";
   if (server || target == model + "/ready") {
     const std::shared_ptr<const RoutingTable> table = config_.table.load();
-    if (!table) co_return ErrorReply(400, "the pipeline is not known yet");
-    if (config_.draining.load()) co_return ErrorReply(503, "the router is shutting down");
-    if (server) co_return Reply(200, "");
-    if (const auto waiting = table->TaskWithoutPod(table->graph.tasks())) {
-      co_return ErrorReply(503, "task " + *waiting + " has no Ready pod yet");
+    if (!table) return ErrorReply(400, "the pipeline is not known yet");
+    if (config_.draining.load()) return ErrorReply(503, "the router is shutting down");
+    if (server) return Reply(200, "");
+    if (const auto waiting = table->TaskWithoutPod()) {
+      return ErrorReply(503, "task " + table->graph.TaskName(*waiting) + " has no Ready pod yet");
     }
-    co_return Reply(200, "");
+    return Reply(200, "");
   }
   if (target == model) {
-    co_return Reply(200, json{{"name", config_.pipeline},
-                              {"versions", {"1"}},
-                              {"platform", "pipescale"},
-                              {"inputs", json::array()},
-                              {"outputs", json::array()}}
-                             .dump());
+    return Reply(200, json{{"name", config_.pipeline},
+                           {"versions", {"1"}},
+                           {"platform", "pipescale"},
+                           {"inputs", json::array()},
+                           {"outputs", json::array()}}
+                          .dump());
   }
-  if (target == "/v2") co_return Reply(200, json{{"name", "pipescale-router"}}.dump());
-  co_return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
+  if (target == "/v2") return Reply(200, json{{"name", "pipescale-router"}}.dump());
+  return ErrorReply(404, "no such endpoint; the pipeline is model " + config_.pipeline);
 }
 
 PipelineHandler::Lease::~Lease() {
   if (matcher && pod) matcher->Release(*pod);
 }
 
-PipelineHandler::Pods PipelineHandler::Candidates(const RoutingTable& table,
-                                                  const std::string& task,
-                                                  const std::string& variant,
-                                                  const Endpoint* tried) {
-  Pods all, chosen;
-  for (const auto& p : table.endpoints.at(task)) {
-    if (p.get() != tried) all.push_back(&p);
-  }
-  // The plan's variant when it has a Ready pod; else any pod of the task serves.
-  if (!variant.empty()) {
-    std::copy_if(all.begin(), all.end(), std::back_inserter(chosen),
-                 [&](const auto* p) { return (*p)->variant == variant; });
-  }
-  if (!chosen.empty()) all = std::move(chosen);
-  const auto pool = table.pools.find(task);
-  if (pool == table.pools.end() || pool->second.spill_class.empty()) return all;
-  // MArk: the main classes, unless every main replica would answer late and the burst class
-  // has a replica.
-  Pods main, burst;
-  std::vector<MainReplica> load;
-  for (const auto* p : all) {
-    const Endpoint& e = **p;
-    if (e.hardware_class == pool->second.spill_class) {
-      burst.push_back(p);
-    } else {
-      main.push_back(p);
-      load.push_back({e.outstanding->load(), e.batch, e.batch_ms});
-    }
-  }
-  if (!config_.spill) return main;  // the baseline: the burst class takes nothing
-  if (!burst.empty() && ShouldSpill(load, pool->second.rt_max_ms)) {
-    metrics_.Spill(task);
-    return burst;
-  }
-  return main.empty() ? burst : main;
-}
-
-asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk& walk,
-                                                                      const std::string& task,
-                                                                      const std::string& variant,
-                                                                      const Endpoint* tried) {
+asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk& walk, int task,
+                                                                      int variant, int tried) {
   const RoutingTable& table = *walk.table;
-  auto it = table.endpoints.find(task);
-  if (it == table.endpoints.end() || it->second.empty()) {
-    co_return Error{ErrorKind::kNotFound, "task " + task + " has no ready pod"};
-  }
-  const auto pool = table.pools.find(task);
-  if (pool != table.pools.end() && pool->second.matcher) {
-    const std::shared_ptr<Matcher> matcher = pool->second.matcher;
-    auto replica = co_await matcher->Acquire(pool_.executor(), walk.rows, walk.deadline);
-    metrics_.PoolWaiting(task).Set(static_cast<double>(matcher->waiting()));
+  if (table.pods[task].empty()) co_return walk.walker->NoPod(task);
+  const std::string& name = table.graph.TaskName(task);
+  if (const std::shared_ptr<Matcher> matcher = table.pools[task].matcher) {
+    auto replica = co_await matcher->Acquire(pool_.executor(), walk.state.rows, walk.Deadline());
+    metrics_.PoolWaiting(name).Set(static_cast<double>(matcher->waiting()));
     if (!replica) {
-      if (replica.error().kind == ErrorKind::kUnavailable) metrics_.Drop(task, kPoolFull);
-      co_return Error{replica.error().kind, "task " + task + ": " + replica.error().message};
+      if (replica.error().kind == ErrorKind::kUnavailable) metrics_.Drop(name, routing::kPoolFull);
+      co_return Error{replica.error().kind, "task " + name + ": " + replica.error().message};
     }
-    co_return Lease(std::move(*replica), matcher);
+    co_return Lease(std::move(*replica), -1, matcher);
   }
-  const auto pods = Candidates(table, task, variant, tried);
-  std::vector<Candidate> candidates;
-  candidates.reserve(pods.size());
-  for (const auto* p : pods) {
-    candidates.push_back({(*p)->weight, (*p)->outstanding->load(), (*p)->batch});
-  }
+  // Scratch kept by the thread: a pick allocates nothing once warm.
+  thread_local routing::PodPick pick;
   std::uniform_real_distribution<double> u(0, 1);
-  const int pick = PickPod(candidates, u(rng_), u(rng_));
-  if (pick < 0) co_return Error{ErrorKind::kNotFound, "task " + task + " has no other pod"};
-  co_return Lease(*pods[pick], nullptr);
+  const double u1 = u(rng_), u2 = u(rng_);
+  walk.walker->PickPod(table, task, variant, tried, u1, u2, pick);
+  if (pick.spilled) metrics_.Spill(name);
+  if (pick.pod < 0) co_return Error{ErrorKind::kNotFound, "task " + name + " has no other pod"};
+  co_return Lease(table.pods[task][pick.pod], pick.pod, nullptr);
 }
 
-asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(
-    const Walk& walk, const std::string& task, const std::string& variant, const Body& body,
-    int rows) {
+asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const Walk& walk,
+                                                                          int task, int variant,
+                                                                          const routing::Body& body,
+                                                                          int rows) {
+  const std::string& name = walk.table->graph.TaskName(task);
   // A model that branches takes the client's path instead when told which it is.
-  std::vector<std::pair<std::string_view, std::string>> parameters = {{kDeadlineParameter, ""}};
-  if (!walk.path.empty()) parameters.emplace_back(kPathParameter, Quoted(walk.path));
-  std::string last_error;
-  bool overloaded = false;
-  std::shared_ptr<Endpoint> tried;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    auto lease = co_await Pick(walk, task, variant, tried.get());
-    if (!lease) {
-      if (attempt == 0) co_return lease.error();
-      break;  // no other pod to try
-    }
-    if (attempt == 1) metrics_.Retry(task);
+  std::vector<std::pair<std::string_view, std::string>> parameters = {
+      {routing::kDeadlineParameter, ""}};
+  if (walk.state.path >= 0)
+    parameters.emplace_back(routing::kPathParameter, routing::Quoted(walk.PathName()));
+  Error failed{ErrorKind::kNotFound, ""};
+  int tried = -1;
+  for (int attempt = 0; attempt < routing::kAttempts; ++attempt) {
+    auto lease = co_await Pick(walk, task, variant, tried);
+    if (!lease) co_return attempt == 0 ? lease.error() : failed;  // no other pod to try
+    if (attempt > 0) metrics_.Retry(name);
+    if (auto expired = walk.walker->BeforeCall(walk.state, task, NowMs())) co_return *expired;
     const auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(walk.deadline - Clock::now());
-    if (remaining.count() <= 0) {
-      co_return Error{ErrorKind::kExpired, "the deadline passed before task " + task};
-    }
+        std::chrono::duration_cast<std::chrono::milliseconds>(walk.Deadline() - Clock::now());
     parameters[0].second = std::to_string(remaining.count());
-    Endpoint& pod = *lease->pod;
+    const Endpoint& pod = *lease->pod;
     // The clock starts here, as the call leaves: whatever waited in the router before (a batch
     // filling, Kairos's queue) is not the pod's time.
     const auto start = Clock::now();
     Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
     int ahead = 0;
     {
-      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(task));
+      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(name));
       ahead = busy.ahead();
-      const Wire wire = body.Render(parameters);
+      const routing::Wire wire = body.Render(parameters);
       const auto pieces = wire.Pieces();
       const auto header_length =
           wire.binary.empty() ? std::nullopt : std::optional<size_t>(wire.JsonBytes());
-      reply = co_await pool_.Post(pod.address, "/v2/models/" + task + "/infer", pieces,
-                                  header_length, remaining + config_.grace);
+      const auto timeout =
+          remaining + std::chrono::milliseconds(static_cast<long>(walk.walker->policy().grace_ms));
+      reply = co_await pool_.Post(pod.address, "/v2/models/" + name + "/infer", pieces,
+                                  header_length, timeout);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    metrics_.Call(task, pod.variant, reply.ok() ? reply->status : 0, seconds);
-    if (reply.ok() && reply->status == 200) {
+    metrics_.Call(name, pod.variant, reply.ok() ? reply->status : 0, seconds);
+    const routing::CallOutcome outcome = reply.ok()
+                                             ? routing::CallOutcome{reply->status, reply->body}
+                                             : routing::CallOutcome{0, reply.error().message};
+    routing::CallVerdict verdict =
+        walk.walker->AfterCall(walk.state, task, attempt, outcome, NowMs());
+    if (verdict.kind == routing::CallVerdict::Kind::kDone) {
       co_return TaskReply{.call = {.body = std::move(reply->body),
                                    .header_length = std::move(reply->header_length),
                                    .variant = pod.variant,
+                                   .variant_index = pod.variant_index,
                                    .seconds = seconds},
-                          .facts = CallFacts{.hardware_class = pod.hardware_class,
-                                             .rows = rows,
-                                             .pod_batches = pod.batch > 1,
-                                             .pod_was_idle = ahead == 0}};
+                          .facts = routing::CallFacts{.hardware_class = pod.hardware_class,
+                                                      .rows = rows,
+                                                      .pod_batches = pod.batch > 1,
+                                                      .pod_was_idle = ahead == 0}};
     }
-    if (reply.ok() && reply->status < 500) {
-      co_return Error{ErrorKind::kInvalid, "task " + task + " refused the request (" +
-                                               std::to_string(reply->status) + "): " + reply->body};
-    }
-    if (Clock::now() >= walk.deadline) {
-      co_return Error{ErrorKind::kExpired, "the deadline passed while task " + task + " served"};
-    }
-    last_error = reply.ok() ? "HTTP " + std::to_string(reply->status) + ": " + reply->body
-                            : reply.error().message;
-    // A model that answered 503 is overloaded or not ready: it did not fail, and the client is
-    // told so (503) if no other pod serves. Anything else from a model is its failure (502).
-    overloaded = reply.ok() && reply->status == 503;
-    tried = lease->pod;  // once more, on another pod: a failed pod must not fail it alone
+    if (verdict.kind == routing::CallVerdict::Kind::kFail) co_return std::move(verdict.error);
+    failed = std::move(verdict.error);
+    tried = lease->index;
   }
-  if (overloaded) co_return Error{ErrorKind::kUnavailable, "task " + task + ": " + last_error};
-  co_return Error{ErrorKind::kTransient, "task " + task + " failed: " + last_error};
-}
-
-std::pair<std::shared_ptr<Batcher>, std::string> RoutingTable::BatcherFor(
-    const std::string& task, const std::string& variant) const {
-  const auto it = batchers.find(task);
-  if (it == batchers.end()) return {nullptr, variant};
-  for (const auto& [v, batcher] : it->second) {
-    if (variant.empty() || v == variant) return {batcher, v};
-  }
-  return {nullptr, variant};
-}
-
-std::optional<std::string> RoutingTable::TaskWithoutPod(
-    const std::vector<std::string>& tasks) const {
-  for (const std::string& task : tasks) {
-    const auto pods = endpoints.find(task);
-    if (pods == endpoints.end() || pods->second.empty()) return task;
-  }
-  return std::nullopt;
+  co_return failed;
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(
-    const Walk& walk, const std::string& task, const std::string& variant, const Body& body) {
-  const auto found = walk.table->BatcherFor(task, variant);
-  const std::shared_ptr<Batcher>& batcher = found.first;
-  const std::string& batch_variant = found.second;
-  if (!batcher) co_return co_await Call(walk, task, variant, body, walk.rows);
-  const Batcher::Send send = [&](const Body& batch, int rows) {
-    metrics_.Batch(task, rows);
+    const Walk& walk, int task, int variant, const routing::Body& body) {
+  const auto [batcher, batch_variant] = walk.table->BatcherFor(task, variant);
+  if (!batcher) co_return co_await Call(walk, task, variant, body, walk.state.rows);
+  const Batcher::Send send = [&, batch_variant = batch_variant](const routing::Body& batch,
+                                                                int rows) {
+    metrics_.Batch(walk.table->graph.TaskName(task), rows);
     // A request the batcher cannot stack goes alone as the client sent it (the batcher counts it
     // 1 row): its rows are the request's.
-    return SendBatch(walk, task, batch_variant, batch, &batch == &body ? walk.rows : rows);
+    return SendBatch(walk, task, batch_variant, batch, &batch == &body ? walk.state.rows : rows);
   };
-  auto reply = co_await batcher->Submit(body, walk.deadline, send);
+  auto reply = co_await batcher->Submit(body, walk.Deadline(), send);
   if (!reply) co_return reply.error();
   co_return TaskReply{.call = std::move(*reply)};  // its batch was measured where it was sent
 }
 
-asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk,
-                                                              const std::string& task,
-                                                              const std::string& variant,
-                                                              const Body& batch, int rows) {
+asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk, int task,
+                                                              int variant,
+                                                              const routing::Body& batch,
+                                                              int rows) {
   auto reply = co_await Call(walk, task, variant, batch, rows);
   if (!reply) co_return reply.error();
   // Once per batch, not per request in it: the count is batches served.
-  if (const auto answer = ReadAnswer(reply->call.body, reply->call.header_length)) {
+  if (const auto answer = routing::ReadAnswer(reply->call.body, reply->call.header_length)) {
     MeasureBatch(task, reply->call, *reply->facts, answer->parameters);
   }
   co_return std::move(*reply).call;
 }
 
-void PipelineHandler::MeasureBatch(const std::string& task, const CallReply& call,
-                                   const CallFacts& facts, const json& parameters) {
-  if (const auto sample = BatchServiceSample(facts, call.seconds, parameters)) {
-    metrics_.BatchService(task, call.variant, facts.hardware_class, sample->rows, sample->seconds);
+void PipelineHandler::MeasureBatch(int task, const CallReply& call, const routing::CallFacts& facts,
+                                   const json& parameters) {
+  if (const auto sample = routing::BatchServiceSample(facts, call.seconds, parameters)) {
+    metrics_.BatchService(config_.table.load()->graph.TaskName(task), call.variant,
+                          facts.hardware_class, sample->rows, sample->seconds);
   }
 }
 
 asio::awaitable<void> PipelineHandler::VisitAll(Walk& walk,
-                                                std::vector<std::pair<std::string, Body>> calls,
-                                                const std::vector<std::string>& trail,
-                                                const Previous& previous) {
+                                                std::vector<std::pair<int, routing::Body>> calls,
+                                                const std::vector<int>& trail,
+                                                std::pair<int, int> from) {
   if (calls.size() == 1) {
-    co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail, previous);
+    co_await Visit(walk, calls[0].first, std::move(calls[0].second), trail, from);
     co_return;
   }
   // Fan-out: every call at once, this coroutine resuming when the last ends.
   std::vector<asio::awaitable<void>> branches;
   branches.reserve(calls.size());
   for (auto& [task, body] : calls) {
-    branches.push_back(Visit(walk, task, std::move(body), trail, previous));
+    branches.push_back(Visit(walk, task, std::move(body), trail, from));
   }
   // A branch that threw (a bug, logged by FanOut) fails the walk: never 200 with an output
   // missing.
   if (!(co_await FanOut(pool_.executor(), branches, "router-request")).empty()) {
-    walk.Fail(500, "a branch of the walk failed; the router's log says why");
+    walk.state.Fail({.status = 500,
+                     .reason = "bug",
+                     .message = "a branch of the walk failed; the router's log says why"});
   }
 }
 
-namespace {
-
-// What a request of `rows` rows entering `task` now would find there: the loads of its pods (of
-// `variant` only, unless "") and, where the router forms the batches, their wait budget; where
-// Kairos's matcher serves the task, the matcher's prediction for the query.
-TaskNow TaskNowAt(const RoutingTable& table, const std::string& task, const std::string& variant,
-                  int rows) {
-  if (const auto pool = table.pools.find(task); pool != table.pools.end() && pool->second.matcher) {
-    if (const std::optional<double> ms = pool->second.matcher->PredictMs(rows)) {
-      return MatchedTaskNow(*ms);
-    }
-  }
-  TaskNow now;
-  const auto pods = table.endpoints.find(task);
-  if (pods != table.endpoints.end()) {
-    for (const auto& p : pods->second) {
-      if (variant.empty() || p->variant == variant) {
-        now.pods.push_back({p->outstanding->load(), p->batch, p->batch_ms});
-      }
-    }
-  }
-  if (const auto batcher = table.BatcherFor(task, variant).first) {
-    now.fill_ms = batcher->config().second;
-  }
-  return now;
-}
-
-// TaskNowAt each of `tasks`, from the `from`th on, on any variant.
-std::vector<TaskNow> TasksNow(const RoutingTable& table, const std::vector<std::string>& tasks,
-                              int rows, size_t from = 0) {
-  std::vector<TaskNow> out;
-  for (size_t i = from; i < tasks.size(); ++i) out.push_back(TaskNowAt(table, tasks[i], "", rows));
-  return out;
-}
-
-// Loki's choices at `task` of `path` as a request would find them now: each variant the plan
-// runs there, most accurate first, with the time predicted for it and the tasks after it.
-std::vector<Option> LokiOptionsAt(const RoutingTable& table, const LokiTables& loki,
-                                  const std::string& path, const std::string& task, int rows) {
-  double downstream = 0;
-  if (!path.empty()) {
-    const std::vector<std::string>& tasks = table.graph.PathTasks(path);
-    const auto here = std::find(tasks.begin(), tasks.end(), task);
-    if (here != tasks.end()) {
-      downstream = PredictedMs(TasksNow(table, tasks, rows, here - tasks.begin() + 1));
-    }
-  }
-  std::vector<Option> out;
-  for (const std::string& variant : loki.Variants(task)) {
-    const TaskNow now = TaskNowAt(table, task, variant, rows);
-    out.push_back({variant, PredictedMs(std::span(&now, 1)) + downstream});
-  }
-  return out;
-}
-
-ClientResponse Refusal(const std::string& message) {
-  ClientResponse refused = ErrorReply(503, message);
-  refused.set(http::field::retry_after, "1");
-  return refused;
-}
-
-}  // namespace
-
-std::optional<std::string> PipelineHandler::Plan(Walk& walk, const std::string& task,
-                                                 const Previous& previous) {
-  if (!walk.table->loki) return "";
-  const LokiTables& loki = *walk.table->loki;
-  std::uniform_real_distribution<double> u(0, 1);
-  const std::string planned = loki.Route(walk.path, task, previous.variant, u(rng_));
-  if (planned.empty() || config_.drop_policy == DropPolicy::kNone) return planned;
-  const double remaining =
-      std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
-  const std::vector<Option> options = LokiOptionsAt(*walk.table, loki, walk.path, task, walk.rows);
-  const Verdict verdict = Decide(config_.drop_policy, planned, options, remaining,
-                                 walk.table->graph.IsLast(walk.path, task));
-  switch (verdict.kind) {
-    case Verdict::Kind::kGo:
-      return planned;
-    case Verdict::Kind::kReroute:
-      metrics_.Reroute(task, verdict.variant);
-      return verdict.variant;
-    case Verdict::Kind::kDrop:
-      metrics_.Drop(task, verdict.reason);
-      walk.Fail(504, "dropped before task " + task + ": " + verdict.reason);
-      return std::nullopt;
-  }
-  return planned;
-}
-
-asio::awaitable<void> PipelineHandler::Visit(Walk& walk, std::string task, Body body,
-                                             std::vector<std::string> trail, Previous previous) {
+asio::awaitable<void> PipelineHandler::Visit(Walk& walk, int task, routing::Body body,
+                                             std::vector<int> trail, std::pair<int, int> from) {
   trail.push_back(task);
-  const std::optional<std::string> variant = Plan(walk, task, previous);
-  if (!variant) co_return;
-  auto reply = co_await Send(walk, task, *variant, body);
+  const routing::Graph& graph = walk.table->graph;
+  std::uniform_real_distribution<double> u(0, 1);
+  const routing::VariantStep step = walk.walker->ChooseVariant(
+      *walk.table, walk.state, task, from.first, from.second, NowMs(), u(rng_));
+  if (step.kind == routing::VariantStep::Kind::kDrop) {
+    metrics_.Drop(graph.TaskName(task), step.drop.reason);
+    walk.state.Fail(step.drop);
+    co_return;
+  }
+  if (step.kind == routing::VariantStep::Kind::kReroute) {
+    metrics_.Reroute(graph.TaskName(task), graph.VariantName(task, step.variant));
+  }
+  auto reply = co_await Send(walk, task, step.variant, body);
   if (!reply) {
-    const ErrorKind kind = reply.error().kind;
-    const unsigned status = kind == ErrorKind::kExpired                                       ? 504
-                            : kind == ErrorKind::kNotFound || kind == ErrorKind::kUnavailable ? 503
-                                                                                              : 502;
-    walk.Fail(status, reply.error().message);
+    walk.state.Fail(routing::FailureOf(reply.error()));
     co_return;
   }
   // Read in place: `answer` points into the reply, which lives until this visit ends.
   CallReply& call = reply->call;
-  auto answer = ReadAnswer(call.body, call.header_length);
+  auto answer = routing::ReadAnswer(call.body, call.header_length);
   if (answer) {
-    const auto queued = answer->parameters.find(kQueueParameter);
+    const auto queued = answer->parameters.find(routing::kQueueParameter);
     if (queued != answer->parameters.end() && queued->is_number() && *queued >= 0) {
       const double queue = std::min(call.seconds, queued->get<double>() / 1000);
-      metrics_.Split(task, call.variant, queue, call.seconds - queue);
+      metrics_.Split(graph.TaskName(task), call.variant, queue, call.seconds - queue);
     }
     // A call of its own (not a router-formed batch's, measured once as it was sent).
     if (reply->facts) MeasureBatch(task, call, *reply->facts, answer->parameters);
   }
-  auto next = answer ? walk.table->graph.Next(walk.path, task, answer->parameters)
-                     : Result<std::vector<router::Call>>(answer.error());
+  auto next = answer ? graph.Next(walk.state.path, task, answer->parameters)
+                     : Result<std::vector<routing::Call>>(answer.error());
   if (!next) {
-    walk.Fail(502, "task " + task + ": " + next.error().message);
+    walk.state.Fail(walk.walker->BadAnswer(task, next.error()));
     co_return;
   }
   if (next->empty()) {
-    auto named = NamedOutputs(task, answer->outputs);
-    if (!named) {
-      walk.Fail(502, "task " + task + ": " + named.error().message);
+    if (Status kept = KeepOutputs(walk, task, call, *answer); !kept) {
+      walk.state.Fail(walk.walker->BadAnswer(task, kept.error()));
       co_return;
     }
-    for (std::string& o : *named) walk.outputs.push_back(std::move(o));
-    walk.trails[trail] = Clock::now();
-    // The outputs' binary data goes to the client in the answer it came in, which the walk keeps.
-    if (!answer->binary.empty()) {
-      walk.parts.push_back({.held = walk.held.size(),
-                            .offset = static_cast<size_t>(answer->binary.data() - call.body.data()),
-                            .size = answer->binary.size()});
-      walk.held.push_back(std::move(call.body));
-    }
+    walk.walker->EndTrail(walk.state, trail, NowMs());
     co_return;
   }
-  std::vector<std::string> tasks;
-  for (const router::Call& c : *next) tasks.insert(tasks.end(), c.count, c.task);
-  auto calls = Spread(tasks, NextBody(*answer, body));
+  auto calls = CallsOf(*next, routing::NextBody(*answer, body));
   // Coroutines get named values only: GCC 12 destroys a prvalue argument of a coroutine twice
   // (AddressSanitizer caught it), and a temporary may end at the suspension.
-  const Previous here{call.variant};
+  const std::pair<int, int> here{task, call.variant_index};
   co_await VisitAll(walk, std::move(calls), trail, here);
 }
 
-asio::awaitable<std::optional<ClientResponse>> PipelineHandler::AtDoor(Walk& walk) {
-  if (!config_.admission || walk.path.empty()) co_return std::nullopt;
-  // Pods appear in a new table: a request waiting for them reads each in turn.
-  constexpr auto kPoll = std::chrono::milliseconds(20);
+Status PipelineHandler::KeepOutputs(Walk& walk, int task, CallReply& call,
+                                    const routing::Answer& answer) {
+  const std::string& name = walk.table->graph.TaskName(task);
+  auto named = routing::NamedOutputs(name, answer.outputs);
+  if (!named) return named.error();
+  for (std::string& o : *named) walk.outputs.push_back(std::move(o));
+  // The outputs' binary data goes to the client in the answer it came in, which the walk keeps.
+  if (!answer.binary.empty()) {
+    walk.parts.push_back({.held = walk.held.size(),
+                          .offset = static_cast<size_t>(answer.binary.data() - call.body.data()),
+                          .size = answer.binary.size()});
+    walk.held.push_back(std::move(call.body));
+  }
+  return Done{};
+}
+
+asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitAtDoor(Walk& walk) {
   asio::steady_timer timer(pool_.executor());
   while (true) {
-    const std::vector<std::string>& tasks = walk.table->graph.PathTasks(walk.path);
-    const std::vector<TaskNow> now = TasksNow(*walk.table, tasks, walk.rows);
-    const double remaining =
-        std::chrono::duration<double, std::milli>(walk.deadline - Clock::now()).count();
-    const double share = AdmitShare(walk.table->graph.PriorityOf(walk.path));
-    switch (AtTheDoor(now, remaining * share)) {
-      case Door::kAdmit:
+    const routing::DoorStep step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
+    switch (step.kind) {
+      case routing::DoorStep::Kind::kAdmit:
         co_return std::nullopt;
-      case Door::kRefuse:
-        metrics_.Shed(walk.path, kShedLate);
-        co_return Refusal(StrFormat(
-            "path %s is full: its pods would answer in %.0f ms, more than %.0f%% of the %.0f ms "
-            "left",
-            walk.path.c_str(), PredictedMs(now), 100 * share, remaining));
-      case Door::kWaitForPods:
+      case routing::DoorStep::Kind::kRefuse:
+        metrics_.Shed(walk.PathName(), step.refusal.reason.c_str());
+        co_return Refusal(step.refusal.message);
+      case routing::DoorStep::Kind::kWait:
         break;
     }
-    if (remaining <= kPoll.count()) {
-      const std::string waiting = walk.table->TaskWithoutPod(tasks).value_or(tasks.back());
-      metrics_.Shed(walk.path, kShedNoPod);
-      co_return Refusal("task " + waiting + " had no ready pod before the deadline");
-    }
-    timer.expires_after(kPoll);
+    // Pods appear in a new table: a request waiting for them reads each in turn.
+    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(step.again_ms - NowMs())));
     beast::error_code ec;
     co_await timer.async_wait(Redirect(ec));
-    walk.table = config_.table.load();
+    walk.Use(config_.table.load(), config_.policy);
   }
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& request) {
-  const auto start = Clock::now();
+  const double start_ms = NowMs();
   if (config_.in_flight.load() >= config_.max_in_flight) {
-    ClientResponse busy =
-        ErrorReply(503, "the router is at its limit of " + std::to_string(config_.max_in_flight) +
-                            " requests in flight");
-    busy.set(http::field::retry_after, "1");
     metrics_.Request("", 503, 0);
-    co_return busy;
+    co_return Refusal("the router is at its limit of " + std::to_string(config_.max_in_flight) +
+                      " requests in flight");
   }
   const InFlight counted(config_, metrics_);
-
   const auto header = [&request](std::string_view name) {
     const auto value = request[beast::string_view(name.data(), name.size())];
     return std::string_view(value.data(), value.size());
   };
-  auto parsed = ParseInferRequest(
-      request.body(), {.path = header(kPathHeader), .header_length = header(kHeaderLengthField)});
+  auto parsed = routing::ParseInferRequest(
+      request.body(),
+      {.path = header(routing::kPathHeader), .header_length = header(routing::kHeaderLengthField)});
   if (!parsed) {
     metrics_.Request("", 400, 0);
     co_return ErrorReply(400, parsed.error().message);
   }
   Walk walk;
-  walk.table = config_.table.load();
-  if (!walk.table) {
+  std::shared_ptr<const RoutingTable> table = config_.table.load();
+  if (!table) {
     metrics_.Request("", 503, 0);
-    ClientResponse unknown = ErrorReply(503, "the router has not read its pipeline yet");
-    unknown.set(http::field::retry_after, "1");
-    co_return unknown;
+    co_return Refusal("the router has not read its pipeline yet");
   }
-  const Graph& graph = walk.table->graph;
-  auto entry = graph.Entry(parsed->path);
-  if (!entry) {
+  const auto path = table->graph.FindPath(parsed->path);
+  if (!path) {
     metrics_.Request("", 404, 0);
-    co_return ErrorReply(404, entry.error().message);
+    co_return ErrorReply(404, path.error().message);
   }
+  walk.Use(std::move(table), config_.policy);
   // What the clients send, answered or not, once per request: a mix of the answered alone
   // would hide the queries an overloaded pool drops, the very ones a re-plan is for.
   metrics_.QueryRows(parsed->query_size);
-  walk.path = parsed->path;
-  walk.rows = parsed->query_size;
-  walk.start = start;
-  const double deadline_ms = graph.DeadlineMs(parsed->path);
-  walk.deadline =
-      start + (deadline_ms > 0 ? std::chrono::milliseconds(static_cast<long>(deadline_ms))
-                               : config_.call_timeout);
-  if (auto refused = co_await AtDoor(walk)) {
-    metrics_.Request(walk.path, 503, 0);
+  walk.state = walk.walker->Start(*path, parsed->query_size, start_ms);
+  if (auto refused = co_await WaitAtDoor(walk)) {
+    metrics_.Request(walk.PathName(), 503, 0);
     co_return std::move(*refused);
   }
-  auto calls = Spread(*entry, std::move((*parsed).body));
-  const std::vector<std::string> start_trail;
-  const Previous entering;
+  auto calls = CallsOf(
+      [&] {
+        std::vector<routing::Call> entry;
+        for (const int t : walk.table->graph.Entry(walk.state.path)) entry.push_back({t, 1});
+        return entry;
+      }(),
+      std::move((*parsed).body));
+  const std::vector<int> start_trail;
+  const std::pair<int, int> entering{-1, -1};
   co_await VisitAll(walk, std::move(calls), start_trail, entering);
+  co_return Answer(walk, parsed->id);
+}
 
-  // Never served past the deadline plus the grace: the client is told, and it is counted.
-  if (Clock::now() > walk.deadline + config_.grace) {
-    walk.Fail(504, "served after the deadline of " + std::to_string(deadline_ms) + " ms");
+ClientResponse PipelineHandler::Answer(Walk& walk, const std::string& id) {
+  const routing::Ending ending = walk.walker->Finish(walk.state, NowMs());
+  if (ending.status == 504) metrics_.Late(walk.PathName());
+  std::vector<std::string> paths;
+  for (const routing::Ending::Count& count : ending.counts) {
+    const std::string& name = walk.table->graph.PathName(count.path);
+    metrics_.Request(name, ending.status, count.ms / 1000);
+    paths.push_back(name);
   }
-  const unsigned status = walk.failure ? walk.failure->first : 200;
-  if (status == 504) metrics_.Late(walk.path);
-  std::set<std::string> paths;
-  for (const auto& [trail, done] : walk.trails) {
-    const std::string path = walk.path.empty() ? graph.PathOf(trail) : walk.path;
-    paths.insert(path);
-    metrics_.Request(path, status, std::chrono::duration<double>(done - start).count());
-  }
-  if (walk.trails.empty()) metrics_.Request(walk.path, status, 0);
-  if (walk.failure) co_return ErrorReply(walk.failure->first, walk.failure->second);
-  std::string body = R"({"model_name":)" + Quoted(config_.pipeline) + R"(,"outputs":[)";
-  for (size_t i = 0; i < walk.outputs.size(); ++i) (body += i > 0 ? "," : "") += walk.outputs[i];
-  body += R"(],"parameters":{"pipescale_paths":)" + json(paths).dump() + '}';
-  if (!parsed->id.empty()) body += R"(,"id":)" + Quoted(parsed->id);
-  ClientResponse answer = Reply(200, body + '}');
+  if (ending.status != 200) return ErrorReply(ending.status, ending.failure.message);
+  std::sort(paths.begin(), paths.end());
+  ClientResponse answer =
+      Reply(200, routing::AnswerJson(config_.pipeline, walk.outputs, paths, id));
   if (!walk.parts.empty()) {
     answer.set(http::field::content_type, "application/octet-stream");
-    answer.set(beast::string_view(kHeaderLengthField.data(), kHeaderLengthField.size()),
-               std::to_string(answer.body().text.size()));
+    answer.set(
+        beast::string_view(routing::kHeaderLengthField.data(), routing::kHeaderLengthField.size()),
+        std::to_string(answer.body().text.size()));
     answer.body().held = std::move(walk.held);
     answer.body().parts = std::move(walk.parts);
   }
-  co_return answer;
+  return answer;
 }
 
 }  // namespace pipescale::router

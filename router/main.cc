@@ -39,6 +39,7 @@
 #include "common/file.h"
 #include "discovery.h"
 #include "kube/config.h"
+#include "metrics.h"
 #include "metrics/panics.h"
 #include "server.h"
 
@@ -46,11 +47,11 @@ namespace {
 
 using pipescale::router::Discovery;
 using pipescale::router::MakeTable;
-using pipescale::router::PodEndpoint;
 using pipescale::router::RouterConfig;
 using pipescale::router::RouterMetrics;
 using pipescale::router::RoutingTable;
 using pipescale::router::Server;
+using pipescale::routing::PodEndpoint;
 using Flags = std::map<std::string, std::string>;
 
 // "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7/gpu/8", where "@VARIANT"
@@ -75,7 +76,7 @@ std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
       std::getline(rest, pod.hardware_class, '/');
       std::getline(rest, batch, '/');
       pod.batch = std::max(1, std::atoi(batch.c_str()));
-      Profile(pipeline, task, pod);
+      pipescale::routing::Profile(pipeline, task, pod);
       pods.push_back(std::move(pod));
     }
   }
@@ -173,14 +174,14 @@ int Run(Flags flags) {
   std::optional<pipescale::model::Pipeline> file;
   if (!ReadPipeline(flags, file)) return 2;
   RouterConfig config{.pipeline = flags["--pipeline"], .namespace_name = flags["--namespace"]};
-  config.grace = std::chrono::milliseconds(std::atoi(flags["--grace-ms"].c_str()));
+  config.policy.grace_ms = std::atoi(flags["--grace-ms"].c_str());
   config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
-  const auto drop_policy = pipescale::router::ParseDropPolicy(flags["--drop-policy"]);
+  const auto drop_policy = pipescale::model::ParseDropPolicy(flags["--drop-policy"]);
   if (!drop_policy) {
     std::cerr << "pipescale-router: --drop-policy must be none, last-task, per-task or reroute\n";
     return 2;
   }
-  config.drop_policy = *drop_policy;
+  config.policy.drop = *drop_policy;
   if (flags["--pool-dispatch"] != "matching" && flags["--pool-dispatch"] != "fcfs") {
     std::cerr << "pipescale-router: --pool-dispatch must be matching or fcfs\n";
     return 2;
@@ -190,12 +191,12 @@ int Run(Flags flags) {
     std::cerr << "pipescale-router: --spill must be on or off\n";
     return 2;
   }
-  config.spill = flags["--spill"] == "on";
+  config.policy.spill = flags["--spill"] == "on";
   if (flags["--admission"] != "on" && flags["--admission"] != "off") {
     std::cerr << "pipescale-router: --admission must be on or off\n";
     return 2;
   }
-  config.admission = flags["--admission"] == "on";
+  config.policy.admission = flags["--admission"] == "on";
   const std::string& max_body_flag = flags["--max-body-bytes"];
   std::int64_t max_body = 0;
   const auto [end, error] =
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
       {"--listen", "0.0.0.0:8080"},
       {"--metrics-listen", "0.0.0.0:9090"},
       {"--threads", "1"},
-      {"--grace-ms", "50"},
+      {"--grace-ms", std::to_string(static_cast<int>(pipescale::routing::kGraceMs))},
       {"--max-in-flight", "4096"},
       {"--port-file", ""},
       {"--pipeline-file", ""},

@@ -10,8 +10,8 @@ double Matcher::Now() const {
 
 void Matcher::Configure(double qos_ms, bool fcfs, const std::vector<Replica>& replicas) {
   std::lock_guard lock(mu_);
-  KairosQueue::Options options{.qos_ms = qos_ms, .fcfs = fcfs};
-  std::vector<PoolReplica> specs;
+  routing::KairosQueue::Options options{.qos_ms = qos_ms, .fcfs = fcfs};
+  std::vector<routing::PoolReplica> specs;
   replicas_.clear();
   for (const Replica& r : replicas) {
     const int id = ids_.emplace(r.endpoint->address, static_cast<int>(ids_.size())).first->second;
@@ -34,8 +34,8 @@ void Matcher::Configure(double qos_ms, bool fcfs, const std::vector<Replica>& re
   Start(queue_->Match(Now()));  // new replicas may take what waits
 }
 
-void Matcher::Start(const std::vector<KairosQueue::Start>& starts) {
-  for (const KairosQueue::Start& s : starts) {
+void Matcher::Start(const std::vector<routing::KairosQueue::Start>& starts) {
+  for (const routing::KairosQueue::Start& s : starts) {
     auto waiter = waiters_.extract(s.query);
     if (waiter.empty()) continue;
     std::shared_ptr<Waiter> w = std::move(waiter.mapped());

@@ -55,10 +55,10 @@ class Matcher {
     std::shared_ptr<Endpoint> served;  // set under the lock when it starts
   };
   double Now() const;
-  void Start(const std::vector<KairosQueue::Start>& starts);  // under mu_
+  void Start(const std::vector<routing::KairosQueue::Start>& starts);  // under mu_
 
   mutable std::mutex mu_;
-  std::optional<KairosQueue> queue_;
+  std::optional<routing::KairosQueue> queue_;
   std::map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;
   std::map<int, std::shared_ptr<Endpoint>> replicas_;  // by id
   std::map<std::string, int> ids_;                     // address -> id, never reused

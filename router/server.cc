@@ -26,8 +26,8 @@ asio::awaitable<void> Session(tcp::socket socket, PipelineHandler& handler, size
     co_await http::async_read(stream, buffer, parser, Redirect(ec));
     if (ec == http::error::body_limit) {
       ClientResponse too_big{http::status::payload_too_large, 11};
-      too_big.body().text =
-          ErrorBody("the request body is larger than " + std::to_string(max_body) + " bytes");
+      too_big.body().text = routing::ErrorBody("the request body is larger than " +
+                                               std::to_string(max_body) + " bytes");
       too_big.prepare_payload();
       co_await http::async_write(stream, too_big, Redirect(ec));
       break;

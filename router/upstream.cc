@@ -27,7 +27,7 @@ std::string Head(std::string_view method, std::string_view target, const std::st
     (head += "\r\nContent-Length: ") += std::to_string(*content_length);
   }
   if (header_length) {
-    (((head += "\r\n") += kHeaderLengthField) += ": ") += std::to_string(*header_length);
+    (((head += "\r\n") += routing::kHeaderLengthField) += ": ") += std::to_string(*header_length);
   }
   head += "\r\n\r\n";
   return head;
@@ -48,8 +48,8 @@ asio::awaitable<Result<UpstreamReply>> Exchange(beast::tcp_stream& stream,
   if (ec) co_return Error{ErrorKind::kTransient, "read: " + ec.message()};
   http::response<http::string_body> response = parser.release();
   keep = response.keep_alive();
-  const auto length =
-      response[beast::string_view(kHeaderLengthField.data(), kHeaderLengthField.size())];
+  const auto length = response[beast::string_view(routing::kHeaderLengthField.data(),
+                                                  routing::kHeaderLengthField.size())];
   co_return UpstreamReply{response.result_int(), std::move(response.body()),
                           std::string(length.data(), length.size())};
 }

@@ -195,7 +195,7 @@ model::DataPlaneSnapshot World::DataPlane() const {
 }
 
 std::map<double, double> World::QuerySizes() const {
-  std::vector<double> bounds = router::QuerySizeBounds();
+  std::vector<double> bounds = routing::QuerySizeBounds();
   bounds.push_back(std::numeric_limits<double>::infinity());
   std::map<double, double> out;
   for (double b : bounds) out[b] = 0;

@@ -1,5 +1,5 @@
 // What the router knows, rebuilt as its discovery rebuilds it (router/discovery.cc): the Ready
-// pods of each task, each profiled at its batch as router::Profile weighs it, and the plan's
+// pods of each task, each profiled at its batch as routing::Profile weighs it, and the plan's
 // data plane from the routing ConfigMap (Loki's tables, Kairos's and MArk's pools, the batches
 // the router forms), parsed by the same api functions.
 #include "api/deployment.h"
@@ -26,8 +26,9 @@ void World::ReadDataPlane() {
   data_plane_text = loki_text + '\x1f' + pools_text + '\x1f' + batch_text;
   loki = nullptr;
   if (auto plan = api::ParseLokiRouting(loki_text); plan && !loki_text.empty()) {
-    loki = std::make_shared<const router::LokiTables>(*plan, pipeline);
+    loki = std::make_shared<const routing::LokiTables>(*plan, pipeline);
   }
+  ResetWalker();
   pool_plan.reset();
   if (auto read = api::ParsePoolsRouting(pools_text); read && !pools_text.empty()) {
     const optimizer::Descriptor* d = optimizer::FindOptimizer(read->optimizer);
@@ -48,7 +49,7 @@ void World::ReadDataPlane() {
     if (added) batchers.push_back(Batcher{.task = task, .variant = variant});
     Batcher& b = batchers[it->second];
     if (!b.former) {
-      b.former = std::make_unique<router::BatchFormer>(rb.batch_size, rb.wait_ms);
+      b.former = std::make_unique<routing::BatchFormer>(rb.batch_size, rb.wait_ms);
     } else {
       b.former->Reconfigure(rb.batch_size, rb.wait_ms);
     }
@@ -68,16 +69,16 @@ void World::RebuildRouting() {
     if (p.state != Pod::State::kReady) continue;
     const Deployment& d = deployments[p.deployment];
     const model::Task& task = pipeline.spec.tasks[d.task];
-    router::PodEndpoint e{.variant = task.variants[d.variant].name,
-                          .hardware_class = pipeline.spec.hardware_classes[d.hw_class].name,
-                          .batch = p.batch};
+    routing::PodEndpoint e{.variant = task.variants[d.variant].name,
+                           .hardware_class = pipeline.spec.hardware_classes[d.hw_class].name,
+                           .batch = p.batch};
     pod_router_batch[pi] = 0;
     if (auto b = batcher_of.find({d.task, d.variant});
         b != batcher_of.end() && batchers[b->second].wait_ms >= 0) {
       e.batch = batchers[b->second].batch;
       pod_router_batch[pi] = e.batch;
     }
-    router::Profile(pipeline, task.name, e);
+    routing::Profile(pipeline, task.name, e);
     pod_weight[pi] = e.weight;
     pod_batch_ms[pi] = e.batch_ms;
     ready[d.task].push_back(pi);
@@ -93,13 +94,13 @@ void World::RebuildPools() {
     if (task < 0) continue;
     Pool& out = pools[task];
     if (pool_plan->first == optimizer::DataPlane::kSpillPools) {
-      out.spill_class = pool.spill_class;
+      out.spill_class = pipeline.HardwareClassIndex(pool.spill_class);
       out.rt_max_ms = pool.qos_ms;
       continue;
     }
     auto& queue = kairos_queues[task];
-    router::KairosQueue::Options o{.qos_ms = pool.qos_ms};
-    std::vector<router::PoolReplica> replicas;
+    routing::KairosQueue::Options o{.qos_ms = pool.qos_ms};
+    std::vector<routing::PoolReplica> replicas;
     std::map<std::string, int> classes;
     for (int pi : ready[task]) {
       const Deployment& d = deployments[pods[pi].deployment];
@@ -122,7 +123,7 @@ void World::RebuildPools() {
       replicas.push_back({pi, c});
     }
     if (!queue) {
-      queue = std::make_shared<router::KairosQueue>(std::move(o));
+      queue = std::make_shared<routing::KairosQueue>(std::move(o));
     } else {
       queue->Reconfigure(std::move(o));
     }

@@ -40,17 +40,13 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
       options(opts),
       rng(opts.seed),
       nodes(opts.nodes) {
-  graph = std::make_unique<router::Graph>(pipeline);
-  for (const model::Path& path : pipeline.spec.paths) {
-    std::vector<int> tasks;
-    for (const std::string& t : path.tasks) tasks.push_back(pipeline.TaskIndex(t));
-    path_tasks.push_back(std::move(tasks));
-  }
+  graph = std::make_unique<routing::Graph>(pipeline);
   for (const nlohmann::json& n : nodes) node_free.push_back(Allocatable(n));
   if (pipeline.spec.router) {
-    drop_policy = model::ParseDropPolicy(pipeline.spec.router->drop_policy)
+    policy.drop = model::ParseDropPolicy(pipeline.spec.router->drop_policy)
                       .value_or(model::DropPolicy::kReroute);
   }
+  ResetWalker();
   ready.assign(pipeline.spec.tasks.size(), {});
   current = SecondCounts(pipeline.spec.paths.size());
   last_minute = SecondCounts(pipeline.spec.paths.size());

@@ -49,8 +49,8 @@ std::map<std::string, TaskTarget> Targets(const model::Pipeline& pipeline) {
 // door, no drops and no router-formed batches.
 void SetUpBaseline(World& world, int fixed) {
   const model::Pipeline& p = world.pipeline;
-  world.admission = false;
-  world.drop_policy = model::DropPolicy::kNone;
+  world.policy.admission = false;
+  world.policy.drop = model::DropPolicy::kNone;
   for (size_t t = 0; t < p.spec.tasks.size(); ++t) {
     const model::Task& task = p.spec.tasks[t];
     size_t best = 0;

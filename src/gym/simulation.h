@@ -22,6 +22,7 @@
 #include "model/pipeline.h"
 #include "reconciler/decide.h"
 #include "routing/batching.h"
+#include "routing/graph.h"
 #include "routing/loki.h"
 #include "routing/pools.h"
 #include "routing/walk.h"
@@ -142,14 +143,9 @@ struct Visit {
 };
 
 struct Walk {
-  int path = -1;  // index into spec.paths, -1: the models decide
-  int rows = 1;
-  double start_ms = 0, deadline_ms = 0;
-  int pending = 0;  // visits not ended
-  int code = 0;     // the first failure, 0 while none
-  std::string reason;
-  std::vector<std::pair<int, double>> ended;  // (path, when) per trail ended
-  double accuracy_sum = 0;                    // of the trails ended
+  routing::Walk state;      // the router's own
+  int pending = 0;          // visits not ended
+  double accuracy_sum = 0;  // of the trails ended
 };
 
 }  // namespace engine

@@ -12,8 +12,7 @@
 #include "gym/simulation.h"
 #include "gym/slab.h"
 #include "reconciler/capacity.h"
-#include "routing/admission.h"
-#include "routing/picker.h"
+#include "routing/walk.h"
 
 namespace pipescale::gym::engine {
 
@@ -95,32 +94,21 @@ class World {
   int DeploymentFor(const nlohmann::json& written);
   // walk.cc
   void EndVisit(std::int64_t id);
-  void FailWalk(std::int64_t id, int code, const std::string& reason);
+  void FailVisit(std::int64_t id, routing::Failure failure);
   void EndWalk(std::int64_t id);
   void Send(std::int64_t id);  // a visit's
   void SendCall(Call call, int pod);
   int PickPod(int task, int variant);  // variant -1: any of the task's pods
-  std::optional<int> PlanVariant(Visit& visit);
-  // What the door and Loki's drop policies see of `tasks` now for a query of `rows` rows; valid
-  // until the next call.
-  std::span<const router::TaskNow> TasksNow(std::span<const int> tasks, int rows) const;
-  void TaskNowAt(int task, int variant, int rows, router::TaskNow& now) const;  // variant -1: any
+  // The router's batcher of `variant` at `task` (-1: the task's first) while the plan forms
+  // batches there, as an index into `batchers`; -1 when none.
+  int BatcherFor(int task, int variant) const;
+  void ResetWalker();  // on the graph and Loki's tables as they are now
   void MatchPool(int task);
+  void OnAnswered(std::int64_t visit, int task, int variant);
   const std::vector<int>& NextParameters(int task, int variant);  // by edge; until the next call
-  // Where a visit of `task` on `path` goes next with `counts` (by edge), as graph->Next says;
-  // nullopt where it refuses them (a 502).
-  struct NextHop {
-    int task = 0;
-    int count = 1;
-  };
-  const std::optional<std::vector<NextHop>>& NextOf(int path, int task,
-                                                    const std::vector<int>& counts);
-  // The tasks a walk of `path` (-1: the models decide) starts at, as graph->Entry names them;
-  // nullopt for a path the router does not know.
-  const std::optional<std::vector<int>>& EntryTasks(int path);
-  // The path's name as the router takes it: "" when the models decide.
-  const std::string& PathName(int path) const;
-  int PathIndexOf(const std::vector<int>& trail) const;
+  // Where a visit of `task` on `path` goes next with `counts` (by edge), as graph->Next says.
+  const Result<std::vector<routing::Call>>& NextOf(int path, int task,
+                                                   const std::vector<int>& counts);
   void ReadDataPlane();
   void RebuildPools();
   // observe.cc
@@ -162,26 +150,25 @@ class World {
   reconciler::RouterObjects router_objects;
 
   // The router.
-  std::unique_ptr<router::Graph> graph;
-  std::shared_ptr<const router::LokiTables> loki;
-  model::DropPolicy drop_policy = model::DropPolicy::kReroute;
-  bool admission = true;
-  std::vector<std::vector<int>> ready;  // Ready pods by task
+  std::unique_ptr<routing::Graph> graph;
+  std::shared_ptr<const routing::LokiTables> loki;
+  routing::Policy policy;
+  std::optional<routing::Walker> walker;  // over `graph`, `loki` and `policy`
+  std::vector<std::vector<int>> ready;    // Ready pods by task
   struct Pool {
-    std::shared_ptr<router::KairosQueue> kairos;  // replicas are pod indices
+    std::shared_ptr<routing::KairosQueue> kairos;  // replicas are pod indices
     bool has_replicas = false;
-    std::string spill_class;
+    int spill_class = -1;
     double rt_max_ms = 0;
   };
-  std::map<int, Pool> pools;                                          // by task
-  std::map<int, std::shared_ptr<router::KairosQueue>> kairos_queues;  // kept across rebuilds
+  std::map<int, Pool> pools;                                           // by task
+  std::map<int, std::shared_ptr<routing::KairosQueue>> kairos_queues;  // kept across rebuilds
   std::optional<std::pair<optimizer::DataPlane, model::PoolPlan>> pool_plan;
-  std::string data_plane_text;               // the ConfigMap's parts last read
-  std::vector<std::vector<int>> path_tasks;  // by path: task indices
+  std::string data_plane_text;  // the ConfigMap's parts last read
   double path_weight_total = 0, size_weight_total = 0;
   struct Batcher {
     int task = 0, variant = 0;
-    std::unique_ptr<router::BatchFormer> former;
+    std::unique_ptr<routing::BatchFormer> former;
     int batch = 1;
     double wait_ms = -1;  // the plan's; -1: the plan no longer forms batches here
     double due_ms = -1;   // a kBatcherDue scheduled for then
@@ -237,17 +224,26 @@ class World {
   double accuracy_sum = 0, accuracy_count = 0;
 
  private:
-  // Scratch reused by every request's door and pick, so that they allocate nothing once warm.
-  mutable std::vector<router::TaskNow> tasks_now_;
-  std::vector<std::optional<std::vector<int>>> entry_tasks_;  // by path + 1, once asked
+  // The walk's view of the task loads: the Ready pods as the router profiles them, the batches
+  // it forms, Kairos's queues and MArk's pools.
+  class Loads final : public routing::TaskLoads {
+   public:
+    explicit Loads(const World& world) : w_(world) {}
+    int PodCount(int task) const override;
+    routing::PodLoad Pod(int task, int index) const override;
+    double FillMs(int task, int variant) const override;
+    std::optional<double> MatchedMs(int task, int rows) const override;
+    std::optional<routing::SpillPool> Spill(int task) const override;
+
+   private:
+    const World& w_;
+  };
+  const Loads loads_{*this};
+  // Scratch reused by every pick, so that it allocates nothing once warm.
+  routing::PodPick pick_;
   std::vector<int> next_counts_;
   std::vector<int> next_key_;  // path, task, then the counts by edge
-  std::map<std::vector<int>, std::optional<std::vector<NextHop>>> next_hops_;
-  struct PickScratch {
-    std::vector<int> all, main, burst;
-    std::vector<router::MainReplica> load;
-    std::vector<router::Candidate> candidates;
-  } pick_;
+  std::map<std::vector<int>, Result<std::vector<routing::Call>>> next_hops_;
 };
 
 }  // namespace pipescale::gym::engine

@@ -40,7 +40,7 @@ int PortOf(const json& containers) {
       if (first == 0) first = port;
     }
   }
-  return first > 0 ? first : router::kDefaultModelPort;
+  return first > 0 ? first : routing::kDefaultModelPort;
 }
 
 int BatchOf(const json& containers, const std::string& env) {
@@ -75,7 +75,7 @@ Result<PodChoice> PickPod(const json& pod_list, const std::string& batch_env) {
   PodChoice out;
   for (const json& pod : Array(pod_list, "items")) {
     ++out.pods;
-    if (!router::PodReady(pod) || StringField(Member(pod, "status"), "podIP").empty()) continue;
+    if (!routing::PodReady(pod) || StringField(Member(pod, "status"), "podIP").empty()) continue;
     ++out.ready;
     const std::string name = StringField(Member(pod, "metadata"), "name");
     if (chosen == nullptr || name < StringField(Member(*chosen, "metadata"), "name")) {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 TaskNow MatchedTaskNow(double predicted_ms) {
   return {.pods = {MainReplica{.outstanding = 0, .batch = 1, .batch_ms = predicted_ms}}};
@@ -39,11 +39,11 @@ double AdmitShare(model::Priority priority) {
   return 1;
 }
 
-Door AtTheDoor(std::span<const TaskNow> tasks, double budget_ms) {
+Door Admit(std::span<const TaskNow> tasks, double budget_ms) {
   if (std::any_of(tasks.begin(), tasks.end(), [](const TaskNow& t) { return t.pods.empty(); })) {
     return Door::kWaitForPods;
   }
   return PredictedMs(tasks) <= budget_ms ? Door::kAdmit : Door::kRefuse;
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -10,7 +10,7 @@
 #include "model/pipeline.h"
 #include "routing/pools.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 // One task of a path as a request entering now would find it.
 struct TaskNow {
@@ -50,6 +50,6 @@ enum class Door {
   kWaitForPods,  // a task has no Ready pod (starting up, or scaled from zero)
 };
 // At the door with `budget_ms` to spend (the time left times AdmitShare).
-Door AtTheDoor(std::span<const TaskNow> tasks, double budget_ms);
+Door Admit(std::span<const TaskNow> tasks, double budget_ms);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -6,7 +6,7 @@
 
 #include "routing/body.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 Error Invalid(std::string message) { return Error{ErrorKind::kInvalid, std::move(message)}; }
@@ -187,4 +187,4 @@ Result<std::vector<std::string>> SplitOutputs(std::string_view outputs,
   return out;
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 // When a task's batch goes out: full at `batch_size` rows, or when its first request has waited
 // `wait_ms`.
@@ -64,4 +64,4 @@ Result<std::string> StackInputs(const std::vector<std::string_view>& inputs);
 Result<std::vector<std::string>> SplitOutputs(std::string_view outputs,
                                               const std::vector<int>& rows);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

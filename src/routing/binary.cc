@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 long WholeNumber(std::string_view token) {
   long value = -1;
   const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
@@ -85,4 +85,4 @@ Status CheckBinaryPart(std::string_view tensors, std::string_view binary,
   return total.Check(binary, field);
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -13,7 +13,7 @@
 #include "common/result.h"
 #include "routing/body.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 // The HTTP header that says a body carries binary data, and how many of its bytes are JSON.
 inline constexpr std::string_view kHeaderLengthField = "Inference-Header-Content-Length";
@@ -60,4 +60,4 @@ class BinaryTotal {
 // BinaryTotal over the tensors (the checked "inputs" or "outputs" array) against `binary`.
 Status CheckBinaryPart(std::string_view tensors, std::string_view binary, const std::string& field);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

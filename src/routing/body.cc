@@ -13,7 +13,7 @@
 #include "common/check.h"
 #include "routing/binary.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
@@ -546,4 +546,4 @@ Result<std::vector<std::string>> NamedOutputs(std::string_view task, std::string
 
 std::string Quoted(std::string_view text) { return json(std::string(text)).dump(); }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 inline constexpr int kMaxNesting = 32;  // arrays and objects in one another, far beyond OIP's
 
@@ -112,4 +112,4 @@ Result<std::vector<std::string>> NamedOutputs(std::string_view task, std::string
 // A JSON string token for `text`.
 std::string Quoted(std::string_view text);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

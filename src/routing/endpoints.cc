@@ -5,7 +5,7 @@
 
 #include "common/json_fields.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
@@ -103,4 +103,4 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
   return out;
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

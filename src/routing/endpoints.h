@@ -9,7 +9,7 @@
 
 #include "model/pipeline.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 inline constexpr int kDefaultModelPort = 8080;  // the Open Inference Protocol's usual HTTP port
 
@@ -41,4 +41,4 @@ bool PodReady(const nlohmann::json& pod);
 std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(
     const model::Pipeline& pipeline, const std::vector<nlohmann::json>& pods);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 constexpr double kUnknown = std::numeric_limits<double>::infinity();
@@ -68,8 +68,8 @@ const std::vector<std::string>& LokiTables::Variants(const std::string& task) co
   return it == variants_.end() ? kNone : it->second;
 }
 
-Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Option> options,
-               double remaining_ms, bool last) {
+Verdict JudgeLateness(DropPolicy policy, const std::string& planned,
+                      std::span<const Option> options, double remaining_ms, bool last) {
   using Kind = Verdict::Kind;
   const auto go = [&] { return Verdict{Kind::kGo, planned, ""}; };
   const auto fits = [&](const Option& o) { return o.predicted_ms <= remaining_ms; };
@@ -95,4 +95,4 @@ Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Op
   return late ? Verdict{Kind::kDrop, "", kNoFasterBackup} : go();
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -16,7 +16,7 @@
 #include "model/pipeline.h"
 #include "model/plan.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 // The policies are named in the model, where the spec that chooses one is validated.
 using model::DropPolicy;
@@ -81,7 +81,7 @@ struct Verdict {
 //    past a variant's capacity spills to the next one rather than queueing behind it; dropped
 //    when none would.
 // A planned variant with no Ready pod (starting up) is not known to be late: the request goes.
-Verdict Decide(DropPolicy policy, const std::string& planned, std::span<const Option> options,
-               double remaining_ms, bool last);
+Verdict JudgeLateness(DropPolicy policy, const std::string& planned,
+                      std::span<const Option> options, double remaining_ms, bool last);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 // The candidate at `u` of the cumulative weights, skipping `excluded`.
@@ -58,4 +58,4 @@ int PickOfTwo(std::span<const Candidate> candidates, double u1, double u2) {
   return load(second) < load(first) ? second : first;
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <span>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 struct Candidate {
   double weight = 1;    // the pod's planned capacity (requests per second), > 0
@@ -29,4 +29,4 @@ int PickPod(std::span<const Candidate> candidates, double u1, double u2);
 // the one with fewer requests outstanding per unit of capacity wins.
 int PickOfTwo(std::span<const Candidate> candidates, double u1, double u2);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

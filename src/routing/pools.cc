@@ -7,7 +7,7 @@
 #include "optimizer/mark.h"
 #include "routing/admission.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 namespace kairos = optimizer::kairos;
 
@@ -118,4 +118,4 @@ bool ShouldSpill(std::span<const MainReplica> main, double rt_max_ms) {
   return optimizer::mark::Spill(busy, service, 0, rt_max_ms);
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

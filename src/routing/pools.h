@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 // Why a request was dropped at a pool, as the router's drop counter names it (Kairos drops a
 // query that arrives at a full queue).
@@ -94,4 +94,4 @@ struct MainReplica {
 };
 bool ShouldSpill(std::span<const MainReplica> main, double rt_max_ms);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

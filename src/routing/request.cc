@@ -5,7 +5,7 @@
 
 #include "routing/binary.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 std::vector<double> QuerySizeBounds() {
   std::vector<double> out = {1, 2, 3, 4, 5, 6};
@@ -186,4 +186,4 @@ std::string ErrorBody(std::string_view message) {
   return json{{"error", std::string(message)}}.dump();
 }
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

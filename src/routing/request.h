@@ -13,7 +13,7 @@
 #include "common/result.h"
 #include "routing/body.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
 inline constexpr int kMaxDepth = kMaxNesting;    // tensor nesting, far beyond any real shape
 inline constexpr size_t kMaxElements = 1 << 22;  // the product of a tensor's shape
@@ -51,4 +51,4 @@ Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders
 // The protocol's error body, {"error": message}.
 std::string ErrorBody(std::string_view message);
 
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -1,141 +1,261 @@
 #include "routing/walk.h"
 
 #include <algorithm>
-#include <set>
 
 #include "common/strings.h"
+#include "routing/body.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
-using nlohmann::json;
-
-Graph::Graph(const model::Pipeline& pipeline) {
-  for (const model::Task& t : pipeline.spec.tasks) {
-    tasks_.push_back(t.name);
-    auto& next = edges_[t.name];
-    for (const model::Edge& e : t.next) next.push_back(e.task);
-    auto& variants = variants_[t.name];
-    for (const model::Variant& v : t.variants) variants.push_back(v.name);
-  }
-  for (const model::Path& p : pipeline.spec.paths) {
-    paths_[p.name] = p.tasks;
-    slo_ms_[p.name] = p.slo_ms;
-    priority_[p.name] = p.priority;
+unsigned StatusOf(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kExpired:
+      return 504;
+    case ErrorKind::kNotFound:
+    case ErrorKind::kUnavailable:
+      return 503;
+    default:
+      return 502;
   }
 }
 
-model::Priority Graph::PriorityOf(const std::string& path) const {
-  const auto it = priority_.find(path);
-  return it == priority_.end() ? model::Priority::kStandard : it->second;
+Failure FailureOf(const Error& error) {
+  const char* reason = "failed";
+  switch (error.kind) {
+    case ErrorKind::kExpired:
+      reason = "deadline";
+      break;
+    case ErrorKind::kNotFound:
+      reason = "no ready pod";
+      break;
+    case ErrorKind::kUnavailable:
+      reason = "overloaded";
+      break;
+    case ErrorKind::kInvalid:
+      reason = "refused";
+      break;
+    default:
+      break;
+  }
+  return {.status = StatusOf(error.kind), .reason = reason, .message = error.message};
 }
 
-Result<std::vector<std::string>> Graph::Entry(const std::string& path) const {
-  if (!path.empty()) {
-    auto it = paths_.find(path);
-    if (it == paths_.end() || it->second.empty()) {
-      return Error{ErrorKind::kNotFound, "the pipeline has no path " + QuoteUserText(path)};
+Walk Walker::Start(int path, int rows, double now_ms) const {
+  Walk walk{.path = path, .rows = rows, .start_ms = now_ms};
+  const double slo_ms = graph_.DeadlineMs(path);
+  walk.deadline_ms = now_ms + (slo_ms > 0 ? slo_ms : policy_.timeout_ms);
+  return walk;
+}
+
+DoorStep Walker::AtDoor(const TaskLoads& loads, const Walk& walk, double now_ms) const {
+  if (!policy_.admission || walk.path < 0) return {};
+  const std::vector<int>& tasks = graph_.PathTasks(walk.path);
+  const std::span<const TaskNow> now = TasksNow(loads, tasks, walk.rows, tasks_now_);
+  const double remaining = walk.deadline_ms - now_ms;
+  const double share = AdmitShare(graph_.PriorityOf(walk.path));
+  switch (Admit(now, remaining * share)) {
+    case Door::kAdmit:
+      return {};
+    case Door::kRefuse:
+      return {.kind = DoorStep::Kind::kRefuse,
+              .refusal = {.status = 503,
+                          .reason = kShedLate,
+                          .message = StrFormat("path %s is full: its pods would answer in %.0f ms, "
+                                               "more than %.0f%% of the %.0f ms left",
+                                               graph_.PathName(walk.path).c_str(), PredictedMs(now),
+                                               100 * share, remaining)}};
+    case Door::kWaitForPods:
+      break;
+  }
+  if (remaining > kDoorPollMs)
+    return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
+  size_t waiting = 0;
+  while (waiting + 1 < now.size() && !now[waiting].pods.empty()) ++waiting;
+  return {.kind = DoorStep::Kind::kRefuse,
+          .refusal = {.status = 503,
+                      .reason = kShedNoPod,
+                      .message = "task " + graph_.TaskName(tasks[waiting]) +
+                                 " had no ready pod before the deadline"}};
+}
+
+VariantStep Walker::ChooseVariant(const TaskLoads& loads, const Walk& walk, int task, int from_task,
+                                  int from_variant, double now_ms, double u) const {
+  if (loki_ == nullptr) return {};
+  const std::string& name = graph_.TaskName(task);
+  const std::string planned = loki_->Route(graph_.PathName(walk.path), name,
+                                           graph_.VariantName(from_task, from_variant), u);
+  if (planned.empty()) return {};
+  const int planned_index = graph_.VariantIndex(task, planned);
+  if (policy_.drop == DropPolicy::kNone) return {.variant = planned_index};
+  // What the tasks after this one on the path would take now, whichever variant serves here.
+  double downstream = 0;
+  const std::vector<int>& tasks = graph_.PathTasks(walk.path);
+  if (const auto here = std::find(tasks.begin(), tasks.end(), task); here != tasks.end()) {
+    downstream =
+        PredictedMs(TasksNow(loads, std::span(here + 1, tasks.end()), walk.rows, tasks_now_));
+  }
+  std::vector<Option> options;
+  for (const std::string& variant : loki_->Variants(name)) {
+    TaskNowAt(loads, task, graph_.VariantIndex(task, variant), walk.rows, task_now_);
+    options.push_back({variant, PredictedMs(std::span(&task_now_, 1)) + downstream});
+  }
+  const Verdict verdict = JudgeLateness(policy_.drop, planned, options, walk.deadline_ms - now_ms,
+                                        graph_.IsLast(walk.path, task));
+  switch (verdict.kind) {
+    case Verdict::Kind::kGo:
+      return {.variant = planned_index};
+    case Verdict::Kind::kReroute:
+      return {.kind = VariantStep::Kind::kReroute,
+              .variant = graph_.VariantIndex(task, verdict.variant)};
+    case Verdict::Kind::kDrop:
+      return {.kind = VariantStep::Kind::kDrop,
+              .drop = {.status = 504,
+                       .reason = verdict.reason,
+                       .message = "dropped before task " + name + ": " + verdict.reason}};
+  }
+  return {.variant = planned_index};
+}
+
+void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, double u1, double u2,
+                     PodPick& pick) const {
+  pick.pod = -1;
+  pick.spilled = false;
+  std::vector<int>& pods = pick.pods;
+  pods.clear();
+  const int count = loads.PodCount(task);
+  // The plan's variant when it has a Ready pod; else any pod of the task serves.
+  if (variant >= 0) {
+    for (int i = 0; i < count; ++i) {
+      if (i != tried && loads.Pod(task, i).variant == variant) pods.push_back(i);
     }
-    return std::vector<std::string>{it->second.front()};
   }
-  std::set<std::string> entered;
-  for (const auto& [task, next] : edges_) entered.insert(next.begin(), next.end());
-  std::vector<std::string> roots;
-  for (const std::string& t : tasks_) {
-    if (!entered.contains(t)) roots.push_back(t);
+  if (pods.empty()) {
+    for (int i = 0; i < count; ++i) {
+      if (i != tried) pods.push_back(i);
+    }
   }
-  return roots;
+  if (const std::optional<SpillPool> spill = loads.Spill(task)) {
+    // MArk: the main classes, unless every main replica would answer late and the burst class
+    // has a replica; the baseline (no spill) keeps to the main classes.
+    pick.main.clear();
+    pick.burst.clear();
+    pick.load.clear();
+    for (const int i : pods) {
+      const PodLoad pod = loads.Pod(task, i);
+      if (pod.hardware_class >= 0 && pod.hardware_class == spill->hardware_class) {
+        pick.burst.push_back(i);
+      } else {
+        pick.main.push_back(i);
+        pick.load.push_back({pod.outstanding, pod.batch, pod.batch_ms});
+      }
+    }
+    if (!policy_.spill) {
+      pods.swap(pick.main);
+    } else if (!pick.burst.empty() && ShouldSpill(pick.load, spill->rt_max_ms)) {
+      pick.spilled = true;
+      pods.swap(pick.burst);
+    } else if (!pick.main.empty()) {
+      pods.swap(pick.main);
+    }
+  }
+  pick.candidates.clear();
+  for (const int i : pods) {
+    const PodLoad pod = loads.Pod(task, i);
+    pick.candidates.push_back({pod.weight, pod.outstanding, pod.batch});
+  }
+  const int chosen = routing::PickPod(pick.candidates, u1, u2);
+  if (chosen >= 0) pick.pod = pods[chosen];
 }
 
-Result<NextCounts> ReadNext(const json& response_parameters) {
-  NextCounts out;
-  if (!response_parameters.is_object()) return out;
-  const auto named = response_parameters.find(kNextParameter);
-  if (named == response_parameters.end()) return out;
-  if (!named->is_object()) {
-    return Error{ErrorKind::kInvalid, std::string(kNextParameter) + " must be an object"};
+std::optional<Error> Walker::BeforeCall(const Walk& walk, int task, double now_ms) const {
+  // The call carries the time left in whole milliseconds: under one, nothing can be served.
+  if (walk.deadline_ms - now_ms >= 1) return std::nullopt;
+  return Error{ErrorKind::kExpired, "the deadline passed before task " + graph_.TaskName(task)};
+}
+
+Error Walker::NoPod(int task) const {
+  return {ErrorKind::kNotFound, "task " + graph_.TaskName(task) + " has no ready pod"};
+}
+
+CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const CallOutcome& outcome,
+                              double now_ms) const {
+  using Kind = CallVerdict::Kind;
+  if (outcome.status == 200) return {};
+  const std::string& name = graph_.TaskName(task);
+  if (outcome.status != 0 && outcome.status < 500) {
+    return {Kind::kFail,
+            {ErrorKind::kInvalid, "task " + name + " refused the request (" +
+                                      std::to_string(outcome.status) + "): " + outcome.detail}};
   }
-  for (const auto& [next, value] : named->items()) {
-    if (!value.is_number_integer() || value.get<long>() < 0 || value.get<long>() > kMaxFanOut) {
-      return Error{ErrorKind::kInvalid, std::string(kNextParameter) + "." + next +
-                                            " must be an integer from 0 to " +
-                                            std::to_string(kMaxFanOut)};
-    }
-    out[next] = static_cast<int>(value.get<long>());
+  if (now_ms >= walk.deadline_ms) {
+    return {Kind::kFail,
+            {ErrorKind::kExpired, "the deadline passed while task " + name + " served"}};
   }
+  const std::string what = outcome.status == 0
+                               ? outcome.detail
+                               : "HTTP " + std::to_string(outcome.status) + ": " + outcome.detail;
+  // A model that answered 503 is overloaded or not ready: it did not fail, and the client is
+  // told so (503) if no other pod serves. Anything else from a model is its failure (502).
+  Error error = outcome.status == 503
+                    ? Error{ErrorKind::kUnavailable, "task " + name + ": " + what}
+                    : Error{ErrorKind::kTransient, "task " + name + " failed: " + what};
+  // Once more, on another pod: a failed pod must not fail the request alone.
+  return {attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail, std::move(error)};
+}
+
+Failure Walker::BadAnswer(int task, const Error& error) const {
+  return {.status = 502,
+          .reason = "bad answer",
+          .message = "task " + graph_.TaskName(task) + ": " + error.message};
+}
+
+Failure Walker::PoolFull(int task) const {
+  return {.status = 503,
+          .reason = kPoolFull,
+          .message = "task " + graph_.TaskName(task) + ": its queue is full"};
+}
+
+std::optional<Failure> Walker::AfterAnswer(const Walk& walk, double now_ms) const {
+  if (now_ms <= walk.deadline_ms + policy_.grace_ms) return std::nullopt;
+  return Failure{.status = 504,
+                 .reason = "deadline",
+                 .message = StrFormat("served after the deadline of %.0f ms",
+                                      walk.deadline_ms - walk.start_ms)};
+}
+
+void Walker::EndTrail(Walk& walk, std::span<const int> trail, double now_ms) const {
+  walk.ended.emplace_back(walk.path >= 0 ? walk.path : graph_.PathOf(trail), now_ms);
+}
+
+Ending Walker::Finish(Walk& walk, double now_ms) const {
+  // Never served past the deadline plus the grace: the client is told, and it is counted.
+  if (auto late = AfterAnswer(walk, now_ms)) walk.Fail(std::move(*late));
+  Ending out;
+  if (walk.failure) {
+    out.status = walk.failure->status;
+    out.failure = *walk.failure;
+  }
+  // Each path once, at the latest end of its trails; a walk that ended none counts under its
+  // named path, or none.
+  for (const auto& [path, at] : walk.ended) {
+    auto it = std::find_if(out.counts.begin(), out.counts.end(),
+                           [&](const Ending::Count& c) { return c.path == path; });
+    if (it == out.counts.end()) it = out.counts.insert(out.counts.end(), {.path = path});
+    it->ms = std::max(it->ms, at - walk.start_ms);
+  }
+  if (out.counts.empty()) out.counts.push_back({.path = walk.path, .ms = now_ms - walk.start_ms});
   return out;
 }
 
-Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string& task,
-                                      const json& response_parameters) const {
-  auto named = ReadNext(response_parameters);
-  if (!named) return named.error();
-  return Next(path, task, *named);
+std::string AnswerJson(std::string_view model_name, std::span<const std::string> outputs,
+                       std::span<const std::string> paths, std::string_view id) {
+  std::string body = R"({"model_name":)" + Quoted(model_name) + R"(,"outputs":[)";
+  for (size_t i = 0; i < outputs.size(); ++i) (body += i > 0 ? "," : "") += outputs[i];
+  body += R"(],"parameters":{"pipescale_paths":[)";
+  for (size_t i = 0; i < paths.size(); ++i) (body += i > 0 ? "," : "") += Quoted(paths[i]);
+  body += "]}";
+  if (!id.empty()) body += R"(,"id":)" + Quoted(id);
+  return body + '}';
 }
 
-Result<std::vector<Call>> Graph::Next(const std::string& path, const std::string& task,
-                                      const NextCounts& named) const {
-  auto count_for = [&](const std::string& next) {
-    const auto it = named.find(next);
-    return it == named.end() ? 1 : it->second;
-  };
-  std::vector<Call> out;
-  if (!path.empty()) {
-    const std::vector<std::string>& tasks = paths_.at(path);
-    const auto at = std::find(tasks.begin(), tasks.end(), task);
-    if (at == tasks.end() || at + 1 == tasks.end()) return out;
-    if (const int count = count_for(*(at + 1)); count > 0) out.push_back({*(at + 1), count});
-    return out;
-  }
-  const std::vector<std::string>& edges = edges_.at(task);
-  for (const auto& [next, count] : named) {
-    if (std::find(edges.begin(), edges.end(), next) == edges.end()) {
-      return Error{ErrorKind::kInvalid, "task " + task + " named " + QuoteUserText(next) +
-                                            ", which is not one of its next tasks"};
-    }
-  }
-  for (const std::string& next : edges) {
-    if (!named.empty() && !named.contains(next)) continue;
-    if (const int count = count_for(next); count > 0) out.push_back({next, count});
-  }
-  return out;
-}
-
-bool Graph::IsLast(const std::string& path, const std::string& task) const {
-  if (!path.empty()) {
-    auto it = paths_.find(path);
-    return it != paths_.end() && !it->second.empty() && it->second.back() == task;
-  }
-  auto it = edges_.find(task);
-  return it == edges_.end() || it->second.empty();
-}
-
-const std::vector<std::string>& Graph::PathTasks(const std::string& path) const {
-  static const std::vector<std::string> kNone;
-  const auto it = paths_.find(path);
-  return it == paths_.end() ? kNone : it->second;
-}
-
-std::string Graph::PathOf(const std::vector<std::string>& tasks) const {
-  for (const auto& [name, path_tasks] : paths_) {
-    if (path_tasks == tasks) return name;
-  }
-  return "";
-}
-
-std::vector<std::string> Graph::paths() const {
-  std::vector<std::string> out;
-  for (const auto& [name, tasks] : paths_) out.push_back(name);
-  return out;
-}
-
-double Graph::DeadlineMs(const std::string& path) const {
-  if (!path.empty()) {
-    auto it = slo_ms_.find(path);
-    return it == slo_ms_.end() ? 0 : it->second;
-  }
-  double longest = 0;
-  for (const auto& [name, slo] : slo_ms_) longest = std::max(longest, slo);
-  return longest;
-}
-
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -1,85 +1,184 @@
-// How a request walks a pipeline's DAG: where it enters, where each task's output goes (the
-// path the client named, or the branches and fan-out the model's response names), and which
-// execution path a walk took, for the per-path metrics the operator plans from. Pure.
+// One request's walk through a pipeline's DAG, as pipescale-router serves it and `pipescale
+// simulate` replays it: the steps that decide — who gets in at the door, which variant serves it
+// at a task, which pod takes a call, whether a failed call is tried again, and how the request
+// ends — over a read-only view of the task loads (loads.h). The caller owns time and I/O: it
+// asks a step, acts on the answer (waits, sends, counts) and asks the next, so that each policy
+// of the request path exists once. Pure: time and randomness are passed in.
 #pragma once
 
-#include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
-#include "model/pipeline.h"
+#include "routing/admission.h"
+#include "routing/graph.h"
+#include "routing/loads.h"
+#include "routing/loki.h"
+#include "routing/picker.h"
+#include "routing/pools.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 
-// The response parameter in which a model names the tasks its output goes to and how many
-// requests each gets: {"pipescale_next": {"classify": 3}} (a detector that found 3 objects).
-inline constexpr const char* kNextParameter = "pipescale_next";
-inline constexpr int kMaxFanOut = 256;  // requests one response may send to one task
+// The request path's defaults, stated once for the router's flags and the simulator.
+inline constexpr double kGraceMs = 50;           // answered past its deadline by more: a 504
+inline constexpr double kDoorPollMs = 20;        // a request waiting for pods looks again
+inline constexpr double kCallTimeoutMs = 30000;  // the deadline of a request no SLO bounds
+inline constexpr int kAttempts = 2;              // a failed call is tried once on another pod
 
-struct Call {
-  std::string task;
-  int count = 1;
-  bool operator==(const Call&) const = default;
+// How the walk behaves: the router's flags, the simulator's options.
+struct Policy {
+  // The door refuses a request its path's pods would serve late, and holds one whose path has
+  // a task without a Ready pod (admission.h).
+  bool admission = true;
+  bool spill = true;  // MArk's burst class takes what the main would serve late
+  DropPolicy drop = DropPolicy::kReroute;  // requests behind a Loki plan that fall behind
+  double grace_ms = kGraceMs;
+  double timeout_ms = kCallTimeoutMs;
 };
 
-// The requests a response names for each next task (kNextParameter), by task.
-using NextCounts = std::map<std::string, int>;
+// Why a request gets no 200: the status, a short reason its counters are labelled by, and the
+// error body's message.
+struct Failure {
+  unsigned status = 502;
+  std::string reason;
+  std::string message;
+};
 
-// The response's kNextParameter, read: empty when absent; kInvalid (the model's fault) when it is
-// not an object or a count is not an integer from 0 to kMaxFanOut.
-Result<NextCounts> ReadNext(const nlohmann::json& response_parameters);
+// The HTTP status a visit's error gives the client: 504 when its deadline passed, 503 when no pod
+// could take it (none Ready, a full queue, an overloaded model), 502 for a model's failure.
+unsigned StatusOf(ErrorKind kind);
+// The failure an error makes, with a reason by its kind ("deadline", "no ready pod", ...).
+Failure FailureOf(const Error& error);
 
-class Graph {
- public:
-  explicit Graph(const model::Pipeline& pipeline);
+// A request from the door to its answer.
+struct Walk {
+  int path = -1;  // the path the client named; -1: the models decide
+  int rows = 1;   // the query's size: its first input's leading dimension
+  double start_ms = 0, deadline_ms = 0;
+  std::optional<Failure> failure;             // the first of any of its visits
+  std::vector<std::pair<int, double>> ended;  // each trail that ended: its path (-1: none), when
 
-  // The tasks a request starts at: the named path's first, or every task no edge enters.
-  // kNotFound names the path when the pipeline has none of that name.
-  Result<std::vector<std::string>> Entry(const std::string& path) const;
-
-  // Where the output of `task` goes. On a named path: its next task (as many requests as the
-  // response names for it, else 1), nothing at its end. Else: the tasks and counts the
-  // response's `pipescale_next` names, each an edge of `task`, or every edge once. kInvalid
-  // (the model's fault, a 502) for a count or a task the graph does not allow.
-  Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
-                                 const nlohmann::json& response_parameters) const;
-  // The same with the response's counts read (ReadNext); kInvalid for a task the graph does not
-  // allow.
-  Result<std::vector<Call>> Next(const std::string& path, const std::string& task,
-                                 const NextCounts& named) const;
-
-  // Whether a request at `task` ends there: the last task of the named path, or a task with no
-  // next edge when the models decide.
-  bool IsLast(const std::string& path, const std::string& task) const;
-
-  // The execution path whose tasks are exactly `tasks` (a walk from an entry to a task with
-  // nowhere to go), or "" when the pipeline lists none.
-  std::string PathOf(const std::vector<std::string>& tasks) const;
-
-  // The deadline of a request: the named path's SLO, else the longest of all paths' (the
-  // models decide which it takes). 0 when the pipeline lists no path.
-  double DeadlineMs(const std::string& path) const;
-
-  const std::vector<std::string>& tasks() const { return tasks_; }
-  // The variants of `task` the pipeline lists.
-  const std::vector<std::string>& variants(const std::string& task) const {
-    return variants_.at(task);
+  void Fail(Failure f) {
+    if (!failure) failure = std::move(f);
   }
-  std::vector<std::string> paths() const;
-  // The tasks of the named path, in order; empty for "" or a path the pipeline lacks.
-  const std::vector<std::string>& PathTasks(const std::string& path) const;
-  // The named path's priority; standard for "" or a path the pipeline lacks.
-  model::Priority PriorityOf(const std::string& path) const;
+};
+
+struct DoorStep {
+  enum class Kind { kAdmit, kRefuse, kWait };
+  Kind kind = Kind::kAdmit;
+  Failure refusal;      // kRefuse: a 503, reason kShedLate or kShedNoPod
+  double again_ms = 0;  // kWait: when to look again
+};
+
+struct VariantStep {
+  enum class Kind { kGo, kReroute, kDrop };
+  Kind kind = Kind::kGo;
+  int variant = -1;  // kGo, kReroute: the variant to serve it; -1: any pod of the task
+  Failure drop;      // kDrop: a 504 with Loki's reason
+};
+
+// A pick of a pod for a call. The vectors are scratch the caller keeps, so that a pick allocates
+// nothing once warm.
+struct PodPick {
+  int pod = -1;          // among TaskLoads::Pod(task, ·); -1 when none may take it
+  bool spilled = false;  // MArk's burst class took it: every main replica would answer late
+  std::vector<int> pods, main, burst;
+  std::vector<MainReplica> load;
+  std::vector<Candidate> candidates;
+};
+
+// What a call to a pod came back with: its HTTP status (0: no answer, the connection failed)
+// and the answer's body or the transport's error.
+struct CallOutcome {
+  unsigned status = 0;
+  std::string detail;
+};
+
+struct CallVerdict {
+  enum class Kind { kDone, kRetry, kFail };
+  Kind kind = Kind::kDone;
+  // kFail: what the visit fails with; kRetry: the same, should no other pod be left to try.
+  Error error;
+};
+
+// How a request ends: its status and, for the per-path counters, the paths it counts under with
+// its latency on each (a named path; else each path its trails took, or -1 when none ended).
+struct Ending {
+  unsigned status = 200;
+  Failure failure;  // when the status is not 200
+  struct Count {
+    int path = -1;
+    double ms = 0;
+  };
+  std::vector<Count> counts;
+};
+
+class Walker {
+ public:
+  // `loki`: a Loki plan's tables, or null. All three must outlive the walker.
+  Walker(const Graph& graph, const LokiTables* loki, const Policy& policy)
+      : graph_(graph), loki_(loki), policy_(policy) {}
+
+  // A request of `rows` rows for `path` (-1: the models decide) arriving at `now_ms`.
+  Walk Start(int path, int rows, double now_ms) const;
+
+  // At the door: in, refused, or waiting for its path's tasks' first Ready pods.
+  DoorStep AtDoor(const TaskLoads& loads, const Walk& walk, double now_ms) const;
+
+  // The variant of `task` to serve a request that `from_variant` of `from_task` served before
+  // (-1, -1 at the first task): Loki's table and drop policy where there is a plan; `u` uniform
+  // in [0, 1).
+  VariantStep ChooseVariant(const TaskLoads& loads, const Walk& walk, int task, int from_task,
+                            int from_variant, double now_ms, double u) const;
+
+  // Which of `task`'s pods takes a call: those of `variant` when it has any (else any of the
+  // task's), MArk's main classes unless every main replica would answer late, then the least
+  // loaded (picker.h), never `tried` (-1: none). `u1`, `u2` uniform in [0, 1).
+  void PickPod(const TaskLoads& loads, int task, int variant, int tried, double u1, double u2,
+               PodPick& pick) const;
+
+  // Before a call to `task` leaves: the error when the deadline has passed.
+  std::optional<Error> BeforeCall(const Walk& walk, int task, double now_ms) const;
+  // The error when `task` has no pod to take a call.
+  Error NoPod(int task) const;
+  // After attempt `attempt` (0: the first) of a call to `task` came back `outcome`: done when
+  // answered 200; a 4xx, or a deadline passed, fails the visit; another failure is tried once
+  // more on another pod.
+  CallVerdict AfterCall(const Walk& walk, int task, int attempt, const CallOutcome& outcome,
+                        double now_ms) const;
+  // A task's answer the walk cannot read or route (its outputs, or the next tasks it names): the
+  // model's fault, a 502.
+  Failure BadAnswer(int task, const Error& error) const;
+  // A task whose Kairos queue is full turns the request away: a 503.
+  Failure PoolFull(int task) const;
+  // An answered call's end: the failure when it came back past the deadline and its grace.
+  std::optional<Failure> AfterAnswer(const Walk& walk, double now_ms) const;
+
+  // A trail of tasks (in walk order) that ended at `now_ms`: the walk counts it under its path.
+  void EndTrail(Walk& walk, std::span<const int> trail, double now_ms) const;
+
+  // The request's end at `now_ms`: late past its grace is a 504.
+  Ending Finish(Walk& walk, double now_ms) const;
+
+  const Graph& graph() const { return graph_; }
+  const Policy& policy() const { return policy_; }
 
  private:
-  std::vector<std::string> tasks_;
-  std::map<std::string, std::vector<std::string>> edges_;     // task -> next tasks
-  std::map<std::string, std::vector<std::string>> variants_;  // task -> its variants
-  std::map<std::string, std::vector<std::string>> paths_;     // path -> its tasks
-  std::map<std::string, double> slo_ms_;
-  std::map<std::string, model::Priority> priority_;
+  const Graph& graph_;
+  const LokiTables* loki_;
+  const Policy& policy_;
+  // Scratch for the tasks a step predicts over: a walker serves one thread.
+  mutable std::vector<TaskNow> tasks_now_;
+  mutable TaskNow task_now_;
 };
 
-}  // namespace pipescale::router
+// The pipeline's answer as one model: {"model_name", "outputs" (each already JSON), "parameters":
+// {"pipescale_paths": the paths it took}, "id" when the request had one}.
+std::string AnswerJson(std::string_view model_name, std::span<const std::string> outputs,
+                       std::span<const std::string> paths, std::string_view id);
+
+}  // namespace pipescale::routing

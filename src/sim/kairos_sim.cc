@@ -39,13 +39,13 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
   std::discrete_distribution<size_t> size(weights.begin(), weights.end());
 
   // The router's queue, with each query taking exactly its predicted time.
-  router::KairosQueue queue({.latency_ms = latency_ms,
-                             .coefficient = coefficient,
-                             .qos_ms = qos_ms,
-                             .xi = options.xi,
-                             .queue_per_replica = 2,
-                             .fcfs = policy == Policy::kFcfs});
-  std::vector<router::PoolReplica> replicas;
+  routing::KairosQueue queue({.latency_ms = latency_ms,
+                              .coefficient = coefficient,
+                              .qos_ms = qos_ms,
+                              .xi = options.xi,
+                              .queue_per_replica = 2,
+                              .fcfs = policy == Policy::kFcfs});
+  std::vector<routing::PoolReplica> replicas;
   for (size_t j = 0; j < pool.size(); ++j) {
     replicas.push_back({static_cast<int>(j), pool[j].hardware_class});
   }
@@ -58,7 +58,7 @@ SimResult Simulate(const std::vector<std::function<double(int)>>& latency_ms,
   int arrived = 0;
 
   auto dispatch = [&](double now) {
-    for (const router::KairosQueue::Start& s : queue.Match(now)) {
+    for (const routing::KairosQueue::Start& s : queue.Match(now)) {
       const double done = now + latency_ms[pool[s.replica].hardware_class](size_of[s.query]);
       pool[s.replica].busy_ms = done;
       latencies.push_back(done - arrived_at[s.query]);

@@ -290,7 +290,7 @@ TEST_F(RouterOnClusterTest, ADeletedRouterPodDrainsWithoutLosingARequest) {
                              "/pods?labelSelector=" + kube::QueryEscape(selector));
     std::vector<json> ready;
     for (const json& pod : pods.ok() ? (*pods)["items"] : json::array()) {
-      if (router::PodReady(pod)) ready.push_back(pod);
+      if (routing::PodReady(pod)) ready.push_back(pod);
     }
     return ready;
   };

@@ -85,7 +85,7 @@ class Routers {
     std::vector<std::string> out;
     for (const json& pod : pods_->List()) {
       const std::string ip = StringField(pod.value("status", json::object()), "podIP");
-      if (router::PodReady(pod) && !ip.empty()) {
+      if (routing::PodReady(pod) && !ip.empty()) {
         out.push_back(ip + ":" + std::to_string(api::kRouterPort));
       }
     }

@@ -60,8 +60,8 @@
 
 namespace {
 
-using pipescale::router::kBinaryOutputParameter;
-using pipescale::router::kBinarySizeParameter;
+using pipescale::routing::kBinaryOutputParameter;
+using pipescale::routing::kBinarySizeParameter;
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -336,7 +336,7 @@ std::optional<std::string> CheckInput(const json& input, size_t i) {
   if (const long bytes = BinarySize(input); bytes != -1) {
     if (bytes < 0) return where + ".parameters.binary_data_size must be a non-negative integer";
     if (input.contains("data")) return where + ".data must be absent for binary data";
-    const long each = pipescale::router::ElementBytes(type);
+    const long each = pipescale::routing::ElementBytes(type);
     if (each > 0 ? bytes != elements * each : bytes < 4 * elements) {
       return where + ".parameters.binary_data_size is " + std::to_string(bytes) +
              " bytes, which shape " + shape.dump() + " of " + type + " does not take";
@@ -425,7 +425,7 @@ std::optional<std::string> ReadBody(mg_connection* conn, size_t max_bytes, std::
 // bytes of JSON), or nullopt when that header is not a length within the body.
 std::optional<std::pair<std::string_view, std::string_view>> SplitBody(mg_connection* conn,
                                                                        const std::string& body) {
-  const char* header = mg_get_header(conn, pipescale::router::kHeaderLengthField.data());
+  const char* header = mg_get_header(conn, pipescale::routing::kHeaderLengthField.data());
   if (header == nullptr) return std::make_pair(std::string_view(body), std::string_view());
   char* end = nullptr;
   const long long json_bytes = std::strtoll(header, &end, 10);
@@ -491,7 +491,7 @@ int OnInfer(mg_connection* conn, Server& server) {
   if (!split) {
     return ReplyError(
         conn, server, 400,
-        std::string(pipescale::router::kHeaderLengthField) + " must be a length within the body");
+        std::string(pipescale::routing::kHeaderLengthField) + " must be a length within the body");
   }
   const json request = json::parse(split->first, nullptr, false);
   if (request.is_discarded()) return ReplyError(conn, server, 400, "request body is not JSON");
@@ -530,7 +530,8 @@ int OnInfer(mg_connection* conn, Server& server) {
   mg_printf(conn,
             "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "
             "%zu\r\n%s: %zu\r\n\r\n",
-            text.size() + binary.size(), pipescale::router::kHeaderLengthField.data(), text.size());
+            text.size() + binary.size(), pipescale::routing::kHeaderLengthField.data(),
+            text.size());
   mg_write(conn, text.data(), text.size());
   mg_write(conn, binary.data(), binary.size());
   return 200;

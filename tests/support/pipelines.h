@@ -24,4 +24,25 @@ inline nlohmann::json OneTaskPipeline(const std::string& name, const std::string
             {"paths", {{{"name", "p"}, {"tasks", {"a"}}, {"sloMs", 100}}}}}}};
 }
 
+// The traffic pipeline the request path's tests walk: detect -> classify (path cars, 200 ms) and
+// detect -> recognize (faces, 300 ms, sheddable); detect has a big and a small variant, big on
+// both classes (gpu, and the cheaper spot a burst pool may use).
+inline constexpr const char* kTrafficPipeline = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: traffic}
+spec:
+  hardwareClasses: [{name: gpu}, {name: spot}]
+  tasks:
+    - name: detect
+      next: [{task: classify}, {task: recognize}]
+      variants:
+        - {name: big, accuracy: 0.9, profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {c: 40}}}, {hardwareClass: spot, latencyMs: {quadratic: {c: 40}}}]}
+        - {name: small, accuracy: 0.6, profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {c: 10}}}]}
+    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {c: 20}}}]}]}
+    - {name: recognize, variants: [{name: v, profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {c: 20}}}]}]}
+  paths:
+    - {name: cars, tasks: [detect, classify], sloMs: 200}
+    - {name: faces, tasks: [detect, recognize], sloMs: 300, priority: sheddable}
+)";
+
 }  // namespace pipescale::testing

@@ -14,7 +14,7 @@ namespace pipescale::testing {
 // Cumulative counts at each of the router's bucket bounds, and at +Inf.
 inline std::map<double, double> SizeHistogram(const std::vector<int>& sizes) {
   std::map<double, double> out;
-  for (double bound : router::QuerySizeBounds()) {
+  for (double bound : routing::QuerySizeBounds()) {
     out[bound] = static_cast<double>(
         std::count_if(sizes.begin(), sizes.end(), [&](int s) { return s <= bound; }));
   }

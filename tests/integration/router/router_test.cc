@@ -58,6 +58,24 @@ struct BinaryRequest {
   }
 };
 
+// detect -> classify, each on one CPU class, on path p with `slo_ms`; classify's variants as given.
+std::string ChainPipeline(double slo_ms,
+                          const std::string& classify_variants =
+                              "[{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: "
+                              "{c: 5}}}]}]") {
+  return R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: chain, namespace: demo}
+spec:
+  hardwareClasses: [{name: cpu}]
+  tasks:
+    - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
+    - {name: classify, variants: )" +
+         classify_variants + R"(}
+  paths: [{name: p, tasks: [detect, classify], sloMs: )" +
+         std::to_string(slo_ms) + "}]\n";
+}
+
 class RouterTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::FreshTestDir("router"); }
@@ -80,16 +98,7 @@ class RouterTest : public ::testing::Test {
     if (!pipeline_.empty()) {
       std::ofstream(dir_ + "/pipeline.yaml") << pipeline_;
     } else {
-      std::ofstream(dir_ + "/pipeline.yaml") << R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: chain, namespace: demo}
-spec:
-  hardwareClasses: [{name: cpu}]
-  tasks:
-    - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-  paths: [{name: p, tasks: [detect, classify], sloMs: )"
-                                             << slo_ms << "}]\n";
+      std::ofstream(dir_ + "/pipeline.yaml") << ChainPipeline(slo_ms);
     }
   }
 
@@ -420,9 +429,20 @@ std::string LokiRouting(double b7) {
       .dump();
 }
 
+// The chain with two variants of classify, b7 declared at `b7_ms` a batch and b0 at 2 ms.
+std::string TwoVariantChain(double b7_ms) {
+  return ChainPipeline(
+      400,
+      "[{name: b7, accuracy: 0.9, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: " +
+          std::to_string(b7_ms) +
+          "}}}]}, {name: b0, accuracy: 0.7, profiles: [{hardwareClass: cpu, latencyMs: "
+          "{quadratic: {c: 2}}}]}]");
+}
+
 // Loki's MostAccurateFirst tables decide which variant's pods serve: the model servers' own
 // counts split as the table says, within 4 standard deviations of 300 draws (0.09).
 TEST_F(RouterTest, LokisTablesSplitRequestsAcrossVariants) {
+  pipeline_ = TwoVariantChain(2);
   std::ofstream(dir_ + "/routing.json") << LokiRouting(0.8);
   const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
   StartRouter("detect=" + Model("detect", "0,0,2") + "@v;classify=" + b7 + "@b7," + b0 + "@b0", 400,
@@ -440,19 +460,7 @@ TEST_F(RouterTest, LokisTablesSplitRequestsAcrossVariants) {
 // is called. The router predicts from the declared profile and the pods' queues, not from what
 // the task before took.
 TEST_F(RouterTest, ARequestThePlannedVariantWouldServeLateIsReroutedOrDropped) {
-  pipeline_ = R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: chain, namespace: demo}
-spec:
-  hardwareClasses: [{name: cpu}]
-  tasks:
-    - {name: detect, next: [{task: classify}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-    - name: classify
-      variants:
-        - {name: b7, accuracy: 0.9, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 500}}}]}
-        - {name: b0, accuracy: 0.7, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 2}}}]}
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-)";
+  pipeline_ = TwoVariantChain(500);
   std::ofstream(dir_ + "/routing.json") << LokiRouting(1);
   const std::string b7 = Model("classify", "0,0,2"), b0 = Model("classify", "0,0,2");
   const std::string endpoints = "detect=" + Model("detect", "0,0,5") + "@v/cpu/1;classify=" + b7 +

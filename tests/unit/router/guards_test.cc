@@ -14,6 +14,7 @@ namespace pipescale::router {
 namespace {
 
 using namespace std::chrono_literals;
+using routing::Body;
 
 std::uint64_t Panics(const std::string& component) { return PanicCounts()[component]; }
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 TEST(Admission, WorkAheadCountsWholeBatches) {
@@ -24,15 +24,15 @@ TEST(Admission, PredictsEachTaskAtItsLeastLoadedPod) {
       {.pods = {{.outstanding = 0, .batch = 2, .batch_ms = 80}}, .fill_ms = 25}};
   // 50 ahead + 50 at the first task's second pod; 25 to fill + 80 at the second.
   EXPECT_DOUBLE_EQ(PredictedMs(path), 205);
-  EXPECT_EQ(AtTheDoor(path, 205), Door::kAdmit);
-  EXPECT_EQ(AtTheDoor(path, 204.9), Door::kRefuse);
+  EXPECT_EQ(Admit(path, 205), Door::kAdmit);
+  EXPECT_EQ(Admit(path, 204.9), Door::kRefuse);
 }
 
 TEST(Admission, ATaskWithoutPodsMakesTheRequestWait) {
   const std::vector<TaskNow> path = {{.pods = {{.outstanding = 0, .batch = 1, .batch_ms = 5}}},
                                      {.pods = {}}};
   EXPECT_TRUE(std::isinf(PredictedMs(path)));
-  EXPECT_EQ(AtTheDoor(path, 1e9), Door::kWaitForPods);
+  EXPECT_EQ(Admit(path, 1e9), Door::kWaitForPods);
 }
 
 // The door is monotone: more time left never refuses a request admitted with less, and more
@@ -51,14 +51,14 @@ TEST(Admission, MoreTimeOrLessWorkNeverRefusesWhatWasAdmitted) {
       }
     }
     const double remaining = static_cast<double>(rng() % 3000);
-    const Door door = AtTheDoor(path, remaining);
+    const Door door = Admit(path, remaining);
     if (door == Door::kAdmit) {
-      EXPECT_EQ(AtTheDoor(path, remaining + 1), Door::kAdmit);
+      EXPECT_EQ(Admit(path, remaining + 1), Door::kAdmit);
     }
     std::vector<TaskNow> busier = path;
     ++busier[rng() % busier.size()].pods[0].outstanding;
     if (door == Door::kRefuse) {
-      EXPECT_EQ(AtTheDoor(busier, remaining), Door::kRefuse);
+      EXPECT_EQ(Admit(busier, remaining), Door::kRefuse);
     }
     EXPECT_GE(PredictedMs(busier), PredictedMs(path));
   }
@@ -73,7 +73,7 @@ TEST(Admission, SheddableIsRefusedBeforeStandardBeforeCritical) {
   EXPECT_TRUE(std::isinf(AdmitShare(Priority::kCritical)));
   const std::vector<TaskNow> path = {{.pods = {{.outstanding = 4, .batch = 1, .batch_ms = 50}}}};
   for (double remaining = 0; remaining < 1000; remaining += 5) {
-    const auto door = [&](Priority p) { return AtTheDoor(path, remaining * AdmitShare(p)); };
+    const auto door = [&](Priority p) { return Admit(path, remaining * AdmitShare(p)); };
     if (door(Priority::kSheddable) == Door::kAdmit) {
       EXPECT_EQ(door(Priority::kStandard), Door::kAdmit);
     }
@@ -83,12 +83,12 @@ TEST(Admission, SheddableIsRefusedBeforeStandardBeforeCritical) {
   }
   // 250 ms of work: with 400 ms left, critical and standard go in, sheddable is refused; with
   // 200 ms left only critical.
-  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kCritical)), Door::kAdmit);
-  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kStandard)), Door::kAdmit);
-  EXPECT_EQ(AtTheDoor(path, 400 * AdmitShare(Priority::kSheddable)), Door::kRefuse);
-  EXPECT_EQ(AtTheDoor(path, 200 * AdmitShare(Priority::kCritical)), Door::kAdmit);
-  EXPECT_EQ(AtTheDoor(path, 200 * AdmitShare(Priority::kStandard)), Door::kRefuse);
+  EXPECT_EQ(Admit(path, 400 * AdmitShare(Priority::kCritical)), Door::kAdmit);
+  EXPECT_EQ(Admit(path, 400 * AdmitShare(Priority::kStandard)), Door::kAdmit);
+  EXPECT_EQ(Admit(path, 400 * AdmitShare(Priority::kSheddable)), Door::kRefuse);
+  EXPECT_EQ(Admit(path, 200 * AdmitShare(Priority::kCritical)), Door::kAdmit);
+  EXPECT_EQ(Admit(path, 200 * AdmitShare(Priority::kStandard)), Door::kRefuse);
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -9,7 +9,7 @@
 
 #include "support/mutate.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
@@ -181,4 +181,4 @@ TEST(StackAndSplit, MutatedAnswersNeverCrash) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -8,10 +8,10 @@
 #include <random>
 #include <string>
 
-#include "routing/walk.h"
+#include "routing/graph.h"
 #include "support/mutate.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
@@ -230,4 +230,4 @@ TEST(Body, TheClientsOutputsAreNamedAfterTheirTask) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -5,14 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "api/pipeline_parse.h"
+#include "support/parsed_pipeline.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
 
 model::Pipeline Chain() {
-  auto parsed = api::ParsePipeline(R"(apiVersion: pipescale.io/v1alpha1
+  return testing::ParsedPipeline(R"(apiVersion: pipescale.io/v1alpha1
 kind: InferencePipeline
 metadata: {name: chain}
 spec:
@@ -28,8 +29,6 @@ spec:
     - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
   paths: [{name: all, tasks: [detect, classify], sloMs: 200}]
 )");
-  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
-  return *parsed.pipeline;
 }
 
 json Pod(const std::string& name, const std::string& task, const std::string& ip,
@@ -107,4 +106,4 @@ TEST(Endpoints, MalformedPodsArePassedOver) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -12,7 +12,7 @@
 
 #include "api/pipeline_parse.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 using Kind = Verdict::Kind;
@@ -91,34 +91,39 @@ TEST(Loki, EachPolicyTreatsALateRequestAsThePaperSays) {
   const std::vector<Option> on_time = Options(100, 60, 30);
   for (auto p :
        {DropPolicy::kNone, DropPolicy::kLastTask, DropPolicy::kPerTask, DropPolicy::kReroute}) {
-    EXPECT_EQ(Decide(p, "b7", on_time, 150, true), (Verdict{Kind::kGo, "b7", ""}));
+    EXPECT_EQ(JudgeLateness(p, "b7", on_time, 150, true), (Verdict{Kind::kGo, "b7", ""}));
   }
   // b7's queue would make it 25 ms late: per-task drops it, last-task only before the last task,
   // rerouting sends it to b3, the most accurate variant still in time.
   const std::vector<Option> behind = Options(120, 90, 40);
-  EXPECT_EQ(Decide(DropPolicy::kNone, "b7", behind, 95, true).kind, Kind::kGo);
-  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", behind, 95, true),
+  EXPECT_EQ(JudgeLateness(DropPolicy::kNone, "b7", behind, 95, true).kind, Kind::kGo);
+  EXPECT_EQ(JudgeLateness(DropPolicy::kLastTask, "b7", behind, 95, true),
             (Verdict{Kind::kDrop, "", "last task"}));
-  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", behind, 95, false).kind, Kind::kGo);
-  EXPECT_EQ(Decide(DropPolicy::kPerTask, "b7", behind, 95, false),
+  EXPECT_EQ(JudgeLateness(DropPolicy::kLastTask, "b7", behind, 95, false).kind, Kind::kGo);
+  EXPECT_EQ(JudgeLateness(DropPolicy::kPerTask, "b7", behind, 95, false),
             (Verdict{Kind::kDrop, "", "per-task budget"}));
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 95, false),
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b7", behind, 95, false),
             (Verdict{Kind::kReroute, "b3", ""}));
   // Only b0 makes 50 ms; nothing makes 30: dropped rather than served late.
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 50, false).variant, "b0");
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", behind, 30, false),
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b7", behind, 50, false).variant, "b0");
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b7", behind, 30, false),
             (Verdict{Kind::kDrop, "", "no faster backup"}));
   // Demand past the plan: the table's b0 has a queue, b7 has room. The spill goes up, not only
   // down: the more accurate variant that is in time.
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b0", Options(80, 200, 300), 100, false).variant, "b7");
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b0", Options(80, 200, 300), 100, false).variant,
+            "b7");
 }
 
 TEST(Loki, AVariantWithoutReadyPodsIsNotLate) {
   // b7 is starting up: the request is not dropped for it, and rerouting takes a variant in time.
-  EXPECT_EQ(Decide(DropPolicy::kPerTask, "b7", Options(kNoPod, 50, 20), 40, true).kind, Kind::kGo);
-  EXPECT_EQ(Decide(DropPolicy::kLastTask, "b7", Options(kNoPod, 50, 20), 40, true).kind, Kind::kGo);
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 20), 40, true).variant, "b0");
-  EXPECT_EQ(Decide(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 45), 40, true).kind, Kind::kGo);
+  EXPECT_EQ(JudgeLateness(DropPolicy::kPerTask, "b7", Options(kNoPod, 50, 20), 40, true).kind,
+            Kind::kGo);
+  EXPECT_EQ(JudgeLateness(DropPolicy::kLastTask, "b7", Options(kNoPod, 50, 20), 40, true).kind,
+            Kind::kGo);
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 20), 40, true).variant,
+            "b0");
+  EXPECT_EQ(JudgeLateness(DropPolicy::kReroute, "b7", Options(kNoPod, 50, 45), 40, true).kind,
+            Kind::kGo);
 }
 
 // Properties over many requests and queues: per-task drops exactly the requests the planned
@@ -131,8 +136,8 @@ TEST(Loki, ReroutingDropsNoMoreThanPerTaskAndItsChoicesFit) {
     const std::vector<Option> options = Options(ms(rng), ms(rng), ms(rng));
     const double left = ms(rng);
     const std::string planned = options[i % 3].variant;
-    const Verdict per_task = Decide(DropPolicy::kPerTask, planned, options, left, false);
-    const Verdict reroute = Decide(DropPolicy::kReroute, planned, options, left, false);
+    const Verdict per_task = JudgeLateness(DropPolicy::kPerTask, planned, options, left, false);
+    const Verdict reroute = JudgeLateness(DropPolicy::kReroute, planned, options, left, false);
     EXPECT_EQ(per_task.kind == Kind::kDrop, options[i % 3].predicted_ms > left);
     if (per_task.kind == Kind::kGo) {
       EXPECT_EQ(reroute, per_task);
@@ -151,4 +156,4 @@ TEST(Loki, ReroutingDropsNoMoreThanPerTaskAndItsChoicesFit) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 TEST(Picker, NoneOrOne) {
@@ -103,4 +103,4 @@ TEST(PickPod, PastTheScanLimitItIsThePowerOfTwoChoices) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

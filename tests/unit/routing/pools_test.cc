@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 // Two classes: a fast one (1 ms per row) and one that is quick on small queries only (0.4 ms per
@@ -190,4 +190,4 @@ TEST(ShouldSpill, EveryMainReplicaLateAndNoSooner) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

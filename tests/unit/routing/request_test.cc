@@ -12,7 +12,7 @@
 #include "api/pipeline_parse.h"
 #include "support/mutate.h"
 
-namespace pipescale::router {
+namespace pipescale::routing {
 namespace {
 
 constexpr const char* kValid =
@@ -199,4 +199,4 @@ TEST(QuerySizeBounds, CoverEveryBatchWithinAThird) {
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

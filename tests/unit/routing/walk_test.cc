@@ -1,116 +1,250 @@
-// Walking a pipeline's DAG: entries, branches and fan-out as the model's response names them,
-// the path a walk took, and the deadline a request gets.
+// One request's walk as the router serves it and the simulator replays it: each step over a
+// view of the task loads, and how the walk ends.
 #include "routing/walk.h"
 
 #include <gtest/gtest.h>
 
-#include "api/pipeline_parse.h"
+#include <nlohmann/json.hpp>
+#include <random>
 
-namespace pipescale::router {
+#include "api/pipeline_parse.h"
+#include "support/parsed_pipeline.h"
+#include "support/pipelines.h"
+
+namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
 
-// detect -> {classify, recognize}; detect -> count -> (sink)
-model::Pipeline Traffic() {
-  auto parsed = api::ParsePipeline(R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: traffic}
-spec:
-  hardwareClasses: [{name: cpu}]
-  tasks:
-    - {name: detect, next: [{task: classify}, {task: recognize}], variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-    - {name: classify, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-    - {name: recognize, variants: [{name: v, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 5}}}]}]}
-  paths:
-    - {name: cars, tasks: [detect, classify], sloMs: 200}
-    - {name: faces, tasks: [detect, recognize], sloMs: 300, priority: sheddable}
-)");
-  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
-  return *parsed.pipeline;
-}
+model::Pipeline Traffic() { return testing::ParsedPipeline(testing::kTrafficPipeline); }
 
-TEST(Walk, ANamedPathEntersAtItsFirstTaskAndFollowsItsTasks) {
-  const Graph g(Traffic());
-  EXPECT_EQ(*g.Entry("cars"), std::vector<std::string>{"detect"});
-  EXPECT_EQ(*g.Next("cars", "detect", json::object()), (std::vector<Call>{{"classify", 1}}));
-  EXPECT_TRUE(g.Next("cars", "classify", json::object())->empty());
-  // The detector found 3 objects: 3 requests to the path's next task, none to the other.
-  EXPECT_EQ(*g.Next("cars", "detect", json{{kNextParameter, {{"classify", 3}, {"recognize", 2}}}}),
-            (std::vector<Call>{{"classify", 3}}));
-  // None found: the path ends there.
-  EXPECT_TRUE(g.Next("cars", "detect", json{{kNextParameter, {{"classify", 0}}}})->empty());
-  EXPECT_EQ(g.Entry("trucks").error().kind, ErrorKind::kNotFound);
-}
+constexpr int kDetect = 0, kClassify = 1, kRecognize = 2;
+constexpr int kCars = 0, kFaces = 1;
+constexpr int kBig = 0, kSmall = 1;
+constexpr int kGpu = 0, kSpot = 1;
 
-TEST(Walk, WithoutAPathTheModelsResponseChoosesBranchesAndFanOut) {
-  const Graph g(Traffic());
-  EXPECT_EQ(*g.Entry(""), std::vector<std::string>{"detect"});
-  // Nothing named: every edge once, as an ensemble.
-  EXPECT_EQ(*g.Next("", "detect", json::object()),
-            (std::vector<Call>{{"classify", 1}, {"recognize", 1}}));
-  EXPECT_EQ(*g.Next("", "detect", json{{kNextParameter, {{"recognize", 2}}}}),
-            (std::vector<Call>{{"recognize", 2}}));
-  // A model naming a task it has no edge to, or an absurd count, is the model's fault.
-  EXPECT_EQ(g.Next("", "detect", json{{kNextParameter, {{"detect", 1}}}}).error().kind,
-            ErrorKind::kInvalid);
-  EXPECT_FALSE(g.Next("", "detect", json{{kNextParameter, {{"classify", kMaxFanOut + 1}}}}).ok());
-  EXPECT_FALSE(g.Next("", "detect", json{{kNextParameter, {{"classify", "3"}}}}).ok());
-  EXPECT_FALSE(g.Next("", "detect", json{{kNextParameter, 3}}).ok());
-}
+// The loads as a test writes them down: pods per task, batches the router forms, a matcher's
+// prediction, MArk's burst class.
+struct Loads final : TaskLoads {
+  std::vector<std::vector<PodLoad>> pods = std::vector<std::vector<PodLoad>>(3);
+  std::map<std::pair<int, int>, double> fill;  // (task, variant) -> ms
+  std::map<int, double> matched;               // task -> ms
+  std::map<int, SpillPool> spill;
 
-TEST(Walk, AWalkNamesThePathItTookAndTheDeadlineFollowsThePath) {
-  const Graph g(Traffic());
-  EXPECT_EQ(g.PathOf({"detect", "recognize"}), "faces");
-  EXPECT_EQ(g.PathOf({"detect"}), "");
-  EXPECT_EQ(g.DeadlineMs("cars"), 200);
-  EXPECT_EQ(g.DeadlineMs(""), 300);  // the models may send it down the slower path
-  EXPECT_EQ(g.PathTasks("faces"), (std::vector<std::string>{"detect", "recognize"}));
-  EXPECT_TRUE(g.PathTasks("trucks").empty());
-  EXPECT_EQ(g.PriorityOf("faces"), model::Priority::kSheddable);
-  EXPECT_EQ(g.PriorityOf("cars"), model::Priority::kStandard);  // the default
-  EXPECT_EQ(g.PriorityOf(""), model::Priority::kStandard);
-}
-
-// Where a request ends, for Loki's last-task dropping: a named path's last task, or a task
-// with nowhere to go.
-TEST(Walk, ARequestEndsAtItsPathsLastTaskOrWhereNoEdgeLeads) {
-  const Graph g(Traffic());
-  EXPECT_TRUE(g.IsLast("faces", "recognize"));
-  EXPECT_FALSE(g.IsLast("faces", "detect"));
-  EXPECT_FALSE(g.IsLast("", "detect"));
-  EXPECT_TRUE(g.IsLast("", "recognize"));
-  EXPECT_FALSE(g.IsLast("nowhere", "recognize"));
-}
-
-// The response's counts, read once, route as the JSON does: the simulator routes on counts it
-// draws, the router on counts a model sends, by the same rule.
-TEST(Walk, CountsReadFromAResponseRouteAsTheResponseDoes) {
-  const Graph g(Traffic());
-  for (const json& parameters : {json::object(), json{{kNextParameter, {{"classify", 2}}}},
-                                 json{{kNextParameter, {{"classify", 0}, {"recognize", 4}}}},
-                                 json{{kNextParameter, json::object()}}}) {
-    auto counts = ReadNext(parameters);
-    ASSERT_TRUE(counts.ok()) << parameters;
-    for (const std::string path : {"", "cars", "faces"}) {
-      auto from_json = g.Next(path, "detect", parameters);
-      auto from_counts = g.Next(path, "detect", *counts);
-      ASSERT_EQ(from_json.ok(), from_counts.ok()) << parameters << " " << path;
-      if (from_json.ok()) {
-        EXPECT_EQ(*from_json, *from_counts) << parameters << " " << path;
-      }
+  int PodCount(int task) const override { return static_cast<int>(pods[task].size()); }
+  PodLoad Pod(int task, int index) const override { return pods[task][index]; }
+  double FillMs(int task, int variant) const override {
+    for (const auto& [key, ms] : fill) {
+      if (key.first == task && (variant < 0 || key.second == variant)) return ms;
     }
+    return 0;
   }
-  // A count out of range or of the wrong type is the model's fault, whichever task it names.
-  for (const json& bad : {json{{kNextParameter, {{"recognize", -1}}}},
-                          json{{kNextParameter, {{"classify", kMaxFanOut + 1}}}},
-                          json{{kNextParameter, {{"classify", "2"}}}}, json{{kNextParameter, 3}}}) {
-    auto counts = ReadNext(bad);
-    ASSERT_FALSE(counts.ok()) << bad;
-    EXPECT_NE(counts.error().message.find(kNextParameter), std::string::npos);
-    EXPECT_FALSE(g.Next("cars", "detect", bad).ok()) << bad;
+  std::optional<double> MatchedMs(int task, int) const override {
+    const auto it = matched.find(task);
+    return it == matched.end() ? std::nullopt : std::optional<double>(it->second);
   }
+  std::optional<SpillPool> Spill(int task) const override {
+    const auto it = spill.find(task);
+    return it == spill.end() ? std::nullopt : std::optional<SpillPool>(it->second);
+  }
+};
+
+PodLoad Idle(int variant, double batch_ms, int hardware_class = kGpu) {
+  return {.variant = variant, .hardware_class = hardware_class, .batch_ms = batch_ms};
+}
+
+struct Fixture {
+  model::Pipeline pipeline = Traffic();
+  Graph graph{pipeline};
+  Policy policy;
+  Walker walker{graph, nullptr, policy};
+};
+
+TEST(WalkTest, ADeadlineIsThePathsSloOrTheTimeoutWhenNoneBoundsIt) {
+  Fixture f;
+  EXPECT_EQ(f.walker.Start(kCars, 1, 1000).deadline_ms, 1200);
+  EXPECT_EQ(f.walker.Start(-1, 1, 1000).deadline_ms, 1300);  // the longest path's
+  model::Pipeline no_paths = Traffic();
+  no_paths.spec.paths.clear();
+  const Graph graph(no_paths);
+  const Walker walker(graph, nullptr, f.policy);
+  EXPECT_EQ(walker.Start(-1, 1, 1000).deadline_ms, 1000 + kCallTimeoutMs);
+}
+
+TEST(WalkTest, TheDoorAdmitsWhatItsPodsServeInTimeAndRefusesTheRest) {
+  Fixture f;
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  loads.pods[kClassify] = {Idle(0, 20)};
+  loads.pods[kRecognize] = {Idle(0, 20)};
+  const Walk cars = f.walker.Start(kCars, 1, 0);
+  EXPECT_EQ(f.walker.AtDoor(loads, cars, 0).kind, DoorStep::Kind::kAdmit);
+  // Four batches ahead at detect: 5 x 40 + 20 = 220 ms, past the 200 left.
+  loads.pods[kDetect][0].outstanding = 4;
+  const DoorStep refused = f.walker.AtDoor(loads, cars, 0);
+  ASSERT_EQ(refused.kind, DoorStep::Kind::kRefuse);
+  EXPECT_EQ(refused.refusal.status, 503u);
+  EXPECT_EQ(refused.refusal.reason, kShedLate);
+  EXPECT_NE(refused.refusal.message.find("cars"), std::string::npos);
+  // A sheddable path is refused at half its time: 3 batches ahead (180 + 20) fit 300, not 150.
+  loads.pods[kDetect][0].outstanding = 3;
+  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(kCars, 1, 0), 0).kind, DoorStep::Kind::kAdmit);
+  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(kFaces, 1, 0), 0).kind, DoorStep::Kind::kRefuse);
+  // Without the door, or without a named path, every request goes in.
+  loads.pods[kDetect][0].outstanding = 100;
+  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(-1, 1, 0), 0).kind, DoorStep::Kind::kAdmit);
+  f.policy.admission = false;
+  EXPECT_EQ(f.walker.AtDoor(loads, cars, 0).kind, DoorStep::Kind::kAdmit);
+}
+
+TEST(WalkTest, ARequestWaitsAtTheDoorForItsPathsPodsUntilItsDeadline) {
+  Fixture f;
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  const Walk cars = f.walker.Start(kCars, 1, 0);
+  const DoorStep wait = f.walker.AtDoor(loads, cars, 100);
+  ASSERT_EQ(wait.kind, DoorStep::Kind::kWait);
+  EXPECT_EQ(wait.again_ms, 100 + kDoorPollMs);
+  const DoorStep gone = f.walker.AtDoor(loads, cars, 200 - kDoorPollMs);
+  ASSERT_EQ(gone.kind, DoorStep::Kind::kRefuse);
+  EXPECT_EQ(gone.refusal.reason, kShedNoPod);
+  EXPECT_NE(gone.refusal.message.find("classify"), std::string::npos) << gone.refusal.message;
+  loads.pods[kClassify] = {Idle(0, 20)};
+  EXPECT_EQ(f.walker.AtDoor(loads, cars, 100).kind, DoorStep::Kind::kAdmit);
+}
+
+TEST(WalkTest, APodOfThePlannedVariantTakesTheCallElseAnyOtherThanTheOneTried) {
+  Fixture f;
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40), Idle(kSmall, 10), Idle(kBig, 40)};
+  loads.pods[kDetect][0].outstanding = 2;
+  PodPick pick;
+  f.walker.PickPod(loads, kDetect, kBig, -1, 0.5, 0.5, pick);
+  EXPECT_EQ(pick.pod, 2);  // the idle one of the planned variant
+  f.walker.PickPod(loads, kDetect, kBig, 2, 0.5, 0.5, pick);
+  EXPECT_EQ(pick.pod, 0);  // a retry goes to another pod of it
+  f.walker.PickPod(loads, kDetect, kSmall, 1, 0.5, 0.5, pick);
+  EXPECT_NE(pick.pod, 1);  // none left of the variant: any other pod of the task
+  EXPECT_GE(pick.pod, 0);
+  f.walker.PickPod(loads, kClassify, -1, -1, 0.5, 0.5, pick);
+  EXPECT_EQ(pick.pod, -1);  // no pod at all
+}
+
+TEST(WalkTest, MarksBurstClassTakesACallOnlyWhenEveryMainReplicaWouldBeLate) {
+  Fixture f;
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40), Idle(kBig, 40, kSpot)};
+  loads.spill[kDetect] = {.hardware_class = kSpot, .rt_max_ms = 100};
+  PodPick pick;
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.9, 0.9, pick);
+  EXPECT_EQ(pick.pod, 0);
+  EXPECT_FALSE(pick.spilled);
+  loads.pods[kDetect][0].outstanding = 3;  // 160 ms ahead: late
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, 0.1, pick);
+  EXPECT_EQ(pick.pod, 1);
+  EXPECT_TRUE(pick.spilled);
+  f.policy.spill = false;  // the baseline keeps to the main class
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, 0.1, pick);
+  EXPECT_EQ(pick.pod, 0);
+  EXPECT_FALSE(pick.spilled);
+}
+
+TEST(WalkTest, LokisPlanChoosesTheVariantAndReroutesWhatWouldBeLate) {
+  Fixture f;
+  model::AccuracyScalingPlan plan;
+  plan.routing = {{"cars", "detect", "", {{"big", 1}}}, {"cars", "classify", "big", {{"v", 1}}}};
+  plan.backups = {{"detect", "small", 20}};  // where a late request may go
+  const LokiTables loki(plan, f.pipeline);
+  const Walker walker(f.graph, &loki, f.policy);
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40), Idle(kSmall, 10)};
+  loads.pods[kClassify] = {Idle(0, 20)};
+  const Walk cars = walker.Start(kCars, 1, 0);
+  VariantStep step = walker.ChooseVariant(loads, cars, kDetect, -1, -1, 0, 0.5);
+  EXPECT_EQ(step.kind, VariantStep::Kind::kGo);
+  EXPECT_EQ(step.variant, kBig);
+  // 150 ms left: big (40) and classify (20) fit.
+  EXPECT_EQ(walker.ChooseVariant(loads, cars, kDetect, -1, -1, 50, 0.5).variant, kBig);
+  // 50 ms left: big and classify take 60; small and classify 30.
+  step = walker.ChooseVariant(loads, cars, kDetect, -1, -1, 150, 0.5);
+  EXPECT_EQ(step.kind, VariantStep::Kind::kReroute);
+  EXPECT_EQ(step.variant, kSmall);
+  // 20 ms left: nothing fits; dropped with a 504.
+  step = walker.ChooseVariant(loads, cars, kDetect, -1, -1, 180, 0.5);
+  ASSERT_EQ(step.kind, VariantStep::Kind::kDrop);
+  EXPECT_EQ(step.drop.status, 504u);
+  EXPECT_EQ(step.drop.reason, kNoFasterBackup);
+  // Without a plan every variant serves.
+  EXPECT_EQ(f.walker.ChooseVariant(loads, cars, kDetect, -1, -1, 180, 0.5).variant, -1);
+}
+
+TEST(WalkTest, AFailedCallIsTriedOnceMoreUnlessTheModelRefusedItOrTheDeadlinePassed) {
+  Fixture f;
+  const Walk cars = f.walker.Start(kCars, 1, 0);
+  using Kind = CallVerdict::Kind;
+  EXPECT_EQ(f.walker.AfterCall(cars, kDetect, 0, {200, "{}"}, 10).kind, Kind::kDone);
+  const CallVerdict refused = f.walker.AfterCall(cars, kDetect, 0, {400, "bad input"}, 10);
+  EXPECT_EQ(refused.kind, Kind::kFail);
+  EXPECT_EQ(StatusOf(refused.error.kind), 502u);
+  EXPECT_NE(refused.error.message.find("bad input"), std::string::npos);
+  const CallVerdict reset = f.walker.AfterCall(cars, kDetect, 0, {0, "connection reset"}, 10);
+  EXPECT_EQ(reset.kind, Kind::kRetry);
+  EXPECT_EQ(StatusOf(reset.error.kind), 502u);
+  EXPECT_EQ(f.walker.AfterCall(cars, kDetect, 1, {0, "connection reset"}, 10).kind, Kind::kFail);
+  // An overloaded model is no failure of its own: 503 when no other pod serves.
+  EXPECT_EQ(StatusOf(f.walker.AfterCall(cars, kDetect, 1, {503, ""}, 10).error.kind), 503u);
+  const CallVerdict late = f.walker.AfterCall(cars, kDetect, 0, {500, ""}, 200);
+  EXPECT_EQ(late.kind, Kind::kFail);
+  EXPECT_EQ(StatusOf(late.error.kind), 504u);
+  EXPECT_FALSE(f.walker.BeforeCall(cars, kDetect, 199).has_value());
+  EXPECT_EQ(f.walker.BeforeCall(cars, kDetect, 199.5)->kind, ErrorKind::kExpired);
+}
+
+TEST(WalkTest, ARequestEndsWithItsFirstFailureOrLateAndCountsUnderEachPathOnce) {
+  Fixture f;
+  Walk cars = f.walker.Start(kCars, 1, 0);
+  f.walker.EndTrail(cars, std::vector<int>{kDetect, kClassify}, 100);
+  f.walker.EndTrail(cars, std::vector<int>{kDetect, kClassify}, 120);  // fan-out
+  Ending ending = f.walker.Finish(cars, 130);
+  EXPECT_EQ(ending.status, 200u);
+  ASSERT_EQ(ending.counts.size(), 1u);
+  EXPECT_EQ(ending.counts[0].path, kCars);
+  EXPECT_EQ(ending.counts[0].ms, 120);
+  // Within the grace it is served; past it, a 504.
+  Walk late = f.walker.Start(kCars, 1, 0);
+  EXPECT_EQ(f.walker.Finish(late, 200 + kGraceMs).status, 200u);
+  late = f.walker.Start(kCars, 1, 0);
+  EXPECT_EQ(f.walker.Finish(late, 201 + kGraceMs).status, 504u);
+  // The models decide: each path its trails took, once; a walk that ended none, unlisted.
+  Walk any = f.walker.Start(-1, 1, 0);
+  f.walker.EndTrail(any, std::vector<int>{kDetect, kRecognize}, 50);
+  f.walker.EndTrail(any, std::vector<int>{kDetect, kClassify}, 60);
+  f.walker.EndTrail(any, std::vector<int>{kDetect}, 70);
+  ending = f.walker.Finish(any, 80);
+  ASSERT_EQ(ending.counts.size(), 3u);
+  EXPECT_EQ(ending.counts[0].path, kFaces);
+  EXPECT_EQ(ending.counts[1].path, kCars);
+  EXPECT_EQ(ending.counts[2].path, -1);
+  Walk failed = f.walker.Start(-1, 1, 0);
+  failed.Fail({.status = 503, .reason = "a", .message = "first"});
+  failed.Fail({.status = 502, .reason = "b", .message = "second"});
+  ending = f.walker.Finish(failed, 10);
+  EXPECT_EQ(ending.status, 503u);
+  EXPECT_EQ(ending.failure.message, "first");
+  ASSERT_EQ(ending.counts.size(), 1u);
+  EXPECT_EQ(ending.counts[0].path, -1);
+}
+
+TEST(WalkTest, TheAnswerIsOneModelsWithEveryStringEscaped) {
+  const std::vector<std::string> outputs = {R"({"name":"classify/label","data":[1]})"};
+  const std::vector<std::string> paths = {"cars", "a \"quoted\" path"};
+  const json answer = json::parse(AnswerJson("traffic", outputs, paths, "id-\n1"));
+  EXPECT_EQ(answer["model_name"], "traffic");
+  EXPECT_EQ(answer["outputs"][0]["name"], "classify/label");
+  EXPECT_EQ(answer["parameters"]["pipescale_paths"], json(paths));
+  EXPECT_EQ(answer["id"], "id-\n1");
+  EXPECT_FALSE(json::parse(AnswerJson("t", {}, {}, "")).contains("id"));
 }
 
 }  // namespace
-}  // namespace pipescale::router
+}  // namespace pipescale::routing

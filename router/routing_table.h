@@ -1,0 +1,68 @@
+// The pipeline's graph and its pods as one request sees them, replaced whole when either changes
+// so that a walk reads one consistent view from its start to its end; it is the walk's view of
+// the task loads (routing/loads.h), read from the pods' live counters.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "batcher.h"
+#include "matcher.h"
+#include "model/pipeline.h"
+#include "routing/graph.h"
+#include "routing/loads.h"
+#include "routing/loki.h"
+
+namespace pipescale::router {
+
+struct Endpoint {
+  std::string address;         // ip:port of a Ready pod
+  double weight = 1;           // its planned capacity
+  std::string variant;         // the model variant it serves ("" when not known)
+  std::string hardware_class;  // the class it runs on ("" when not known)
+  int variant_index = -1;      // the same, as the graph's indices (-1 when not known)
+  int class_index = -1;
+  int batch = 1;        // its batch size
+  double batch_ms = 0;  // d(batch) on its class, 0 when not known
+  // Requests sent to the pod and not yet answered: shared by every Endpoint of the address, so a
+  // new profile (a batch change) does not read a busy pod as idle.
+  std::shared_ptr<std::atomic<int>> outstanding = std::make_shared<std::atomic<int>>(0);
+};
+
+// A task served by a pool across hardware classes (Kairos's and MArk's pools.json).
+struct TaskPool {
+  std::shared_ptr<Matcher> matcher;  // Kairos: requests wait for a replica with none in flight
+  int spill_class = -1;              // MArk: the warm burst class that takes late requests
+  double rt_max_ms = 0;              // MArk: the response-time limit a main replica must meet
+};
+
+class RoutingTable final : public routing::TaskLoads {
+ public:
+  explicit RoutingTable(const model::Pipeline& pipeline);
+
+  routing::Graph graph;
+  std::vector<std::vector<std::shared_ptr<Endpoint>>> pods;  // by task
+  std::shared_ptr<const routing::LokiTables> loki;           // a Loki plan's routing.json, or null
+  std::vector<TaskPool> pools;                               // by task, from a pools.json
+  // Batches the router forms, by task: (variant, its batcher), from a batching.json.
+  std::vector<std::vector<std::pair<int, std::shared_ptr<Batcher>>>> batchers;
+
+  // The batcher of `task` for `variant` (-1: the task's first) and its variant; null when the
+  // router forms no batches there.
+  std::pair<std::shared_ptr<Batcher>, int> BatcherFor(int task, int variant) const;
+  // The first of the pipeline's tasks with no Ready pod, or none when each has one.
+  std::optional<int> TaskWithoutPod() const;
+
+  // routing::TaskLoads
+  int PodCount(int task) const override;
+  routing::PodLoad Pod(int task, int index) const override;
+  double FillMs(int task, int variant) const override;
+  std::optional<double> MatchedMs(int task, int rows) const override;
+  std::optional<routing::SpillPool> Spill(int task) const override;
+};
+
+}  // namespace pipescale::router
