@@ -1,6 +1,6 @@
 // Batches formed in the router for one task's variant (batchSize.formedBy: router), shared by
 // every router thread: a request waits with those whose inputs it can be stacked with until the
-// batch is full or its first request has waited its budget (router/batching.h); the request
+// batch is full or its first request has waited its budget (routing/batching.h); the request
 // that finds the batch ready sends it for all of them and hands each its rows of the answer.
 #pragma once
 

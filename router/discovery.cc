@@ -123,7 +123,7 @@ std::shared_ptr<const RoutingTable> MakeTable(
   return table;
 }
 
-std::vector<api::RouterBatch> ReadBatches(const std::string& text, std::string& error) {
+std::vector<api::RouterBatch> BatchesPartOf(const std::string& text, std::string& error) {
   auto read = api::ParseBatching(text);
   if (!read) {
     error = read.error().message;
@@ -133,7 +133,7 @@ std::vector<api::RouterBatch> ReadBatches(const std::string& text, std::string& 
   return *read;
 }
 
-std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string& error) {
+std::shared_ptr<const PoolsPart> PoolsPartOf(const std::string& text, std::string& error) {
   auto read = api::ParsePoolsRouting(text);
   if (!read) {
     error = read.error().message;
@@ -150,9 +150,9 @@ std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string&
   return std::make_shared<const PoolsPart>(PoolsPart{d->data_plane, std::move((*read).plan)});
 }
 
-std::shared_ptr<const routing::LokiTables> ReadLoki(const std::string& text,
-                                                    const model::Pipeline& pipeline,
-                                                    std::string& error) {
+std::shared_ptr<const routing::LokiTables> LokiPartOf(const std::string& text,
+                                                      const model::Pipeline& pipeline,
+                                                      std::string& error) {
   auto plan = api::ParseLokiRouting(text);
   if (!plan) {
     error = plan.error().message;
@@ -232,13 +232,13 @@ DataPlaneParts Discovery::PartsFromConfigMap(const nlohmann::json& data,
   DataPlaneParts parts;
   std::string error;
   if (const auto it = data.find(api::kLokiRoutingKey); it != data.end() && it->is_string()) {
-    parts.loki = ReadLoki(it->get<std::string>(), pipeline, error);
+    parts.loki = LokiPartOf(it->get<std::string>(), pipeline, error);
   } else if (const auto p = data.find(api::kPoolsRoutingKey); p != data.end() && p->is_string()) {
-    parts.pools = ReadPools(p->get<std::string>(), error);
+    parts.pools = PoolsPartOf(p->get<std::string>(), error);
   }
   if (const auto b = data.find(api::kBatchingKey);
       error.empty() && b != data.end() && b->is_string()) {
-    parts.batches = ReadBatches(b->get<std::string>(), error);
+    parts.batches = BatchesPartOf(b->get<std::string>(), error);
   }
   if (!error.empty() && error != last_parts_error_) {
     Log("warning", "routing to any Ready pod: the plan's data-plane part does not read",

@@ -54,17 +54,17 @@ std::shared_ptr<const RoutingTable> MakeTable(
 
 // A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
 // `error`, when it does not parse (the router then routes to any Ready pod).
-std::shared_ptr<const routing::LokiTables> ReadLoki(const std::string& text,
-                                                    const model::Pipeline& pipeline,
-                                                    std::string& error);
+std::shared_ptr<const routing::LokiTables> LokiPartOf(const std::string& text,
+                                                      const model::Pipeline& pipeline,
+                                                      std::string& error);
 
 // The batches the router forms, from `batching.json` text; empty, with a reason in `error`,
 // when it does not parse.
-std::vector<api::RouterBatch> ReadBatches(const std::string& text, std::string& error);
+std::vector<api::RouterBatch> BatchesPartOf(const std::string& text, std::string& error);
 
 // A Kairos or MArk plan's pools from `pools.json` text; null, with a reason in `error`, when
 // it does not parse or names an optimizer without pools.
-std::shared_ptr<const PoolsPart> ReadPools(const std::string& text, std::string& error);
+std::shared_ptr<const PoolsPart> PoolsPartOf(const std::string& text, std::string& error);
 
 class Discovery {
  public:

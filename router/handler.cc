@@ -14,15 +14,21 @@ namespace {
 using nlohmann::json;
 
 // One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
-std::vector<std::pair<int, routing::Body>> CallsOf(const std::vector<routing::Call>& next,
+std::vector<std::pair<int, routing::Body>> CallsOf(const std::vector<int>& tasks,
                                                    routing::Body body) {
-  std::vector<int> tasks;
-  for (const routing::Call& c : next) tasks.insert(tasks.end(), c.count, c.task);
   std::vector<std::pair<int, routing::Body>> calls;
   calls.reserve(tasks.size());
   for (size_t i = 0; i + 1 < tasks.size(); ++i) calls.emplace_back(tasks[i], body);
   if (!tasks.empty()) calls.emplace_back(tasks.back(), std::move(body));
   return calls;
+}
+
+// The calls a task's answer makes: as many to each next task as the answer names.
+std::vector<std::pair<int, routing::Body>> CallsOf(const std::vector<routing::Call>& next,
+                                                   routing::Body body) {
+  std::vector<int> tasks;
+  for (const routing::Call& c : next) tasks.insert(tasks.end(), c.count, c.task);
+  return CallsOf(tasks, std::move(body));
 }
 
 }  // namespace
@@ -211,16 +217,15 @@ asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk, 
   if (!reply) co_return reply.error();
   // Once per batch, not per request in it: the count is batches served.
   if (const auto answer = routing::ReadAnswer(reply->call.body, reply->call.header_length)) {
-    MeasureBatch(task, reply->call, *reply->facts, answer->parameters);
+    MeasureBatch(walk.table->graph.TaskName(task), reply->call, *reply->facts, answer->parameters);
   }
   co_return std::move(*reply).call;
 }
 
-void PipelineHandler::MeasureBatch(int task, const CallReply& call, const routing::CallFacts& facts,
-                                   const json& parameters) {
+void PipelineHandler::MeasureBatch(const std::string& task, const CallReply& call,
+                                   const routing::CallFacts& facts, const json& parameters) {
   if (const auto sample = routing::BatchServiceSample(facts, call.seconds, parameters)) {
-    metrics_.BatchService(config_.table.load()->graph.TaskName(task), call.variant,
-                          facts.hardware_class, sample->rows, sample->seconds);
+    metrics_.BatchService(task, call.variant, facts.hardware_class, sample->rows, sample->seconds);
   }
 }
 
@@ -277,7 +282,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, int task, routing::Body
       metrics_.Split(graph.TaskName(task), call.variant, queue, call.seconds - queue);
     }
     // A call of its own (not a router-formed batch's, measured once as it was sent).
-    if (reply->facts) MeasureBatch(task, call, *reply->facts, answer->parameters);
+    if (reply->facts) MeasureBatch(graph.TaskName(task), call, *reply->facts, answer->parameters);
   }
   auto next = answer ? graph.Next(walk.state.path, task, answer->parameters)
                      : Result<std::vector<routing::Call>>(answer.error());
@@ -377,13 +382,7 @@ asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& reques
     metrics_.Request(walk.PathName(), 503, 0);
     co_return std::move(*refused);
   }
-  auto calls = CallsOf(
-      [&] {
-        std::vector<routing::Call> entry;
-        for (const int t : walk.table->graph.Entry(walk.state.path)) entry.push_back({t, 1});
-        return entry;
-      }(),
-      std::move((*parsed).body));
+  auto calls = CallsOf(walk.table->graph.Entry(walk.state.path), std::move((*parsed).body));
   const std::vector<int> start_trail;
   const std::pair<int, int> entering{-1, -1};
   co_await VisitAll(walk, std::move(calls), start_trail, entering);

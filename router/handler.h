@@ -69,7 +69,7 @@ class PipelineHandler {
   asio::awaitable<Result<CallReply>> SendBatch(const Walk& walk, int task, int variant,
                                                const routing::Body& batch, int rows);
   // The batch-service sample of an answered call, if it makes one.
-  void MeasureBatch(int task, const CallReply& call, const routing::CallFacts& facts,
+  void MeasureBatch(const std::string& task, const CallReply& call, const routing::CallFacts& facts,
                     const nlohmann::json& parameters);
   // A pod for the call, held until its answer: a matched pool's replica goes back to its
   // matcher when the lease ends.

@@ -93,11 +93,11 @@ bool ReadParts(Flags& flags, const pipescale::model::Pipeline& pipeline,
     const auto text = pipescale::ReadFileText(flags[flag]);
     std::string error = text ? "" : "cannot be read";
     if (text && flag == "--routing-file") {
-      parts.loki = pipescale::router::ReadLoki(*text, pipeline, error);
+      parts.loki = pipescale::router::LokiPartOf(*text, pipeline, error);
     } else if (text && flag == "--pools-file") {
-      parts.pools = pipescale::router::ReadPools(*text, error);
+      parts.pools = pipescale::router::PoolsPartOf(*text, error);
     } else if (text) {
-      parts.batches = pipescale::router::ReadBatches(*text, error);
+      parts.batches = pipescale::router::BatchesPartOf(*text, error);
     }
     if (!error.empty()) {
       std::cerr << "pipescale-router: " << flags[flag] << ": " << error << "\n";

@@ -1,5 +1,5 @@
 // Kairos's matcher for one task, shared by every router thread: a request waits in the task's
-// one queue until the matching (router/pools.h) starts it on a replica with nothing in flight;
+// one queue until the matching (routing/pools.h) starts it on a replica with nothing in flight;
 // the replica's answer frees it and matches again.
 #pragma once
 

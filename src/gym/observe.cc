@@ -13,7 +13,7 @@
 namespace pipescale::gym::engine {
 namespace {
 
-// The router's pipescale_request_duration_seconds buckets (router/handler.cc).
+// The router's pipescale_request_duration_seconds buckets (router/metrics.cc).
 constexpr double kDurationBounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 static_assert(std::size(kDurationBounds) + 1 == std::tuple_size_v<DurationBuckets>);
 

@@ -106,7 +106,7 @@ TailSeries::TailSeries(const TaskLoad& load, double percentile)
   common_.exec_ms = load.exec_ms;
   if (idle_) return;  // nothing arrives: nothing waits
   // Batches fill at the whole rate: in the router's one queue, or at the server whose batch the
-  // picker fills first (router/picker.h).
+  // picker fills first (routing/picker.h).
   common_.wait_budget_ms = 1000.0 * (load.batch - 1) / load.rate_rps;
   common_.fill_ms = ErlangQuantileMs(load.batch - 1, load.rate_rps, p_);
   rows_ = load.batch;

@@ -52,7 +52,7 @@ struct TailLatency {
 //    batches, on the chord from d(1) to d(b), above a convex d at the mean rows) queue as in an
 //    M/G/c queue (Allen-Cunneen's mean with the arrivals' and load.service_cv2's variation, an
 //    exponential tail behind Erlang C's chance of waiting): the router joins each to the shortest
-//    queue (router/picker.h). The wait is rounded up to whole batches: a request waits at the
+//    queue (routing/picker.h). The wait is rounded up to whole batches: a request waits at the
 //    replica it joined, behind the batch in service there, while another may free up first;
 //  - exec: d(b).
 // An infinite total when the replicas are at or past saturation (utilisation >= 1).

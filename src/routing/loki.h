@@ -55,7 +55,7 @@ inline constexpr const char* kDropReasons[] = {kPerTaskBudget, kLastTask, kNoFas
 
 // One variant the next task could serve a request with, as the request would find it now: how
 // long it would take there and at the tasks after it on its path (at each, the least loaded
-// pod's work ahead and batch: router/admission.h); infinite when the variant has no Ready pod.
+// pod's work ahead and batch: routing/admission.h); infinite when the variant has no Ready pod.
 struct Option {
   std::string variant;
   double predicted_ms = 0;
