@@ -91,12 +91,13 @@ TEST(ParsePipeline, ReadsEveryField) {
   EXPECT_EQ(hw.limits.at("nvidia.com/gpu"), "1");
   EXPECT_EQ(hw.requests.at("memory"), "16Gi");
   EXPECT_EQ(hw.node_selector.at("cloud.google.com/gke-accelerator"), "nvidia-tesla-t4");
-  EXPECT_NE(hw.tolerations_json.find("NoSchedule"), std::string::npos);
+  EXPECT_EQ(hw.tolerations.get()[0]["effect"], "NoSchedule");
   EXPECT_EQ(hw.max_replicas, 20);
   const auto& detect = p.spec.tasks.at(0);
   EXPECT_EQ(detect.next.at(0).task, "classify");
   EXPECT_EQ(detect.variants.at(0).max_batch, 64);
-  EXPECT_NE(detect.variants.at(0).template_json.find("example/yolo"), std::string::npos);
+  EXPECT_EQ(detect.variants.at(0).pod_template.get()["spec"]["containers"][0]["image"],
+            "example/yolo");
   EXPECT_DOUBLE_EQ(detect.variants.at(0).profiles.at(0).latency.Ms(2), 0.08 + 6.2 + 8.0);
   const auto& table = p.spec.tasks.at(1).variants.at(0).profiles.at(0).latency;
   EXPECT_EQ(table.kind, model::LatencyProfile::Kind::kTable);
@@ -460,8 +461,9 @@ TEST(ParsePipelineLimits, DocumentSizeDepthAndAliases) {
       "          accuracy: 0.9\n", "          accuracy: 0.9\n          template: *pod\n");
   const auto parsed = ParsePipeline(shared);
   ASSERT_TRUE(parsed.pipeline) << Dump(Errors(shared));
-  EXPECT_EQ(parsed.pipeline->spec.tasks[1].variants[0].template_json,
-            parsed.pipeline->spec.tasks[0].variants[0].template_json);
+  EXPECT_EQ(parsed.pipeline->spec.tasks[1].variants[0].pod_template,
+            parsed.pipeline->spec.tasks[0].variants[0].pod_template);
+  EXPECT_TRUE(parsed.pipeline->spec.tasks[1].variants[0].pod_template.get().is_object());
 }
 
 // batchSize.formedBy: router means no env var is set (even the one the CRD defaults), and the

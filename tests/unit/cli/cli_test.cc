@@ -134,6 +134,23 @@ TEST(Cli, InvalidPipelineExitsTwoWithFieldErrors) {
   }
 }
 
+// A pod template the operator could not build a Deployment from is an invalid spec, named.
+TEST(Cli, ValidateNamesAPodTemplateOfTheWrongShape) {
+  std::ifstream in(kExample);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string broken = text.str();
+  const std::string variant = "        - name: default\n";
+  broken.insert(broken.find(variant) + variant.size(), "          template: {spec: 1}\n");
+  const std::string file = ::testing::TempDir() + "/bad-template.yaml";
+  std::ofstream(file) << broken;
+  const Output r = RunCli({"validate", "-f", file});
+  EXPECT_EQ(r.code, kExitInvalidInput) << r.out;
+  EXPECT_NE(r.err.find("spec.tasks[0].variants[0].template.spec: must be an object"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, ValidatePrintsFitQuality) {
   const Output r =
       RunCli({"validate", "-f",
