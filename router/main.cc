@@ -213,7 +213,10 @@ int Run(Flags flags) {
   RouterMetrics metrics(*registry, config);
   prometheus::Exposer exposer(flags["--metrics-listen"]);
   exposer.RegisterCollectable(registry);
-  exposer.RegisterCollectable(std::make_shared<pipescale::metrics::PanicCollector>());
+  // The exposer holds collectables by weak_ptr: this one must live as long as it, or
+  // pipescale_panics_total is never served.
+  const auto panics = std::make_shared<pipescale::metrics::PanicCollector>();
+  exposer.RegisterCollectable(panics);
   const unsigned short metrics_port = exposer.GetListeningPorts().front();
 
   if (!flags["--endpoints"].empty()) {
