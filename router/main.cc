@@ -10,7 +10,7 @@
 //       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
 //       [--admission on|off] [--max-body-bytes 4194304]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
-// (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
+// (MostAccurateFirst routing, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
 // plan's pools come from pools.json or --pools-file: Kairos's matcher runs each pool (or, to
 // compare, first come first served), MArk's main classes spill to the burst class (unless

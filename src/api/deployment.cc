@@ -208,11 +208,9 @@ nlohmann::json OptimizerPart(const model::Plan& plan) {
   }
   const model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
   if (loki == nullptr) return nlohmann::json::object();
-  const nlohmann::ordered_json routing = {
-      {"phase", model::PhaseName(loki->phase)},
-      {"tables", RoutingToJson(*loki, /*rounded=*/true)},
-      {"backups", BackupsToJson(*loki, /*rounded=*/true)},
-      {"budgetsMs", DropBudgetsToJson(*loki, /*rounded=*/true)}};
+  const nlohmann::ordered_json routing = {{"phase", model::PhaseName(loki->phase)},
+                                          {"tables", RoutingToJson(*loki, /*rounded=*/true)},
+                                          {"backups", BackupsToJson(*loki, /*rounded=*/true)}};
   return {{kLokiRoutingKey, routing.dump()}};
 }
 

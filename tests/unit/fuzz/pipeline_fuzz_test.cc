@@ -637,7 +637,6 @@ void CheckAccuracyScaling(const model::AccuracyScalingPlan& loki, PlanCheck& c) 
     for (const auto& [variant, fraction] : r.to) c.Finite(fraction, "routing to " + variant);
   }
   for (const model::BackupWorker& b : loki.backups) c.Finite(b.spare_rps, "backup spare");
-  for (const auto& [key, ms] : loki.drop_budget_ms) c.Finite(ms, key + " budgetMs");
 }
 
 void CheckPools(const model::PoolPlan& pools, PlanCheck& c) {
