@@ -100,9 +100,9 @@ TEST(Cli, SimulateRefusesSeedsOutOfRangeAndRunsTooLongOrLarge) {
     return RunCli(args);
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--trace", "10:5", "--seed", "-1"}, "--seed needs an integer in [0, 4294967295]"},
-      {{"--trace", "10:5", "--seed", "4294967296"}, "--seed needs an integer"},
-      {{"--trace", "10:5", "--seed", "12x"}, "--seed needs an integer"},
+      {{"--trace", "10:5", "--seed", "-1"}, "--seed: needs an integer in [0, 4294967295]"},
+      {{"--trace", "10:5", "--seed", "4294967296"}, "--seed: needs an integer"},
+      {{"--trace", "10:5", "--seed", "12x"}, "--seed: needs an integer"},
       {{"--trace", "10:1e15"}, "lasts longer than 31 days"},
       {{"--trace", "normal:10:1:1e15"}, "lasts longer than 31 days"},
       {{"--trace", "1e12:10"}, "asks for more than 1000000/s"},
