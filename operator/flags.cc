@@ -29,6 +29,8 @@ constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipeli
   --metrics-max-age SECONDS          how old an answer to the default (all-pipelines) queries
                                      may be before Prometheus is asked again (default 2, the
                                      chart's scrape interval; 0 asks at every reconcile)
+  --kube-max-answer-mib N            the largest apiserver answer read (a list), 1-16384
+                                     (default 256); a larger one is an error, retried
   --version                          print the version and exit
 Each flag may also come from the environment as PIPESCALE_<FLAG>, e.g. PIPESCALE_LOG_FORMAT.
 )";
@@ -48,7 +50,8 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (const char* flag :
        {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
         "--leader-elect", "--leader-election-namespace", "--leader-election-id", "--prometheus-url",
-        "--router-cluster-role", "--log-format", "--workers", "--metrics-max-age"}) {
+        "--router-cluster-role", "--log-format", "--workers", "--metrics-max-age",
+        "--kube-max-answer-mib"}) {
     if (const char* v = std::getenv(EnvName(flag).c_str()); v != nullptr)
       given.emplace_back(flag, v);
   }
@@ -110,6 +113,10 @@ Result<Flags> ParseFlags(int argc, char** argv) {
       auto age = ParseNumber(flag, value, 0, 3600);
       if (!age) return age.error();
       f.metrics_max_age_seconds = *age;
+    } else if (flag == "--kube-max-answer-mib") {
+      auto mib = ParseInteger(flag, value, 1, 16384);
+      if (!mib) return mib.error();
+      f.kube_max_answer_bytes = static_cast<size_t>(*mib) << 20;
     } else {
       return Error{ErrorKind::kInvalid, "unknown flag " + flag + "\n\n" + kUsage};
     }
