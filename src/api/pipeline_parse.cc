@@ -265,7 +265,7 @@ void ParseBatchSize(Reader& r, const json& v, const std::string& path, model::Va
     if (*by == "router") {
       out.batch_env.clear();  // the env var (the CRD defaults it) is not set
     } else if (*by != "server") {
-      r.Fail(Reader::At(bpath, "formedBy"), "must be server or router, got " + *by);
+      r.Fail(Reader::At(bpath, "formedBy"), "must be server or router, got " + Quote(*by));
     }
   }
   if (auto max = r.Integer(*bs, "max", bpath, false, 1, limits::kMaxBatch)) {
@@ -577,7 +577,8 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
     if (model::ParseDropPolicy(*policy)) {
       o.drop_policy = *policy;
     } else {
-      r.Fail(at + ".dropPolicy", "must be none, last-task, per-task or reroute, got " + *policy);
+      r.Fail(at + ".dropPolicy",
+             "must be none, last-task, per-task or reroute, got " + Quote(*policy));
     }
   }
   if (auto n = r.Integer(*router, "maxBodyBytes", at, false, limits::kMinBodyBytes,

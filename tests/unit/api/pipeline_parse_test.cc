@@ -355,8 +355,8 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
                                "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all, "
                                "maxBodyBytes: 12}\n"
                                "  forecast:"));
-  EXPECT_TRUE(
-      Has(errors, "spec.router.dropPolicy: must be none, last-task, per-task or reroute, got all"))
+  EXPECT_TRUE(Has(
+      errors, "spec.router.dropPolicy: must be none, last-task, per-task or reroute, got \"all\""))
       << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.router.minReplicas: must not exceed maxReplicas (2), got 5"))
       << Dump(errors);
@@ -485,8 +485,16 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   EXPECT_FALSE(server.pipeline->spec.tasks[0].variants[0].RouterBatches());
   EXPECT_TRUE(Has(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")),
                   "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, got "
-                  "client"))
+                  "\"client\""))
       << Dump(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")));
+  // The user's words are quoted and escaped, as every message quotes them: a terminal's control
+  // sequence in a spec must not reach the CLI's output or a status condition raw (the fuzz test
+  // found it with another seed).
+  const auto raw = Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: \"\\e[31mred\\n\"}"));
+  EXPECT_TRUE(Has(raw,
+                  "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, "
+                  "got \"\\x1B[31mred\\x0A\""))
+      << Dump(raw);
 }
 
 TEST(ParsePipelineLimits, NumbersAreReadAtFullWidth) {
