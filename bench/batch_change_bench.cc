@@ -15,11 +15,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "api/deployment.h"
 #include "api/document.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "common/flags.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
@@ -203,8 +205,17 @@ int main(int argc, char** argv) {
   int replicas = 3, startup = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--replicas") replicas = std::atoi(argv[i + 1]);
-    if (flag == "--startup-seconds") startup = std::atoi(argv[i + 1]);
+    for (const auto& [name, value, min, max] :
+         {std::tuple{"--replicas", &replicas, 1, 100},
+          std::tuple{"--startup-seconds", &startup, 0, 3600}}) {
+      if (flag != name) continue;
+      auto parsed = ParseInteger(name, argv[i + 1], min, max);
+      if (!parsed) {
+        std::fprintf(stderr, "batch_change_bench: %s\n", parsed.error().message.c_str());
+        return 2;
+      }
+      *value = *parsed;
+    }
   }
   if (!LocalEnv::Available())
     Die("needs the local cluster: run bench/on-local-cluster.sh batch_change_bench");

@@ -23,6 +23,7 @@
 
 #include "api/deployment.h"
 #include "api/pipeline_parse.h"
+#include "common/flags.h"
 #include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
@@ -319,7 +320,14 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--seconds") seconds = std::atoi(argv[i + 1]);
+    if (flag == "--seconds") {
+      auto value = ParseInteger("--seconds", argv[i + 1], 1, 3600);
+      if (!value) {
+        std::fprintf(stderr, "data_plane_bench: %s\n", value.error().message.c_str());
+        return 2;
+      }
+      seconds = *value;
+    }
     if (flag == "--only") only = argv[i + 1];
   }
   dir = std::filesystem::temp_directory_path() / ("data-plane-bench-" + std::to_string(getpid()));

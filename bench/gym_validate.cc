@@ -6,11 +6,14 @@
 // The simulated side is the mean of --seeds runs (seeds 1..N).
 // Exit 0 when every figure is within the tolerance, 1 when one is not, 2 for bad input.
 #include <iostream>
+#include <limits>
 #include <map>
+#include <tuple>
 
 #include "api/document.h"
 #include "api/nodes_file.h"
 #include "common/file.h"
+#include "common/flags.h"
 #include "gym/simulation.h"
 #include "gym/validate.h"
 
@@ -24,22 +27,50 @@ std::string Read(const std::string& file) {
   return text ? *text : "";
 }
 
-int Main(const std::map<std::string, std::string>& flags) {
+// The numeric flags, checked before anything is read: seeds and the round trip's parts in ms.
+struct Numbers {
+  unsigned seed = 42;
+  unsigned seeds = 8;
+  double overhead_ms = 2, to_pod_ms = 0, from_pod_ms = 0;
+};
+
+Result<Numbers> ReadNumbers(const std::map<std::string, std::string>& flags) {
+  Numbers n;
+  constexpr unsigned kMaxSeeds = 1000;
+  constexpr double kMaxMs = 60000;
+  for (const auto& [name, value, min, max] :
+       {std::tuple{"--seed", &n.seed, 0U, std::numeric_limits<unsigned>::max()},
+        std::tuple{"--seeds", &n.seeds, 1U, kMaxSeeds}}) {
+    auto parsed = ParseInteger(name, flags.at(name), min, max);
+    if (!parsed) return parsed.error();
+    *value = *parsed;
+  }
+  for (const auto& [name, value] :
+       {std::pair{"--overhead-ms", &n.overhead_ms}, std::pair{"--to-pod-ms", &n.to_pod_ms},
+        std::pair{"--from-pod-ms", &n.from_pod_ms}}) {
+    auto parsed = ParseNumber(name, flags.at(name), 0, kMaxMs);
+    if (!parsed) return parsed.error();
+    *value = *parsed;
+  }
+  return n;
+}
+
+int Main(const std::map<std::string, std::string>& flags, const Numbers& numbers) {
   auto pipeline = api::ParseDocument(Read(flags.at("-f")));
   if (!pipeline) return std::cerr << pipeline.error().message << "\n", 2;
   auto box = gym::ReadBoxRun(Read(flags.at("--box") + "/loadgen.json"),
                              Read(flags.at("--box") + "/timeline.csv"));
   if (!box) return std::cerr << box.error().message << "\n", 2;
   gym::Options options;
-  options.seed = static_cast<unsigned>(std::stoul(flags.at("--seed")));
+  options.seed = numbers.seed;
   auto trace = trace::ParseTrace(flags.at("--trace"), options.seed);
   if (!trace) return std::cerr << trace.error().message << "\n", 2;
   options.trace = *trace;
   options.interval_row_s = 5;  // hack/run.sh samples every 5 s
   // Where the round trip falls (gym::Options): to weigh the simulator's model of it.
-  options.call_overhead_ms = std::stod(flags.at("--overhead-ms"));
-  options.call_to_pod_ms = std::stod(flags.at("--to-pod-ms"));
-  options.call_from_pod_ms = std::stod(flags.at("--from-pod-ms"));
+  options.call_overhead_ms = numbers.overhead_ms;
+  options.call_to_pod_ms = numbers.to_pod_ms;
+  options.call_from_pod_ms = numbers.from_pod_ms;
   if (!flags.at("--nodes").empty()) {
     auto nodes = api::ReadNodesFile(flags.at("--nodes"));
     if (!nodes) return std::cerr << nodes.error().message << "\n", 2;
@@ -47,7 +78,7 @@ int Main(const std::map<std::string, std::string>& flags) {
   }
   // The simulator's mean over seeds: the box is one sample of its own.
   std::vector<gym::PolicyReport> runs;
-  for (unsigned seed = 1; seed <= static_cast<unsigned>(std::stoul(flags.at("--seeds"))); ++seed) {
+  for (unsigned seed = 1; seed <= numbers.seeds; ++seed) {
     options.seed = seed;
     auto trace_for_seed = trace::ParseTrace(flags.at("--trace"), seed);
     if (trace_for_seed) options.trace = *trace_for_seed;
@@ -82,9 +113,11 @@ int main(int argc, char** argv) {
     }
     flags[argv[i]] = argv[i + 1];
   }
+  const auto numbers = ReadNumbers(flags);
+  if (!numbers) return std::cerr << "gym_validate: " << numbers.error().message << "\n", 2;
   if (flags["-f"].empty() || flags["--box"].empty()) {
     std::cerr << "usage: gym_validate -f PIPELINE.yaml --box DIR [--trace SPEC] [--nodes FILE]\n";
     return 2;
   }
-  return Main(flags);
+  return Main(flags, *numbers);
 }

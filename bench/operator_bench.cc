@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/deployment.h"
+#include "common/flags.h"
 #include "integration/harness/load.h"
 #include "integration/harness/process.h"
 #include "kube/client.h"
@@ -40,6 +41,16 @@ using Clock = std::chrono::steady_clock;
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "operator_bench: %s\n", what.c_str());
   std::exit(1);
+}
+
+// A numeric flag's value, or exit 2 naming it.
+int IntFlag(const char* name, const char* text, int min, int max) {
+  auto value = ParseInteger(name, text, min, max);
+  if (!value) {
+    std::fprintf(stderr, "operator_bench: %s\n", value.error().message.c_str());
+    std::exit(2);
+  }
+  return *value;
 }
 
 std::map<std::string, std::string> ReadEnvFile() {
@@ -382,13 +393,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--pipelines" && i + 1 < argc) {
-      pipelines = std::atoi(argv[++i]);
+      pipelines = IntFlag("--pipelines", argv[++i], 1, 100000);
     } else if (arg == "--workers" && i + 1 < argc) {
-      workers = std::atoi(argv[++i]);
+      workers = IntFlag("--workers", argv[++i], 1, 256);
     } else if (arg == "--mode" && i + 1 < argc) {
       mode = argv[++i];
     } else if (arg == "--settle" && i + 1 < argc) {
-      settle_s = std::atoi(argv[++i]);
+      settle_s = IntFlag("--settle", argv[++i], 0, 3600);
     } else if (arg == "--only") {
       const std::string which = i + 1 < argc ? argv[++i] : "";
       scale = which == "scale";

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/flags.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "payloads.h"
@@ -316,6 +317,49 @@ std::vector<std::string> Split(const std::string& list) {
   return out;
 }
 
+// Chains longer than this say nothing more about the router's cost per task.
+constexpr int kMaxTasks = 64;
+
+// The numeric flags, checked before any process starts.
+struct Numbers {
+  double seconds = 3;
+  int rounds = 3;
+  int connections = 8;
+  std::optional<double> rate;  // else each size's paced rate
+  std::vector<int> tasks;
+};
+
+pipescale::Result<Numbers> ReadNumbers(std::map<std::string, std::string>& flags) {
+  using pipescale::ParseInteger;
+  using pipescale::ParseNumber;
+  Numbers n;
+  auto seconds = ParseNumber("--seconds", flags["--seconds"], 0.1, 3600);
+  if (!seconds) return seconds.error();
+  n.seconds = *seconds;
+  auto rounds = ParseInteger("--rounds", flags["--rounds"], 1, 100);
+  if (!rounds) return rounds.error();
+  n.rounds = *rounds;
+  auto connections = ParseInteger("--connections", flags["--connections"], 1, 10000);
+  if (!connections) return connections.error();
+  n.connections = *connections;
+  if (!flags["--rate"].empty()) {
+    auto rate = ParseNumber("--rate", flags["--rate"], 0.001, 1e7);
+    if (!rate) return rate.error();
+    n.rate = *rate;
+  }
+  for (const std::string& text : Split(flags["--tasks"])) {
+    auto tasks = ParseInteger("--tasks", text, 1, kMaxTasks);
+    if (!tasks) return tasks.error();
+    n.tasks.push_back(*tasks);
+  }
+  return n;
+}
+
+int Refuse(const pipescale::Error& error) {
+  std::fprintf(stderr, "router_bench: %s\n", error.message.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -331,13 +375,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 5 && std::string(argv[1]) == "--bare") {
-    BareGateway(argv[2], argv[3], std::atoi(argv[4]));
+    auto tasks = pipescale::ParseInteger("--bare TASKS", argv[4], 1, kMaxTasks);
+    if (!tasks) return Refuse(tasks.error());
+    BareGateway(argv[2], argv[3], *tasks);
     return 0;
   }
   for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
-  const double seconds = std::stod(flags["--seconds"]);
-  const int rounds = std::stoi(flags["--rounds"]);
-  const int connections = std::stoi(flags["--connections"]);
+  const auto numbers = ReadNumbers(flags);
+  if (!numbers) return Refuse(numbers.error());
+  const double seconds = numbers->seconds;
+  const int rounds = numbers->rounds;
+  const int connections = numbers->connections;
   const std::vector<std::string> sizes = Split(flags["--sizes"]);
   for (const std::string& size : sizes) {
     const std::string text = size.substr(0, size.find("-bin"));
@@ -360,8 +408,7 @@ int main(int argc, char** argv) {
   const std::string upstream = "127.0.0.1:" + WaitPort(dir + "/backend.port");
 
   std::map<std::string, std::map<int, Row>> rows;  // by request size, then tasks
-  for (const std::string& tasks_text : Split(flags["--tasks"])) {
-    const int tasks = std::stoi(tasks_text);
+  for (const int tasks : numbers->tasks) {
     const std::string file = Chain(dir, tasks);
     std::string endpoints;
     for (int t = 1; t <= tasks; ++t) {
@@ -385,7 +432,7 @@ int main(int argc, char** argv) {
       const std::optional<size_t> header_length =
           binary ? std::optional<size_t>(BinaryRequestOf(size).json_bytes) : std::nullopt;
       Row& row = rows[size][tasks];
-      row.rate = !flags["--rate"].empty() ? std::stod(flags["--rate"]) : PacedRate(size);
+      row.rate = numbers->rate ? *numbers->rate : PacedRate(size);
       for (int r = 0; r < rounds; ++r) {
         row.paced["direct"].push_back(Measure(upstream, "/v2/models/t1/infer", body, header_length,
                                               tasks, 0, connections, seconds, row.rate));

@@ -3,8 +3,14 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/flags.h"
+
 namespace pipescale::operator_main {
 namespace {
+
+// Concurrent reconciles: more than this only contend for the apiserver and the two cores an
+// operator is given.
+constexpr int kMaxWorkers = 256;
 
 constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipelines
 
@@ -19,10 +25,12 @@ constexpr const char* kUsage = R"(pipescale-operator: autoscales InferencePipeli
   --router-cluster-role NAME         what each pipeline's router is bound to (default
                                      pipescale-router, installed by the chart)
   --log-format text|json             (default text)
-  --workers N                        concurrent reconciles (default 2)
+  --workers N                        concurrent reconciles, 1-256 (default 2)
   --metrics-max-age SECONDS          how old an answer to the default (all-pipelines) queries
                                      may be before Prometheus is asked again (default 2, the
                                      chart's scrape interval; 0 asks at every reconcile)
+  --kube-max-answer-mib N            the largest apiserver answer read (a list), 1-16384
+                                     (default 256); a larger one is an error, retried
   --version                          print the version and exit
 Each flag may also come from the environment as PIPESCALE_<FLAG>, e.g. PIPESCALE_LOG_FORMAT.
 )";
@@ -42,7 +50,8 @@ Result<Flags> ParseFlags(int argc, char** argv) {
   for (const char* flag :
        {"--kubeconfig", "--namespace", "--metrics-bind-address", "--health-probe-bind-address",
         "--leader-elect", "--leader-election-namespace", "--leader-election-id", "--prometheus-url",
-        "--router-cluster-role", "--log-format", "--workers", "--metrics-max-age"}) {
+        "--router-cluster-role", "--log-format", "--workers", "--metrics-max-age",
+        "--kube-max-answer-mib"}) {
     if (const char* v = std::getenv(EnvName(flag).c_str()); v != nullptr)
       given.emplace_back(flag, v);
   }
@@ -97,16 +106,17 @@ Result<Flags> ParseFlags(int argc, char** argv) {
       }
       f.log_format = value;
     } else if (flag == "--workers") {
-      f.workers = std::atoi(value.c_str());
-      if (f.workers < 1) return Error{ErrorKind::kInvalid, "--workers: must be >= 1, got " + value};
+      auto workers = ParseInteger(flag, value, 1, kMaxWorkers);
+      if (!workers) return workers.error();
+      f.workers = *workers;
     } else if (flag == "--metrics-max-age") {
-      char* end = nullptr;
-      f.metrics_max_age_seconds = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(f.metrics_max_age_seconds >= 0) ||
-          f.metrics_max_age_seconds > 3600) {
-        return Error{ErrorKind::kInvalid,
-                     "--metrics-max-age: must be seconds in [0, 3600], got " + value};
-      }
+      auto age = ParseNumber(flag, value, 0, 3600);
+      if (!age) return age.error();
+      f.metrics_max_age_seconds = *age;
+    } else if (flag == "--kube-max-answer-mib") {
+      auto mib = ParseInteger(flag, value, 1, 16384);
+      if (!mib) return mib.error();
+      f.kube_max_answer_bytes = static_cast<size_t>(*mib) << 20;
     } else {
       return Error{ErrorKind::kInvalid, "unknown flag " + flag + "\n\n" + kUsage};
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kube/client.h"
 
 namespace pipescale::operator_main {
 
@@ -22,6 +23,7 @@ struct Flags {
   std::string log_format = "text";  // text | json
   int workers = 2;
   double metrics_max_age_seconds = 2;
+  size_t kube_max_answer_bytes = kube::ClientLimits{}.max_answer_bytes;
 };
 
 // kInvalid names the flag and the reason; "--help" and "--version" come back as kNotFound with

@@ -270,7 +270,7 @@ int Run(int argc, char** argv) {
     Log("error", "cannot load the cluster configuration", {{"error", config.error().message}});
     return 1;
   }
-  const kube::Client client(*config);
+  const kube::Client client(*config, {.max_answer_bytes = flags->kube_max_answer_bytes});
 
   // Signals go to the main thread's sigwait; every other thread inherits this mask.
   sigset_t signals;

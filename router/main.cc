@@ -10,7 +10,7 @@
 //       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
 //       [--admission on|off] [--max-body-bytes 4194304]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
-// (MostAccurateFirst routing, drop budgets, backups) from the ConfigMap's routing.json or
+// (MostAccurateFirst routing, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
 // plan's pools come from pools.json or --pools-file: Kairos's matcher runs each pool (or, to
 // compare, first come first served), MArk's main classes spill to the burst class (unless
@@ -23,20 +23,23 @@
 // account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
 // replica), then stops accepting, finishes the requests in flight (up to 20 s) and exits 0;
-// both fit in a pod's default 30 s grace period.
+// both fit in a pod's default 30 s grace period. A numeric flag or an address that is not one,
+// or out of range, exits 2 naming the flag (common/flags.h): --threads in [1, 64],
+// --drain-seconds in [0, 3600], --grace-ms in [0, 60000], --max-in-flight in [1, 1000000].
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
-#include <charconv>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "api/pipeline_parse.h"
 #include "common/file.h"
+#include "common/flags.h"
 #include "discovery.h"
 #include "kube/config.h"
 #include "metrics.h"
@@ -54,30 +57,47 @@ using pipescale::router::Server;
 using pipescale::routing::PodEndpoint;
 using Flags = std::map<std::string, std::string>;
 
+constexpr const char* kEndpointsSyntax = "TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...]";
+
+// One pod of --endpoints: "127.0.0.4:8080@b7/gpu/8".
+pipescale::Result<PodEndpoint> ParsePod(const std::string& text) {
+  const auto at = text.find('@');
+  PodEndpoint pod{.name = text.substr(0, at), .address = text.substr(0, at)};
+  if (auto address = pipescale::ParseHostPort("--endpoints", pod.address, 1); !address) {
+    return address.error();
+  }
+  std::stringstream rest(at == std::string::npos ? "" : text.substr(at + 1));
+  std::string batch;
+  std::getline(rest, pod.variant, '/');
+  std::getline(rest, pod.hardware_class, '/');
+  std::getline(rest, batch, '/');
+  if (!batch.empty()) {
+    auto b = pipescale::ParseInteger("--endpoints", batch, 1, pipescale::api::limits::kMaxBatch);
+    if (!b) return b.error();
+    pod.batch = *b;
+  }
+  return pod;
+}
+
 // "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7/gpu/8", where "@VARIANT"
 // names the variant a pod serves (Loki's tables route by variant), "/CLASS" its hardware class
-// and "/BATCH" its batch size (the pools cost replicas by both), each profiled by `pipeline`.
-std::optional<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
-    const std::string& text, const pipescale::model::Pipeline& pipeline) {
+// and "/BATCH" its batch size (the pools cost replicas by both), each profiled by `pipeline`
+// when there is one.
+pipescale::Result<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
+    const std::string& text, const pipescale::model::Pipeline* pipeline) {
   std::map<std::string, std::vector<PodEndpoint>> out;
   std::stringstream tasks(text);
   for (std::string item; std::getline(tasks, item, ';');) {
     const auto eq = item.find('=');
-    if (eq == std::string::npos) return std::nullopt;
+    if (eq == std::string::npos) return pipescale::FlagError("--endpoints", kEndpointsSyntax, item);
     const std::string task = item.substr(0, eq);
     auto& pods = out[task];
     std::stringstream addresses(item.substr(eq + 1));
     for (std::string a; std::getline(addresses, a, ',');) {
-      const auto at = a.find('@');
-      PodEndpoint pod{.name = a.substr(0, at), .address = a.substr(0, at)};
-      std::stringstream rest(at == std::string::npos ? "" : a.substr(at + 1));
-      std::string batch;
-      std::getline(rest, pod.variant, '/');
-      std::getline(rest, pod.hardware_class, '/');
-      std::getline(rest, batch, '/');
-      pod.batch = std::max(1, std::atoi(batch.c_str()));
-      pipescale::routing::Profile(pipeline, task, pod);
-      pods.push_back(std::move(pod));
+      auto pod = ParsePod(a);
+      if (!pod) return pod.error();
+      if (pipeline != nullptr) pipescale::routing::Profile(*pipeline, task, *pod);
+      pods.push_back(std::move(*pod));
     }
   }
   return out;
@@ -107,9 +127,50 @@ bool ReadParts(Flags& flags, const pipescale::model::Pipeline& pipeline,
   return true;
 }
 
-std::pair<std::string, unsigned short> HostPort(const std::string& text) {
-  const auto colon = text.rfind(':');
-  return {text.substr(0, colon), static_cast<unsigned short>(std::atoi(text.c_str() + colon + 1))};
+// The numbers and addresses of the flags, read before anything starts.
+struct Numbers {
+  pipescale::HostPort listen;
+  int threads = 1;
+  int drain_seconds = 5;
+  int grace_ms = 50;
+  int max_in_flight = 4096;
+  std::int64_t max_body_bytes = 0;
+};
+
+// Every numeric flag (and address) checked, so that a typo is refused with the flag's name
+// instead of read as 0 (`--max-in-flight x` answered every request 503) or a random port.
+pipescale::Result<Numbers> ReadNumbers(Flags& flags) {
+  using pipescale::ParseInteger;
+  Numbers n;
+  auto listen = pipescale::ParseHostPort("--listen", flags["--listen"], 0);
+  if (!listen) return listen.error();
+  n.listen = *listen;
+  if (auto m = pipescale::ParseHostPort("--metrics-listen", flags["--metrics-listen"], 0); !m) {
+    return m.error();
+  }
+  struct IntFlag {
+    const char* name;
+    int min, max;
+    int* value;
+  };
+  // Threads as spec.router.threads allows; the drain within an hour, the grace within a minute.
+  for (const IntFlag& f : {IntFlag{"--threads", 1, 64, &n.threads},
+                           IntFlag{"--drain-seconds", 0, 3600, &n.drain_seconds},
+                           IntFlag{"--grace-ms", 0, 60000, &n.grace_ms},
+                           IntFlag{"--max-in-flight", 1, 1000000, &n.max_in_flight}}) {
+    auto parsed = ParseInteger(f.name, flags[f.name], f.min, f.max);
+    if (!parsed) return parsed.error();
+    *f.value = *parsed;
+  }
+  auto body =
+      ParseInteger("--max-body-bytes", flags["--max-body-bytes"],
+                   pipescale::api::limits::kMinBodyBytes, pipescale::api::limits::kMaxBodyBytes);
+  if (!body) return body.error();
+  n.max_body_bytes = *body;
+  if (!flags["--endpoints"].empty()) {
+    if (auto pods = ParseEndpoints(flags["--endpoints"], nullptr); !pods) return pods.error();
+  }
+  return n;
 }
 
 // The pipeline named by the flags: its file's, or its name and namespace alone.
@@ -151,10 +212,11 @@ const sigset_t& TerminationSignals() {
   return kSignals;
 }
 
-int Serve(RouterConfig& config, Flags& flags, RouterMetrics& metrics, unsigned short metrics_port) {
-  Server server(config, metrics, std::atoi(flags["--threads"].c_str()));
-  const auto [host, port] = HostPort(flags["--listen"]);
-  auto bound = server.Listen(host, port);
+int Serve(RouterConfig& config, Flags& flags, const Numbers& numbers, RouterMetrics& metrics,
+          unsigned short metrics_port) {
+  Server server(config, metrics, numbers.threads);
+  const std::string& host = numbers.listen.host;
+  auto bound = server.Listen(host, numbers.listen.port);
   if (!bound) {
     std::cerr << "pipescale-router: " << bound.error().message << "\n";
     return 1;
@@ -165,17 +227,21 @@ int Serve(RouterConfig& config, Flags& flags, RouterMetrics& metrics, unsigned s
             << config.pipeline << " on " << host << ":" << *bound << "\n";
   int signal = 0;
   sigwait(&TerminationSignals(), &signal);
-  server.Drain(std::chrono::seconds(std::atoi(flags["--drain-seconds"].c_str())),
-               std::chrono::seconds(20));
+  server.Drain(std::chrono::seconds(numbers.drain_seconds), std::chrono::seconds(20));
   return 0;
 }
 
 int Run(Flags flags) {
+  const auto numbers = ReadNumbers(flags);
+  if (!numbers) {
+    std::cerr << "pipescale-router: " << numbers.error().message << "\n";
+    return 2;
+  }
   std::optional<pipescale::model::Pipeline> file;
   if (!ReadPipeline(flags, file)) return 2;
   RouterConfig config{.pipeline = flags["--pipeline"], .namespace_name = flags["--namespace"]};
-  config.policy.grace_ms = std::atoi(flags["--grace-ms"].c_str());
-  config.max_in_flight = std::atoi(flags["--max-in-flight"].c_str());
+  config.policy.grace_ms = numbers->grace_ms;
+  config.max_in_flight = numbers->max_in_flight;
   const auto drop_policy = pipescale::model::ParseDropPolicy(flags["--drop-policy"]);
   if (!drop_policy) {
     std::cerr << "pipescale-router: --drop-policy must be none, last-task, per-task or reroute\n";
@@ -197,32 +263,33 @@ int Run(Flags flags) {
     return 2;
   }
   config.policy.admission = flags["--admission"] == "on";
-  const std::string& max_body_flag = flags["--max-body-bytes"];
-  std::int64_t max_body = 0;
-  const auto [end, error] =
-      std::from_chars(max_body_flag.data(), max_body_flag.data() + max_body_flag.size(), max_body);
-  if (error != std::errc() || end != max_body_flag.data() + max_body_flag.size() ||
-      max_body < pipescale::api::limits::kMinBodyBytes ||
-      max_body > pipescale::api::limits::kMaxBodyBytes) {
-    std::cerr << "pipescale-router: --max-body-bytes must be an integer from "
-              << pipescale::api::limits::kMinBodyBytes << " to "
-              << pipescale::api::limits::kMaxBodyBytes << "\n";
-    return 2;
-  }
-  config.max_body_bytes = static_cast<size_t>(max_body);
+  config.max_body_bytes = static_cast<size_t>(numbers->max_body_bytes);
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
-  prometheus::Exposer exposer(flags["--metrics-listen"]);
-  exposer.RegisterCollectable(registry);
-  exposer.RegisterCollectable(std::make_shared<pipescale::metrics::PanicCollector>());
-  const unsigned short metrics_port = exposer.GetListeningPorts().front();
+  // The metrics address is the user's: one that cannot be bound is an error, not a crash.
+  std::optional<prometheus::Exposer> exposer;
+  try {
+    exposer.emplace(flags["--metrics-listen"]);
+  } catch (const std::exception& e) {
+    std::cerr << "pipescale-router: --metrics-listen " << flags["--metrics-listen"]
+              << ": cannot serve metrics there: " << e.what() << "\n";
+    return 1;
+  }
+  exposer->RegisterCollectable(registry);
+  // The exposer holds collectables by weak_ptr: this one must live as long as it, or
+  // pipescale_panics_total is never served.
+  const auto panics = std::make_shared<pipescale::metrics::PanicCollector>();
+  exposer->RegisterCollectable(panics);
+  const unsigned short metrics_port = exposer->GetListeningPorts().front();
 
   if (!flags["--endpoints"].empty()) {
-    const auto pods = file ? ParseEndpoints(flags["--endpoints"], *file) : std::nullopt;
+    if (!file) {
+      std::cerr << "pipescale-router: --endpoints needs --pipeline-file\n";
+      return 2;
+    }
+    const auto pods = ParseEndpoints(flags["--endpoints"], &*file);
     if (!pods) {
-      std::cerr << "pipescale-router: --endpoints must read "
-                   "TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...] "
-                   "and needs --pipeline-file\n";
+      std::cerr << "pipescale-router: " << pods.error().message << "\n";
       return 2;
     }
     pipescale::router::DataPlaneParts parts;
@@ -230,7 +297,7 @@ int Run(Flags flags) {
     pipescale::router::Known known;
     config.table.store(MakeTable(*file, *pods, known, parts, config.fcfs));
     metrics.Declare(config.table.load()->graph);
-    return Serve(config, flags, metrics, metrics_port);
+    return Serve(config, flags, *numbers, metrics, metrics_port);
   }
   auto cluster = pipescale::kube::LoadClusterConfig(flags["--kubeconfig"]);
   if (!cluster) {
@@ -243,7 +310,7 @@ int Run(Flags flags) {
   discovery.Start();
   // Serve at once: until the pipeline and its pods are known, requests get 503 and the
   // readiness probe fails, so no Service sends any here.
-  return Serve(config, flags, metrics, metrics_port);
+  return Serve(config, flags, *numbers, metrics, metrics_port);
 }
 
 }  // namespace
@@ -286,5 +353,10 @@ int main(int argc, char** argv) {
     }
     flags[arg] = value;
   }
-  return Run(flags);
+  try {
+    return Run(flags);
+  } catch (const std::exception& e) {  // last resort: say what, rather than abort silently
+    std::cerr << "pipescale-router: unexpected exception: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "common/flags.h"
 #include "routing/binary.h"
 
 namespace pipescale::router {
@@ -58,14 +59,14 @@ asio::awaitable<Result<UpstreamReply>> Exchange(beast::tcp_stream& stream,
 
 asio::awaitable<Result<std::unique_ptr<UpstreamPool::Connection>>> UpstreamPool::Connect(
     const std::string& address, std::chrono::milliseconds timeout) {
-  const auto colon = address.rfind(':');
+  // An address from the cluster or a flag: a port that is not one is an error, never port 0.
+  const auto host_port = ParseHostPort("address", address, 1);
   beast::error_code ec;
-  const auto ip = asio::ip::make_address(address.substr(0, colon), ec);
-  if (ec || colon == std::string::npos) co_return Failed(address, "not an ip:port address");
-  const auto port = static_cast<unsigned short>(std::atoi(address.c_str() + colon + 1));
+  const auto ip = host_port ? asio::ip::make_address(host_port->host, ec) : asio::ip::address();
+  if (!host_port || ec) co_return Failed(address, "not an ip:port address");
   auto connection = std::make_unique<Connection>(executor_);
   connection->stream.expires_after(timeout);
-  co_await connection->stream.async_connect(tcp::endpoint(ip, port), Redirect(ec));
+  co_await connection->stream.async_connect(tcp::endpoint(ip, host_port->port), Redirect(ec));
   if (ec) co_return Failed(address, "connect: " + ec.message());
   connection->stream.socket().set_option(tcp::no_delay(true), ec);
   co_return std::move(connection);

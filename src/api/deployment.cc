@@ -5,18 +5,28 @@
 #include <cmath>
 
 #include "api/plan_json.h"
+#include "common/json_fields.h"
 
 namespace pipescale::api {
 namespace {
 
 using nlohmann::json;
 
+// The member `key` of `parent` as an object to merge into. Validation (api/pod_template.h) lets
+// only objects or nothing through where this is used, so nothing a user wrote is replaced; the
+// check keeps the build from throwing whatever it is handed.
+json& ObjectAt(json& parent, const char* key) {
+  json& member = parent[key];
+  if (!member.is_object()) member = json::object();
+  return member;
+}
+
 // Sets env `name` on a container, replacing an existing entry.
 void SetEnv(json& container, const std::string& name, const std::string& value) {
   json& env = container["env"];
   if (!env.is_array()) env = json::array();
   for (json& e : env) {
-    if (e.value("name", "") == name) {
+    if (StringField(e, "name") == name) {
       e = {{"name", name}, {"value", value}};
       return;
     }
@@ -86,28 +96,31 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
                    {"pipescale.io/task", task.name},
                    {"pipescale.io/variant", variant.name},
                    {"pipescale.io/hardware-class", hardware_class.name}};
-  json pod = variant.template_json.empty() ? json::object() : json::parse(variant.template_json);
-  pod["metadata"]["labels"].update(labels);
-  json& spec = pod["spec"];
-  if (!spec["containers"].is_array() || spec["containers"].empty()) {
-    spec["containers"] = json::array({DefaultContainer()});
+  json pod = variant.pod_template.get().is_object() ? variant.pod_template.get() : json::object();
+  ObjectAt(ObjectAt(pod, "metadata"), "labels").update(labels);
+  json& spec = ObjectAt(pod, "spec");
+  json& containers = spec["containers"];
+  if (!containers.is_array() || containers.empty()) {
+    containers = json::array({DefaultContainer()});
   }
-  json& container = spec["containers"][0];
+  json& container = containers[0];
+  if (!container.is_object()) container = DefaultContainer();
   if (!hardware_class.requests.empty()) {
-    container["resources"]["requests"].update(QuantityMap(hardware_class.requests));
+    ObjectAt(ObjectAt(container, "resources"), "requests")
+        .update(QuantityMap(hardware_class.requests));
   }
   if (!hardware_class.limits.empty()) {
-    container["resources"]["limits"].update(QuantityMap(hardware_class.limits));
+    ObjectAt(ObjectAt(container, "resources"), "limits").update(QuantityMap(hardware_class.limits));
   }
   if (!variant.RouterBatches()) SetEnv(container, variant.batch_env, std::to_string(batch_size));
   SetEnv(container, "PIPESCALE_PIPELINE", pipeline.name);
   SetEnv(container, "PIPESCALE_TASK", task.name);
   SetEnv(container, "PIPESCALE_VARIANT", variant.name);
   if (!hardware_class.node_selector.empty()) {
-    spec["nodeSelector"].update(QuantityMap(hardware_class.node_selector));
+    ObjectAt(spec, "nodeSelector").update(QuantityMap(hardware_class.node_selector));
   }
-  const json tolerations = json::parse(hardware_class.tolerations_json);
-  if (!tolerations.empty()) spec["tolerations"] = tolerations;
+  const json& tolerations = hardware_class.tolerations.get();
+  if (tolerations.is_array() && !tolerations.empty()) spec["tolerations"] = tolerations;
 
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
@@ -139,7 +152,7 @@ ManagedFields ReadManagedFields(const json& deployment, const std::string& batch
   if (const json* container = FirstContainer(deployment);
       container != nullptr && container->contains("env")) {
     for (const json& e : (*container)["env"]) {
-      if (!e.is_object() || e.value("name", "") != batch_env || !e.contains("value") ||
+      if (!e.is_object() || StringField(e, "name") != batch_env || !e.contains("value") ||
           !e["value"].is_string()) {
         continue;
       }
@@ -172,7 +185,7 @@ std::optional<json> ManagedPatch(const json& deployment, const std::string& batc
     const json* container = FirstContainer(deployment);
     if (container == nullptr) return std::nullopt;  // not a Deployment we can manage
     patch["spec"]["template"]["spec"]["containers"] = json::array(
-        {{{"name", (*container).value("name", "")},
+        {{{"name", StringField(*container, "name")},
           {"env", json::array({{{"name", batch_env}, {"value", std::to_string(batch_size)}}})}}});
   }
   if (patch.empty()) return std::nullopt;
@@ -195,11 +208,9 @@ nlohmann::json OptimizerPart(const model::Plan& plan) {
   }
   const model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
   if (loki == nullptr) return nlohmann::json::object();
-  const nlohmann::ordered_json routing = {
-      {"phase", model::PhaseName(loki->phase)},
-      {"tables", RoutingToJson(*loki, /*rounded=*/true)},
-      {"backups", BackupsToJson(*loki, /*rounded=*/true)},
-      {"budgetsMs", DropBudgetsToJson(*loki, /*rounded=*/true)}};
+  const nlohmann::ordered_json routing = {{"phase", model::PhaseName(loki->phase)},
+                                          {"tables", RoutingToJson(*loki, /*rounded=*/true)},
+                                          {"backups", BackupsToJson(*loki, /*rounded=*/true)}};
   return {{kLokiRoutingKey, routing.dump()}};
 }
 

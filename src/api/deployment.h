@@ -40,7 +40,8 @@ nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& own
 
 // What a plan hands the data plane: the ConfigMap <pipeline>-routing, owned by the pipeline.
 // Loki's plans write one key `routing.json`: {"phase", "tables": RoutingToJson, "backups":
-// BackupsToJson, "budgetsMs": DropBudgetsToJson}; Kairos's and MArk's `pools.json`:
+// BackupsToJson} (no drop budgets: the router budgets a late request from its path's slack,
+// routing/loki.h; an older operator's "budgetsMs" is ignored); Kairos's and MArk's `pools.json`:
 // {"optimizer", "pools": PoolsToJson} (api/plan_json.h, rounded so that noise in the rates does
 // not rewrite it); other plans nothing.
 // Variants whose batches the router forms add `batching.json`: {"batches": BatchesToJson}.

@@ -47,6 +47,9 @@ class Reader {
   // Says how many problems went unreported, as the last error.
   void Finish();
 
+  // Problems met so far, reported or not.
+  size_t problems() const { return errors_.size() + dropped_; }
+
   // A key of the document is user text: paths quote it escaped.
   static std::string At(const std::string& path, std::string_view key);
   static std::string At(const std::string& path, const char* key);

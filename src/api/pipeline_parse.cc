@@ -14,6 +14,7 @@
 
 #include "api/document.h"
 #include "api/field_reader.h"
+#include "api/pod_template.h"
 #include "api/workload.h"
 #include "common/strings.h"
 #include "optimizer/fit.h"
@@ -74,7 +75,7 @@ model::HardwareClass ParseHardwareClass(Reader& r, const json& c, const std::str
   }
   hw.node_selector = r.StringMap(c, "nodeSelector", path);
   if (const json* t = r.Array(c, "tolerations", path, false, limits::kMaxMapEntries)) {
-    hw.tolerations_json = t->dump();
+    hw.tolerations = model::PassThroughJson(*t);
   }
   if (auto v = r.Number(c, "costPerHour", path, false, kCostRange)) hw.cost_per_hour = *v;
   if (auto v = r.Number(c, "startupSeconds", path, false, kStartupRange)) hw.startup_seconds = *v;
@@ -264,7 +265,7 @@ void ParseBatchSize(Reader& r, const json& v, const std::string& path, model::Va
     if (*by == "router") {
       out.batch_env.clear();  // the env var (the CRD defaults it) is not set
     } else if (*by != "server") {
-      r.Fail(Reader::At(bpath, "formedBy"), "must be server or router, got " + *by);
+      r.Fail(Reader::At(bpath, "formedBy"), "must be server or router, got " + Quote(*by));
     }
   }
   if (auto max = r.Integer(*bs, "max", bpath, false, 1, limits::kMaxBatch)) {
@@ -316,7 +317,7 @@ model::Variant ParseVariant(Reader& r, const json& v, const std::string& path,
   if (auto m = r.Number(v, "multiplicativeFactor", path, false, kRatioRange)) {
     out.multiplicative_factor = *m;
   }
-  if (const json* t = r.Object(v, "template", path, false)) out.template_json = t->dump();
+  if (auto t = ParsePodTemplate(r, v, path)) out.pod_template = model::PassThroughJson(*t);
   if (auto d = r.String(v, "deploymentName", path, false)) out.deployment_name = *d;
   ParseBatchSize(r, v, path, out);
   ParseProfiles(r, v, path, classes, out);
@@ -576,7 +577,8 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
     if (model::ParseDropPolicy(*policy)) {
       o.drop_policy = *policy;
     } else {
-      r.Fail(at + ".dropPolicy", "must be none, last-task, per-task or reroute, got " + *policy);
+      r.Fail(at + ".dropPolicy",
+             "must be none, last-task, per-task or reroute, got " + Quote(*policy));
     }
   }
   if (auto n = r.Integer(*router, "maxBodyBytes", at, false, limits::kMinBodyBytes,

@@ -19,7 +19,6 @@ struct Numbers {
 };
 
 ordered_json TasksToJson(const model::Plan& plan, Numbers n) {
-  const model::AccuracyScalingPlan* loki = plan.accuracy_scaling();
   ordered_json out = ordered_json::array();
   for (const model::TaskPlan& t : plan.tasks) {
     ordered_json task = {{"task", t.task},
@@ -30,10 +29,6 @@ ordered_json TasksToJson(const model::Plan& plan, Numbers n) {
                          {"latencyMs", n.Quantity(t.latency_ms)},
                          {"queueMs", n.Quantity(t.queue_ms)},
                          {"loadRps", n.Quantity(t.load_rps)}};
-    if (loki != nullptr) {
-      auto it = loki->drop_budget_ms.find(t.task + "/" + t.variant);
-      if (it != loki->drop_budget_ms.end()) task["budgetMs"] = n.Quantity(it->second);
-    }
     out.push_back(std::move(task));
   }
   return out;
@@ -99,13 +94,6 @@ ordered_json BackupsToJson(const model::AccuracyScalingPlan& plan, bool rounded)
     out.push_back(
         {{"task", b.task}, {"variant", b.variant}, {"spareRps", n.Quantity(b.spare_rps)}});
   }
-  return out;
-}
-
-ordered_json DropBudgetsToJson(const model::AccuracyScalingPlan& plan, bool rounded) {
-  const Numbers n{rounded};
-  ordered_json out = ordered_json::object();
-  for (const auto& [key, ms] : plan.drop_budget_ms) out[key] = n.Quantity(ms);
   return out;
 }
 

@@ -22,9 +22,9 @@ struct PlanJsonOptions {
 // {"status", "optimizer", "objective", "objectiveUnit", "solveMs", "costPerHour",
 // "servedFraction", "tasks": [{"task", "variant", "hardwareClass", "replicas", "batchSize",
 // "latencyMs", "queueMs", "loadRps"}], "paths": [{"name", "sloMs", "predictedLatencyMs"}],
-// "notes"}. Loki's plans add "phase", "accuracy", "variantPaths", "routing", "backups" and per
-// task "budgetMs"; Kairos's and MArk's add "pools", Kairos "upperBoundQps" and MArk
-// "forecast" {stepSeconds, rps}.
+// "notes"}. Loki's plans add "phase", "accuracy", "variantPaths", "routing" and "backups";
+// Kairos's and MArk's add "pools", Kairos "upperBoundQps" and MArk "forecast" {stepSeconds,
+// rps}.
 nlohmann::ordered_json PlanToJsonValue(const model::Plan& plan, const PlanJsonOptions& options);
 
 // The rounding rule of PlanJsonOptions::rounded, for the status's other numbers too.
@@ -39,8 +39,6 @@ std::string PlanToJson(const model::Plan& plan);
 nlohmann::ordered_json RoutingToJson(const model::AccuracyScalingPlan& plan, bool rounded);
 // Variants with capacity left: [{"task", "variant", "spareRps"}].
 nlohmann::ordered_json BackupsToJson(const model::AccuracyScalingPlan& plan, bool rounded);
-// Early-drop budgets by "task/variant", in milliseconds.
-nlohmann::ordered_json DropBudgetsToJson(const model::AccuracyScalingPlan& plan, bool rounded);
 // Per task its QoS, members (class, replicas, largest query, Kairos coefficient, capacity),
 // the spill class and Kairos's bound.
 nlohmann::ordered_json PoolsToJson(const model::PoolPlan& plan, bool rounded);

@@ -144,12 +144,8 @@ Result<model::AccuracyScalingPlan> ParseLokiRouting(std::string_view text) {
         ForEachObject(r, doc, "backups", "", [&](const json& b, const std::string& at) {
           plan.backups.push_back(Backup(r, b, at));
         });
-        if (const json* budgets = r.Object(doc, "budgetsMs", "", false)) {
-          for (const auto& [key, ms] : budgets->items()) {
-            const auto v = r.Number(*budgets, key.c_str(), "budgetsMs", true, kRateRange);
-            if (v) plan.drop_budget_ms[key] = *v;
-          }
-        }
+        // "budgetsMs", which older operators wrote and no router read, is left alone with every
+        // other key it does not know.
       });
 }
 

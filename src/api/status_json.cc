@@ -393,7 +393,7 @@ void EachObject(Fields& f, const char* key, Read read) {
   }
 }
 
-void ReadTasks(Fields& f, model::AccuracyScalingPlan* loki, model::AppliedPlan& out) {
+void ReadTasks(Fields& f, model::AppliedPlan& out) {
   EachObject(f, "tasks", [&](Fields& t) {
     model::TaskPlan task;
     Set(t.String("task"), task.task);
@@ -406,11 +406,7 @@ void ReadTasks(Fields& f, model::AccuracyScalingPlan* loki, model::AppliedPlan& 
     Set(t.Number("loadRps"), task.load_rps);
     std::string deployment;
     Set(t.String("deployment"), deployment);
-    if (loki != nullptr) {
-      if (auto budget = t.Number("budgetMs")) {
-        loki->drop_budget_ms[task.task + "/" + task.variant] = *budget;
-      }
-    }
+    (void)t.Number("budgetMs");  // a Loki drop budget older operators wrote; no longer kept
     out.plan.tasks.push_back(std::move(task));
     out.deployments.push_back(std::move(deployment));
   });
@@ -525,7 +521,7 @@ std::optional<model::AppliedPlan> ReadPlan(const json& value, const std::string&
              f.Get("forecast") != nullptr) {
     out.plan.detail = ReadPools(f);
   }
-  ReadTasks(f, out.plan.accuracy_scaling(), out);
+  ReadTasks(f, out);
   ReadPaths(f, out.plan);
   f.Done();
   return out;

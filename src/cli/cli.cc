@@ -16,8 +16,8 @@
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
 #include "api/workload.h"
-#include "cli/flags.h"
 #include "cli/simulate.h"
+#include "common/flags.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
 #include "profile/job.h"
@@ -366,9 +366,9 @@ bool SetProfileTarget(const std::string& name, const std::string& v, ProfileFlag
 // The flags of how it is measured and shown. Returns what is wrong, or "".
 std::string SetProfileMeasure(const std::string& name, const std::string& v, ProfileFlags& f) {
   profile::Options& o = f.options;
-  if (name == "--requests") return ParseCount(name, v, 1, 1000000, o.requests);
-  if (name == "--warmup") return ParseCount(name, v, 0, 100000, o.warmup);
-  if (name == "--timeout") return ParseCount(name, v, 1, 86400, f.timeout_s);
+  if (name == "--requests") return ParseFlag(name, v, 1, 1000000, o.requests);
+  if (name == "--warmup") return ParseFlag(name, v, 0, 100000, o.warmup);
+  if (name == "--timeout") return ParseFlag(name, v, 1, 86400, f.timeout_s);
   if (name == "--progress")
     return ParseChoice(name, v, {"auto", "bar", "lines", "none"}, f.progress);
   if (name == "-o" || name == "--output") {

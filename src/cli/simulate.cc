@@ -12,8 +12,8 @@
 #include "api/document.h"
 #include "api/nodes_file.h"
 #include "cli/cli.h"
-#include "cli/flags.h"
 #include "common/file.h"
+#include "common/flags.h"
 #include "common/json_fields.h"
 #include "gym/render.h"
 #include "gym/simulation.h"
@@ -78,7 +78,7 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
   } else if (name == "--policy") {
     f.policies = Names(value);
   } else if (name == "--seed") {
-    return ParseCount(name, value, 0U, std::numeric_limits<unsigned>::max(), f.seed);
+    return ParseFlag(name, value, 0U, std::numeric_limits<unsigned>::max(), f.seed);
   } else if (name == "--duration") {
     const auto d = SecondsOf(value);
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";

@@ -1,31 +1,19 @@
 #include "kube/client.h"
 
-#include <curl/curl.h>
-
 #include <fstream>
-#include <memory>
-#include <mutex>
-#include <sstream>
 
 #include "common/guard.h"
 #include "common/json_fields.h"
+#include "common/strings.h"
+#include "http/client.h"
 
 namespace pipescale::kube {
 namespace {
 
-struct CurlDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
-using Headers = std::unique_ptr<curl_slist, SlistDeleter>;
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+// How much of an error answer is kept and quoted: a Status object is a few hundred bytes, and a
+// proxy's page is recognised by its start.
+constexpr size_t kMaxErrorBody = size_t{64} << 10;
+constexpr size_t kQuotedBody = 200;
 
 std::string Token(const ClusterConfig& config) {
   if (config.token_file.empty()) return config.token;
@@ -35,48 +23,25 @@ std::string Token(const ClusterConfig& config) {
   return token.empty() ? config.token : token;
 }
 
-// A handle set up for one request against the cluster: URL, TLS, authentication.
-CurlHandle Prepare(const ClusterConfig& config, const std::string& path, Headers& headers,
-                   const std::string& content_type) {
-  GlobalInit();
-  CurlHandle curl(curl_easy_init());
-  CURL* c = curl.get();
-  const std::string url = config.server + path;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-  if (config.insecure_skip_tls_verify) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-  } else if (!config.ca_pem.empty()) {
-    curl_blob ca{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
-  }
-  if (!config.client_cert_pem.empty()) {
-    curl_blob cert{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(),
-                   CURL_BLOB_COPY};
-    curl_blob key{const_cast<char*>(config.client_key_pem.data()), config.client_key_pem.size(),
-                  CURL_BLOB_COPY};
-    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
-  }
-  curl_slist* list = nullptr;
-  list = curl_slist_append(list, "Accept: application/json");
-  if (!content_type.empty())
-    list = curl_slist_append(list, ("Content-Type: " + content_type).c_str());
-  if (const std::string token = Token(config); !token.empty()) {
-    list = curl_slist_append(list, ("Authorization: Bearer " + token).c_str());
-  }
-  headers.reset(list);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
-  return curl;
+http::Tls TlsOf(const ClusterConfig& config) {
+  return {.insecure_skip_verify = config.insecure_skip_tls_verify,
+          .ca_pem = config.ca_pem,
+          .client_cert_pem = config.client_cert_pem,
+          .client_key_pem = config.client_key_pem};
 }
 
-size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
-  return size * count;
+// A request against the cluster: URL, authentication, content type.
+http::Request RequestFor(const ClusterConfig& config, const http::Tls& tls, const char* method,
+                         const std::string& path, std::string body,
+                         const std::string& content_type) {
+  http::Request request{.method = method, .url = config.server + path, .body = std::move(body)};
+  request.headers.emplace_back("Accept: application/json");
+  if (!request.body.empty()) request.headers.push_back("Content-Type: " + content_type);
+  if (const std::string token = Token(config); !token.empty()) {
+    request.headers.push_back("Authorization: Bearer " + token);
+  }
+  request.tls = &tls;
+  return request;
 }
 
 ErrorKind KindForStatus(long status) {
@@ -94,100 +59,80 @@ ErrorKind KindForStatus(long status) {
   }
 }
 
-// The server's own words from a Status object, when the body is one.
+// The server's own words from a Status object, when the body is one; else the start of the
+// body. Escaped: it goes into status conditions and events, which must be valid UTF-8.
 std::string ServerMessage(const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("message") && j["message"].is_string()) {
-    return j["message"].get<std::string>();
+    return EscapeUserText(j["message"].get<std::string>(), kQuotedBody * 4);
   }
-  return body.substr(0, 200);
+  return EscapeUserText(body, kQuotedBody);
 }
 
-Result<nlohmann::json> Call(const ClusterConfig& config, std::chrono::seconds timeout,
-                            const char* method, const std::string& path, const std::string& body,
+Result<nlohmann::json> Call(const ClusterConfig& config, const ClientLimits& limits,
+                            const char* method, const std::string& path, std::string body,
                             const std::string& content_type) {
-  Headers headers;
-  CurlHandle curl = Prepare(config, path, headers, body.empty() ? "" : content_type);
-  CURL* c = curl.get();
-  std::string response;
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, static_cast<long>(timeout.count()));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
-  if (!body.empty()) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  }
+  const http::Tls tls = TlsOf(config);
   const std::string what = std::string(method) + " " + path;
-  if (const CURLcode rc = curl_easy_perform(c); rc != CURLE_OK) {
-    return Error{ErrorKind::kTransient, what + ": " + curl_easy_strerror(rc)};
+  http::Session session;
+  auto answer =
+      session.Perform(RequestFor(config, tls, method, path, std::move(body), content_type),
+                      {.max_body_bytes = limits.max_answer_bytes, .timeout = limits.timeout}, what);
+  if (!answer) return answer.error();
+  if (answer->status < 200 || answer->status >= 300) {
+    return Error{KindForStatus(answer->status), what + ": HTTP " + std::to_string(answer->status) +
+                                                    ": " + ServerMessage(answer->body)};
   }
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  if (status < 200 || status >= 300) {
-    return Error{KindForStatus(status),
-                 what + ": HTTP " + std::to_string(status) + ": " + ServerMessage(response)};
-  }
-  auto parsed = nlohmann::json::parse(response, nullptr, false);
+  auto parsed = nlohmann::json::parse(answer->body, nullptr, false);
   if (parsed.is_discarded()) {
     return Error{ErrorKind::kTransient, what + ": the response is not JSON"};
   }
   return parsed;
 }
 
-// State of one watch stream, shared with libcurl's callbacks.
-struct Stream {
-  const std::function<bool(const WatchEvent&)>* on_event;
-  const std::atomic<bool>* stop;
-  std::string pending;  // bytes of an event not yet terminated by '\n'
-  std::string error_body;
-  std::string handler_threw;  // what on_event threw: it must not unwind through libcurl
-  long status = 0;
-  bool stopped = false;
-  CURL* curl = nullptr;
-};
+// The events of one watch stream, one JSON object a line, each held to `max_event_bytes`.
+class EventLines {
+ public:
+  EventLines(const std::function<bool(const WatchEvent&)>& on_event, const std::atomic<bool>& stop,
+             size_t max_event_bytes)
+      : on_event_(on_event), stop_(stop), max_event_bytes_(max_event_bytes) {}
 
-size_t OnWatchData(char* data, size_t size, size_t count, void* user) {
-  auto* s = static_cast<Stream*>(user);
-  const size_t n = size * count;
-  if (s->status == 0) curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-  if (s->status != 200) {
-    s->error_body.append(data, n);
-    return n;
+  // Takes the next piece of the stream; false ends it (the handler said so, or an event is
+  // past its cap).
+  bool Add(std::string_view data) {
+    pending_.append(data);
+    size_t start = 0;
+    for (size_t nl = 0; (nl = pending_.find('\n', start)) != std::string::npos; start = nl + 1) {
+      if (nl - start > max_event_bytes_) return TooLarge();
+      if (!Deliver(std::string_view(pending_.data() + start, nl - start))) return false;
+    }
+    pending_.erase(0, start);
+    // An event still arriving: what it holds so far already tells whether it is too large.
+    return pending_.size() <= max_event_bytes_ || TooLarge();
   }
-  s->pending.append(data, n);
-  size_t start = 0;
-  for (size_t nl = 0; (nl = s->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-    const std::string_view line(s->pending.data() + start, nl - start);
-    if (line.empty()) continue;
+
+  bool too_large() const { return too_large_; }
+
+ private:
+  bool Deliver(std::string_view line) {
+    if (line.empty()) return true;
     auto event = nlohmann::json::parse(line, nullptr, false);
-    if (!event.is_object()) continue;  // a torn line cannot happen on '\n' boundaries
+    if (!event.is_object()) return true;  // a torn line cannot happen on '\n' boundaries
     WatchEvent e{StringField(event, "type"), std::move(event["object"])};
-    bool more = false;
-    try {
-      more = !s->stop->load() && (*s->on_event)(e);
-    } catch (...) {
-      s->handler_threw = CurrentExceptionMessage();
-      return 0;
-    }
-    if (!more) {
-      s->stopped = true;
-      return 0;  // aborts the transfer
-    }
+    return !stop_.load() && on_event_(e);
   }
-  s->pending.erase(0, start);
-  return n;
-}
 
-int OnWatchProgress(void* user, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/,
-                    curl_off_t /*ultotal*/, curl_off_t /*ulnow*/) {
-  auto* s = static_cast<Stream*>(user);
-  if (s->stop->load()) {
-    s->stopped = true;
-    return 1;
+  bool TooLarge() {
+    too_large_ = true;
+    return false;
   }
-  return 0;
-}
+
+  const std::function<bool(const WatchEvent&)>& on_event_;
+  const std::atomic<bool>& stop_;
+  size_t max_event_bytes_;
+  std::string pending_;  // bytes of an event not yet terminated by '\n'
+  bool too_large_ = false;
+};
 
 }  // namespace
 
@@ -220,13 +165,14 @@ std::string QueryEscape(const std::string& value) {
   return out;
 }
 
-Client::Client(ClusterConfig config) : config_(std::move(config)) {}
+Client::Client(ClusterConfig config, ClientLimits limits)
+    : config_(std::move(config)), limits_(limits) {}
 
 Result<nlohmann::json> Client::Send(const char* method, const std::string& path,
                                     const std::string& body,
                                     const std::string& content_type) const {
   requests_->fetch_add(1, std::memory_order_relaxed);
-  return Call(config_, timeout_, method, path, body, content_type);
+  return Call(config_, limits_, method, path, body, content_type);
 }
 
 Result<nlohmann::json> Client::Get(const std::string& path) const {
@@ -262,31 +208,29 @@ Status Client::Watch(const std::string& path,
                      const std::function<bool(const WatchEvent&)>& on_event,
                      const std::atomic<bool>& stop) const {
   requests_->fetch_add(1, std::memory_order_relaxed);
-  Headers headers;
-  CurlHandle curl = Prepare(config_, path, headers, "");
-  CURL* c = curl.get();
-  Stream stream{.on_event = &on_event, .stop = &stop, .curl = c};
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnWatchData);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &stream);
-  // The progress callback runs about once a second even when no bytes arrive, so a stop
-  // request ends an idle watch promptly.
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnWatchProgress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &stream);
-  const CURLcode rc = curl_easy_perform(c);
-  if (stream.stopped) return Done{};
+  const http::Tls tls = TlsOf(config_);
   const std::string what = "watch " + path;
-  if (!stream.handler_threw.empty()) {
-    ReportPanic("kube-watch", stream.handler_threw);
-    return Error{ErrorKind::kTransient,
-                 what + ": the event handler threw: " + stream.handler_threw};
+  EventLines lines(on_event, stop, limits_.max_event_bytes);
+  const http::StreamCallbacks callbacks{
+      .on_data = [&](std::string_view data) { return lines.Add(data); },
+      .should_stop = [&] { return stop.load(); }};
+  http::Session session;
+  // No timeout of our own: the server ends a watch after its timeoutSeconds.
+  auto end = session.Stream(RequestFor(config_, tls, "GET", path, "", ""),
+                            {.max_body_bytes = kMaxErrorBody, .timeout = {}}, what, callbacks);
+  if (!end) return end.error();
+  if (!end->threw.empty()) {
+    ReportPanic("kube-watch", end->threw);
+    return Error{ErrorKind::kTransient, what + ": the event handler threw: " + end->threw};
   }
-  if (rc != CURLE_OK) return Error{ErrorKind::kTransient, what + ": " + curl_easy_strerror(rc)};
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200) {
-    return Error{KindForStatus(status), what + ": HTTP " + std::to_string(status) + ": " +
-                                            ServerMessage(stream.error_body)};
+  if (lines.too_large()) {
+    return Error{ErrorKind::kInvalid,
+                 what + ": an event larger than " + http::SizeText(limits_.max_event_bytes)};
+  }
+  if (end->stopped) return Done{};
+  if (end->status != 200) {
+    return Error{KindForStatus(end->status), what + ": HTTP " + std::to_string(end->status) + ": " +
+                                                 ServerMessage(end->error_body)};
   }
   return Done{};
 }

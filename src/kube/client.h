@@ -1,6 +1,7 @@
-// A Kubernetes API client over libcurl: get, create, update, JSON merge patch, delete, and
-// streaming watches, with TLS verified against the configured CA. Knows no resource types
-// beyond the paths it is given.
+// A Kubernetes API client over libcurl (http/client.h): get, create, update, JSON merge patch,
+// delete, and streaming watches, with TLS verified against the configured CA. What it buffers is
+// capped: an answer, and each event of a watch. Knows no resource types beyond the paths it is
+// given.
 #pragma once
 
 #include <atomic>
@@ -43,13 +44,25 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
+// What a client buffers and how long it waits.
+struct ClientLimits {
+  // The largest answer read whole: a list of every pod of a big cluster is tens of MiB, so a
+  // generous cap that only a runaway list or a hostile server passes.
+  size_t max_answer_bytes = size_t{256} << 20;
+  // The largest event of a watch (one object): the apiserver stores objects of at most about
+  // 1.5 MiB (etcd's request limit).
+  size_t max_event_bytes = size_t{16} << 20;
+  std::chrono::seconds timeout{30};  // of each request; a watch lasts as the server keeps it
+};
+
 // Thread-safe: every call uses its own connection state.
 class Client {
  public:
-  explicit Client(ClusterConfig config);
+  explicit Client(ClusterConfig config, ClientLimits limits = {});
 
   // Error kinds: 404 kNotFound, 409 kConflict, 410 kExpired, 429/5xx/network kTransient,
-  // other 4xx kInvalid. Messages say what was done to what, with the server's message.
+  // other 4xx kInvalid, and kInvalid for an answer past limits.max_answer_bytes. Messages say
+  // what was done to what, with the server's message.
   Result<nlohmann::json> Get(const std::string& path) const;
   Result<nlohmann::json> Create(const std::string& collection_path,
                                 const nlohmann::json& object) const;
@@ -62,7 +75,8 @@ class Client {
 
   // Streams `path` (with ?watch=1 and friends already in it), calling `on_event` per event.
   // Returns Done when the server ends the stream, `on_event` returns false, or `stop` turns
-  // true; an error if the request fails or the server answers with an error status.
+  // true; an error if the request fails, the server answers with an error status, or an event
+  // is larger than limits.max_event_bytes (kInvalid).
   Status Watch(const std::string& path, const std::function<bool(const WatchEvent&)>& on_event,
                const std::atomic<bool>& stop) const;
 
@@ -75,7 +89,7 @@ class Client {
                               const std::string& content_type) const;
 
   ClusterConfig config_;
-  std::chrono::seconds timeout_{30};
+  ClientLimits limits_;
   std::shared_ptr<std::atomic<long>> requests_ = std::make_shared<std::atomic<long>>(0);
 };
 

@@ -1,14 +1,12 @@
 #include "metrics/prometheus.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
+
+#include "http/client.h"
 
 namespace pipescale::metrics {
 namespace {
@@ -116,31 +114,7 @@ const json* Member(const json& j, const char* key) {
 
 // --- The transfer ---
 
-struct Response {
-  long status = 0;
-  std::string content_type;
-  std::string body;
-  bool too_large = false;
-};
-
-size_t Append(char* data, size_t size, size_t count, void* user) {
-  auto* response = static_cast<Response*>(user);
-  const size_t n = size * count;
-  if (response->body.size() + n > kMaxResponseBytes) {
-    response->too_large = true;
-    return 0;  // makes curl abort the transfer
-  }
-  response->body.append(data, n);
-  return n;
-}
-
-std::string Escape(CURL* curl, const std::string& s) {
-  char* e = curl_easy_escape(curl, s.c_str(), static_cast<int>(s.size()));
-  if (e == nullptr) return "";
-  std::string out(e);
-  curl_free(e);
-  return out;
-}
+using Response = http::Answer;
 
 }  // namespace
 
@@ -161,39 +135,17 @@ namespace {
 Result<Response> Fetch(const std::string& url,
                        const std::vector<std::pair<std::string, std::string>>& form,
                        std::chrono::milliseconds timeout) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  // Declared before the handle, so they outlive it: curl writes into them until cleanup.
-  Response response;
-  char detail[CURL_ERROR_SIZE] = "";
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  CURL* c = curl.get();
-  if (c == nullptr) return Error{ErrorKind::kTransient, "prometheus: cannot start libcurl"};
-  std::string body;
-  for (const auto& [k, v] : form) body += (body.empty() ? "" : "&") + k + "=" + Escape(c, v);
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
-  // Refuses at once an answer that announces its size; Append catches the others.
-  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(kMaxResponseBytes));
-  const CURLcode rc = curl_easy_perform(c);
-  if (rc == CURLE_FILESIZE_EXCEEDED || response.too_large) {
-    return Error{ErrorKind::kInvalid, "prometheus: response larger than " +
-                                          std::to_string(kMaxResponseBytes >> 20) +
-                                          " MiB; the query selects too much"};
+  http::Request request{.method = "POST", .url = url};
+  for (const auto& [k, v] : form) {
+    request.body += (request.body.empty() ? "" : "&") + k + "=" + http::Escape(v);
   }
-  if (rc != CURLE_OK) {
-    return Error{ErrorKind::kTransient, "prometheus " + Printable(RedactUrl(url)) + ": " +
-                                            Printable(*detail ? detail : curl_easy_strerror(rc))};
+  http::Session session;
+  auto response =
+      session.Perform(request, {.max_body_bytes = kMaxResponseBytes, .timeout = timeout},
+                      "prometheus " + Printable(RedactUrl(url)));
+  if (!response && response.error().kind == ErrorKind::kInvalid) {
+    return Error{ErrorKind::kInvalid, response.error().message + "; the query selects too much"};
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
-  const char* type = nullptr;
-  curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type);
-  if (type != nullptr) response.content_type = type;
   return response;
 }
 

@@ -1,8 +1,22 @@
 #include "model/pipeline.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/check.h"
 
 namespace pipescale::model {
+
+PassThroughJson::PassThroughJson(nlohmann::json value)
+    : value_(std::make_shared<const nlohmann::json>(std::move(value))) {}
+
+const nlohmann::json& PassThroughJson::get() const {
+  static const nlohmann::json kNone;
+  return value_ != nullptr ? *value_ : kNone;
+}
+
+bool PassThroughJson::operator==(const PassThroughJson& other) const {
+  return value_ == other.value_ || get() == other.get();
+}
 
 const Variant* Task::FindVariant(const std::string& variant_name) const {
   for (const Variant& v : variants) {

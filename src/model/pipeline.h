@@ -5,6 +5,8 @@
 
 #include <compare>
 #include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,13 +20,29 @@ namespace pipescale::model {
 enum class Mode { kApply, kRecommend };
 enum class ForecastMethod { kNone, kEwma, kHoltWinters, kLinear };
 
+// JSON the operator passes through to the objects it writes (a variant's pod template, a
+// class's tolerations): checked by api/ where the spec is parsed, then immutable and shared by
+// every copy of the pipeline, so no later reader parses it again from text (and can fail).
+class PassThroughJson {
+ public:
+  PassThroughJson() = default;  // none
+  explicit PassThroughJson(nlohmann::json value);
+
+  // The value; null when there is none.
+  const nlohmann::json& get() const;
+  bool operator==(const PassThroughJson& other) const;
+
+ private:
+  std::shared_ptr<const nlohmann::json> value_;
+};
+
 // What a replica of a hardware class costs and needs from the cluster.
 struct HardwareClass {
   std::string name;
   std::map<std::string, std::string> requests;  // resources.requests, e.g. cpu: "4"
   std::map<std::string, std::string> limits;    // resources.limits, e.g. nvidia.com/gpu: "1"
   std::map<std::string, std::string> node_selector;
-  std::string tolerations_json = "[]";  // passed through to the pod template untouched
+  PassThroughJson tolerations;  // a list, passed through to the pod template untouched
   double cost_per_hour = 0;
   double startup_seconds = 0;  // launch overhead until a new replica serves (MArk)
   std::optional<int> max_replicas;
@@ -56,7 +74,7 @@ struct Variant {
   std::string name;
   double accuracy = 1;
   double multiplicative_factor = 1;  // requests emitted per request served (Loki)
-  std::string template_json;         // pod template, passed through to Deployments
+  PassThroughJson pod_template;      // an object (api/pod_template.h), built on by Deployments
   std::string deployment_name;       // adopt an existing Deployment instead of creating one
   // The environment variable that tells the model server its batch size; "" when the router
   // forms the batches (batchSize.formedBy: router) and the server takes each as one request.

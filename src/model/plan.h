@@ -133,8 +133,6 @@ struct AccuracyScalingPlan {
   std::vector<VariantPath> variant_paths;
   std::vector<RoutingTable> routing;
   std::vector<BackupWorker> backups;
-  // Per "task/variant": how long a request may have spent before it is dropped early, 2 d(b).
-  std::map<std::string, double> drop_budget_ms;
 
   bool operator==(const AccuracyScalingPlan&) const = default;
 };

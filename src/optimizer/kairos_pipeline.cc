@@ -378,6 +378,20 @@ double ServedFraction(const KairosContext& ctx, const std::vector<KairosTask>& t
   return std::clamp(served, 0.0, 1.0);
 }
 
+// What binds when the demand is not covered: the budget as set ("budget: $2.500/h and 3
+// replicas", "budget: no cost budget and 3 replicas"), else the classes' maxReplicas.
+std::string ShortfallNote(const model::Budget& budget, double served_fraction) {
+  if (!budget.cost_per_hour && !budget.max_replicas) {
+    return StrFormat("the classes' maxReplicas cover %.1f%% of the demand", 100 * served_fraction);
+  }
+  const std::string cost =
+      budget.cost_per_hour ? StrFormat("$%.3f/h", *budget.cost_per_hour) : "no cost budget";
+  const std::string replicas =
+      budget.max_replicas ? std::to_string(*budget.max_replicas) : "any number of";
+  return StrFormat("budget: %s and %s replicas cover %.1f%% of the demand", cost.c_str(),
+                   replicas.c_str(), 100 * served_fraction);
+}
+
 // Per task the cheapest configuration covering its demand within the budget; when the budget
 // binds, Kairos's pick or the largest share of the demand, with what is served reported.
 Selection SelectConfigurations(const KairosContext& ctx, const std::vector<KairosTask>& tasks,
@@ -389,15 +403,7 @@ Selection SelectConfigurations(const KairosContext& ctx, const std::vector<Kairo
   }
   Selection s = tasks.size() == 1 ? KairosPick(tasks[0]) : LargestShare(ctx, tasks);
   plan.served_fraction = ServedFraction(ctx, tasks, s.configs);
-  const model::Budget& budget = ctx.pipeline->spec.budget;
-  Shortfall(
-      plan,
-      std::isfinite(ctx.budget) || budget.max_replicas
-          ? StrFormat("budget: $%.3f/h and %s replicas cover %.1f%% of the demand", ctx.budget,
-                      budget.max_replicas ? std::to_string(*budget.max_replicas).c_str() : "any",
-                      100 * plan.served_fraction)
-          : StrFormat("the classes' maxReplicas cover %.1f%% of the demand",
-                      100 * plan.served_fraction));
+  Shortfall(plan, ShortfallNote(ctx.pipeline->spec.budget, plan.served_fraction));
   return s;
 }
 

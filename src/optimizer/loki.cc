@@ -74,10 +74,6 @@ std::string ConfigKey(const std::string& task, const std::string& variant,
   return StrFormat("%s/%s/%s/%d", task.c_str(), variant.c_str(), hardware_class.c_str(), batch);
 }
 
-std::string VariantKey(const std::string& task, const std::string& variant) {
-  return task + "/" + variant;
-}
-
 // The fewest replicas from load.replicas on whose queue at the percentile is at most one batch.
 int ReplicasWithinOneBatch(const TaskLoad& load, double percentile) {
   return FewestReplicasWithin(load, load.exec_ms, kMaxReplicas, percentile);
@@ -418,8 +414,6 @@ model::Plan Extract(const model::Pipeline& pipeline, const Instance& in, const C
                             .queue_ms = c.ms,
                             .batch_wait_ms = c.ms,
                             .load_rps = load[v]});
-      loki.drop_budget_ms[VariantKey(task.name, task.variants[vertex.variant].name)] =
-          in.batch_times_per_slo * c.ms;
     }
   }
   // Variant paths with a share; the served demand and its accuracy.

@@ -21,7 +21,7 @@ namespace pipescale::optimizer {
 // What a plan hands to the request path, in the ConfigMap `<pipeline>-routing`.
 enum class DataPlane {
   kNone,           // nothing: every replica of a Deployment is alike
-  kRoutingTables,  // Loki: MostAccurateFirst tables, early-drop budgets, backups
+  kRoutingTables,  // Loki: MostAccurateFirst tables and backups
   // Kairos: per task the replicas across classes; one query in flight per replica, waiting
   // queries matched to replicas at least cost.
   kMatchedPools,

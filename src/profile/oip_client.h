@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/client.h"
 #include "profile/protocol.h"
 
 namespace pipescale::profile {
@@ -45,8 +46,7 @@ class OipClient {
   const std::string& model() const { return model_; }
 
  private:
-  struct Answer;
-  struct Handle;
+  using Answer = http::Answer;
   Result<Answer> Send(const std::string& method, const std::string& path, const std::string& body,
                       double* elapsed_ms);
   Error NotOip(const std::string& what, const Answer& answer) const;
@@ -56,7 +56,7 @@ class OipClient {
   std::string model_;
   std::string model_path_;  // /v2/models/{model}, escaped
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<Handle> handle_;
+  std::unique_ptr<http::Session> session_;
   bool keeps_alive_ = true;
   int sent_ = 0;
 };

@@ -171,6 +171,9 @@ std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeli
     if (it == deployments.end()) continue;
     const auto batch = api::ReadManagedFields(it->second, p.variant->batch_env).batch_size;
     if (!batch || *batch == p.batch_size) continue;
+    // A batch the spec no longer allows (batchSize.max lowered, or the Deployment edited) is
+    // not the plan's to keep: no decision runs a batch outside [1, batchSize.max].
+    if (*batch < 1 || *batch > p.variant->max_batch) continue;
     // A rollout starts maxSurge (25%, at least one) new pods first; without room for them it
     // would leave them Pending beside the old ones, whatever the SLO says.
     const int surge = (std::max(p.target, 1) + 3) / 4;

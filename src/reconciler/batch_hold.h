@@ -32,8 +32,9 @@ bool RollingOut(const nlohmann::json& deployment);
 // keeping the running batch size, while any of the pipeline's Deployments still rolls out or
 // while the scale-down window keeps more replicas than the plan asks (unless a path's measured
 // latency already misses its SLO), and whenever the class lacks room, after the plan's own
-// scale-outs, for the surge pods a rollout starts with. Returns "<deployment> (<why>)" for each
-// Deployment whose batch change waits.
+// scale-outs, for the surge pods a rollout starts with. A running batch past the variant's
+// batchSize.max is never kept. Returns "<deployment> (<why>)" for each Deployment whose batch
+// change waits.
 std::vector<std::string> HoldBatchesDuringRollouts(
     const model::Pipeline& pipeline, const std::map<std::string, nlohmann::json>& deployments,
     const model::MetricsSnapshot& metrics, const std::optional<ClusterCapacity>& capacity,

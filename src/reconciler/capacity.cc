@@ -203,9 +203,9 @@ void ClusterView::State::Unplace(const std::string& key) {
 ClassRoom ClusterView::State::Room(const model::HardwareClass& hw) const {
   const Resources need = ReplicaRequests(hw);
   const std::string id =
-      json{{"s", hw.node_selector}, {"t", hw.tolerations_json}, {"n", need}}.dump();
+      json{{"s", hw.node_selector}, {"t", hw.tolerations.get()}, {"n", need}}.dump();
   if (auto it = rooms.find(id); it != rooms.end()) return it->second;
-  const json tolerations = json::parse(hw.tolerations_json, nullptr, false);
+  const json& tolerations = hw.tolerations.get();
   ClassRoom room;
   std::map<std::string, int> scarce;
   static const Resources kNothing;

@@ -183,7 +183,9 @@ Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders
 }
 
 std::string ErrorBody(std::string_view message) {
-  return json{{"error", std::string(message)}}.dump();
+  // A message may quote what a model pod answered, in whatever bytes it sent: those that are
+  // not UTF-8 are replaced (U+FFFD) rather than thrown on, so the client still gets its status.
+  return json{{"error", std::string(message)}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace pipescale::routing

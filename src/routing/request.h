@@ -48,7 +48,8 @@ struct InferHeaders {
 // the binary part; its bytes are not read.
 Result<InferRequest> ParseInferRequest(std::string_view body, const InferHeaders& headers = {});
 
-// The protocol's error body, {"error": message}.
+// The protocol's error body, {"error": message}; never throws (bytes of the message that are not
+// UTF-8 are replaced).
 std::string ErrorBody(std::string_view message);
 
 }  // namespace pipescale::routing

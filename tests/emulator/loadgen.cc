@@ -28,6 +28,7 @@
 
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "common/flags.h"
 #include "common/json_fields.h"
 #include "kube/config.h"
 #include "kube/informer.h"
@@ -41,6 +42,13 @@ using namespace pipescale;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using Flags = std::map<std::string, std::string>;
+
+// The numeric flags, checked before anything runs.
+struct Numbers {
+  std::uint64_t seed = 42;
+  int timeout_s = 30;
+  int wait_ready_s = 0;
+};
 namespace asio = boost::asio;
 
 // One query: `rows` 1x4 FP32 tensors in a batch, as small image features would be.
@@ -147,13 +155,15 @@ json Report(const std::map<std::string, PathStats>& paths, double seconds) {
 
 class LoadGenerator {
  public:
-  LoadGenerator(const Flags& flags, const model::Pipeline& pipeline, trace::Trace trace)
+  LoadGenerator(const Flags& flags, const Numbers& numbers, const model::Pipeline& pipeline,
+                trace::Trace trace)
       : flags_(flags),
+        numbers_(numbers),
         pipeline_(pipeline),
         trace_(std::move(trace)),
         routers_(flags, pipeline),
-        rng_(std::stoull(flags.at("--seed"))),
-        timeout_(std::chrono::seconds(std::stoi(flags.at("--timeout-s")))) {
+        rng_(numbers.seed),
+        timeout_(std::chrono::seconds(numbers.timeout_s)) {
     for (const model::Path& p : pipeline.spec.paths) stats_[p.name].slo_ms = p.slo_ms;
   }
 
@@ -210,7 +220,7 @@ class LoadGenerator {
 
   asio::awaitable<void> WaitForModels() {
     const std::string ready = "/v2/models/" + pipeline_.name + "/ready";
-    const auto give_up = Clock::now() + std::chrono::seconds(std::stoi(flags_.at("--wait-ready")));
+    const auto give_up = Clock::now() + std::chrono::seconds(numbers_.wait_ready_s);
     asio::steady_timer timer(context_);
     for (bool said = false; Clock::now() < give_up; said = true) {
       const std::string router = routers_.Next();
@@ -296,6 +306,7 @@ class LoadGenerator {
   }
 
   const Flags& flags_;
+  Numbers numbers_;
   const model::Pipeline& pipeline_;
   trace::Trace trace_;
   Routers routers_;
@@ -366,18 +377,33 @@ Flags ParseFlags(int argc, char** argv) {
   return flags;
 }
 
-// "1:3,10:1" as query sizes and weights; nullopt when malformed.
-std::optional<std::vector<model::QuerySize>> ParseQuerySizes(const std::string& text) {
+Result<Numbers> ReadNumbers(const Flags& flags) {
+  Numbers n;
+  auto seed = ParseInteger<std::uint64_t>("--seed", flags.at("--seed"), 0, UINT64_MAX);
+  if (!seed) return seed.error();
+  n.seed = *seed;
+  auto timeout = ParseInteger("--timeout-s", flags.at("--timeout-s"), 1, 3600);
+  if (!timeout) return timeout.error();
+  n.timeout_s = *timeout;
+  auto wait = ParseInteger("--wait-ready", flags.at("--wait-ready"), 0, 3600);
+  if (!wait) return wait.error();
+  n.wait_ready_s = *wait;
+  return n;
+}
+
+// "1:3,10:1" as query sizes and weights.
+Result<std::vector<model::QuerySize>> ParseQuerySizes(const std::string& text) {
   std::vector<model::QuerySize> out;
   std::istringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
-    model::QuerySize q;
-    char colon = 0;
-    std::istringstream one(item);
-    if (!(one >> q.size >> colon >> q.weight) || colon != ':' || q.size < 1 || !(q.weight > 0)) {
-      return std::nullopt;
-    }
-    out.push_back(q);
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) return FlagError("--query-sizes", "SIZE:WEIGHT,...", item);
+    auto size = ParseInteger("--query-sizes", item.substr(0, colon), 1, api::limits::kMaxBatch);
+    if (!size) return size.error();
+    auto weight = ParseNumber("--query-sizes", item.substr(colon + 1), 0, api::limits::kMaxWeight);
+    if (!weight) return weight.error();
+    if (!(*weight > 0)) return FlagError("--query-sizes", "a weight above 0", item);
+    out.push_back({.size = *size, .weight = *weight});
   }
   return out;
 }
@@ -386,6 +412,11 @@ std::optional<std::vector<model::QuerySize>> ParseQuerySizes(const std::string& 
 
 int main(int argc, char** argv) {
   const Flags flags = ParseFlags(argc, argv);
+  const auto numbers = ReadNumbers(flags);
+  if (!numbers) {
+    std::cerr << "pipescale-loadgen: " << numbers.error().message << "\n";
+    return 2;
+  }
   auto parsed = api::ParsePipelineFile(flags.at("-f"));
   if (!parsed.pipeline) {
     for (const auto& e : parsed.errors) std::cerr << e.ToString() << "\n";
@@ -396,7 +427,7 @@ int main(int argc, char** argv) {
     std::ifstream in(flags.at("--trace").substr(4));
     csv.assign(std::istreambuf_iterator<char>(in), {});
   }
-  auto trace = trace::ParseTrace(flags.at("--trace"), std::stoull(flags.at("--seed")), csv);
+  auto trace = trace::ParseTrace(flags.at("--trace"), numbers->seed, csv);
   if (!trace) {
     std::cerr << "pipescale-loadgen: " << trace.error().message << "\n";
     return 2;
@@ -408,12 +439,12 @@ int main(int argc, char** argv) {
   if (!flags.at("--query-sizes").empty()) {
     auto sizes = ParseQuerySizes(flags.at("--query-sizes"));
     if (!sizes) {
-      std::cerr << "pipescale-loadgen: --query-sizes wants SIZE:WEIGHT,... with SIZE >= 1\n";
+      std::cerr << "pipescale-loadgen: " << sizes.error().message << "\n";
       return 2;
     }
     parsed.pipeline->spec.query_sizes = std::move(*sizes);
   }
-  LoadGenerator load(flags, *parsed.pipeline, std::move(*trace));
+  LoadGenerator load(flags, *numbers, *parsed.pipeline, std::move(*trace));
   const json report = load.Run();
   PrintSummary(report);
   if (!flags.at("--report").empty()) std::ofstream(flags.at("--report")) << report.dump(2) << "\n";

@@ -56,6 +56,7 @@
 #include <string>
 #include <thread>
 
+#include "common/flags.h"
 #include "routing/binary.h"
 
 namespace {
@@ -582,6 +583,10 @@ int OnMetrics(mg_connection* conn, void* server) {
   return Reply(conn, 200, "text/plain; version=0.0.4", static_cast<Server*>(server)->Metrics());
 }
 
+// What a ratio of --next or a factor may be: as spec.tasks[].next[].ratio and
+// multiplicativeFactor allow.
+constexpr double kMaxRatio = 100;
+
 // "classify=0.8,recognize=0.5"
 bool ParseNext(const std::string& s, Options& o) {
   o.next.clear();
@@ -589,9 +594,19 @@ bool ParseNext(const std::string& s, Options& o) {
   for (std::string edge; std::getline(ss, edge, ',');) {
     const auto eq = edge.find('=');
     if (eq == std::string::npos || eq == 0) return false;
-    o.next.emplace_back(edge.substr(0, eq), std::atof(edge.c_str() + eq + 1));
+    auto ratio = pipescale::ParseNumber("--next", edge.substr(eq + 1), 0, kMaxRatio);
+    if (!ratio) return false;
+    o.next.emplace_back(edge.substr(0, eq), *ratio);
   }
   return true;
+}
+
+// A numeric flag (or variable) into `value`; false after saying what is wrong.
+template <typename T>
+bool Read(std::string_view name, const std::string& text, T min, T max, T& value) {
+  const std::string problem = pipescale::ParseFlag(name, text, min, max, value);
+  if (!problem.empty()) std::cerr << problem << "\n";
+  return problem.empty();
 }
 
 bool ParseLatency(const std::string& s, Options& o) {
@@ -621,7 +636,10 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
   Options o;
   o.model = Env("PIPESCALE_TASK", o.model);
   o.host = Env("POD_IP", o.host);
-  o.startup_seconds = std::atof(Env("PIPESCALE_STARTUP_SECONDS", "0").c_str());
+  if (!Read("PIPESCALE_STARTUP_SECONDS", Env("PIPESCALE_STARTUP_SECONDS", "0"), 0.0, 86400.0,
+            o.startup_seconds)) {
+    return std::nullopt;
+  }
   if (!ParseLatency(Env("PIPESCALE_LATENCY_MS", "0,1,5"), o)) {
     std::cerr << "PIPESCALE_LATENCY_MS must be a,b,c\n";
     return std::nullopt;
@@ -631,7 +649,10 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
               << "'\n";
     return std::nullopt;
   }
-  o.factor = std::atof(Env("PIPESCALE_MULTIPLICATIVE_FACTOR", "1").c_str());
+  if (!Read("PIPESCALE_MULTIPLICATIVE_FACTOR", Env("PIPESCALE_MULTIPLICATIVE_FACTOR", "1"), 0.0,
+            kMaxRatio, o.factor)) {
+    return std::nullopt;
+  }
   if (!ParseNext(Env("PIPESCALE_NEXT", ""), o)) {
     std::cerr << "PIPESCALE_NEXT must be TASK=RATIO[,TASK=RATIO...]\n";
     return std::nullopt;
@@ -649,7 +670,7 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     } else if (flag == "--host") {
       o.host = value;
     } else if (flag == "--port") {
-      o.port = std::atoi(value.c_str());
+      if (!Read(flag, value, 0, 65535, o.port)) return std::nullopt;
     } else if (flag == "--port-file") {
       o.port_file = value;
     } else if (flag == "--latency-ms" && !ParseLatency(value, o)) {
@@ -660,19 +681,15 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
                 << "'\n";
       return std::nullopt;
     } else if (flag == "--startup-seconds") {
-      o.startup_seconds = std::atof(value.c_str());
+      if (!Read(flag, value, 0.0, 86400.0, o.startup_seconds)) return std::nullopt;
     } else if (flag == "--batch-env") {
       o.batch_env = value;
     } else if (flag == "--max-wait-ms") {
-      o.max_wait_ms = std::atoi(value.c_str());
+      if (!Read(flag, value, 0, 3600000, o.max_wait_ms)) return std::nullopt;
     } else if (flag == "--max-body-bytes") {
-      o.max_body_bytes = std::strtoull(value.c_str(), nullptr, 10);
-      if (o.max_body_bytes < 1024) {
-        std::cerr << "--max-body-bytes must be at least 1024, got '" << value << "'\n";
-        return std::nullopt;
-      }
+      if (!Read(flag, value, size_t{1024}, size_t{1} << 30, o.max_body_bytes)) return std::nullopt;
     } else if (flag == "--factor") {
-      o.factor = std::atof(value.c_str());
+      if (!Read(flag, value, 0.0, kMaxRatio, o.factor)) return std::nullopt;
     } else if (flag == "--next" && !ParseNext(value, o)) {
       std::cerr << "--next must be TASK=RATIO[,TASK=RATIO...]\n";
       return std::nullopt;
@@ -689,8 +706,13 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
 int main(int argc, char** argv) {
   const auto o = ParseOptions(argc, argv);
   if (!o) return 2;
-  const char* batch_env = std::getenv(o->batch_env.c_str());
-  const int batch = batch_env != nullptr ? std::max(1, std::atoi(batch_env)) : 1;
+  // The batch size the operator sets (batchSize.max allows at most 4096).
+  int batch = 1;
+  if (const char* batch_env = std::getenv(o->batch_env.c_str());
+      batch_env != nullptr && *batch_env != '\0' &&
+      !Read(o->batch_env, batch_env, 1, 4096, batch)) {
+    return 2;
+  }
 
   sigset_t signals;
   sigemptyset(&signals);

@@ -2,14 +2,75 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
+#include "optimizer/problem.h"
 #include "optimizer/tail.h"
 
 namespace pipescale::testing {
 
+namespace {
+
+std::string RowName(const model::TaskPlan& t) {
+  return t.task + "/" + t.variant + "/" + t.hardware_class;
+}
+
+// The replicas of one Deployment against its class's limit.
+void CheckReplicas(const model::Pipeline& pipeline, const std::string& hardware_class, int replicas,
+                   const std::string& what, std::vector<std::string>& violations) {
+  const int hw = pipeline.HardwareClassIndex(hardware_class);
+  if (hw < 0) {
+    violations.push_back(what + ": unknown hardware class");
+    return;
+  }
+  const std::optional<int>& max = pipeline.spec.hardware_classes[hw].max_replicas;
+  if (replicas < 0 || replicas > optimizer::kMaxReplicas || (max && replicas > *max)) {
+    violations.push_back(what + ": " + std::to_string(replicas) + " replicas, the class allows " +
+                         (max ? std::to_string(*max) : "any number"));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> CheckBounds(const model::Pipeline& pipeline, const model::Plan& plan) {
+  std::vector<std::string> violations;
+  for (const model::TaskPlan& t : plan.tasks) {
+    const model::Variant* variant = pipeline.FindVariant(t.task, t.variant);
+    if (variant == nullptr) {
+      violations.push_back(RowName(t) + ": no such task and variant");
+      continue;
+    }
+    if (t.batch_size < 1 || t.batch_size > variant->max_batch) {
+      violations.push_back(RowName(t) + ": batch " + std::to_string(t.batch_size) +
+                           " outside [1, " + std::to_string(variant->max_batch) +
+                           "] (batchSize.max)");
+    }
+    CheckReplicas(pipeline, t.hardware_class, t.replicas, RowName(t), violations);
+  }
+  if (const model::PoolPlan* pools = plan.pools()) {
+    for (const model::Pool& pool : pools->pools) {
+      const int task = pipeline.TaskIndex(pool.task);
+      if (task < 0) {
+        violations.push_back("pool " + pool.task + ": no such task");
+        continue;
+      }
+      const int max_batch = pipeline.spec.tasks[task].MostAccurateVariant().max_batch;
+      for (const model::PoolMember& m : pool.members) {
+        const std::string what = "pool " + pool.task + "/" + m.hardware_class;
+        CheckReplicas(pipeline, m.hardware_class, m.replicas, what, violations);
+        if (m.max_query > max_batch) {
+          violations.push_back(what + ": serves queries of " + std::to_string(m.max_query) +
+                               ", past batchSize.max " + std::to_string(max_batch));
+        }
+      }
+    }
+  }
+  return violations;
+}
+
 std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
                                    const model::Plan& plan) {
-  std::vector<std::string> violations;
+  std::vector<std::string> violations = CheckBounds(pipeline, plan);
   std::map<std::string, double> rate;
   for (const auto& path : pipeline.spec.paths) {
     const auto it = workload.path_rates_rps.find(path.name);

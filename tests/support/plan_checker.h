@@ -16,4 +16,10 @@ namespace pipescale::testing {
 std::vector<std::string> CheckPlan(const model::Pipeline& pipeline, const model::Workload& workload,
                                    const model::Plan& plan);
 
+// Violations of the spec's bounds by any optimizer's plan: a task row or pool member naming a
+// task, variant or class the spec lacks, a batch outside [1, the variant's batchSize.max],
+// replicas below 0 or above the class's maxReplicas (or what any plan may ask for). CheckPlan
+// includes these.
+std::vector<std::string> CheckBounds(const model::Pipeline& pipeline, const model::Plan& plan);
+
 }  // namespace pipescale::testing

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/flags.h"
 #include "kube/config.h"
 #include "node_agent/agent.h"
 
@@ -31,7 +32,12 @@ int main(int argc, char** argv) {
     } else if (flag == "--work-dir") {
       options.work_dir = value;
     } else if (flag == "--network") {
-      options.network = std::atoi(value.c_str());
+      auto network = ParseInteger(flag, value, 1, 254);
+      if (!network) {
+        std::fprintf(stderr, "%s\n", network.error().message.c_str());
+        return 2;
+      }
+      options.network = *network;
     } else if (flag == "--image" && value.find('=') != std::string::npos) {
       options.images[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
     } else {
@@ -39,8 +45,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (kubeconfig.empty() || options.nodes_file.empty() || options.work_dir.empty() ||
-      options.network < 1 || options.network > 254) {
+  if (kubeconfig.empty() || options.nodes_file.empty() || options.work_dir.empty()) {
     std::fprintf(stderr,
                  "usage: pipescale-node-agent --kubeconfig F --nodes FILE --work-dir DIR "
                  "--image NAME=BINARY... [--network 1-254] [--delete-nodes-on-exit]\n");

@@ -60,8 +60,7 @@ model::Plan LokiPlan() {
       .accuracy = 0.912345678,
       .variant_paths = {{.path = "p", .variants = {"fast"}, .share = 1.0 / 3}},
       .routing = {{.path = "p", .task = "t", .from_variant = "", .to = {{"fast", 1.0 / 3}}}},
-      .backups = {{.task = "t", .variant = "fast", .spare_rps = 12.3456}},
-      .drop_budget_ms = {{"t/fast", 20.246912}}};
+      .backups = {{.task = "t", .variant = "fast", .spare_rps = 12.3456}}};
   return plan;
 }
 
@@ -72,8 +71,8 @@ TEST(PlanToJson, OneRenderingRoundedByOneRule) {
   const auto exact = PlanToJsonValue(plan, {});
   const auto rounded = PlanToJsonValue(plan, {.rounded = true, .report = false});
   EXPECT_EQ(exact["phase"], "AccuracyScaling");
-  EXPECT_EQ(exact["tasks"][0]["budgetMs"], 20.246912);
-  EXPECT_EQ(rounded["tasks"][0]["budgetMs"], 20.25);
+  // No per-task drop budget: the router never read one (it budgets from the path's slack).
+  EXPECT_FALSE(exact["tasks"][0].contains("budgetMs"));
   EXPECT_EQ(rounded["tasks"][0]["loadRps"], 99.99);
   EXPECT_EQ(rounded["accuracy"], 0.9123);
   EXPECT_EQ(rounded["servedFraction"], 0.3333);
@@ -84,7 +83,6 @@ TEST(PlanToJson, OneRenderingRoundedByOneRule) {
     EXPECT_TRUE(exact.contains(key)) << key;
   }
   EXPECT_EQ(RoutingToJson(*plan.accuracy_scaling(), true), rounded["routing"]);
-  EXPECT_EQ(DropBudgetsToJson(*plan.accuracy_scaling(), true)["t/fast"], 20.25);
 }
 
 // Only the part a plan has is rendered: an FA2 plan has no Loki or pool keys.

@@ -76,6 +76,22 @@ TEST(StatusJson, WritesTheShapeTheCrdDeclares) {
     "memory": {"recommendations": [{"since": 1000, "replicas": {"d": 2}}]}})"));
 }
 
+// A Loki plan's per-task budgetMs, which older operators wrote (a drop budget no router read),
+// reads as nothing: not dropped as unknown, and not written back.
+TEST(StatusJson, ALegacyDropBudgetIsReadAsNothing) {
+  const json status = json::parse(R"({"plan": {"phase": "HardwareScaling", "accuracy": 1,
+      "tasks": [{"task": "detect", "variant": "v", "hardwareClass": "gpu", "deployment": "d",
+                 "replicas": 2, "batchSize": 4, "latencyMs": 10, "queueMs": 10, "loadRps": 5,
+                 "budgetMs": 20}]}})");
+  std::vector<std::string> dropped;
+  const model::PipelineStatus read = Read(status, &dropped);
+  EXPECT_TRUE(dropped.empty()) << dropped.front();
+  ASSERT_TRUE(read.plan);
+  ASSERT_EQ(read.plan->plan.tasks.size(), 1u);
+  EXPECT_EQ(read.plan->plan.tasks[0].replicas, 2);
+  EXPECT_FALSE(StatusToJson(read)["plan"]["tasks"][0].contains("budgetMs"));
+}
+
 // Every value a field could hold that it should not.
 std::vector<json> Garbage() {
   return {json("NaN"),

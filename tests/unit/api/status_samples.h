@@ -90,7 +90,7 @@ class StatusSampler {
     plan.served_fraction = Fraction();
     switch (Int(0, 2)) {
       case 1:
-        plan.detail = AccuracyScaling(plan);
+        plan.detail = AccuracyScaling();
         break;
       case 2:
         plan.detail = Pools();
@@ -101,7 +101,7 @@ class StatusSampler {
     return out;
   }
 
-  model::AccuracyScalingPlan AccuracyScaling(const model::Plan& plan) {
+  model::AccuracyScalingPlan AccuracyScaling() {
     model::AccuracyScalingPlan loki{.phase = static_cast<model::Phase>(Int(0, 2)),
                                     .accuracy = Fraction()};
     for (int i = Int(0, 2); i > 0; --i) {
@@ -119,10 +119,6 @@ class StatusSampler {
     }
     for (int i = Int(0, 2); i > 0; --i) {
       loki.backups.push_back({.task = Name("t"), .variant = Name("v"), .spare_rps = Quantity()});
-    }
-    // Budgets for the plan's own tasks: the status writes them beside each task.
-    for (const model::TaskPlan& t : plan.tasks) {
-      if (Coin()) loki.drop_budget_ms[t.task + "/" + t.variant] = Quantity();
     }
     return loki;
   }

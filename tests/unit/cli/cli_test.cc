@@ -100,9 +100,9 @@ TEST(Cli, SimulateRefusesSeedsOutOfRangeAndRunsTooLongOrLarge) {
     return RunCli(args);
   };
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--trace", "10:5", "--seed", "-1"}, "--seed needs an integer in [0, 4294967295]"},
-      {{"--trace", "10:5", "--seed", "4294967296"}, "--seed needs an integer"},
-      {{"--trace", "10:5", "--seed", "12x"}, "--seed needs an integer"},
+      {{"--trace", "10:5", "--seed", "-1"}, "--seed: needs an integer in [0, 4294967295]"},
+      {{"--trace", "10:5", "--seed", "4294967296"}, "--seed: needs an integer"},
+      {{"--trace", "10:5", "--seed", "12x"}, "--seed: needs an integer"},
       {{"--trace", "10:1e15"}, "lasts longer than 31 days"},
       {{"--trace", "normal:10:1:1e15"}, "lasts longer than 31 days"},
       {{"--trace", "1e12:10"}, "asks for more than 1000000/s"},
@@ -132,6 +132,23 @@ TEST(Cli, InvalidPipelineExitsTwoWithFieldErrors) {
         << r.err;
     EXPECT_TRUE(r.out.empty());
   }
+}
+
+// A pod template the operator could not build a Deployment from is an invalid spec, named.
+TEST(Cli, ValidateNamesAPodTemplateOfTheWrongShape) {
+  std::ifstream in(kExample);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string broken = text.str();
+  const std::string variant = "        - name: default\n";
+  broken.insert(broken.find(variant) + variant.size(), "          template: {spec: 1}\n");
+  const std::string file = ::testing::TempDir() + "/bad-template.yaml";
+  std::ofstream(file) << broken;
+  const Output r = RunCli({"validate", "-f", file});
+  EXPECT_EQ(r.code, kExitInvalidInput) << r.out;
+  EXPECT_NE(r.err.find("spec.tasks[0].variants[0].template.spec: must be an object"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, ValidatePrintsFitQuality) {

@@ -4,8 +4,9 @@
 // parser should choke on (alias bombs, deep flow nesting, damaged bytes). Every case goes
 // through api::ParsePipeline and, when valid, through every optimizer of the registry. A case
 // fails when the process would crash (the test dies, and the crash handler names the case),
-// when a message carries raw bytes or runs on, when a plan holds a non-finite number or more
-// replicas than a plan may ask for, or when a solve takes longer than a generous bound.
+// when a message carries raw bytes or runs on, when a plan holds a non-finite number, more
+// replicas than a plan may ask for or than a class allows, or a batch outside [1,
+// batchSize.max] (testing::CheckBounds), or when a solve takes longer than a generous bound.
 //
 // PIPESCALE_FUZZ_CASES (default 3000), PIPESCALE_FUZZ_FIRST (default 0) and
 // PIPESCALE_FUZZ_SEED (default below) choose the run; PIPESCALE_FUZZ_HANG_MS (default kHangMs) is
@@ -42,6 +43,7 @@
 #include "common/strings.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
+#include "support/plan_checker.h"
 
 namespace pipescale {
 namespace {
@@ -637,7 +639,6 @@ void CheckAccuracyScaling(const model::AccuracyScalingPlan& loki, PlanCheck& c) 
     for (const auto& [variant, fraction] : r.to) c.Finite(fraction, "routing to " + variant);
   }
   for (const model::BackupWorker& b : loki.backups) c.Finite(b.spare_rps, "backup spare");
-  for (const auto& [key, ms] : loki.drop_budget_ms) c.Finite(ms, key + " budgetMs");
 }
 
 void CheckPools(const model::PoolPlan& pools, PlanCheck& c) {
@@ -739,6 +740,9 @@ void SolveAll(Mutator& m, const model::Pipeline& pipeline, std::uint64_t seed, s
     static const double hang_ms = static_cast<double>(EnvInt("PIPESCALE_FUZZ_HANG_MS", kHangMs));
     if (ms > hang_ms) stats.failures.push_back(where + ": took " + std::to_string(ms) + " ms");
     for (const std::string& p : PlanProblems(plan, optimizer::kMaxReplicas)) {
+      stats.failures.push_back(where + ": " + p);
+    }
+    for (const std::string& p : testing::CheckBounds(pipeline, plan)) {
       stats.failures.push_back(where + ": " + p);
     }
   }

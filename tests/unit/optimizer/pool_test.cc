@@ -260,6 +260,26 @@ TEST(Kairos, ShippedRm2ExampleTakesTheArtifactsPickWhenTheBudgetBinds) {
   }
 }
 
+// A replica budget without a cost budget binds: the note says what binds, never "$inf/h".
+TEST(Kairos, AShortfallNoteNamesOnlyTheBudgetThatIsSet) {
+  auto parsed = api::ParsePipelineFile(std::string(PIPESCALE_SOURCE_DIR) +
+                                       "/deploy/examples/kairos-rm2.yaml");
+  ASSERT_TRUE(parsed.pipeline.has_value());
+  model::Pipeline& p = *parsed.pipeline;
+  p.spec.budget = {.max_replicas = 3, .cost_per_hour = std::nullopt};
+  const model::Plan plan = SolveKairos(p, {{{"rank", 1000}}});
+  ASSERT_EQ(plan.report.status, model::SolveStatus::kInfeasible);
+  std::string notes;
+  for (const std::string& n : plan.report.notes) notes += n + "\n";
+  EXPECT_EQ(notes.find("inf"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("budget: no cost budget and 3 replicas cover"), std::string::npos) << notes;
+  // With both set, both are named.
+  p.spec.budget.cost_per_hour = 2.5;
+  std::string both;
+  for (const std::string& n : SolveKairos(p, {{{"rank", 1000}}}).report.notes) both += n + "\n";
+  EXPECT_NE(both.find("budget: $2.500/h and 3 replicas cover"), std::string::npos) << both;
+}
+
 TEST(Kairos, SingleRequestQueriesPoolAdditively) {
   // No querySizes: every query is one request, every class that meets QoS serves all of them,
   // and the bound is the sum of the replicas' rates. Kairos's own derating (0.85).

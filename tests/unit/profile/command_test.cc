@@ -42,7 +42,7 @@ TEST(ProfileCommand, BadFlagsExitTwo) {
       {Profile({}), "give exactly one of --address HOST:PORT or --deployment NAME"},
       {Profile({"--address", "a:1", "--deployment", "d"}), "give exactly one of"},
       {Profile({"--address", "a:1", "-n", "ns"}), "-n and --kubeconfig go with --deployment"},
-      {Profile({"--address", "a:1", "--requests", "0"}), "--requests needs an integer in [1, "},
+      {Profile({"--address", "a:1", "--requests", "0"}), "--requests: needs an integer in [1, "},
       {Profile({"--address", "a:1", "--statistic", "p90"}),
        "--statistic must be mean, p50 or p99, got \"p90\""},
       {Profile({"--address", "a:1", "-o", "xml"}), "-o must be one of table, yaml, json"},

@@ -92,6 +92,23 @@ TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
   }
 }
 
+// A running batch past the spec's batchSize.max (the spec lowered it, or someone edited the
+// Deployment) is never held: the decision would run a batch the spec forbids.
+TEST(HoldBatches, NeverHoldABatchPastBatchSizeMax) {
+  const model::Pipeline p = OneTask();  // batchSize.max 8
+  json running = Deployment(false);     // rolling out
+  running["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "110";
+  std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
+                                             .variant = &p.spec.tasks[0].variants[0],
+                                             .hardware_class = &p.spec.hardware_classes[0],
+                                             .name = "shop-detect-v-cpu",
+                                             .batch_size = 8}};
+  const auto held = HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", running}},
+                                              {.path_latency_ms = {{"p", 100}}}, {}, planned);
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(planned[0].batch_size, 8);
+}
+
 // The room a rollout needs is what is left after the plan's own scale-outs: one slot free and
 // a scale-out by one leaves none for the surge pod.
 TEST(HoldBatches, CountTheRoomAfterThePlansScaleOuts) {

@@ -46,11 +46,6 @@ model::AccuracyScalingPlan Plan() {
                   // Rounded in the ConfigMap: 0.33 + 0.33 + 0.33 is not 1.
                   {"cars", "classify", "small", {{"b7", 0.33}, {"b3", 0.33}, {"b0", 0.33}}}};
   plan.backups = {{"classify", "b0", 20}, {"classify", "b3", 5}, {"classify", "b7", 0}};
-  plan.drop_budget_ms = {{"detect/big", 80},
-                         {"detect/small", 20},
-                         {"classify/b7", 60},
-                         {"classify/b3", 30},
-                         {"classify/b0", 10}};
   return plan;
 }
 

@@ -88,6 +88,20 @@ TEST(InferRequest, ErrorBodiesAreTheProtocolsShape) {
             (nlohmann::json{{"error", "no \"path\""}}));
 }
 
+// A message may carry a model pod's own error body, whose bytes are whatever the pod sent: the
+// body stays valid JSON (bad bytes replaced) instead of throwing, which made the client's 502 a
+// 500 counted as a panic.
+TEST(InferRequest, ErrorBodiesOfBytesThatAreNotUtf8AreValidJson) {
+  const std::string message = "task detect failed: HTTP 500: \xff\xfe ok \xc3(";
+  std::string body;
+  ASSERT_NO_THROW(body = ErrorBody(message));
+  const auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(parsed.is_object()) << body;
+  const std::string error = parsed.value("error", "");
+  EXPECT_EQ(error.rfind("task detect failed: HTTP 500: ", 0), 0u) << error;
+  EXPECT_NE(error.find(" ok "), std::string::npos) << error;
+}
+
 // Mutations of valid requests (bytes flipped, cut, duplicated): never a crash, and every
 // answer is a value or an error that says which field.
 TEST(InferRequest, FuzzedRequestsNeverCrash) {
