@@ -23,6 +23,7 @@
 #include "reconciler/router.h"
 #include "routing/endpoints.h"
 #include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -60,8 +61,7 @@ class RouterOnClusterTest : public testing::ClusterTest {
     dir_ = ::testing::TempDir() + "/router-cluster-" + ns_;
     std::filesystem::remove_all(dir_);  // a port file of an earlier run is not this router's
     std::filesystem::create_directories(dir_);
-    std::string text = kPipeline;
-    text.replace(text.find("NAMESPACE"), 9, ns_);
+    const std::string text = testing::ReplaceFirst(kPipeline, "NAMESPACE", ns_);
     file_ = dir_ + "/pipeline.yaml";
     std::ofstream(file_) << text;
     pipeline_ = *api::ParsePipeline(text).pipeline;

@@ -21,6 +21,7 @@
 #include "integration/harness/process.h"
 #include "integration/harness/test_dir.h"
 #include "support/cli_run.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -96,11 +97,10 @@ class ProfileTest : public ::testing::Test {
 
   // The true pipeline with detect's profile scaled by `factor`; its file.
   std::string Scaled(double factor) const {
-    std::string text = kPipeline;
-    const std::string value = "{a: 0.2, b: 5, c: 30}";
-    text.replace(text.find(value), value.size(),
-                 "{a: " + std::to_string(kA * factor) + ", b: " + std::to_string(kB * factor) +
-                     ", c: " + std::to_string(kC * factor) + "}");
+    const std::string text = testing::ReplaceFirst(kPipeline, "{a: 0.2, b: 5, c: 30}",
+                                                   "{a: " + std::to_string(kA * factor) +
+                                                       ", b: " + std::to_string(kB * factor) +
+                                                       ", c: " + std::to_string(kC * factor) + "}");
     const std::string file = dir_ + "/scaled-" + std::to_string(factor) + ".yaml";
     std::ofstream(file) << text;
     return file;

@@ -17,6 +17,7 @@
 #include "integration/harness/test_dir.h"
 #include "integration/harness/wait.h"
 #include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -308,8 +309,7 @@ TEST_F(RouterTest, ABinaryPartThatDisagreesWithItsHeaderIsRefused) {
   EXPECT_NE(past_body.body.value("error", "").find("Inference-Header-Content-Length: must be"),
             std::string::npos)
       << past_body.body.dump();
-  std::string wrong_shape = json_text;
-  wrong_shape.replace(wrong_shape.find("[1, 4]"), 6, "[1, 3]");
+  const std::string wrong_shape = testing::ReplaceFirst(json_text, "[1, 4]", "[1, 3]");
   const Reply shape = Infer(BinaryRequest{.json_text = wrong_shape, .binary = "0123456789abcdef"});
   EXPECT_EQ(shape.code, 400);
   EXPECT_EQ(shape.body.value("error", ""),
