@@ -18,6 +18,7 @@
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
 #include "support/fake_http_server.h"
+#include "support/pipelines.h"
 
 namespace pipescale {
 namespace {
@@ -31,27 +32,7 @@ using namespace std::chrono_literals;
 
 json Pipeline(const std::string& name = "shop",
               const std::string& prometheus_url = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")) {
-  auto variant = [](const char* v, double c) {
-    const json profile = {{"hardwareClass", "cpu"},
-                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
-    return json{{"name", v}, {"batchSize", {{"max", 16}}}, {"profiles", json::array({profile})}};
-  };
-  return {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"interval", "2s"},
-        {"hardwareClasses", json::array({{{"name", "cpu"}, {"costPerHour", 0.1}}})},
-        {"tasks",
-         json::array({{{"name", "detect"},
-                       {"next", json::array({{{"task", "classify"}}})},
-                       {"variants", json::array({variant("small", 20)})}},
-                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
-        {"paths",
-         json::array({{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}})},
-        {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
-        {"metrics", {{"prometheusURL", prometheus_url}, {"pathRate", testing::kFastRateQuery}}}}}};
+  return testing::ShopPipelineOnCluster(name, prometheus_url);
 }
 
 class OperatorTest : public testing::ClusterTest {
