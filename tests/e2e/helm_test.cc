@@ -325,6 +325,10 @@ TEST_F(HelmChartTest, WatchNamespacesConfineTheOperator) {
       },
       30s))
       << PodLog(pod);
+  // Time passing is the subject here: what must not happen has no event to wait for. In 5 s each
+  // watch of `other` retries four times or more (its backoff starts at 200 ms and doubles), and
+  // each retry would log again were the 403 not reported once; a crash or a failed probe would
+  // show as well.
   std::this_thread::sleep_for(5s);
   const auto pods = OperatorPods();
   ASSERT_EQ(pods.size(), 1u);
