@@ -52,11 +52,13 @@ std::optional<std::string> WorkQueue::Get() {
     if (shutting_down_) return std::nullopt;
     PromoteDueLocked(Clock::now());
     if (!queue_.empty()) break;
+    ++sleeping_;
     if (deadlines_.empty()) {
       cv_.wait(lock);
     } else {
       cv_.wait_until(lock, deadlines_.begin()->first);
     }
+    --sleeping_;
   }
   std::string key = std::move(queue_.front());
   queue_.pop_front();
@@ -88,6 +90,11 @@ size_t WorkQueue::Depth() const {
 size_t WorkQueue::Waiting() const {
   std::lock_guard lock(mu_);
   return delayed_.size();
+}
+
+size_t WorkQueue::Sleeping() const {
+  std::lock_guard lock(mu_);
+  return sleeping_;
 }
 
 }  // namespace pipescale::controller

@@ -32,6 +32,9 @@ class WorkQueue {
 
   size_t Depth() const;    // keys ready now
   size_t Waiting() const;  // keys waiting for their delay
+  // Workers blocked in Get until a key is ready or the queue shuts down (a test waits for one
+  // to be asleep before it shows what wakes it).
+  size_t Sleeping() const;
 
  private:
   void PromoteDueLocked(Clock::time_point now);
@@ -46,6 +49,7 @@ class WorkQueue {
   // every Get was 28% of the operator's CPU.
   std::map<std::string, Clock::time_point> delayed_;
   std::set<std::pair<Clock::time_point, std::string>> deadlines_;
+  size_t sleeping_ = 0;
   bool shutting_down_ = false;
 };
 

@@ -7,15 +7,20 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "api/deployment.h"
 #include "api/routing_parse.h"
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/process.h"
+#include "integration/harness/scrape.h"
 #include "integration/harness/wait.h"
+#include "integration/operator/operator_process.h"
 #include "metrics/prometheus.h"
 #include "reconciler/reconciler.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -23,7 +28,9 @@ namespace {
 using nlohmann::json;
 using testing::Eventually;
 using testing::LocalEnv;
+using testing::PollUntil;
 using testing::Process;
+using testing::UnixNow;
 using namespace std::chrono_literals;
 
 class DataPlaneTest : public testing::ClusterTest {
@@ -33,19 +40,12 @@ class DataPlaneTest : public testing::ClusterTest {
   void Start(std::string pipeline) {
     dir_ = ::testing::TempDir() + "/data-plane-" + ns_;
     std::filesystem::create_directories(dir_);
-    for (const auto& [from, to] : {std::pair<std::string, std::string>{"NAMESPACE", ns_},
-                                   {"PROMETHEUS", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")}}) {
-      pipeline.replace(pipeline.find(from), from.size(), to);
-    }
+    pipeline = testing::ReplaceFirst(pipeline, "NAMESPACE", ns_);
+    pipeline = testing::ReplaceFirst(pipeline, "PROMETHEUS", prometheus_url());
     file_ = dir_ + "/pipeline.yaml";
     std::ofstream(file_) << pipeline;
     name_ = api::ParsePipeline(pipeline).pipeline->name;
-    operator_ = std::make_unique<Process>(
-        std::vector<std::string>{PIPESCALE_OPERATOR, "--kubeconfig",
-                                 LocalEnv::Get().Var("KUBECONFIG"), "--namespace", ns_,
-                                 "--metrics-bind-address", "127.0.0.1:0",
-                                 "--health-probe-bind-address", "127.0.0.1:0"},
-        dir_ + "/operator.log");
+    operator_ = OperatorProcess::WithFlags("data-plane-" + ns_, {"--namespace", ns_});
     ASSERT_EQ(std::system(("kubectl --kubeconfig " + LocalEnv::Get().Var("KUBECONFIG") +
                            " apply -f " + file_ + " >/dev/null")
                               .c_str()),
@@ -58,7 +58,7 @@ class DataPlaneTest : public testing::ClusterTest {
       // Within the pod's grace period (terminationGracePeriodSeconds in the chart): on a busy
       // CI machine a stop once took more than 10 s; the operator's "stopped" line says which
       // half took the time.
-      EXPECT_EQ(operator_->Stop(SIGTERM, 30s), 0) << operator_->Log();
+      EXPECT_EQ(operator_->process().Stop(SIGTERM, 30s), 0) << operator_->process().Log();
     }
   }
 
@@ -122,22 +122,33 @@ class DataPlaneTest : public testing::ClusterTest {
     return data.contains(key) && data[key].is_string() ? data[key].get<std::string>() : "";
   }
 
-  // One value per `by` label of a PromQL query over this pipeline's series (SELECTOR filled in).
-  std::map<std::string, double> Query(std::string promql, const std::string& by) const {
-    const std::string selector = "namespace=\"" + ns_ + "\",pipeline=\"" + name_ + "\"";
-    for (size_t at; (at = promql.find("SELECTOR")) != std::string::npos;) {
-      promql.replace(at, 8, selector);
-    }
-    const metrics::PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  static std::string prometheus_url() { return LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"); }
+
+  // One value per `by` label of a PromQL query over this pipeline's series (SELECTOR filled in),
+  // evaluated now or at `at` (Unix seconds).
+  std::map<std::string, double> Query(const std::string& promql, const std::string& by,
+                                      std::optional<double> at = std::nullopt) const {
+    const metrics::PrometheusClient prometheus(prometheus_url());
     std::map<std::string, double> out;
-    if (auto samples = prometheus.Query(promql); samples.ok()) {
+    if (auto samples = prometheus.Query(testing::ReplaceAll(promql, "SELECTOR", Selector()), at);
+        samples.ok()) {
       for (const auto& s : *samples) out[s.labels.count(by) ? s.labels.at(by) : ""] = s.value;
     }
     return out;
   }
 
+  std::string Selector() const { return "namespace=\"" + ns_ + "\",pipeline=\"" + name_ + "\""; }
+
+  // Waits until Prometheus has scraped every series of `series` (SELECTOR filled in) since
+  // `unix_seconds`: a window that ends there is then whole.
+  bool ScrapedSince(const std::string& series, double unix_seconds) const {
+    return testing::ScrapedSince(
+        prometheus_url(), testing::ReplaceAll(series, "SELECTOR", Selector()), unix_seconds, 60s);
+  }
+
   std::string dir_, file_, name_;
-  std::unique_ptr<Process> operator_, load_;
+  std::unique_ptr<OperatorProcess> operator_;  // it watches this test's namespace alone
+  std::unique_ptr<Process> load_;
 };
 
 // classify's batches are formed by the router (formedBy: router): at 60 requests/s FA2 plans
@@ -179,7 +190,7 @@ spec:
       },
       60s, 500ms))
       << Status().dump() << "\n"
-      << Routing(api::kBatchingKey) << operator_->Log();
+      << Routing(api::kBatchingKey) << operator_->process().Log();
   ASSERT_TRUE(Eventually(
       [&] {
         const json rows = Status()["observed"].value("dataPlane", json::object());
@@ -249,20 +260,22 @@ spec:
       90s, 1s))
       << Status().dump() << "\n"
       << Routing(api::kLokiRoutingKey);
-  // Both variants' pods serve, and the router has sent to them for 20 s under these tables.
+  // Both variants' pods serve under these tables.
+  const std::string split =
+      "sum by (variant) (increase(pipescale_router_task_requests_total{SELECTOR}[20s]))";
   std::map<std::string, double> calls;
   ASSERT_TRUE(Eventually(
       [&] {
-        calls = Query(
-            "sum by (variant) (increase(pipescale_router_task_requests_total{SELECTOR}[20s]))",
-            "variant");
+        calls = Query(split, "variant");
         return calls["b7"] > 100 && calls["b0"] > 100;
       },
       60s, 2s))
       << Status().dump();
-  std::this_thread::sleep_for(20s);
-  calls = Query("sum by (variant) (increase(pipescale_router_task_requests_total{SELECTOR}[20s]))",
-                "variant");
+  // The split over the next 20 s, all of them under the tables: read once Prometheus has
+  // scraped the router at their end, over exactly those 20 s.
+  const double from = UnixNow();
+  ASSERT_TRUE(ScrapedSince("pipescale_router_task_requests_total{SELECTOR}", from + 20));
+  calls = Query(split, "variant", from + 20);
   auto loki = api::ParseLokiRouting(Routing(api::kLokiRoutingKey));
   ASSERT_TRUE(loki.ok());
   for (const auto& [variant, fraction] : loki->routing.at(0).to) {
@@ -315,9 +328,9 @@ spec:
     querySizes: 'sum by (le) (increase(pipescale_router_query_rows_bucket{namespace="{{namespace}}",pipeline="{{pipeline}}"}[30s]))'
 )");
   StartLoad("60:90");
-  const auto per_class = [&](const std::string& what) {
+  const auto per_class = [&](const std::string& what, std::optional<double> at = std::nullopt) {
     return Query("sum by (hardware_class) (increase(" + what + "{SELECTOR}[20s]))",
-                 "hardware_class");
+                 "hardware_class", at);
   };
   ASSERT_TRUE(Eventually(
       [&] {
@@ -329,11 +342,14 @@ spec:
       120s, 2s))
       << Status().dump() << "\n"
       << Routing(api::kPoolsRoutingKey);
-  std::this_thread::sleep_for(20s);  // 20 s under the matcher with both classes
-  const auto batch_sum = per_class("pipescale_model_batch_size_sum");
-  const auto batch_count = per_class("pipescale_model_batch_size_count");
-  const auto rows = per_class("pipescale_model_rows_total");
-  const auto served = per_class("pipescale_model_requests_total");
+  // The next 20 s under the matcher with both classes, read once Prometheus has scraped every
+  // model pod at their end, over exactly those 20 s.
+  const double from = UnixNow();
+  ASSERT_TRUE(ScrapedSince("pipescale_model_requests_total{SELECTOR}", from + 20));
+  const auto batch_sum = per_class("pipescale_model_batch_size_sum", from + 20);
+  const auto batch_count = per_class("pipescale_model_batch_size_count", from + 20);
+  const auto rows = per_class("pipescale_model_rows_total", from + 20);
+  const auto served = per_class("pipescale_model_requests_total", from + 20);
   for (const char* c : {"gpu", "cpu"}) {
     EXPECT_NEAR(batch_sum.at(c) / batch_count.at(c), 1, 0.01) << c << ": requests per batch";
   }
@@ -358,7 +374,11 @@ spec:
   ASSERT_TRUE(Eventually([&] { return Status()["observed"]["querySizes"]["source"] == "measured"; },
                          150s, 2s))
       << Status().dump();
-  std::this_thread::sleep_for(10s);  // more decisions on the same mix
+  // Five more looks on the same mix (10 s of the 2 s interval), each of which could report the
+  // shift again: counted by the operator's reconciles, so a slow machine makes as many.
+  const double looked = operator_->Reconciles();
+  EXPECT_TRUE(Eventually([&] { return operator_->Reconciles() >= looked + 5; }, 60s, 500ms))
+      << operator_->process().Log();
   mix = Status()["observed"]["querySizes"];
   EXPECT_EQ(EventCount("QuerySizesShifted"), 1) << mix.dump();
   double large = 0;
@@ -398,13 +418,13 @@ spec:
 )");
   StartLoad("15:40,90:20,15:20");
   const auto t0 = std::chrono::steady_clock::now();
-  const auto burst_served = [&] {
+  const auto burst_served = [&](std::optional<double> at = std::nullopt) {
     return Query(
         "sum by (hardware_class) (increase(pipescale_model_requests_total{SELECTOR}[10s]))",
-        "hardware_class")["burst"];
+        "hardware_class", at)["burst"];
   };
-  const auto spilled = [&] {
-    return Query("sum(increase(pipescale_router_spills_total{SELECTOR}[10s]))", "")[""];
+  const auto spilled = [&](std::optional<double> at = std::nullopt) {
+    return Query("sum(increase(pipescale_router_spills_total{SELECTOR}[10s]))", "", at)[""];
   };
   // Quiet: both classes' pods up and serving, nothing spilled over the last 10 s.
   ASSERT_TRUE(Eventually(
@@ -416,9 +436,14 @@ spec:
       },
       35s, 1s))
       << Status().dump();
-  // Before the cpu pod is Ready everything goes to the burst class; 10 s on, nothing does.
-  std::this_thread::sleep_for(11s);
-  EXPECT_EQ(spilled(), 0)
+  // Before the cpu pod is Ready everything goes to the burst class; over the 10 s after it
+  // serves (from 1 s on, so that none of them is before), nothing does. Read once Prometheus has
+  // scraped the router and the model pods at their end.
+  const double serving = UnixNow();
+  const double end = serving + 11;
+  ASSERT_TRUE(ScrapedSince("pipescale_requests_total{SELECTOR}", end));
+  ASSERT_TRUE(ScrapedSince("pipescale_model_requests_total{SELECTOR}", end));
+  EXPECT_EQ(spilled(end), 0)
       << "call ms "
       << Query(
              "1000 * sum(rate(pipescale_router_task_duration_seconds_sum{SELECTOR}[10s])) / "
@@ -432,15 +457,16 @@ spec:
              "sum by (hardware_class) "
              "(rate(pipescale_model_request_duration_seconds_count{SELECTOR}[10s]))",
              "hardware_class")["cpu"];
-  EXPECT_EQ(burst_served(), 0);
-  std::this_thread::sleep_until(t0 + 40s);  // the burst
-  ASSERT_TRUE(Eventually(
+  EXPECT_EQ(burst_served(end), 0);
+  // The burst, 40 s into the trace: its spills show by 20 s later.
+  ASSERT_TRUE(PollUntil(
+      t0 + 60s,
       [&] {
         const json share = Status()["observed"].value("dataPlane", json::object());
         return spilled() > 20 && burst_served() > 20 &&
                share.value("spillShare", json::object()).value("classify", 0.0) > 0;
       },
-      20s, 1s))
+      1s))
       << Status().dump() << "\nspilled " << spilled() << ", burst served " << burst_served();
 }
 

@@ -19,6 +19,7 @@
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "kube/client.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
+using testing::ReplaceFirst;
 using namespace std::chrono_literals;
 
 // Default metrics queries (the simulator reads what they would), a 5 s interval and a scale-down
@@ -56,10 +58,6 @@ spec:
 )";
 constexpr const char* kTrace = "10:40,120:60,10:40";
 
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  return s.replace(s.find(from), from.size(), to);
-}
-
 std::string Kubectl(const LocalEnv& env, const std::string& args) {
   return "kubectl --kubeconfig " + env.Var("KUBECONFIG") + " " + args + " >/dev/null 2>&1";
 }
@@ -86,8 +84,8 @@ TEST(GymValidation, TheSimulatorAgreesWithTheClusterInABox) {
   const std::string ns = env.FreshNamespace(client);
   const std::string dir = ::testing::TempDir() + "/gym-" + ns;
   std::filesystem::create_directories(dir);
-  const std::string yaml =
-      Replace(Replace(kPipeline, "NAMESPACE", ns), "PROMETHEUS", env.Var("PIPESCALE_PROMETHEUS"));
+  const std::string yaml = ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
+                                        env.Var("PIPESCALE_PROMETHEUS"));
   std::ofstream(dir + "/pipeline.yaml") << yaml;
 
   Process op(

@@ -21,6 +21,7 @@
 #include "integration/harness/wait.h"
 #include "reconciler/reconciler.h"
 #include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -29,19 +30,13 @@ using nlohmann::json;
 using testing::Eventually;
 using testing::LocalEnv;
 using testing::Process;
+using testing::ReplaceAll;
 using namespace std::chrono_literals;
 
 const std::string kRoot = PIPESCALE_SOURCE_DIR;
 
 using Shell = testing::ShellResult;
 Shell Sh(const std::string& command) { return testing::RunShell(command); }
-
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-  return s;
-}
 
 // Two tasks on CPU, planned by OPTIMIZER, rates read over 5 s windows so a test sees them soon.
 constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
@@ -122,8 +117,9 @@ class HelmChartTest : public testing::ClusterTest {
   void ApplyPipeline(const std::string& ns, const std::string& name, const std::string& optimizer,
                      const std::string& forecast = "{method: none}") {
     const std::string file = dir_ + "/" + ns + "-" + name + ".yaml";
-    std::ofstream(file) << Replace(
-        Replace(Replace(Replace(kPipeline, "NAMESPACE", ns), "NAME", name), "OPTIMIZER", optimizer),
+    std::ofstream(file) << ReplaceAll(
+        ReplaceAll(ReplaceAll(ReplaceAll(kPipeline, "NAMESPACE", ns), "NAME", name), "OPTIMIZER",
+                   optimizer),
         "FORECAST", forecast);
     const Shell applied = Sh(Kubectl("apply -f " + file));
     ASSERT_EQ(applied.code, 0) << applied.out;
@@ -238,7 +234,7 @@ TEST_F(HelmChartTest, InstallsTheOperatorAsAPodThatPlansUpgradesAndUninstalls) {
   std::stringstream text;
   text << example.rdbuf();
   const std::string file = dir_ + "/" + apps + "-fa2-app-cpu.yaml";
-  std::ofstream(file) << Replace(text.str(), "namespace: default", "namespace: " + apps);
+  std::ofstream(file) << ReplaceAll(text.str(), "namespace: default", "namespace: " + apps);
   ASSERT_EQ(Sh(Kubectl("apply -f " + file)).code, 0);
   auto load = Load(apps, "fa2-app-cpu", 2, 120);
   EXPECT_TRUE(Eventually([&] { return Running(apps, "fa2-app-cpu"); }, 90s, 500ms))
@@ -329,6 +325,10 @@ TEST_F(HelmChartTest, WatchNamespacesConfineTheOperator) {
       },
       30s))
       << PodLog(pod);
+  // Time passing is the subject here: what must not happen has no event to wait for. In 5 s each
+  // watch of `other` retries four times or more (its backoff starts at 200 ms and doubles), and
+  // each retry would log again were the 403 not reported once; a crash or a failed probe would
+  // show as well.
   std::this_thread::sleep_for(5s);
   const auto pods = OperatorPods();
   ASSERT_EQ(pods.size(), 1u);
@@ -417,10 +417,10 @@ TEST_F(HelmChartTest, EveryRuleTheChartGrantsIsNeeded) {
   int run = 0;
   auto operate = [&](const std::string& name, bool invalid, auto done) {
     const std::string file = dir_ + "/" + name + ".yaml";
-    std::ofstream(file) << Replace(
-        Replace(Replace(Replace(invalid ? kInvalidPipeline : kPipeline, "NAMESPACE", apps), "NAME",
-                        name),
-                "OPTIMIZER", "loki"),
+    std::ofstream(file) << ReplaceAll(
+        ReplaceAll(ReplaceAll(ReplaceAll(invalid ? kInvalidPipeline : kPipeline, "NAMESPACE", apps),
+                              "NAME", name),
+                   "OPTIMIZER", "loki"),
         "FORECAST", "{method: none}");
     EXPECT_EQ(Sh(Kubectl("apply -f " + file)).code, 0);
     Process op({PIPESCALE_OPERATOR, "--kubeconfig", kubeconfig, "--namespace", apps,

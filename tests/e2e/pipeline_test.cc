@@ -18,6 +18,7 @@
 #include "integration/harness/wait.h"
 #include "kube/client.h"
 #include "reconciler/reconciler.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -27,6 +28,7 @@ using testing::PollUntil;
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
+using testing::ReplaceFirst;
 using namespace std::chrono_literals;
 
 constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
@@ -54,10 +56,6 @@ spec:
     prometheusURL: PROMETHEUS
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
 )";
-
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  return s.replace(s.find(from), from.size(), to);
-}
 
 // Pods of Deployment `d` that are Ready, not being deleted, bound to a node and addressed.
 int ReadyPods(const kube::Client& client, const std::string& ns, const json& d) {
@@ -88,8 +86,8 @@ TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
   const std::string dir = ::testing::TempDir() + "/e2e-" + ns;
   std::filesystem::create_directories(dir);
   const std::string file = dir + "/pipeline.yaml";
-  std::ofstream(file) << Replace(Replace(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
-                                 env.Var("PIPESCALE_PROMETHEUS"));
+  std::ofstream(file) << ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
+                                      env.Var("PIPESCALE_PROMETHEUS"));
 
   Process op(
       {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,

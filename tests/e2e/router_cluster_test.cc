@@ -17,12 +17,14 @@
 #include "api/router_objects.h"
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/process.h"
+#include "integration/harness/scrape.h"
 #include "integration/harness/wait.h"
 #include "metrics/prometheus.h"
 #include "reconciler/reconciler.h"
 #include "reconciler/router.h"
 #include "routing/endpoints.h"
 #include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -60,8 +62,7 @@ class RouterOnClusterTest : public testing::ClusterTest {
     dir_ = ::testing::TempDir() + "/router-cluster-" + ns_;
     std::filesystem::remove_all(dir_);  // a port file of an earlier run is not this router's
     std::filesystem::create_directories(dir_);
-    std::string text = kPipeline;
-    text.replace(text.find("NAMESPACE"), 9, ns_);
+    const std::string text = testing::ReplaceFirst(kPipeline, "NAMESPACE", ns_);
     file_ = dir_ + "/pipeline.yaml";
     std::ofstream(file_) << text;
     pipeline_ = *api::ParsePipeline(text).pipeline;
@@ -134,10 +135,27 @@ class RouterOnClusterTest : public testing::ClusterTest {
     const std::vector<int> ports = testing::WaitForPorts(dir_ + "/router.port", 10s);
     ASSERT_EQ(ports.size(), 2u) << router_->Log();
     port_ = ports[0];
-    const int metrics_port = ports[1];
+    metrics_port_ = ports[1];
     // Scraped by the local Prometheus through file service discovery.
     target_file_ = LocalEnv::Get().Var("PIPESCALE_TARGETS_DIR") + "/router-" + ns_ + ".json";
-    std::ofstream(target_file_) << R"([{"targets": ["127.0.0.1:)" << metrics_port << "\"]}]";
+    std::ofstream(target_file_) << R"([{"targets": ["127.0.0.1:)" << metrics_port_ << "\"]}]";
+  }
+
+  // Requests the router process has answered, by its own count: how far the load has gone.
+  double Answered() const {
+    const std::string m = testing::HttpGet(metrics_port_, "/metrics").second;
+    double n = 0;
+    for (size_t at = m.find("\npipescale_requests_total{"); at != std::string::npos;
+         at = m.find("\npipescale_requests_total{", at + 1)) {
+      n += std::stod(m.substr(m.find("} ", at) + 2));
+    }
+    return n;
+  }
+
+  // Waits until Prometheus has scraped every series of `selector` since `unix_seconds`.
+  static bool ScrapedSince(const std::string& selector, double unix_seconds) {
+    return testing::ScrapedSince(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"), selector,
+                                 unix_seconds);
   }
 
   // Runs the load generator to its end, sending to `routers` (flags), by default the local
@@ -180,15 +198,17 @@ class RouterOnClusterTest : public testing::ClusterTest {
   std::string dir_, file_, uid_, target_file_;
   model::Pipeline pipeline_;
   std::unique_ptr<Process> router_;
-  int port_ = 0;
+  int port_ = 0, metrics_port_ = 0;
 };
 
 // Prometheus counts, per path, the requests the load generator sent (all answered), and the
 // mean latency it measured, within 5%: the router's view is the clients'.
 TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
   const json report = Load("40:30");
+  const double end = testing::UnixNow();
   ASSERT_TRUE(report.is_object());
-  std::this_thread::sleep_for(3s);  // a scrape after the last answer
+  // Counted once Prometheus has scraped the router after the last answer.
+  ASSERT_TRUE(ScrapedSince("pipescale_requests_total{" + Selector() + "}", end));
   const auto sent = Query("sum by (path) (pipescale_requests_total{" + Selector() + "})", "path");
   const auto mean =
       Query("sum by (path) (pipescale_request_duration_seconds_sum{" + Selector() +
@@ -212,8 +232,12 @@ TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
 // classify's share.
 TEST_F(RouterOnClusterTest, BranchesAndFanOutFollowTheModelsAnswers) {
   const json report = Load("30:20", "models");
+  const double end = testing::UnixNow();
   ASSERT_TRUE(report.is_object());
-  std::this_thread::sleep_for(3s);
+  // Counted once Prometheus has scraped the router and every model pod after the last answer.
+  ASSERT_TRUE(ScrapedSince("pipescale_router_task_requests_total{" + Selector() + "}", end));
+  ASSERT_TRUE(
+      ScrapedSince("pipescale_model_emitted_requests_total{namespace=\"" + ns_ + "\"}", end));
   const auto calls =
       Query("sum by (task) (pipescale_router_task_requests_total{" + Selector() + ",code=\"200\"})",
             "task");
@@ -238,10 +262,19 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
   double refused_before_kill = -1;
   std::string killed;
   std::thread changes([&] {
-    std::this_thread::sleep_for(4s);
+    // Each change comes once the load has gone on for a while (by the router's count, 40 a
+    // second), not after a number of seconds: on a slow machine the load is slow to start too.
+    EXPECT_TRUE(Eventually([&] { return Answered() >= 100; }, 30s, 100ms));
     Scale("detect", 3);
     EXPECT_TRUE(Eventually([&] { return ReadyPods("detect") == 3; }, 30s, 200ms));
-    std::this_thread::sleep_for(3s);
+    // Every detect pod has served, as Prometheus saw it: the new ones were sent requests, and
+    // what they refused (none, if nothing reached them before they were Ready) was scraped too.
+    const std::string detect = "namespace=\"" + ns_ + "\",task=\"detect\"";
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return Query("count(pipescale_model_requests_total{" + detect + "} > 0)", "")[""] >= 3;
+        },
+        30s, 500ms));
     const auto refused =
         Query("sum(pipescale_model_request_failures_total{namespace=\"" + ns_ + "\"})", "");
     if (refused.contains("")) refused_before_kill = refused.at("");
@@ -250,8 +283,10 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
     killed =
         testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
             .out;
+    const double answered_at_kill = Answered();
     if (!killed.empty()) kill(std::atoi(killed.c_str()), SIGKILL);
-    std::this_thread::sleep_for(6s);
+    // Three more seconds' load around the dead pod before the scale-down.
+    EXPECT_TRUE(Eventually([&] { return Answered() >= answered_at_kill + 120; }, 30s, 100ms));
     Scale("detect", 1);
   });
   const json report = Load("40:30");
@@ -299,7 +334,14 @@ TEST_F(RouterOnClusterTest, ADeletedRouterPodDrainsWithoutLosingARequest) {
   std::string deleted;
   std::chrono::duration<double> gone{};
   std::thread change([&] {
-    std::this_thread::sleep_for(5s);
+    // Under load: both router pods have answered requests, as Prometheus saw it (the load
+    // generator sends to every Ready one).
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return Query("count(sum by (pod) (pipescale_requests_total{" + Selector() + "}) > 20)",
+                       "")[""] == 2;
+        },
+        60s, 500ms));
     deleted = routers().front()["metadata"]["name"];
     const auto start = std::chrono::steady_clock::now();
     EXPECT_TRUE(client_->Delete(kube::ObjectPath(kube::kPods, ns_, deleted)).ok());

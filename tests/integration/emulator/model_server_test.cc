@@ -11,6 +11,7 @@
 #include "integration/harness/loopback.h"
 #include "integration/harness/test_dir.h"
 #include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -81,8 +82,7 @@ TEST_F(ModelServerTest, ABinaryPartOfTheWrongLengthIsRefused) {
   EXPECT_EQ(short_part.code, 400);
   EXPECT_NE(short_part.body.find("add up to 6 bytes, the binary part holds 5"), std::string::npos)
       << short_part.body;
-  std::string wrong = kBinaryX;
-  wrong.replace(wrong.find("INT8"), 4, "FP32");
+  const std::string wrong = testing::ReplaceFirst(kBinaryX, "INT8", "FP32");
   const Answer shape = Post(wrong, "123456");
   EXPECT_EQ(shape.code, 400);
   EXPECT_NE(shape.body.find("binary_data_size is 6 bytes"), std::string::npos) << shape.body;

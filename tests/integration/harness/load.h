@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "support/pipelines.h"  // kFastRateQuery, the query these series are read with
+
 namespace pipescale::testing {
 
 class Load {
@@ -40,10 +42,5 @@ class Load {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-// spec.metrics overrides with 5 s windows: the default 30 s windows underestimate fresh series
-// for their first 30 s, which would only make tests slow.
-inline const char* kFastRateQuery =
-    R"(sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s])))";
 
 }  // namespace pipescale::testing

@@ -16,6 +16,7 @@
 namespace pipescale::metrics {
 namespace {
 
+using testing::Eventually;
 using testing::LocalEnv;
 using namespace std::chrono_literals;
 
@@ -51,14 +52,17 @@ TEST(MetricsSource, ReadsRatesAndReportsMissingSeries) {
 
   // Prometheus picks the target up within ~5 s; the 5 s window then fills.
   Result<model::MetricsSnapshot> snapshot = Error{};
-  const auto deadline = std::chrono::steady_clock::now() + 40s;
-  do {
-    std::this_thread::sleep_for(500ms);
-    snapshot = ReadSnapshot(prometheus, pipeline);
-    ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-  } while ((snapshot->path_rates_rps.size() < 2 || snapshot->path_rates_rps.at("fast") < 15) &&
-           std::chrono::steady_clock::now() < deadline);
-
+  EXPECT_TRUE(Eventually(
+      [&] {
+        snapshot = ReadSnapshot(prometheus, pipeline);
+        return snapshot.ok() && snapshot->path_rates_rps.size() >= 2 &&
+               snapshot->path_rates_rps.contains("fast") &&
+               snapshot->path_rates_rps.at("fast") >= 15;
+      },
+      40s, 500ms));
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  ASSERT_TRUE(snapshot->path_rates_rps.contains("fast") &&
+              snapshot->path_rates_rps.contains("slow"));
   EXPECT_NEAR(snapshot->path_rates_rps.at("fast"), 20, 6);
   EXPECT_NEAR(snapshot->path_rates_rps.at("slow"), 5, 1.5);
   EXPECT_FALSE(snapshot->path_rates_rps.contains("silent"));  // missing, not 0
@@ -91,21 +95,22 @@ TEST(MetricsSource, ReadsTheRoutersBatchTimesPerProfileAndBatchSize) {
   prometheus::Summary &four = series("4"), &one = series("1"), &odd = series("four");
   const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
   model::BatchTimings timings;
-  const auto deadline = std::chrono::steady_clock::now() + 40s;
-  // Batches keep coming while Prometheus scrapes: increase() needs them between two scrapes.
-  while (std::chrono::steady_clock::now() < deadline &&
-         (!timings.contains({"detect", "small", "cpu"}) ||
-          timings.at({"detect", "small", "cpu"}).size() < 2)) {
-    for (int i = 0; i < 10; ++i) {
-      four.Observe(0.078);
-      one.Observe(0.05);
-      odd.Observe(9);
-    }
-    std::this_thread::sleep_for(500ms);
-    auto snapshot = ReadSnapshot(prometheus, pipeline);
-    ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
-    timings = snapshot->batch_timings;
-  }
+  // Batches keep coming while Prometheus scrapes (every poll adds ten of each): increase() needs
+  // them between two scrapes.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < 10; ++i) {
+          four.Observe(0.078);
+          one.Observe(0.05);
+          odd.Observe(9);
+        }
+        auto snapshot = ReadSnapshot(prometheus, pipeline);
+        EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
+        if (snapshot.ok()) timings = snapshot->batch_timings;
+        return timings.contains({"detect", "small", "cpu"}) &&
+               timings.at({"detect", "small", "cpu"}).size() >= 2;
+      },
+      40s, 500ms));
   ASSERT_EQ(timings.size(), 1u);
   const auto& by_rows = timings.at({"detect", "small", "cpu"});
   ASSERT_EQ(by_rows.size(), 2u);  // rows="four" is no batch size

@@ -219,7 +219,11 @@ TEST_F(CapacityTest, ANodeSelectorThatMatchesNothingIsReportedOnce) {
     }
   }
   const long generation = Deployment("nowhere-detect-v-gpu")["metadata"].value("generation", 0L);
-  std::this_thread::sleep_for(10s);  // five intervals
+  // Five more looks (the 2 s interval's 10 s), each of which could rewrite the Deployment or
+  // report it again: counted by the operator's reconciles, so a slow machine makes as many.
+  const double looked = op.Reconciles();
+  EXPECT_TRUE(Eventually([&] { return op.Reconciles() >= looked + 5; }, 60s, 500ms))
+      << op.process().Log();
   EXPECT_EQ(Deployment("nowhere-detect-v-gpu")["metadata"].value("generation", 0L), generation);
   EXPECT_EQ(Events("Unschedulable"), 1);
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0);

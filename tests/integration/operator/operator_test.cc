@@ -18,6 +18,7 @@
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
 #include "support/fake_http_server.h"
+#include "support/pipelines.h"
 
 namespace pipescale {
 namespace {
@@ -31,27 +32,7 @@ using namespace std::chrono_literals;
 
 json Pipeline(const std::string& name = "shop",
               const std::string& prometheus_url = LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")) {
-  auto variant = [](const char* v, double c) {
-    const json profile = {{"hardwareClass", "cpu"},
-                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
-    return json{{"name", v}, {"batchSize", {{"max", 16}}}, {"profiles", json::array({profile})}};
-  };
-  return {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"interval", "2s"},
-        {"hardwareClasses", json::array({{{"name", "cpu"}, {"costPerHour", 0.1}}})},
-        {"tasks",
-         json::array({{{"name", "detect"},
-                       {"next", json::array({{{"task", "classify"}}})},
-                       {"variants", json::array({variant("small", 20)})}},
-                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
-        {"paths",
-         json::array({{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}})},
-        {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
-        {"metrics", {{"prometheusURL", prometheus_url}, {"pathRate", testing::kFastRateQuery}}}}}};
+  return testing::ShopPipelineOnCluster(name, prometheus_url);
 }
 
 class OperatorTest : public testing::ClusterTest {
@@ -136,7 +117,23 @@ TEST_F(OperatorTest, OneLeaderAtATime) {
   ASSERT_TRUE(Eventually([&] { return first.Serving(); }, 20s)) << first.process().Log();
   OperatorProcess second(ns_, "second");
   ASSERT_TRUE(Eventually([&] { return second.Healthy() == 200; }, 20s));
-  std::this_thread::sleep_for(3s);
+  // Two renewals of the Lease by the first since then: the second, asking for it at the same
+  // 2 s period, was refused at least once.
+  const auto renewed = [&] {
+    auto lease = client_->Get(kube::ObjectPath(kube::kLeases, ns_, "pipescale-operator"));
+    return lease.ok() ? (*lease)["spec"].value("renewTime", "") : "";
+  };
+  std::string last_renewal = renewed();
+  int renewals = 0;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        if (const std::string r = renewed(); r != last_renewal) {
+          ++renewals;
+          last_renewal = r;
+        }
+        return renewals >= 2;
+      },
+      20s, 100ms));
   // Ready to take over (so a rolling update of the operator never waits on the Lease), but
   // not leading.
   EXPECT_EQ(second.Ready(), 200);
@@ -398,8 +395,15 @@ TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
         .value("forecast", json::object())
         .value("rps", json::array());
   };
-  ASSERT_TRUE(Eventually([&] { return forecast().size() > 2; }, 40s)) << Status("ramp").dump();
-  std::this_thread::sleep_for(30s);  // a series long enough for a trend
+  // A series long enough for a trend: the leader's own forecast rises by twice what its
+  // successor's first one must.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const json rps = forecast();
+        return rps.size() > 2 && rps.back().get<double>() > rps.front().get<double>() + 4;
+      },
+      60s))
+      << Status("ramp").dump();
   ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
   const json before = Status("ramp");
   ASSERT_TRUE(Eventually([&] { return second.Serving(); }, 30s)) << second.process().Log();

@@ -20,12 +20,16 @@
 #include "integration/harness/loopback.h"
 #include "integration/harness/process.h"
 #include "integration/harness/test_dir.h"
+#include "integration/harness/wait.h"
 #include "support/cli_run.h"
+#include "support/shell.h"
+#include "support/text.h"
 
 namespace pipescale {
 namespace {
 
 using nlohmann::json;
+using testing::Eventually;
 using testing::Process;
 using namespace std::chrono_literals;
 
@@ -96,11 +100,10 @@ class ProfileTest : public ::testing::Test {
 
   // The true pipeline with detect's profile scaled by `factor`; its file.
   std::string Scaled(double factor) const {
-    std::string text = kPipeline;
-    const std::string value = "{a: 0.2, b: 5, c: 30}";
-    text.replace(text.find(value), value.size(),
-                 "{a: " + std::to_string(kA * factor) + ", b: " + std::to_string(kB * factor) +
-                     ", c: " + std::to_string(kC * factor) + "}");
+    const std::string text = testing::ReplaceFirst(kPipeline, "{a: 0.2, b: 5, c: 30}",
+                                                   "{a: " + std::to_string(kA * factor) +
+                                                       ", b: " + std::to_string(kB * factor) +
+                                                       ", c: " + std::to_string(kC * factor) + "}");
     const std::string file = dir_ + "/scaled-" + std::to_string(factor) + ".yaml";
     std::ofstream(file) << text;
     return file;
@@ -214,11 +217,8 @@ TEST_F(ProfileTest, AWebServerThatIsNotAModelServer) {
        "exec prometheus --config.file=" + dir_ + "/prometheus.yml --storage.tsdb.path=" + dir_ +
            "/prometheus-data --web.listen-address=127.0.0.1:" + std::to_string(port)},
       dir_ + "/prometheus.log");
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (testing::HttpGet(port, "/-/ready").first != 200 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(50ms);
-  }
+  ASSERT_TRUE(Eventually([&] { return testing::HttpGet(port, "/-/ready").first == 200; }, 20s))
+      << web.Log();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const Output r = RunCli(Profile(dir_ + "/measured.yaml", {"--address", address}));
   EXPECT_EQ(r.code, cli::kExitFailure) << web.Log();
@@ -236,7 +236,14 @@ TEST_F(ProfileTest, AServerKilledDuringTheRun) {
     return RunCli(Profile(dir_ + "/measured.yaml",
                           {"--address", address, "--requests", "40", "--warmup", "0", "--write"}));
   });
-  std::this_thread::sleep_for(1500ms);  // about 70 of 320 requests of 20 ms
+  // Killed mid-run: once batch size 1's 40 requests (of 320) are served, by the server's count.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string m = testing::RunShell("curl -s http://" + address + "/metrics").out;
+        const size_t at = m.find("\npipescale_model_requests_total{");
+        return at != std::string::npos && std::stod(m.substr(m.find("} ", at) + 2)) >= 40;
+      },
+      30s, 20ms));
   kill(servers_.back()->pid(), SIGKILL);
   const Output r = run.get();
   EXPECT_EQ(r.code, cli::kExitFailure);

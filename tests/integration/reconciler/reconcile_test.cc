@@ -17,6 +17,7 @@
 #include "metrics/source.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
+#include "support/pipelines.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -32,32 +33,11 @@ double Now() {
 }
 
 json PipelineObject(const std::string& name, const std::string& mode) {
-  auto variant = [](const char* v, double c) {
-    const json profile = {{"hardwareClass", "cpu"},
-                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
-    return json{{"name", v}, {"batchSize", {{"max", 16}}}, {"profiles", json::array({profile})}};
-  };
-  return {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"mode", mode},
-        {"interval", "2s"},
-        {"hardwareClasses", json::array({{{"name", "cpu"},
-                                          {"costPerHour", 0.1},
-                                          {"resources", {{"requests", {{"cpu", "500m"}}}}}}})},
-        {"tasks",
-         json::array({{{"name", "detect"},
-                       {"next", json::array({{{"task", "classify"}}})},
-                       {"variants", json::array({variant("small", 20)})}},
-                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
-        {"paths",
-         json::array({{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}})},
-        {"behavior", {{"scaleDown", {{"stabilizationWindowSeconds", 0}}}}},
-        {"metrics",
-         {{"prometheusURL", LocalEnv::Get().Var("PIPESCALE_PROMETHEUS")},
-          {"pathRate", testing::kFastRateQuery}}}}}};
+  json object = testing::ShopPipelineOnCluster(name, LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  object["spec"]["mode"] = mode;
+  // Requests on the pods, which the test reads back from the Deployment.
+  object["spec"]["hardwareClasses"][0]["resources"] = {{"requests", {{"cpu", "500m"}}}};
+  return object;
 }
 
 // One namespace, informers on it, and a reconciler that reads the real Prometheus.

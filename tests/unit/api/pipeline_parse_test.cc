@@ -7,9 +7,12 @@
 
 #include "api/deployment.h"
 #include "api/document.h"
+#include "support/text.h"
 
 namespace pipescale::api {
 namespace {
+
+using testing::ReplaceFirst;
 
 constexpr const char* kValid = R"yaml(
 apiVersion: pipescale.io/v1alpha1
@@ -55,12 +58,6 @@ spec:
   behavior:
     scaleDown: {stabilizationWindowSeconds: 300}
 )yaml";
-
-std::string Replace(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return text.replace(at, from.size(), to);
-}
 
 std::vector<std::string> Errors(const std::string& text) {
   std::vector<std::string> out;
@@ -135,37 +132,38 @@ TEST(ParsePipeline, TheLatencyModelDefaultsToTheTailAndNamesItsChoices) {
   ASSERT_TRUE(plain.pipeline);
   EXPECT_EQ(plain.pipeline->spec.slo.model, model::LatencyModel::kTail);
   const auto mean =
-      ParsePipeline(Replace(kValid, "percentile: 99}", "percentile: 99, latencyModel: mean}"));
+      ParsePipeline(ReplaceFirst(kValid, "percentile: 99}", "percentile: 99, latencyModel: mean}"));
   ASSERT_TRUE(mean.pipeline);
   EXPECT_EQ(mean.pipeline->spec.slo.model, model::LatencyModel::kMean);
   const auto errors =
-      Errors(Replace(kValid, "percentile: 99}", "percentile: 99, latencyModel: p99}"));
+      Errors(ReplaceFirst(kValid, "percentile: 99}", "percentile: 99, latencyModel: p99}"));
   EXPECT_TRUE(Has(errors, "spec.slo.latencyModel: must be one of tail, mean, got \"p99\""))
       << Dump(errors);
 }
 
 TEST(ParsePipeline, APathsPriorityIsOneOfTheInferenceExtensionsCriticalities) {
-  const auto errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 250, priority: urgent"));
+  const auto errors = Errors(ReplaceFirst(kValid, "sloMs: 250", "sloMs: 250, priority: urgent"));
   EXPECT_TRUE(Has(errors,
                   "spec.paths[0].priority: must be one of critical, standard, sheddable, got "
                   "\"urgent\""))
       << Dump(errors);
-  const auto ok = ParsePipeline(Replace(kValid, "sloMs: 250", "sloMs: 250, priority: critical"));
+  const auto ok =
+      ParsePipeline(ReplaceFirst(kValid, "sloMs: 250", "sloMs: 250, priority: critical"));
   ASSERT_TRUE(ok.pipeline);
   EXPECT_EQ(ok.pipeline->spec.paths[0].priority, model::Priority::kCritical);
 }
 
 TEST(ParsePipeline, UnknownNextTaskNamesTheField) {
-  const auto errors = Errors(Replace(kValid, "task: classify, ratio", "task: clasify, ratio"));
+  const auto errors = Errors(ReplaceFirst(kValid, "task: classify, ratio", "task: clasify, ratio"));
   EXPECT_TRUE(Has(errors, "spec.tasks[0].next[0].task: unknown task \"clasify\"")) << Dump(errors);
 }
 
 TEST(ParsePipeline, ReportsEveryErrorAtOnce) {
-  std::string text = Replace(kValid, "sloMs: 250", "sloMs: -5");
-  text = Replace(text, "accuracy: 0.95", "accuracy: 1.5");
-  text = Replace(text, "hardwareClass: gpu-t4\n              latencyMs: {quadratic",
-                 "hardwareClass: gpu-a100\n              latencyMs: {quadratic");
-  text = Replace(text, "method: ewma", "method: lstm");
+  std::string text = ReplaceFirst(kValid, "sloMs: 250", "sloMs: -5");
+  text = ReplaceFirst(text, "accuracy: 0.95", "accuracy: 1.5");
+  text = ReplaceFirst(text, "hardwareClass: gpu-t4\n              latencyMs: {quadratic",
+                      "hardwareClass: gpu-a100\n              latencyMs: {quadratic");
+  text = ReplaceFirst(text, "method: ewma", "method: lstm");
   const auto errors = Errors(text);
   EXPECT_TRUE(Has(errors, "spec.paths[0].sloMs: must be > 0, got -5")) << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.tasks[0].variants[0].accuracy: must be in (0, 1], got 1.5"));
@@ -179,9 +177,9 @@ TEST(ParsePipeline, ReportsEveryErrorAtOnce) {
 }
 
 TEST(ParsePipeline, CycleIsNamed) {
-  const auto errors = Errors(Replace(kValid, "    - name: classify\n      variants:",
-                                     "    - name: classify\n      next: [{task: detect}]\n"
-                                     "      variants:"));
+  const auto errors = Errors(ReplaceFirst(kValid, "    - name: classify\n      variants:",
+                                          "    - name: classify\n      next: [{task: detect}]\n"
+                                          "      variants:"));
   EXPECT_TRUE(Has(errors,
                   "spec.tasks[1].next[0]: edge closes a cycle: detect -> classify -> "
                   "detect"))
@@ -190,7 +188,7 @@ TEST(ParsePipeline, CycleIsNamed) {
 
 TEST(ParsePipeline, PathMustFollowEdges) {
   const auto errors =
-      Errors(Replace(kValid, "tasks: [detect, classify]", "tasks: [classify, detect]"));
+      Errors(ReplaceFirst(kValid, "tasks: [detect, classify]", "tasks: [classify, detect]"));
   EXPECT_TRUE(Has(errors,
                   "spec.paths[0].tasks[1]: task \"detect\" does not follow \"classify\": "
                   "no edge classify -> detect in spec.tasks"))
@@ -198,11 +196,11 @@ TEST(ParsePipeline, PathMustFollowEdges) {
 }
 
 TEST(ParsePipeline, DuplicatesAndMissingProfiles) {
-  std::string text = Replace(kValid, "- name: classify\n", "- name: detect\n");
+  std::string text = ReplaceFirst(kValid, "- name: classify\n", "- name: detect\n");
   const auto errors = Errors(text);
   EXPECT_TRUE(Has(errors, "spec.tasks[1].name: duplicate task \"detect\"")) << Dump(errors);
 
-  const auto no_profiles = Errors(Replace(
+  const auto no_profiles = Errors(ReplaceFirst(
       kValid, "profiles:\n            - hardwareClass: gpu-t4\n              latencyMs: {points",
       "profiles: []\n          unused:\n            - hardwareClass: gpu-t4\n"
       "              latencyMs: {points"));
@@ -213,31 +211,32 @@ TEST(ParsePipeline, DuplicatesAndMissingProfiles) {
 }
 
 TEST(ParsePipeline, NonPositiveLatencyAndTypos) {
-  const auto negative = Errors(Replace(kValid, "{a: 0.02, b: 3.1, c: 8.0}", "{a: 0, b: -3, c: 8}"));
+  const auto negative =
+      Errors(ReplaceFirst(kValid, "{a: 0.02, b: 3.1, c: 8.0}", "{a: 0, b: -3, c: 8}"));
   EXPECT_TRUE(Has(negative,
                   "spec.tasks[0].variants[0].profiles[0].latencyMs: latency at batch "
                   "size 3 is -1 ms; it must be > 0 for every batch size up to 64"))
       << Dump(negative);
-  const auto typo = Errors(Replace(kValid, "sloMs: 250, weight", "sloms: 250, weight"));
+  const auto typo = Errors(ReplaceFirst(kValid, "sloMs: 250, weight", "sloms: 250, weight"));
   EXPECT_TRUE(Has(typo, "spec.paths[0].sloMs: required")) << Dump(typo);
   EXPECT_TRUE(Has(typo,
                   "spec.paths[0].sloms: unknown field; known fields: name, tasks, sloMs, "
                   "weight, priority"));
-  const auto quoted = Errors(Replace(kValid, "costPerHour: 0.526", "costPerHour: \"0.526\""));
+  const auto quoted = Errors(ReplaceFirst(kValid, "costPerHour: 0.526", "costPerHour: \"0.526\""));
   EXPECT_TRUE(Has(quoted, "spec.hardwareClasses[0].costPerHour: must be a number"));
 }
 
 TEST(ParsePipeline, FitsPointsAndRejectsTooFewForAQuadratic) {
   const auto fitted =
-      ParsePipeline(Replace(kValid, "[16, 55.0]], model: table}", "[16, 55.0], [4, 17.9]]}"));
+      ParsePipeline(ReplaceFirst(kValid, "[16, 55.0]], model: table}", "[16, 55.0], [4, 17.9]]}"));
   ASSERT_TRUE(fitted.pipeline) << fitted.errors[0].ToString();
   const auto& lat = fitted.pipeline->spec.tasks[1].variants[0].profiles[0].latency;
   EXPECT_TRUE(lat.fitted);
   EXPECT_EQ(lat.kind, model::LatencyProfile::Kind::kQuadratic);
   EXPECT_LT(lat.fit.rmse_ms, 1.0);
 
-  const auto errors = Errors(Replace(kValid, "[[1, 9.5], [8, 30.2], [16, 55.0]], model: table",
-                                     "[[1, 9.5], [8, 30.2]], model: quadratic"));
+  const auto errors = Errors(ReplaceFirst(kValid, "[[1, 9.5], [8, 30.2], [16, 55.0]], model: table",
+                                          "[[1, 9.5], [8, 30.2]], model: quadratic"));
   EXPECT_TRUE(Has(errors,
                   "spec.tasks[1].variants[0].profiles[0].latencyMs.points: a quadratic fit "
                   "needs points at 3 or more distinct batch sizes, got 2; add points or "
@@ -252,7 +251,7 @@ TEST(ParsePipeline, SyntaxErrorsCarryTheLine) {
 }
 
 TEST(ParsePipeline, Fa2NeedsPaths) {
-  const auto errors = Errors(Replace(
+  const auto errors = Errors(ReplaceFirst(
       kValid, "  paths:\n    - {name: car-qa, tasks: [detect, classify], sloMs: 250, weight: 2}\n",
       ""));
   EXPECT_TRUE(Has(errors,
@@ -273,11 +272,11 @@ TEST(ParsePipeline, ExamplesAreValid) {
 }
 
 TEST(ParsePipeline, PoolOptimizersReadQuerySizesAndBurstClasses) {
-  std::string text = Replace(kValid, "optimizer: fa2", "optimizer: kairos");
-  text = Replace(text, "      maxReplicas: 20\n",
-                 "      maxReplicas: 20\n    - name: spot\n      burst: {minWarm: 2}\n");
-  text = Replace(text, "  forecast:",
-                 "  querySizes: [{size: 1, weight: 3}, {size: 8, weight: 1}]\n  forecast:");
+  std::string text = ReplaceFirst(kValid, "optimizer: fa2", "optimizer: kairos");
+  text = ReplaceFirst(text, "      maxReplicas: 20\n",
+                      "      maxReplicas: 20\n    - name: spot\n      burst: {minWarm: 2}\n");
+  text = ReplaceFirst(text, "  forecast:",
+                      "  querySizes: [{size: 1, weight: 3}, {size: 8, weight: 1}]\n  forecast:");
   const ParsedPipeline parsed = ParsePipeline(text);
   ASSERT_TRUE(parsed.errors.empty()) << Dump(Errors(text));
   const model::PipelineSpec& spec = parsed.pipeline->spec;
@@ -289,10 +288,10 @@ TEST(ParsePipeline, PoolOptimizersReadQuerySizesAndBurstClasses) {
 }
 
 TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
-  const std::string kairos = Replace(kValid, "optimizer: fa2", "optimizer: kairos");
-  auto errors = Errors(Replace(kairos, "  forecast:",
-                               "  querySizes: [{size: 0, weight: 1}, {size: 4}, {size: 4, "
-                               "weight: 1}, {size: 128, weight: 1}]\n  forecast:"));
+  const std::string kairos = ReplaceFirst(kValid, "optimizer: fa2", "optimizer: kairos");
+  auto errors = Errors(ReplaceFirst(kairos, "  forecast:",
+                                    "  querySizes: [{size: 0, weight: 1}, {size: 4}, {size: 4, "
+                                    "weight: 1}, {size: 128, weight: 1}]\n  forecast:"));
   EXPECT_TRUE(Has(errors, "spec.querySizes[0].size: must be >= 1, got 0")) << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.querySizes[1].weight: required")) << Dump(errors);
   EXPECT_TRUE(Has(errors, "spec.querySizes[2].size: duplicate query size 4")) << Dump(errors);
@@ -304,26 +303,26 @@ TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
   // are never validated (a falling quadratic there is 0 or below).
   for (const char* optimizer : {"optimizer: fa2", "optimizer: hpa"}) {
     const auto other =
-        Errors(Replace(Replace(kValid, "optimizer: fa2", optimizer),
-                       "  forecast:", "  querySizes: [{size: 128, weight: 1}]\n  forecast:"));
+        Errors(ReplaceFirst(ReplaceFirst(kValid, "optimizer: fa2", optimizer),
+                            "  forecast:", "  querySizes: [{size: 128, weight: 1}]\n  forecast:"));
     EXPECT_TRUE(Has(other,
                     "spec.querySizes: query size 128 exceeds the batch \"yolov5x\" of task "
                     "\"detect\" accepts (batchSize.max 64)"))
         << optimizer << Dump(other);
   }
   // Only burst classes for a task: nothing would serve it.
-  errors = Errors(Replace(kairos, "      maxReplicas: 20\n", "      burst: {minWarm: -1}\n"));
+  errors = Errors(ReplaceFirst(kairos, "      maxReplicas: 20\n", "      burst: {minWarm: -1}\n"));
   EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].burst.minWarm: must be >= 0, got -1"))
       << Dump(errors);
-  errors = Errors(Replace(kairos, "      maxReplicas: 20\n", "      burst: {}\n"));
+  errors = Errors(ReplaceFirst(kairos, "      maxReplicas: 20\n", "      burst: {}\n"));
   EXPECT_TRUE(Has(errors,
                   "spec.tasks[0].variants: variant \"yolov5x\" of task \"detect\" has a "
                   "profile only on burst classes; kairos needs one on a main class"))
       << Dump(errors);
   // Kairos and MArk split path SLOs over tasks: they need paths.
   errors = Errors(
-      Replace(Replace(kValid, "optimizer: fa2", "optimizer: mark"),
-              "    - {name: car-qa, tasks: [detect, classify], sloMs: 250, weight: 2}\n", ""));
+      ReplaceFirst(ReplaceFirst(kValid, "optimizer: fa2", "optimizer: mark"),
+                   "    - {name: car-qa, tasks: [detect, classify], sloMs: 250, weight: 2}\n", ""));
   EXPECT_TRUE(
       Has(errors, "spec.paths: the mark optimizer needs at least one execution path with sloMs"))
       << Dump(errors);
@@ -332,16 +331,17 @@ TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
 // spec.router: absent means none; present, its defaults; every field checked with its name.
 TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   EXPECT_FALSE(ParsePipeline(kValid).pipeline->spec.router);
-  const std::string with = Replace(kValid, "  forecast:", "  router: {}\n  forecast:");
+  const std::string with = ReplaceFirst(kValid, "  forecast:", "  router: {}\n  forecast:");
   const auto defaults = ParsePipeline(with).pipeline->spec.router;
   ASSERT_TRUE(defaults);
   EXPECT_EQ(*defaults, model::RouterSpec{});
-  const auto set = ParsePipeline(Replace(kValid, "  forecast:",
-                                         "  router: {image: r:2, minReplicas: 2, maxReplicas: 3, "
-                                         "requestsPerSecondPerReplica: 500, threads: 4, "
-                                         "dropPolicy: per-task, maxBodyBytes: 16777216}\n"
-                                         "  forecast:"))
-                       .pipeline->spec.router;
+  const auto set =
+      ParsePipeline(ReplaceFirst(kValid, "  forecast:",
+                                 "  router: {image: r:2, minReplicas: 2, maxReplicas: 3, "
+                                 "requestsPerSecondPerReplica: 500, threads: 4, "
+                                 "dropPolicy: per-task, maxBodyBytes: 16777216}\n"
+                                 "  forecast:"))
+          .pipeline->spec.router;
   ASSERT_TRUE(set);
   EXPECT_EQ(*set, (model::RouterSpec{.image = "r:2",
                                      .min_replicas = 2,
@@ -350,7 +350,7 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
                                      .threads = 4,
                                      .drop_policy = "per-task",
                                      .max_body_bytes = 16 << 20}));
-  auto errors = Errors(Replace(kValid, "  forecast:",
+  auto errors = Errors(ReplaceFirst(kValid, "  forecast:",
                                "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
                                "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all, "
                                "maxBodyBytes: 12}\n"
@@ -368,7 +368,8 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
   EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
     return e.starts_with("spec.router.replicas: unknown field");
   })) << Dump(errors);
-  EXPECT_FALSE(ParsePipeline(Replace(kValid, "  forecast:", "  router: 3\n  forecast:")).pipeline);
+  EXPECT_FALSE(
+      ParsePipeline(ReplaceFirst(kValid, "  forecast:", "  router: 3\n  forecast:")).pipeline);
 }
 
 TEST(ParsePipeline, ProfileLearningIsReportUnlessToldAndChecked) {
@@ -376,20 +377,20 @@ TEST(ParsePipeline, ProfileLearningIsReportUnlessToldAndChecked) {
   EXPECT_EQ(model::ProfilesSpec{}.learn, model::ProfileLearning::kReport);
   const auto set =
       ParsePipeline(
-          Replace(kValid, "  forecast:",
-                  "  router: {}\n"
-                  "  profiles: {learn: Plan, tolerance: 0.3, minBatches: 10, window: 2m}\n"
-                  "  forecast:"))
+          ReplaceFirst(kValid, "  forecast:",
+                       "  router: {}\n"
+                       "  profiles: {learn: Plan, tolerance: 0.3, minBatches: 10, window: 2m}\n"
+                       "  forecast:"))
           .pipeline;
   ASSERT_TRUE(set);
   EXPECT_EQ(set->spec.profiles, (model::ProfilesSpec{.learn = model::ProfileLearning::kPlan,
                                                      .tolerance = 0.3,
                                                      .min_batches = 10,
                                                      .window_seconds = 120}));
-  auto errors =
-      Errors(Replace(kValid, "  forecast:",
-                     "  profiles: {learn: Plan, tolerance: 0, minBatches: 0, window: 10s, x: 1}\n"
-                     "  forecast:"));
+  auto errors = Errors(
+      ReplaceFirst(kValid, "  forecast:",
+                   "  profiles: {learn: Plan, tolerance: 0, minBatches: 0, window: 10s, x: 1}\n"
+                   "  forecast:"));
   EXPECT_TRUE(Has(errors,
                   "spec.profiles.learn: Plan needs spec.router: the router measures the batch "
                   "times"))
@@ -404,7 +405,7 @@ TEST(ParsePipeline, ProfileLearningIsReportUnlessToldAndChecked) {
                             [&](const std::string& e) { return e.starts_with(field); }))
         << field << Dump(errors);
   }
-  errors = Errors(Replace(kValid, "  forecast:", "  profiles: {learn: on}\n  forecast:"));
+  errors = Errors(ReplaceFirst(kValid, "  forecast:", "  profiles: {learn: on}\n  forecast:"));
   EXPECT_TRUE(Has(errors, "spec.profiles.learn: must be one of Off, Report, Plan, got \"on\""))
       << Dump(errors);
 }
@@ -455,9 +456,9 @@ TEST(ParsePipelineLimits, DocumentSizeDepthAndAliases) {
                               "the document holds more than 524288 values once YAML aliases are "
                               "expanded"});
   // An alias used as YAML intends, to share a block, is fine.
-  const std::string shared = Replace(
-      Replace(kValid, "template: {spec: {containers: [{name: model, image: example/yolo}]}}",
-              "template: &pod {spec: {containers: [{name: model, image: example/yolo}]}}"),
+  const std::string shared = ReplaceFirst(
+      ReplaceFirst(kValid, "template: {spec: {containers: [{name: model, image: example/yolo}]}}",
+                   "template: &pod {spec: {containers: [{name: model, image: example/yolo}]}}"),
       "          accuracy: 0.9\n", "          accuracy: 0.9\n          template: *pod\n");
   const auto parsed = ParsePipeline(shared);
   ASSERT_TRUE(parsed.pipeline) << Dump(Errors(shared));
@@ -470,8 +471,8 @@ TEST(ParsePipelineLimits, DocumentSizeDepthAndAliases) {
 // Deployment the operator builds carries none, nor does its patch when the batch changes.
 TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   const ParsedPipeline parsed =
-      ParsePipeline(Replace(kValid, "batchSize: {env: MAX_BATCH_SIZE, max: 64}",
-                            "batchSize: {env: MAX_BATCH_SIZE, max: 64, formedBy: router}"));
+      ParsePipeline(ReplaceFirst(kValid, "batchSize: {env: MAX_BATCH_SIZE, max: 64}",
+                                 "batchSize: {env: MAX_BATCH_SIZE, max: 64, formedBy: router}"));
   ASSERT_TRUE(parsed.pipeline) << Dump(Errors(kValid));
   const model::Task& task = parsed.pipeline->spec.tasks[0];
   const model::Variant& v = task.variants[0];
@@ -483,14 +484,14 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   EXPECT_EQ(ManagedPatch(deployment, v.batch_env, 2, 16), std::nullopt);
   const auto server = ParsePipeline(kValid);
   EXPECT_FALSE(server.pipeline->spec.tasks[0].variants[0].RouterBatches());
-  EXPECT_TRUE(Has(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")),
+  EXPECT_TRUE(Has(Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: client}")),
                   "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, got "
                   "\"client\""))
-      << Dump(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")));
+      << Dump(Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: client}")));
   // The user's words are quoted and escaped, as every message quotes them: a terminal's control
   // sequence in a spec must not reach the CLI's output or a status condition raw (the fuzz test
   // found it with another seed).
-  const auto raw = Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: \"\\e[31mred\\n\"}"));
+  const auto raw = Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: \"\\e[31mred\\n\"}"));
   EXPECT_TRUE(Has(raw,
                   "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, "
                   "got \"\\x1B[31mred\\x0A\""))
@@ -499,50 +500,51 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
 
 TEST(ParsePipelineLimits, NumbersAreReadAtFullWidth) {
   // 2^64 - 1 is too large, not -1; 2^31 and 2^32 are not narrowed to int.
-  auto errors = Errors(
-      Replace(kValid, "maxReplicas: 20\n  tasks", "maxReplicas: 18446744073709551615\n  tasks"));
+  auto errors = Errors(ReplaceFirst(kValid, "maxReplicas: 20\n  tasks",
+                                    "maxReplicas: 18446744073709551615\n  tasks"));
   EXPECT_TRUE(Has(errors,
                   "spec.hardwareClasses[0].maxReplicas: must be at most 10000, got "
                   "18446744073709551615"))
       << Dump(errors);
-  errors = Errors(Replace(kValid, "max: 64}", "max: 2147483648}"));
+  errors = Errors(ReplaceFirst(kValid, "max: 64}", "max: 2147483648}"));
   EXPECT_TRUE(Has(errors,
                   "spec.tasks[0].variants[0].batchSize.max: must be at most 4096, got "
                   "2147483648"))
       << Dump(errors);
-  errors = Errors(Replace(kValid, "budget: {maxReplicas: 20", "budget: {maxReplicas: 4294967296"));
+  errors =
+      Errors(ReplaceFirst(kValid, "budget: {maxReplicas: 20", "budget: {maxReplicas: 4294967296"));
   EXPECT_TRUE(Has(errors, "spec.budget.maxReplicas: must be at most 10000, got 4294967296"))
       << Dump(errors);
-  errors = Errors(
-      Replace(kValid, "maxReplicas: 20\n  tasks", "maxReplicas: -9223372036854775808\n  tasks"));
+  errors = Errors(ReplaceFirst(kValid, "maxReplicas: 20\n  tasks",
+                               "maxReplicas: -9223372036854775808\n  tasks"));
   EXPECT_TRUE(Has(errors,
                   "spec.hardwareClasses[0].maxReplicas: must be >= 1, got "
                   "-9223372036854775808"))
       << Dump(errors);
   // Beyond 64 bits: a float, which an integer field refuses with the value.
-  errors = Errors(Replace(kValid, "maxReplicas: 20\n  tasks",
-                          "maxReplicas: 999999999999999999999999\n  tasks"));
+  errors = Errors(ReplaceFirst(kValid, "maxReplicas: 20\n  tasks",
+                               "maxReplicas: 999999999999999999999999\n  tasks"));
   EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].maxReplicas: must be an integer, got 1e+24"))
       << Dump(errors);
-  errors = Errors(Replace(kValid, "startupSeconds: 60", "startupSeconds: 1e12"));
+  errors = Errors(ReplaceFirst(kValid, "startupSeconds: 60", "startupSeconds: 1e12"));
   EXPECT_TRUE(Has(errors,
                   "spec.hardwareClasses[0].startupSeconds: must be at most 86400, got "
                   "1e+12"))
       << Dump(errors);
   // Subnormal and overflowing floats, from YAML and from JSON.
-  errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 1e-310"));
+  errors = Errors(ReplaceFirst(kValid, "sloMs: 250", "sloMs: 1e-310"));
   EXPECT_TRUE(Has(errors, "spec.paths[0].sloMs: must be at least 0.001, got 1e-310"))
       << Dump(errors);
-  errors = Errors(Replace(kValid, "sloMs: 250", "sloMs: 1e400"));
+  errors = Errors(ReplaceFirst(kValid, "sloMs: 250", "sloMs: 1e400"));
   EXPECT_TRUE(Has(errors, "spec.paths[0].sloMs: must be finite")) << Dump(errors);
-  errors = Errors(Replace(kValid, "{a: 0.02, b: 3.1, c: 8.0}", "{a: 1e-310, b: 3.1, c: 8.0}"));
+  errors = Errors(ReplaceFirst(kValid, "{a: 0.02, b: 3.1, c: 8.0}", "{a: 1e-310, b: 3.1, c: 8.0}"));
   EXPECT_TRUE(Has(errors,
                   "spec.tasks[0].variants[0].profiles[0].latencyMs.quadratic.a: must be 0 or at "
                   "least 1e-300 in magnitude, got 1e-310"))
       << Dump(errors);
   nlohmann::json doc = ValidJson();
   std::string text = doc.dump();
-  text.replace(text.find("250"), 3, "1e400");
+  text = ReplaceFirst(text, "250", "1e400");
   errors = Errors(text);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("invalid JSON: "), std::string::npos) << errors[0];
@@ -599,7 +601,7 @@ TEST(ParsePipelineLimits, EveryNumberHasARange) {
        "got 2e+06"},
   };
   for (const auto& [edit, wanted] : cases) {
-    const auto errors = Errors(Replace(kValid, edit.first, edit.second));
+    const auto errors = Errors(ReplaceFirst(kValid, edit.first, edit.second));
     EXPECT_TRUE(Has(errors, wanted)) << edit.second << Dump(errors);
   }
   nlohmann::json doc = ValidJson();
@@ -696,7 +698,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
                   "querySizes, router, profiles"))
       << Dump(errors);
   // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
-  errors = Errors(Replace(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));
+  errors = Errors(ReplaceFirst(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));
   ASSERT_EQ(errors.size(), 1u) << Dump(errors);
   EXPECT_NE(errors[0].find("\"de\\xFFtect\" is not valid UTF-8"), std::string::npos) << errors[0];
 }
@@ -711,12 +713,13 @@ TEST(ParsePipelineLimits, ReportsStopAtAHundred) {
 
 TEST(ParsePipelineLimits, PathWhoseFirstTaskIsNoName) {
   // Once read the previous task of an empty list.
-  const auto errors = Errors(Replace(kValid, "tasks: [detect, classify]", "tasks: [5, classify]"));
+  const auto errors =
+      Errors(ReplaceFirst(kValid, "tasks: [detect, classify]", "tasks: [5, classify]"));
   EXPECT_TRUE(Has(errors, "spec.paths[0].tasks[0]: must be a task name")) << Dump(errors);
 }
 
 TEST(ParsePipelineLimits, AnotherOptimizerMayNeedMore) {
-  std::string text = Replace(kValid, "      maxReplicas: 20\n", "      burst: {minWarm: 1}\n");
+  std::string text = ReplaceFirst(kValid, "      maxReplicas: 20\n", "      burst: {minWarm: 1}\n");
   const ParsedPipeline parsed = ParsePipeline(text);  // fa2 has no burst classes to mind
   ASSERT_TRUE(parsed.pipeline) << Dump(Errors(text));
   EXPECT_TRUE(CheckPlannableBy(*parsed.pipeline, "fa2").empty());

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "support/cli_run.h"
+#include "support/text.h"
 
 namespace pipescale::cli {
 namespace {
@@ -121,8 +122,8 @@ TEST(Cli, InvalidPipelineExitsTwoWithFieldErrors) {
   std::ifstream in(kExample);
   std::stringstream text;
   text << in.rdbuf();
-  std::string broken = text.str();
-  broken.replace(broken.find("next: [{task: quan}]"), 20, "next: [{task: qaun}]");
+  const std::string broken =
+      testing::ReplaceFirst(text.str(), "next: [{task: quan}]", "next: [{task: qaun}]");
   const std::string file = ::testing::TempDir() + "/broken.yaml";
   std::ofstream(file) << broken;
   for (const char* command : {"plan", "validate"}) {

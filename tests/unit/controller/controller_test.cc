@@ -11,11 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "integration/harness/wait.h"
+
 namespace pipescale::controller {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::Eventually;
 
 // The value of the counter `name` with label `label`=`value`; -1 when there is none.
 double CounterValue(prometheus::Registry& registry, const std::string& name,
@@ -59,9 +62,9 @@ TEST(Controller, AReconcileThatThrowsIsRetriedWithBackoffAndOthersCarryOn) {
     std::lock_guard lock(mu);
     return bad_calls.size() >= 2;
   };
-  for (int i = 0; i < 300 && !retried(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(Eventually(retried, 10s, 10ms));  // the first backoff step is 1 s
   c.Enqueue("ns/good");  // the worker still takes new work after two exceptions
-  for (int i = 0; i < 200 && good_calls < 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(Eventually([&] { return good_calls >= 2; }, 10s, 1ms));
   c.Stop();
 
   std::lock_guard lock(mu);

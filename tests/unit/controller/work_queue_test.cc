@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "controller/controller.h"
+#include "integration/harness/wait.h"
 
 namespace pipescale::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Eventually;
 
 TEST(WorkQueue, DedupesQueuedKeys) {
   WorkQueue q;
@@ -95,21 +97,25 @@ TEST(WorkQueue, DelayedKeysComeInTheOrderOfTheirDeadlines) {
 TEST(WorkQueue, AnEarlierDeadlineWakesASleepingWorker) {
   WorkQueue q;
   q.AddAfter("late", 10min);
-  const auto start = WorkQueue::Clock::now();
   std::thread worker([&] { EXPECT_EQ(q.Get(), "soon"); });
-  std::this_thread::sleep_for(20ms);
+  // Asleep until the late deadline first: else the earlier one would only be read, not wake it.
+  EXPECT_TRUE(Eventually([&] { return q.Sleeping() == 1; }, 10s, 1ms));
+  const auto start = WorkQueue::Clock::now();
   q.AddAfter("soon", 10ms);
   worker.join();
-  EXPECT_LT(WorkQueue::Clock::now() - start, 5s);
+  EXPECT_LT(WorkQueue::Clock::now() - start, 5s);  // not the 10 minutes it went to sleep for
   EXPECT_EQ(q.Waiting(), 1u);
+  EXPECT_EQ(q.Sleeping(), 0u);
 }
 
 TEST(WorkQueue, ShutDownReleasesWaitingWorkers) {
   WorkQueue q;
   std::thread worker([&] { EXPECT_EQ(q.Get(), std::nullopt); });
-  std::this_thread::sleep_for(20ms);
+  // Asleep in Get, where only the shutdown can wake it (a Get after it returns at once).
+  EXPECT_TRUE(Eventually([&] { return q.Sleeping() == 1; }, 10s, 1ms));
   q.ShutDown();
   worker.join();
+  EXPECT_EQ(q.Sleeping(), 0u);
 }
 
 TEST(OnError, ConflictsRetrySoonInvalidWaitsTheRestBackOff) {
@@ -157,9 +163,9 @@ TEST(Controller, RetriesConflictsAndRequeuesAfterSuccess) {
       registry, 2);
   c.Start();
   c.Enqueue("ns/p");
-  for (int i = 0; i < 200 && calls < 4; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(Eventually([&] { return calls >= 4; }, 10s, 1ms));
   c.Stop();
-  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(calls, 4);  // the fourth asked for no requeue
   const std::string metrics = [&] {
     std::string out;
     for (const auto& f : registry.Collect()) out += f.name + " ";
@@ -169,21 +175,33 @@ TEST(Controller, RetriesConflictsAndRequeuesAfterSuccess) {
   EXPECT_NE(metrics.find("workqueue_depth"), std::string::npos);
 }
 
+// An invalid object is left to its next change: once its reconcile is done, nothing is queued
+// or waiting for it, at any delay. A transient error beside it shows what a retry looks like.
 TEST(Controller, InvalidObjectsAreNotRetried) {
   prometheus::Registry registry;
-  std::atomic<int> calls{0};
+  std::atomic<int> invalid_calls{0}, transient_calls{0};
   Controller c(
       "test",
-      [&](const std::string&) -> Result<std::optional<std::chrono::milliseconds>> {
-        ++calls;
-        return Error{ErrorKind::kInvalid, "bad"};
+      [&](const std::string& key) -> Controller::Outcome {
+        if (key == "ns/invalid") {
+          ++invalid_calls;
+          return Error{ErrorKind::kInvalid, "bad"};
+        }
+        ++transient_calls;
+        return Error{ErrorKind::kTransient, "apiserver unreachable"};
       },
-      registry);
+      registry, 1);
   c.Start();
-  c.Enqueue("ns/p");
-  std::this_thread::sleep_for(300ms);
+  c.Enqueue("ns/invalid");
+  c.Enqueue("ns/transient");
+  // The one worker asleep again after both: done with each, its retry (if any) scheduled.
+  EXPECT_TRUE(Eventually(
+      [&] { return invalid_calls == 1 && transient_calls == 1 && c.queue().Sleeping() == 1; }, 10s,
+      1ms));
+  EXPECT_EQ(c.queue().Depth(), 0u);
+  EXPECT_EQ(c.queue().Waiting(), 1u);  // the transient error's retry, 1 s on; none for the other
   c.Stop();
-  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(invalid_calls, 1);
 }
 
 }  // namespace

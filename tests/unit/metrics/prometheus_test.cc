@@ -252,6 +252,8 @@ TEST_F(PrometheusClientTest, HugeAnswersAreCutOff) {
 }
 
 TEST_F(PrometheusClientTest, ASilentServerTimesOut) {
+  // Silent for five times the client's patience: the silence is what is tested, and it ends,
+  // so that the server can stop.
   server_.SetHandler([](const FakeHttpServer::Request&) {
     std::this_thread::sleep_for(1s);
     return Json("{}");

@@ -14,6 +14,7 @@
 #include "reconciler/conditions.h"
 #include "reconciler/worth_writing.h"
 #include "support/choices.h"
+#include "support/pipelines.h"
 #include "support/query_sizes.h"
 
 namespace pipescale::reconciler {
@@ -21,33 +22,16 @@ namespace {
 
 using nlohmann::json;
 
-// detect -> classify on one CPU class; one path with a 500 ms SLO.
+// "shop" (detect -> classify on one CPU class; one path with a 500 ms SLO) as the apiserver
+// stores it, on nodes labelled pool=cpu, scaling up at once and down after 5 minutes.
 json Pipeline(const std::string& mode = "Apply") {
-  auto variant = [](const char* name, double c) {
-    const json profile = {{"hardwareClass", "cpu"},
-                          {"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", c}}}}}};
-    return json{{"name", name},
-                {"accuracy", 0.9},
-                {"batchSize", {{"max", 16}}},
-                {"profiles", json::array({profile})}};
-  };
-  return {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", "shop"}, {"namespace", "ns"}, {"uid", "u-1"}, {"generation", 3}}},
-      {"spec",
-       {{"mode", mode},
-        {"hardwareClasses",
-         {{{"name", "cpu"}, {"costPerHour", 0.1}, {"nodeSelector", {{"pool", "cpu"}}}}}},
-        {"tasks",
-         json::array({{{"name", "detect"},
-                       {"next", json::array({{{"task", "classify"}}})},
-                       {"variants", json::array({variant("small", 20)})}},
-                      {{"name", "classify"}, {"variants", json::array({variant("tiny", 10)})}}})},
-        {"paths", {{{"name", "p"}, {"tasks", {"detect", "classify"}}, {"sloMs", 500}}}},
-        {"behavior",
-         {{"scaleDown", {{"stabilizationWindowSeconds", 300}}},
-          {"scaleUp", {{"stabilizationWindowSeconds", 0}}}}}}}};
+  json object = testing::ShopPipeline("shop");
+  object["metadata"] = {{"name", "shop"}, {"namespace", "ns"}, {"uid", "u-1"}, {"generation", 3}};
+  object["spec"]["mode"] = mode;
+  object["spec"]["hardwareClasses"][0]["nodeSelector"] = {{"pool", "cpu"}};
+  object["spec"]["behavior"] = {{"scaleDown", {{"stabilizationWindowSeconds", 300}}},
+                                {"scaleUp", {{"stabilizationWindowSeconds", 0}}}};
+  return object;
 }
 
 // The status a decision writes.

@@ -11,6 +11,7 @@
 
 #include "api/pipeline_parse.h"
 #include "support/mutate.h"
+#include "support/text.h"
 
 namespace pipescale::routing {
 namespace {
@@ -170,12 +171,10 @@ TEST(InferRequest, EachBinaryMistakeNamesItsFieldOrHeader) {
       error(both + kBinaryPart, std::to_string(both.size())).find("inputs[1].data: must be absent"),
       std::string::npos)
       << error(both + kBinaryPart, std::to_string(both.size()));
-  std::string negative = kBinaryJson;
-  negative.replace(negative.find("16"), 2, "-1");
+  const std::string negative = testing::ReplaceFirst(kBinaryJson, "16", "-1");
   EXPECT_EQ(error(negative + kBinaryPart, std::to_string(negative.size())),
             "inputs[0].parameters.binary_data_size: must be a non-negative integer");
-  std::string few_bytes = kBinaryJson;
-  few_bytes.replace(few_bytes.find("7}"), 1, "3");
+  const std::string few_bytes = testing::ReplaceFirst(kBinaryJson, "7}", "3}");
   EXPECT_EQ(error(few_bytes + kBinaryPart.substr(4), std::to_string(few_bytes.size())),
             "inputs[1].parameters.binary_data_size: is 3 bytes; 1 BYTES elements take at least 4");
 }
