@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "api/document.h"
 
 namespace pipescale::api {
@@ -478,7 +479,7 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   const auto& hw = parsed.pipeline->spec.hardware_classes[0];
   const auto deployment = BuildDeployment(*parsed.pipeline, {}, task, v, hw, 2, 8);
   EXPECT_EQ(deployment.dump().find("MAX_BATCH_SIZE"), std::string::npos) << deployment.dump();
-  EXPECT_EQ(ManagedPatch(deployment, v.batch_env, 2, 16), std::nullopt);
+  EXPECT_EQ(ManagedPatch(ReadDeployment(deployment), v.batch_env, 2, 16), std::nullopt);
   const auto server = ParsePipeline(kValid);
   EXPECT_FALSE(server.pipeline->spec.tasks[0].variants[0].RouterBatches());
   EXPECT_TRUE(Has(Errors(Replace(kValid, "max: 64}", "max: 64, formedBy: client}")),
