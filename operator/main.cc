@@ -102,19 +102,20 @@ class Operator {
     };
     for (const std::string& ns : namespaces) {
       const size_t index = pipelines_.size();
-      pipelines_.push_back(std::make_unique<kube::Informer>(
+      pipelines_.push_back(std::make_unique<reconciler::PipelineInformer>(
           client,
-          kube::Informer::Options{.type = reconciler::kInferencePipelines, .namespace_name = ns},
-          [this, index, enqueue](const std::string& key, const nlohmann::json& pipeline) {
+          kube::InformerOptions{.type = reconciler::kInferencePipelines, .namespace_name = ns},
+          api::ReadPipelineObject,
+          [this, index, enqueue](const std::string& key, const api::PipelineObject& pipeline) {
             // Started after the reconcilers exist (Start), so the index is filled.
             if (!reconcilers_[index]->EchoOfOwnWrite(key, pipeline)) enqueue(key);
           }));
       // A Deployment changed (a hand edit, say): reconcile its pipeline.
-      deployments_.push_back(
-          std::make_unique<kube::Informer>(client, reconciler::DeploymentWatch(ns),
-                                           [enqueue](const std::string&, const nlohmann::json& d) {
-                                             enqueue(reconciler::PipelineOf(d));
-                                           }));
+      deployments_.push_back(std::make_unique<reconciler::DeploymentInformer>(
+          client, reconciler::DeploymentWatch(ns), api::ReadDeployment,
+          [enqueue](const std::string&, const api::DeploymentView& d) {
+            enqueue(reconciler::PipelineOf(d.meta));
+          }));
       owned_.push_back(std::make_unique<reconciler::OwnedObjects>(client, ns, enqueue));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(), *owned_.back(),
@@ -239,8 +240,8 @@ class Operator {
   reconciler::ClusterView cluster_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
-  std::vector<std::unique_ptr<kube::Informer>> pipelines_;
-  std::vector<std::unique_ptr<kube::Informer>> deployments_;
+  std::vector<std::unique_ptr<reconciler::PipelineInformer>> pipelines_;
+  std::vector<std::unique_ptr<reconciler::DeploymentInformer>> deployments_;
   std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
 };

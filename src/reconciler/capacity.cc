@@ -325,16 +325,13 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vect
 }
 
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-                               const std::map<std::string, json>& deployments) {
+                               const std::map<std::string, api::DeploymentView>& deployments) {
   std::map<std::string, int> surge;  // by class
   for (const auto& [name, d] : deployments) {
-    const json& status = Member(d, "status");
-    const json& replicas = Member(Member(d, "spec"), "replicas");
-    const json& running = Member(status, "replicas");
-    if (!replicas.is_number_integer() || !running.is_number_integer()) continue;
-    const std::string cls =
-        StringField(Member(Member(d, "metadata"), "labels"), "pipescale.io/hardware-class");
-    surge[cls] += std::max(0, running.get<int>() - replicas.get<int>());
+    if (!d.replicas || !d.status_replicas) continue;
+    const auto cls = d.meta.labels.find("pipescale.io/hardware-class");
+    surge[cls == d.meta.labels.end() ? "" : cls->second] +=
+        std::max(0, *d.status_replicas - *d.replicas);
   }
   model::Pipeline out = pipeline;
   for (model::HardwareClass& hw : out.spec.hardware_classes) {

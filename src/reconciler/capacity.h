@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/deployment_view.h"
 #include "model/cluster_capacity.h"
 #include "model/pipeline.h"
 
@@ -61,6 +62,6 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
 // spec.replicas, counted in status.replicas): they leave when the rollout ends, and a plan that
 // counted their room as its own would leave the rollout no room to finish.
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-                               const std::map<std::string, nlohmann::json>& deployments);
+                               const std::map<std::string, api::DeploymentView>& deployments);
 
 }  // namespace pipescale::reconciler

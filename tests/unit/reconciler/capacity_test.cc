@@ -232,7 +232,9 @@ TEST(Capacity, LowersOnlyTheLimitsOfSizedClasses) {
   const json rolling = {{"metadata", {{"labels", {{"pipescale.io/hardware-class", "gpu"}}}}},
                         {"spec", {{"replicas", 2}}},
                         {"status", {{"replicas", 3}}}};
-  EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", rolling}}).spec.hardware_classes[0].max_replicas,
+  EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", api::ReadDeployment(rolling)}})
+                .spec.hardware_classes[0]
+                .max_replicas,
             4);
 }
 
