@@ -274,6 +274,9 @@ Status InformerBase::ListAndReplace() {
   for (const auto& [key, item] : listed) {
     auto kept = unchanged.find(key);
     Entry entry = Make(*item, kept == unchanged.end() ? nullptr : kept->second);
+    // The listed object is not needed once decoded: freed now, the list's tree and the cache's
+    // values are never all in memory at once (the operator's peak at a start with thousands).
+    *item = nullptr;
     if (kept == unchanged.end() && entry.value != nullptr) changed.emplace_back(key, entry.value);
     fresh.emplace(key, std::move(entry));
   }
