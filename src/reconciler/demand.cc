@@ -106,7 +106,7 @@ void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimiz
         auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
         // Within the range the spec itself may state: a Prometheus answer is outside input.
         if (it != metrics.multiplicative_factors.end() && it->second > 0) {
-          v.multiplicative_factor = std::min(it->second, api::limits::kMaxRatio);
+          v.multiplicative_factor = std::min(it->second, limits::kMaxRatio);
         }
       }
     }
