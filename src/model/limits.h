@@ -57,6 +57,9 @@ inline constexpr double kMaxRatio = 100;   // next[].ratio, multiplicativeFactor
 inline constexpr double kMaxWeight = 1e6;  // paths[].weight, querySizes[].weight
 // Requests per second the planners take (spec.minRate, a measured rate, a what-if load).
 inline constexpr double kMaxRateRps = 1e9;
+// A load trace (pipescale simulate --trace): a month, and a million requests a second at any time.
+inline constexpr double kMaxTraceSeconds = 31 * 86400.0;
+inline constexpr double kMaxTraceRps = 1e6;
 // A rate history (pipescale plan --history) is read up to this size and this many steps.
 inline constexpr size_t kMaxHistoryBytes = 16 << 20;
 inline constexpr size_t kMaxHistorySteps = 100000;

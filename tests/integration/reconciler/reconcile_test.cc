@@ -246,6 +246,11 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   ASSERT_TRUE(events.ok());
   EXPECT_NE(events->dump().find("PlanChanged"), std::string::npos);
 
+  // The status as the apiserver gives it back renders from its typed form: the cache keeps no
+  // second, JSON copy of it.
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
+  EXPECT_FALSE(pipelines_->Get(ns_ + "/shop")->unrendered_status.has_value());
+
   // The same observation again: nothing is written.
   WaitForCache("shop");
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
