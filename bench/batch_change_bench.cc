@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "api/document.h"
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
@@ -179,7 +180,7 @@ Timing Measure(const kube::Client& client, const std::string& mode, int replicas
     }
   } else {
     auto current = client.Get(kube::ObjectPath(kube::kDeployments, ns, name));
-    const auto patch = api::ManagedPatch(*current, v.batch_env, replicas, to);
+    const auto patch = api::ManagedPatch(api::ReadDeployment(*current), v.batch_env, replicas, to);
     auto patched =
         client.StrategicMergePatch(kube::ObjectPath(kube::kDeployments, ns, name), *patch);
     if (!patched.ok()) Die(patched.error().message);

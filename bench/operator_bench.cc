@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
+#include "api/pipeline_object.h"
 #include "common/flags.h"
 #include "integration/harness/load.h"
 #include "integration/harness/process.h"
@@ -302,7 +304,7 @@ Placement Deployed(const kube::Client& client, const std::string& ns) {
   auto list = client.Get(kube::CollectionPath(kube::kDeployments, ns));
   if (!list.ok()) return out;
   for (const auto& d : list->at("items")) {
-    const auto f = api::ReadManagedFields(d, "MAX_BATCH_SIZE");
+    const auto f = api::ReadManagedFields(api::ReadDeployment(d), "MAX_BATCH_SIZE");
     out[d["metadata"]["name"].get<std::string>()] = {f.replicas.value_or(-1),
                                                      f.batch_size.value_or(-1)};
   }
@@ -311,11 +313,12 @@ Placement Deployed(const kube::Client& client, const std::string& ns) {
 
 // What the operator's own decision makes of a measured rate.
 Placement Wanted(const json& object, double rps) {
+  const api::PipelineObject read = api::ReadPipelineObject(object);
   reconciler::Observed o;
-  o.object = object;
+  o.meta = read.meta;
   o.metrics = model::MetricsSnapshot{.path_rates_rps = {{"p", rps}}};
   Placement out;
-  const auto decision = reconciler::Decide(o);
+  const auto decision = reconciler::Decide(o, read.parsed);
   if (const auto& applied = decision.status.plan) {
     for (size_t i = 0; i < applied->deployments.size(); ++i) {
       out[applied->deployments[i]] = {applied->plan.tasks[i].replicas,

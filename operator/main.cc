@@ -76,9 +76,10 @@ class Operator {
         flags.workers);
     // The capacity model counts every node and every pod (all of them take room), from their
     // events; a change to one of a pipeline's pods (say, Unschedulable) reconciles it.
-    nodes_ = std::make_unique<kube::Informer>(
-        client, kube::Informer::Options{.type = kube::kNodes},
-        [this](const std::string& key, const nlohmann::json& node) {
+    // Each decoded to the little the count reads: the cluster's every pod is in the cache.
+    nodes_ = std::make_unique<kube::TypedInformer<reconciler::NodeRoom>>(
+        client, kube::InformerOptions{.type = kube::kNodes}, reconciler::ReadNode,
+        [this](const std::string& key, const reconciler::NodeRoom& node) {
           // The cache holds the change before it is delivered: gone from it means deleted.
           if (nodes_->Contains(key)) {
             cluster_.SetNode(key, node);
@@ -86,35 +87,36 @@ class Operator {
             cluster_.RemoveNode(key);
           }
         });
-    pods_ = std::make_unique<kube::Informer>(
-        client, kube::Informer::Options{.type = kube::kPods},
-        [this](const std::string& key, const nlohmann::json& pod) {
+    pods_ = std::make_unique<kube::TypedInformer<reconciler::PodShare>>(
+        client, kube::InformerOptions{.type = kube::kPods}, reconciler::ReadPod,
+        [this](const std::string& key, const reconciler::PodShare& pod) {
           if (pods_->Contains(key)) {
             cluster_.SetPod(key, pod);
           } else {
             cluster_.RemovePod(key);
           }
-          if (std::string pipeline = reconciler::PipelineOf(pod); !pipeline.empty())
-            controller_->Enqueue(pipeline);
+          const std::string& pipeline = pod.pipeline.empty() ? pod.router_of : pod.pipeline;
+          if (!pipeline.empty()) controller_->Enqueue(pipeline);
         });
     const auto enqueue = [this](const std::string& key) {
       if (!key.empty()) controller_->Enqueue(key);
     };
     for (const std::string& ns : namespaces) {
       const size_t index = pipelines_.size();
-      pipelines_.push_back(std::make_unique<kube::Informer>(
+      pipelines_.push_back(std::make_unique<reconciler::PipelineInformer>(
           client,
-          kube::Informer::Options{.type = reconciler::kInferencePipelines, .namespace_name = ns},
-          [this, index, enqueue](const std::string& key, const nlohmann::json& pipeline) {
+          kube::InformerOptions{.type = reconciler::kInferencePipelines, .namespace_name = ns},
+          api::ReadPipelineObject,
+          [this, index, enqueue](const std::string& key, const api::PipelineObject& pipeline) {
             // Started after the reconcilers exist (Start), so the index is filled.
             if (!reconcilers_[index]->EchoOfOwnWrite(key, pipeline)) enqueue(key);
           }));
       // A Deployment changed (a hand edit, say): reconcile its pipeline.
-      deployments_.push_back(
-          std::make_unique<kube::Informer>(client, reconciler::DeploymentWatch(ns),
-                                           [enqueue](const std::string&, const nlohmann::json& d) {
-                                             enqueue(reconciler::PipelineOf(d));
-                                           }));
+      deployments_.push_back(std::make_unique<reconciler::DeploymentInformer>(
+          client, reconciler::DeploymentWatch(ns), api::ReadDeployment,
+          [enqueue](const std::string&, const api::DeploymentView& d) {
+            enqueue(reconciler::PipelineOf(d.meta));
+          }));
       owned_.push_back(std::make_unique<reconciler::OwnedObjects>(client, ns, enqueue));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(), *owned_.back(),
@@ -237,10 +239,10 @@ class Operator {
   mutable metrics::SharedQueries shared_queries_;
   std::unique_ptr<controller::Controller> controller_;
   reconciler::ClusterView cluster_;
-  std::unique_ptr<kube::Informer> nodes_;
-  std::unique_ptr<kube::Informer> pods_;
-  std::vector<std::unique_ptr<kube::Informer>> pipelines_;
-  std::vector<std::unique_ptr<kube::Informer>> deployments_;
+  std::unique_ptr<kube::TypedInformer<reconciler::NodeRoom>> nodes_;
+  std::unique_ptr<kube::TypedInformer<reconciler::PodShare>> pods_;
+  std::vector<std::unique_ptr<reconciler::PipelineInformer>> pipelines_;
+  std::vector<std::unique_ptr<reconciler::DeploymentInformer>> deployments_;
   std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
 };

@@ -158,17 +158,10 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
 }
 
 void OperatorMetrics::RecordConditions(const std::string& ns, const std::string& name,
-                                       const nlohmann::json& conditions) {
+                                       const std::vector<model::Condition>& conditions) {
   Series s(ns, name);
-  if (conditions.is_array()) {
-    for (const auto& c : conditions) {
-      if (!c.is_object()) continue;
-      s.Add(kCondition,
-            {{"type", c.value("type", "")},
-             {"status", c.value("status", "")},
-             {"reason", c.value("reason", "")}},
-            1);
-    }
+  for (const model::Condition& c : conditions) {
+    s.Add(kCondition, {{"type", c.type}, {"status", c.status}, {"reason", c.reason}}, 1);
   }
   pipelines_->Set(Owner(ns, name), "conditions", s.Take());
 }

@@ -33,7 +33,7 @@ class OperatorMetrics {
   // Sets the pipeline's pipescale_pipeline_condition series to its status.conditions, so
   // alerts can read Feasible, MetricsAvailable and PlanApplied (kube-state-metrics' shape).
   void RecordConditions(const std::string& ns, const std::string& name,
-                        const nlohmann::json& conditions);
+                        const std::vector<model::Condition>& conditions);
   void Forget(const std::string& ns, const std::string& name);
   // Counts Deployment writes that restart pods (rolling updates the operator caused).
   void CountRollouts(const std::string& ns, const std::string& name, int rollouts);

@@ -1,7 +1,6 @@
 #include "api/deployment.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "api/plan_json.h"
@@ -38,15 +37,6 @@ json QuantityMap(const std::map<std::string, std::string>& m) {
   json out = json::object();
   for (const auto& [k, v] : m) out[k] = v;
   return out;
-}
-
-const json* FirstContainer(const json& deployment) {
-  const json* containers = &deployment;
-  for (const char* key : {"spec", "template", "spec", "containers"}) {
-    if (!containers->is_object() || !containers->contains(key)) return nullptr;
-    containers = &(*containers)[key];
-  }
-  return containers->is_array() && !containers->empty() ? &(*containers)[0] : nullptr;
 }
 
 // The emulated model server (tests/emulator), serving the Open Inference Protocol on 8080 and
@@ -138,58 +128,6 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
              {{"type", "RollingUpdate"},
               {"rollingUpdate", {{"maxSurge", "25%"}, {"maxUnavailable", 0}}}}},
             {"template", pod}}}};
-}
-
-ManagedFields ReadManagedFields(const json& deployment, const std::string& batch_env) {
-  ManagedFields fields;
-  // By reference: a conditional with json::object() on one side would copy the whole spec.
-  static const json kNone = json::object();
-  const auto found = deployment.find("spec");
-  const json& spec = found != deployment.end() ? *found : kNone;
-  if (spec.contains("replicas") && spec["replicas"].is_number_integer()) {
-    fields.replicas = spec["replicas"].get<int>();
-  }
-  if (const json* container = FirstContainer(deployment);
-      container != nullptr && container->contains("env")) {
-    for (const json& e : (*container)["env"]) {
-      if (!e.is_object() || StringField(e, "name") != batch_env || !e.contains("value") ||
-          !e["value"].is_string()) {
-        continue;
-      }
-      const std::string v = e["value"].get<std::string>();
-      int batch = 0;
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), batch);
-      if (ec == std::errc() && ptr == v.data() + v.size()) fields.batch_size = batch;
-    }
-  }
-  return fields;
-}
-
-int RunningReplicas(const json& deployment) {
-  const int asked = ReadManagedFields(deployment, "").replicas.value_or(0);
-  const auto status = deployment.find("status");
-  int running = 0;
-  if (status != deployment.end() && status->is_object()) {
-    const auto r = status->find("replicas");
-    if (r != status->end() && r->is_number_integer()) running = r->get<int>();
-  }
-  return std::max(asked, running);
-}
-
-std::optional<json> ManagedPatch(const json& deployment, const std::string& batch_env, int replicas,
-                                 int batch_size) {
-  const ManagedFields now = ReadManagedFields(deployment, batch_env);
-  json patch = json::object();
-  if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
-  if (!batch_env.empty() && now.batch_size != batch_size) {
-    const json* container = FirstContainer(deployment);
-    if (container == nullptr) return std::nullopt;  // not a Deployment we can manage
-    patch["spec"]["template"]["spec"]["containers"] = json::array(
-        {{{"name", StringField(*container, "name")},
-          {"env", json::array({{{"name", batch_env}, {"value", std::to_string(batch_size)}}})}}});
-  }
-  if (patch.empty()) return std::nullopt;
-  return patch;
 }
 
 std::string RoutingConfigMapName(const model::Pipeline& pipeline) {

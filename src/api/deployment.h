@@ -53,23 +53,4 @@ nlohmann::json RoutingConfigMapData(const model::Pipeline& pipeline, const model
 nlohmann::json BuildRoutingConfigMap(const model::Pipeline& pipeline, const Owner& owner,
                                      const model::Plan& plan);
 
-// What the operator manages on an existing Deployment.
-struct ManagedFields {
-  std::optional<int> replicas;
-  std::optional<int> batch_size;  // nullopt when the env var is absent or not a number
-  bool operator==(const ManagedFields&) const = default;
-};
-ManagedFields ReadManagedFields(const nlohmann::json& deployment, const std::string& batch_env);
-
-// Replicas a Deployment runs or asks for, whichever is more: pods of a scale-in still run
-// until they are gone, and the budget counts them.
-int RunningReplicas(const nlohmann::json& deployment);
-
-// A strategic merge patch setting only what differs from `current`: spec.replicas and the
-// batch env of the first container (merged by name, so other env vars and containers stay).
-// nullopt when nothing differs.
-std::optional<nlohmann::json> ManagedPatch(const nlohmann::json& deployment,
-                                           const std::string& batch_env, int replicas,
-                                           int batch_size);
-
 }  // namespace pipescale::api

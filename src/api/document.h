@@ -14,7 +14,7 @@ namespace pipescale::api {
 // keep their full width (int64, else uint64, else a float, as JSON parsers do); floats beyond
 // the double range become infinities for the reader to reject.
 // kInvalid with the line and column on a syntax error, and for a document beyond the limits of
-// pipeline_parse.h: more than limits::kMaxDocumentBytes, nested deeper than limits::kMaxDepth,
+// model/limits.h: more than limits::kMaxDocumentBytes, nested deeper than limits::kMaxDepth,
 // or more than limits::kMaxValues values once YAML aliases are expanded. Nothing here recurses
 // deeper than limits::kMaxDepth, whatever the input.
 Result<nlohmann::json> ParseDocument(std::string_view text);

@@ -133,14 +133,19 @@ std::optional<std::string> Reader::String(const json& object, const char* key,
                                           size_t max_bytes) {
   const json* v = Get(object, key, path, required);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_string()) {
-    Fail(At(path, key), "must be a string");
+  return StringValue(*v, At(path, key), max_bytes);
+}
+
+std::optional<std::string> Reader::StringValue(const json& v, const std::string& at,
+                                               size_t max_bytes) {
+  if (!v.is_string()) {
+    Fail(at, "must be a string");
     return std::nullopt;
   }
-  const auto& s = v->get_ref<const std::string&>();
+  const auto& s = v.get_ref<const std::string&>();
   if (s.size() > max_bytes) {
-    Fail(At(path, key), Quote(s) + " is " + std::to_string(s.size()) + " bytes long; at most " +
-                            std::to_string(max_bytes) + " are allowed");
+    Fail(at, Quote(s) + " is " + std::to_string(s.size()) + " bytes long; at most " +
+                 std::to_string(max_bytes) + " are allowed");
     return std::nullopt;
   }
   return s;
@@ -150,17 +155,22 @@ std::optional<double> Reader::Number(const json& object, const char* key, const 
                                      bool required, const Range& range) {
   const json* v = Get(object, key, path, required);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number()) {
-    Fail(At(path, key), "must be a number");
+  return NumberValue(*v, At(path, key), range);
+}
+
+std::optional<double> Reader::NumberValue(const json& v, const std::string& at,
+                                          const Range& range) {
+  if (!v.is_number()) {
+    Fail(at, "must be a number");
     return std::nullopt;
   }
-  const double d = v->get<double>();
+  const double d = v.get<double>();
   if (!std::isfinite(d)) {
-    Fail(At(path, key), "must be finite");
+    Fail(at, "must be finite");
     return std::nullopt;
   }
   if (std::string problem = RangeProblem(d, range); !problem.empty()) {
-    Fail(At(path, key), problem + ", got " + Num(*v));
+    Fail(at, problem + ", got " + Num(v));
     return std::nullopt;
   }
   return d;
@@ -171,19 +181,24 @@ std::optional<std::int64_t> Reader::Integer(const json& object, const char* key,
                                             std::int64_t min, std::int64_t max) {
   const json* v = Get(object, key, path, required);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number_integer()) {
-    Fail(At(path, key), "must be an integer" + (v->is_number() ? ", got " + Num(*v) : ""));
+  return IntegerValue(*v, At(path, key), min, max);
+}
+
+std::optional<std::int64_t> Reader::IntegerValue(const json& v, const std::string& at,
+                                                 std::int64_t min, std::int64_t max) {
+  if (!v.is_number_integer()) {
+    Fail(at, "must be an integer" + (v.is_number() ? ", got " + Num(v) : ""));
     return std::nullopt;
   }
   const bool huge =
-      v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
-  const std::int64_t n = huge ? INT64_MAX : v->get<std::int64_t>();
+      v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+  const std::int64_t n = huge ? INT64_MAX : v.get<std::int64_t>();
   if (n < min) {
-    Fail(At(path, key), "must be >= " + std::to_string(min) + ", got " + Num(*v));
+    Fail(at, "must be >= " + std::to_string(min) + ", got " + Num(v));
     return std::nullopt;
   }
   if (huge || n > max) {
-    Fail(At(path, key), "must be at most " + std::to_string(max) + ", got " + Num(*v));
+    Fail(at, "must be at most " + std::to_string(max) + ", got " + Num(v));
     return std::nullopt;
   }
   return n;

@@ -1,6 +1,8 @@
-// Reading a user's JSON document strictly, field by field: typed access that records a
-// FieldError (path and reason) for every problem it meets, shared by the pipeline's parser and
-// the router's reader of what a plan hands the request path.
+// Reading JSON from outside field by field: typed access that records a FieldError (path and
+// reason) for every problem it meets. The one reader of this module: the pipeline's parser
+// (strict: any problem refuses the document), the readers of what a plan hands the request path
+// (the routing ConfigMap) and of the status (lenient: a bad field is dropped and the rest kept),
+// each deciding what a problem costs.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +82,14 @@ class Reader {
   std::optional<std::int64_t> Integer(const nlohmann::json& object, const char* key,
                                       const std::string& path, bool required, std::int64_t min,
                                       std::int64_t max);
+
+  // The same checks of a value itself, found at `at` (a list's item, a map's value).
+  std::optional<std::string> StringValue(const nlohmann::json& v, const std::string& at,
+                                         size_t max_bytes = limits::kMaxStringBytes);
+  std::optional<double> NumberValue(const nlohmann::json& v, const std::string& at,
+                                    const Range& range);
+  std::optional<std::int64_t> IntegerValue(const nlohmann::json& v, const std::string& at,
+                                           std::int64_t min, std::int64_t max);
 
   // "10s", "5m", "1h", "250ms", or a number of seconds; positive and at most `max_seconds`.
   std::optional<double> Duration(const nlohmann::json& object, const char* key,

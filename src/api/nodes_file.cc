@@ -1,9 +1,11 @@
 #include "api/nodes_file.h"
 
+#include <cstdint>
 #include <ctime>
 
 #include "api/document.h"
 #include "common/file.h"
+#include "model/limits.h"
 
 namespace pipescale::api {
 namespace {
@@ -81,8 +83,14 @@ Result<std::vector<json>> ParseNodesFile(const std::string& text, const std::str
       return Error{ErrorKind::kInvalid, source + ": every node needs a name"};
     }
     const json count = entry.value("count", json(1));
-    if (!count.is_number_integer() || count.get<int>() < 1 || count.get<int>() > 10000) {
-      return Error{ErrorKind::kInvalid, source + ": count must be a whole number 1..10000"};
+    // Read at full width: 2^32 + 1 is too many, not 1.
+    const bool in_range = count.is_number_unsigned()
+                              ? count.get<std::uint64_t>() - 1 < limits::kMaxNodes
+                              : count.is_number_integer() && count.get<std::int64_t>() >= 1 &&
+                                    count.get<std::int64_t>() <= limits::kMaxNodes;
+    if (!in_range) {
+      return Error{ErrorKind::kInvalid, source + ": count must be a whole number 1.." +
+                                            std::to_string(limits::kMaxNodes)};
     }
     const std::string name = entry["name"];
     const int n = count.get<int>();

@@ -15,6 +15,7 @@ struct ObjectMeta {
   std::string resource_version;
   long generation = 0;
   std::map<std::string, std::string> labels;
+  bool operator==(const ObjectMeta&) const = default;
 };
 
 // metadata of `object`; a field absent or of the wrong type reads as empty (0), never throws:

@@ -27,8 +27,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kDefaultMaxBatch = 32;
-// A pipeline may not ask for more replicas of a class than a plan may hold.
-static_assert(limits::kMaxReplicas == optimizer::kMaxReplicas);
 
 constexpr Range kMsRange{.min = limits::kMinMs, .max = limits::kMaxMs};
 constexpr Range kCostRange{.min = 0, .max = limits::kMaxCostPerHour};
@@ -40,7 +38,7 @@ constexpr Range kAccuracyRange{.min = 0, .max = 1, .above_min = true, .words = "
 constexpr Range kPercentileRange{.min = 0, .max = 100, .above_min = true, .words = "in (0, 100]"};
 constexpr Range kBudgetRange{.min = 0, .max = limits::kMaxBudgetPerHour, .above_min = true};
 constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
-constexpr Range kMinRateRange{.min = 0, .max = kMaxRateRps};
+constexpr Range kMinRateRange{.min = 0, .max = limits::kMaxRateRps};
 
 bool IsDnsLabel(std::string_view s) {
   const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -683,7 +681,7 @@ void ParseProfileLearning(Reader& r, const json& spec, model::PipelineSpec& out)
           r.Number(*profiles, "tolerance", at, false, {.min = 0, .max = 10, .above_min = true})) {
     o.tolerance = *t;
   }
-  if (auto n = r.Integer(*profiles, "minBatches", at, false, 1, 1000000)) {
+  if (auto n = r.Integer(*profiles, "minBatches", at, false, 1, limits::kMaxMinBatches)) {
     o.min_batches = static_cast<int>(*n);
   }
   if (auto w = r.Duration(*profiles, "window", at, limits::kMaxHorizonSeconds)) {

@@ -11,64 +11,15 @@
 #include <utility>
 #include <vector>
 
+#include "model/limits.h"
 #include "model/pipeline.h"
 
 namespace pipescale::api {
 
-// What an InferencePipeline may hold. The operator parses every tenant's pipeline in one
-// process, so no document may exhaust its stack, memory or time; the CRD schema carries the
-// same maximums, so the apiserver rejects what the operator would. The README's table of limits
-// is this list.
-namespace limits {
-
-// The document: its text (the apiserver stores objects up to about 1.5 MiB), how deep it
-// nests, and how many values it holds once YAML aliases are expanded (as many as 1 MiB can
-// spell out without aliases: `[0,0,...]` takes 2 bytes a value).
-inline constexpr size_t kMaxDocumentBytes = 1 << 20;
-inline constexpr int kMaxDepth = 64;
-inline constexpr size_t kMaxValues = 1 << 19;
-// Strings other than names (which are DNS labels of at most 63 characters).
-inline constexpr size_t kMaxStringBytes = 4096;
-// Reported problems; the rest are counted in one last line.
-inline constexpr size_t kMaxErrors = 100;
-
-// Counts.
-inline constexpr size_t kMaxHardwareClasses = 16;
-inline constexpr size_t kMaxTasks = 64;
-inline constexpr size_t kMaxEdges = 64;     // next[] per task
-inline constexpr size_t kMaxVariants = 16;  // per task
-inline constexpr size_t kMaxProfiles = 16;  // per variant: one per hardware class
-inline constexpr size_t kMaxPoints = 4096;  // latency points per profile
-inline constexpr size_t kMaxPaths = 64;
-inline constexpr size_t kMaxPathTasks = 64;     // tasks per path
-inline constexpr size_t kMaxQuerySizes = 1024;  // the RM2 example has 100
-inline constexpr size_t kMaxMapEntries =
-    64;  // requests, limits, nodeSelector, tolerations, metrics
-
-// Numbers. Latencies and SLOs in ms, from 1 us to 1 h.
-inline constexpr double kMinMs = 0.001;
-inline constexpr double kMaxMs = 3.6e6;
-inline constexpr double kMaxCoefficient = 1e6;       // |a|, |b|, |c| of a quadratic profile
-inline constexpr int kMaxBatch = 4096;               // batchSize.max, point batches, query sizes
-inline constexpr std::int64_t kMaxReplicas = 10000;  // maxReplicas, minWarm, budget.maxReplicas
-inline constexpr double kMaxCostPerHour = 1e4;       // of one replica
-inline constexpr double kMaxBudgetPerHour = 1e8;     // budget.costPerHour
-inline constexpr double kMaxStartupSeconds = 86400;
-inline constexpr double kMaxRatio = 100;   // next[].ratio, multiplicativeFactor
-inline constexpr double kMaxWeight = 1e6;  // paths[].weight, querySizes[].weight
-inline constexpr double kMinIntervalSeconds = 1;
-inline constexpr double kMaxIntervalSeconds = 3600;
-inline constexpr double kMaxHorizonSeconds = 86400;
-inline constexpr double kMaxWindowSeconds = 3600;       // behavior stabilizationWindowSeconds
-inline constexpr double kMinProfileWindowSeconds = 30;  // spec.profiles.window
-// MArk plans step by step up to its forecast horizon and the slowest startup, each at most
-// this many intervals ahead.
-inline constexpr int kMaxPlanningSteps = 1440;
-// router.maxBodyBytes: room for a small request, and at most 1 GiB (the router holds a body whole).
-inline constexpr std::int64_t kMinBodyBytes = 1024;
-inline constexpr std::int64_t kMaxBodyBytes = std::int64_t{1} << 30;
-
-}  // namespace limits
+// What an InferencePipeline may hold is model/limits.h's table, below every module that checks a
+// bound. router/main.cc still names it api::limits: this alias goes once it names
+// pipescale::limits.
+namespace limits = ::pipescale::limits;
 
 struct FieldError {
   std::string path;  // e.g. spec.paths[0].sloMs; empty for the document itself

@@ -9,8 +9,10 @@
 #include <set>
 #include <utility>
 
+#include "api/field_reader.h"
 #include "api/pipeline_parse.h"
 #include "api/plan_json.h"
+#include "api/plan_parts.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "optimizer/problem.h"
@@ -202,174 +204,21 @@ json StatusToJson(const model::PipelineStatus& status) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The reader.
+// The reader: api::Reader, leniently. Each field it cannot read is reported (as the pipeline's
+// parser reports one) and left as it was, absent or at its default; the rest is read on.
 
 namespace {
 
-constexpr long long kCount = INT_MAX;  // replicas, batch sizes, nodes, pods
-constexpr long long kGeneration = INT64_MAX;
-// No rate, cost, time or latency in a status comes near; beyond it the status's rounding (to
-// 1/10000) would neither keep a number nor give back the same one when it rounds it again.
-constexpr double kMaxMagnitude = 1e11;
-static_assert(optimizer::kMaxQueueMs <= kMaxMagnitude, "a plan's unbounded queue must read back");
-// What one read keeps of what it dropped: a status may hold any number of fields.
-constexpr size_t kMaxDrops = 1000;
-
-// What the reader dropped: "<path>: <why>", the path escaped (its keys are anyone's text).
-class Drops {
- public:
-  void Add(const std::string& path, const char* why) {
-    if (list.size() < kMaxDrops) {
-      list.push_back(EscapeUserText(path, 2 * kQuotedChars) + ": " + why);
-    } else {
-      ++more;
-    }
-  }
-  std::vector<std::string> list;
-  size_t more = 0;
-};
-
-std::optional<double> Number(const json& v, const std::string& path, Drops& drops) {
-  if (v.is_number() && std::abs(v.get<double>()) <= kMaxMagnitude) return v.get<double>();
-  drops.Add(path, "not a number within 1e11");
-  return std::nullopt;
-}
-
-std::optional<long long> Integer(const json& v, long long min, long long max,
-                                 const std::string& path, Drops& drops) {
-  if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)) {
-      if (const auto n = static_cast<long long>(v.get<std::uint64_t>()); n >= min) return n;
-    }
-  } else if (v.is_number_integer()) {
-    if (const auto n = v.get<long long>(); n >= min && n <= max) return n;
-  }
-  drops.Add(path, "not an integer in range");
-  return std::nullopt;
-}
-
-std::optional<std::string> String(const json& v, const std::string& path, Drops& drops) {
-  if (v.is_string()) return v.get<std::string>();
-  drops.Add(path, "not a string");
-  return std::nullopt;
-}
-
-// One JSON object being read. Each field asked for is checked for its type and dropped when it
-// has the wrong one; a null field is absent (what a merge patch leaves). Done() drops the fields
-// never asked for as unknown.
-class Fields {
- public:
-  Fields(const json& value, std::string path, Drops& drops)
-      : object_(value.is_object() ? &value : nullptr), path_(std::move(path)), drops_(drops) {
-    if (object_ == nullptr && !value.is_null()) drops_.Add(path_, "not an object");
-  }
-
-  bool ok() const { return object_ != nullptr; }
-  const std::string& path() const { return path_; }
-  std::string Path(const char* key) const { return path_ + "." + key; }
-  Drops& drops() { return drops_; }
-
-  // The field, or nullptr when it is absent or null.
-  const json* Get(const char* key) {
-    known_.insert(key);
-    if (object_ == nullptr) return nullptr;
-    const auto it = object_->find(key);
-    return it == object_->end() || it->is_null() ? nullptr : &*it;
-  }
-  std::optional<double> Number(const char* key) {
-    const json* v = Get(key);
-    return v == nullptr ? std::nullopt : api::Number(*v, Path(key), drops_);
-  }
-  std::optional<long long> Integer(const char* key, long long min, long long max) {
-    const json* v = Get(key);
-    return v == nullptr ? std::nullopt : api::Integer(*v, min, max, Path(key), drops_);
-  }
-  std::optional<std::string> String(const char* key) {
-    const json* v = Get(key);
-    return v == nullptr ? std::nullopt : api::String(*v, Path(key), drops_);
-  }
-  // An array field's items; nullptr (and dropped) when it is there but not an array.
-  const json* Array(const char* key) {
-    const json* v = Get(key);
-    if (v == nullptr || v->is_array()) return v;
-    drops_.Add(Path(key), "not an array");
-    return nullptr;
-  }
-
-  void Done() {
-    if (object_ == nullptr) return;
-    for (const auto& [key, value] : object_->items()) {
-      if (!known_.contains(key)) drops_.Add(path_ + "." + key, "unknown field");
-    }
-  }
-
- private:
-  const json* object_;
-  std::string path_;
-  Drops& drops_;
-  std::set<std::string> known_;
-};
-
-std::string Item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+// Any number a status holds: rates, costs, times, latencies.
+constexpr Range kAny{.min = -limits::kMaxMagnitude, .max = limits::kMaxMagnitude};
+static_assert(optimizer::kMaxQueueMs <= limits::kMaxMagnitude,
+              "a plan's unbounded queue must read back");
+constexpr std::int64_t kGeneration = INT64_MAX;  // metadata.generation's range
 
 // `value` into `into` when it was there and readable.
 template <typename T, typename U>
 void Set(std::optional<U> value, T& into) {
   if (value) into = static_cast<T>(*value);
-}
-
-std::map<std::string, double> NumberMap(Fields& f, const char* key) {
-  std::map<std::string, double> out;
-  const json* value = f.Get(key);
-  if (value == nullptr) return out;
-  Fields map(*value, f.Path(key), f.drops());
-  if (!map.ok()) return out;
-  for (const auto& [name, v] : value->items()) {
-    if (const auto n = map.Number(name.c_str())) out[name] = *n;
-  }
-  return out;
-}
-
-// ----- conditions
-
-std::optional<model::Condition> ReadCondition(const json& value, const std::string& path,
-                                              Drops& drops) {
-  Fields f(value, path, drops);
-  if (!f.ok()) return std::nullopt;
-  model::Condition c;
-  Set(f.String("type"), c.type);
-  Set(f.String("status"), c.status);
-  Set(f.String("reason"), c.reason);
-  Set(f.String("message"), c.message);
-  Set(f.Integer("observedGeneration", 0, kGeneration), c.observed_generation);
-  Set(f.String("lastTransitionTime"), c.last_transition_time);
-  f.Done();
-  // type and status are what a condition is (the CRD requires them).
-  if (c.type.empty() || (c.status != "True" && c.status != "False" && c.status != "Unknown")) {
-    drops.Add(path, "no type, or a status other than True, False and Unknown");
-    return std::nullopt;
-  }
-  return c;
-}
-
-std::vector<model::Condition> ReadConditionList(const json* list, const std::string& path,
-                                                Drops& drops) {
-  std::vector<model::Condition> out;
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    if (auto c = ReadCondition((*list)[i], Item(path, i), drops)) out.push_back(std::move(*c));
-  }
-  return out;
-}
-
-// ----- the plan
-
-std::optional<model::Phase> ParsePhase(const std::string& name) {
-  for (model::Phase p : {model::Phase::kHardwareScaling, model::Phase::kAccuracyScaling,
-                         model::Phase::kOverloaded}) {
-    if (name == model::PhaseName(p)) return p;
-  }
-  return std::nullopt;
 }
 
 std::optional<model::SolveStatus> ParseSolveStatus(const std::string& name) {
@@ -380,249 +229,299 @@ std::optional<model::SolveStatus> ParseSolveStatus(const std::string& name) {
   return std::nullopt;
 }
 
-// Calls read(item, path) for each item of the array `key` that is an object.
-template <typename Read>
-void EachObject(Fields& f, const char* key, Read read) {
-  const json* list = f.Array(key);
-  if (list == nullptr) return;
-  for (size_t i = 0; i < list->size(); ++i) {
-    Fields item((*list)[i], Item(f.Path(key), i), f.drops());
-    if (!item.ok()) continue;
-    read(item);
-    item.Done();
+class StatusReader {
+ public:
+  explicit StatusReader(Reader& r) : r_(r), parts_(r, /*report_unknown=*/true) {}
+
+  model::PipelineStatus Status(const json& status);
+  std::vector<model::Condition> Conditions(const json& status, const std::string& path);
+
+ private:
+  // Shorthands for the optional fields of a status.
+  std::optional<double> Number(const json& o, const char* key, const std::string& path) {
+    return r_.Number(o, key, path, false, kAny);
   }
+  std::optional<std::int64_t> Count(const json& o, const char* key, const std::string& path,
+                                    std::int64_t low, std::int64_t high) {
+    return r_.Integer(o, key, path, false, low, high);
+  }
+  std::optional<std::string> String(const json& o, const char* key, const std::string& path) {
+    return r_.String(o, key, path, false);
+  }
+  template <typename Read>
+  void EachObject(const json& o, const char* key, const std::string& path, Read read) {
+    parts_.ForEachObject(o, key, path, read);
+  }
+  std::map<std::string, double> NumberMap(const json& o, const char* key, const std::string& path);
+
+  std::optional<model::Condition> Condition(const json& c, const std::string& path);
+  model::AppliedPlan Plan(const json& p, const std::string& path);
+  void Tasks(const json& p, const std::string& path, model::AppliedPlan& out);
+  model::AccuracyScalingPlan AccuracyScaling(const json& p, const std::string& path,
+                                             model::Phase phase);
+  model::PoolPlan Pools(const json& p, const std::string& path);
+  model::SolverRecord Solver(const json& s, const std::string& path);
+  model::ObservedLoad Observed(const json& o, const std::string& path);
+  model::ObservedDataPlane DataPlane(const json& d, const std::string& path);
+  std::vector<model::SizeShare> Mix(const json& o, const char* key, const std::string& path);
+  model::QuerySizesRecord QuerySizes(const json& q, const std::string& path);
+  std::optional<model::ProfileKey> Key(const json& o, const std::string& path);
+  std::vector<model::ObservedProfile> Profiles(const json& o, const std::string& path);
+  std::vector<model::ProfileCorrection> Corrections(const json& o, const std::string& path);
+  std::vector<model::Recommendation> Recommendations(const json& m, const std::string& path);
+  void QueryMix(const json& m, const std::string& path, model::StatusMemory& out);
+  model::StatusMemory Memory(const json& m, const std::string& path);
+
+  Reader& r_;
+  PlanParts parts_;
+};
+
+std::map<std::string, double> StatusReader::NumberMap(const json& o, const char* key,
+                                                      const std::string& path) {
+  std::map<std::string, double> out;
+  const json* map = r_.Object(o, key, path, false);
+  if (map == nullptr) return out;
+  const std::string at = Reader::At(path, key);
+  for (const auto& [name, v] : map->items()) {
+    if (auto n = r_.NumberValue(v, Reader::At(at, name), kAny)) out[name] = *n;
+  }
+  return out;
 }
 
-void ReadTasks(Fields& f, model::AppliedPlan& out) {
-  EachObject(f, "tasks", [&](Fields& t) {
+// ----- conditions
+
+std::optional<model::Condition> StatusReader::Condition(const json& c, const std::string& path) {
+  r_.OnlyKnown(c, path,
+               {"type", "status", "reason", "message", "observedGeneration", "lastTransitionTime"});
+  model::Condition out;
+  Set(String(c, "type", path), out.type);
+  Set(String(c, "status", path), out.status);
+  Set(String(c, "reason", path), out.reason);
+  Set(String(c, "message", path), out.message);
+  Set(Count(c, "observedGeneration", path, 0, kGeneration), out.observed_generation);
+  Set(String(c, "lastTransitionTime", path), out.last_transition_time);
+  // type and status are what a condition is (the CRD requires them).
+  if (out.type.empty() ||
+      (out.status != "True" && out.status != "False" && out.status != "Unknown")) {
+    r_.Fail(path, "no type, or a status other than True, False and Unknown");
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::vector<model::Condition> StatusReader::Conditions(const json& status,
+                                                       const std::string& path) {
+  std::vector<model::Condition> out;
+  EachObject(status, "conditions", path, [&](const json& c, const std::string& at) {
+    if (auto condition = Condition(c, at)) out.push_back(std::move(*condition));
+  });
+  return out;
+}
+
+// ----- the plan
+
+void StatusReader::Tasks(const json& p, const std::string& path, model::AppliedPlan& out) {
+  EachObject(p, "tasks", path, [&](const json& t, const std::string& at) {
+    // "budgetMs": a Loki drop budget older operators wrote; read as nothing.
+    r_.OnlyKnown(t, at,
+                 {"task", "variant", "hardwareClass", "replicas", "batchSize", "latencyMs",
+                  "queueMs", "loadRps", "deployment", "budgetMs"});
     model::TaskPlan task;
-    Set(t.String("task"), task.task);
-    Set(t.String("variant"), task.variant);
-    Set(t.String("hardwareClass"), task.hardware_class);
-    Set(t.Integer("replicas", 0, kCount), task.replicas);
-    Set(t.Integer("batchSize", 0, kCount), task.batch_size);
-    Set(t.Number("latencyMs"), task.latency_ms);
-    Set(t.Number("queueMs"), task.queue_ms);
-    Set(t.Number("loadRps"), task.load_rps);
+    Set(String(t, "task", at), task.task);
+    Set(String(t, "variant", at), task.variant);
+    Set(String(t, "hardwareClass", at), task.hardware_class);
+    Set(Count(t, "replicas", at, 0, limits::kMaxReplicas), task.replicas);
+    Set(Count(t, "batchSize", at, 1, limits::kMaxBatch), task.batch_size);
+    Set(Number(t, "latencyMs", at), task.latency_ms);
+    Set(Number(t, "queueMs", at), task.queue_ms);
+    Set(Number(t, "loadRps", at), task.load_rps);
     std::string deployment;
-    Set(t.String("deployment"), deployment);
-    (void)t.Number("budgetMs");  // a Loki drop budget older operators wrote; no longer kept
+    Set(String(t, "deployment", at), deployment);
     out.plan.tasks.push_back(std::move(task));
     out.deployments.push_back(std::move(deployment));
   });
 }
 
-void ReadPaths(Fields& f, model::Plan& plan) {
-  EachObject(f, "paths", [&](Fields& p) {
-    model::PathPlan path;
-    Set(p.String("name"), path.name);
-    Set(p.Number("sloMs"), path.slo_ms);
-    Set(p.Number("predictedLatencyMs"), path.predicted_latency_ms);
-    plan.paths.push_back(std::move(path));
-  });
-}
-
-std::vector<std::string> StringList(Fields& f, const char* key) {
-  std::vector<std::string> out;
-  const json* list = f.Array(key);
-  if (list == nullptr) return out;
-  for (size_t i = 0; i < list->size(); ++i) {
-    if (auto s = String((*list)[i], Item(f.Path(key), i), f.drops())) out.push_back(*s);
-  }
-  return out;
-}
-
-model::AccuracyScalingPlan ReadAccuracyScaling(Fields& f, model::Phase phase) {
+model::AccuracyScalingPlan StatusReader::AccuracyScaling(const json& p, const std::string& path,
+                                                         model::Phase phase) {
   model::AccuracyScalingPlan loki{.phase = phase};
-  Set(f.Number("accuracy"), loki.accuracy);
-  EachObject(f, "variantPaths", [&](Fields& v) {
-    model::VariantPath path;
-    Set(v.String("path"), path.path);
-    path.variants = StringList(v, "variants");
-    Set(v.Number("share"), path.share);
-    Set(v.Number("accuracy"), path.accuracy);
-    Set(v.Number("latencyMs"), path.latency_ms);
-    loki.variant_paths.push_back(std::move(path));
+  Set(Number(p, "accuracy", path), loki.accuracy);
+  EachObject(p, "variantPaths", path, [&](const json& v, const std::string& at) {
+    r_.OnlyKnown(v, at, {"path", "variants", "share", "accuracy", "latencyMs"});
+    model::VariantPath variant_path;
+    Set(String(v, "path", at), variant_path.path);
+    if (const json* list = r_.Array(v, "variants", at, false, limits::kMaxPathTasks)) {
+      for (size_t i = 0; i < list->size(); ++i) {
+        const std::string item = Reader::At(Reader::At(at, "variants"), i);
+        if (auto name = r_.StringValue((*list)[i], item)) variant_path.variants.push_back(*name);
+      }
+    }
+    Set(Number(v, "share", at), variant_path.share);
+    Set(Number(v, "accuracy", at), variant_path.accuracy);
+    Set(Number(v, "latencyMs", at), variant_path.latency_ms);
+    loki.variant_paths.push_back(std::move(variant_path));
   });
-  EachObject(f, "routing", [&](Fields& r) {
-    model::RoutingTable table;
-    Set(r.String("path"), table.path);
-    Set(r.String("task"), table.task);
-    Set(r.String("from"), table.from_variant);
-    EachObject(r, "to", [&](Fields& to) {
-      auto variant = to.String("variant");
-      auto fraction = to.Number("fraction");
-      if (variant && fraction) table.to.emplace_back(*variant, *fraction);
-    });
-    loki.routing.push_back(std::move(table));
+  EachObject(p, "routing", path, [&](const json& t, const std::string& at) {
+    loki.routing.push_back(parts_.Table(t, at));
   });
-  EachObject(f, "backups", [&](Fields& b) {
-    model::BackupWorker backup;
-    Set(b.String("task"), backup.task);
-    Set(b.String("variant"), backup.variant);
-    Set(b.Number("spareRps"), backup.spare_rps);
-    loki.backups.push_back(std::move(backup));
+  EachObject(p, "backups", path, [&](const json& b, const std::string& at) {
+    loki.backups.push_back(parts_.Backup(b, at));
   });
   return loki;
 }
 
-model::PoolPlan ReadPools(Fields& f) {
+model::PoolPlan StatusReader::Pools(const json& p, const std::string& path) {
   model::PoolPlan pools;
-  Set(f.Number("upperBoundQps"), pools.upper_bound_qps);
-  if (const json* forecast = f.Get("forecast")) {
-    Fields fc(*forecast, f.Path("forecast"), f.drops());
-    Set(fc.Number("stepSeconds"), pools.forecast_step_seconds);
-    if (const json* rps = fc.Array("rps")) {
+  Set(Number(p, "upperBoundQps", path), pools.upper_bound_qps);
+  if (const json* forecast = r_.Object(p, "forecast", path, false)) {
+    const std::string at = Reader::At(path, "forecast");
+    r_.OnlyKnown(*forecast, at, {"stepSeconds", "rps"});
+    Set(Number(*forecast, "stepSeconds", at), pools.forecast_step_seconds);
+    if (const json* rps = r_.Array(*forecast, "rps", at, false, limits::kMaxPlanItems)) {
       for (size_t i = 0; i < rps->size(); ++i) {
-        if (auto r = Number((*rps)[i], Item(fc.Path("rps"), i), f.drops())) {
-          pools.forecast_rps.push_back(*r);
-        }
+        const std::string item = Reader::At(Reader::At(at, "rps"), i);
+        if (auto r = r_.NumberValue((*rps)[i], item, kAny)) pools.forecast_rps.push_back(*r);
       }
     }
-    fc.Done();
   }
-  EachObject(f, "pools", [&](Fields& p) {
-    model::Pool pool;
-    Set(p.String("task"), pool.task);
-    Set(p.Number("qosMs"), pool.qos_ms);
-    EachObject(p, "members", [&](Fields& m) {
-      model::PoolMember member;
-      Set(m.String("hardwareClass"), member.hardware_class);
-      Set(m.Integer("replicas", 0, kCount), member.replicas);
-      Set(m.Integer("maxQuery", 0, kCount), member.max_query);
-      Set(m.Number("coefficient"), member.coefficient);
-      Set(m.Number("capacityRps"), member.capacity_rps);
-      pool.members.push_back(std::move(member));
-    });
-    Set(p.String("spillClass"), pool.spill_class);
-    Set(p.Number("upperBoundQps"), pool.upper_bound_qps);
-    pools.pools.push_back(std::move(pool));
+  EachObject(p, "pools", path, [&](const json& pool, const std::string& at) {
+    pools.pools.push_back(parts_.Pool(pool, at));
   });
   return pools;
 }
 
-std::optional<model::AppliedPlan> ReadPlan(const json& value, const std::string& path,
-                                           Drops& drops) {
-  Fields f(value, path, drops);
-  if (!f.ok()) return std::nullopt;
+model::AppliedPlan StatusReader::Plan(const json& p, const std::string& path) {
   model::AppliedPlan out;
-  Set(f.Number("costPerHour"), out.plan.cost_per_hour);
-  Set(f.Number("servedFraction"), out.plan.served_fraction);
+  Set(Number(p, "costPerHour", path), out.plan.cost_per_hour);
+  Set(Number(p, "servedFraction", path), out.plan.served_fraction);
   // Loki's plans carry a phase, Kairos's and MArk's pools; what a plan is decides which of its
   // fields belong.
-  std::optional<model::Phase> phase;
-  if (auto name = f.String("phase")) {
-    phase = ParsePhase(*name);
-    if (!phase) drops.Add(f.Path("phase"), "not a phase");
-  }
+  const std::optional<model::Phase> phase = parts_.Phase(p, "phase", path, false);
   if (phase) {
-    out.plan.detail = ReadAccuracyScaling(f, *phase);
-  } else if (f.Get("pools") != nullptr || f.Get("upperBoundQps") != nullptr ||
-             f.Get("forecast") != nullptr) {
-    out.plan.detail = ReadPools(f);
+    r_.OnlyKnown(p, path,
+                 {"costPerHour", "servedFraction", "tasks", "paths", "phase", "accuracy",
+                  "variantPaths", "routing", "backups"});
+    out.plan.detail = AccuracyScaling(p, path, *phase);
+  } else {
+    r_.OnlyKnown(p, path,
+                 {"costPerHour", "servedFraction", "tasks", "paths", "phase", "pools",
+                  "upperBoundQps", "forecast"});
+    const auto present = [&](const char* key) {
+      const auto it = p.find(key);
+      return it != p.end() && !it->is_null();
+    };
+    if (present("pools") || present("upperBoundQps") || present("forecast")) {
+      out.plan.detail = Pools(p, path);
+    }
   }
-  ReadTasks(f, out);
-  ReadPaths(f, out.plan);
-  f.Done();
+  Tasks(p, path, out);
+  EachObject(p, "paths", path, [&](const json& q, const std::string& at) {
+    r_.OnlyKnown(q, at, {"name", "sloMs", "predictedLatencyMs"});
+    model::PathPlan plan_path;
+    Set(String(q, "name", at), plan_path.name);
+    Set(Number(q, "sloMs", at), plan_path.slo_ms);
+    Set(Number(q, "predictedLatencyMs", at), plan_path.predicted_latency_ms);
+    out.plan.paths.push_back(std::move(plan_path));
+  });
   return out;
 }
 
-std::optional<model::SolverRecord> ReadSolver(const json& value, const std::string& path,
-                                              Drops& drops) {
-  Fields f(value, path, drops);
-  if (!f.ok()) return std::nullopt;
+model::SolverRecord StatusReader::Solver(const json& s, const std::string& path) {
+  r_.OnlyKnown(s, path, {"name", "status", "objective", "objectiveUnit", "durationMs"});
   model::SolverRecord out;
-  Set(f.String("name"), out.name);
-  if (auto name = f.String("status")) {
+  Set(String(s, "name", path), out.name);
+  if (auto name = String(s, "status", path)) {
     if (auto status = ParseSolveStatus(*name)) {
       out.status = *status;
     } else {
-      drops.Add(f.Path("status"), "not a solve status");
+      r_.Fail(Reader::At(path, "status"), "must be Optimal, Feasible, Infeasible or TimeLimit");
     }
   }
-  Set(f.Number("objective"), out.objective.value);
-  Set(f.String("objectiveUnit"), out.objective.unit);
-  Set(f.Number("durationMs"), out.duration_ms);
-  f.Done();
+  Set(Number(s, "objective", path), out.objective.value);
+  Set(String(s, "objectiveUnit", path), out.objective.unit);
+  Set(Number(s, "durationMs", path), out.duration_ms);
   return out;
 }
 
 // ----- observed
 
-model::ObservedDataPlane ReadDataPlane(Fields& f) {
+model::ObservedDataPlane StatusReader::DataPlane(const json& d, const std::string& path) {
+  r_.OnlyKnown(d, path,
+               {"dropsPerSecond", "reroutesPerSecond", "spillShare", "poolWaiting", "batchRows",
+                "shedPerSecond", "plannedAccuracy", "servedAccuracy"});
   model::ObservedDataPlane out;
-  out.drops_rps = NumberMap(f, "dropsPerSecond");
-  Set(f.Number("reroutesPerSecond"), out.reroutes_rps);
-  out.spill_share = NumberMap(f, "spillShare");
-  out.pool_waiting = NumberMap(f, "poolWaiting");
-  out.batch_rows = NumberMap(f, "batchRows");
-  if (const json* shed = f.Get("shedPerSecond")) {
-    Fields paths(*shed, f.Path("shedPerSecond"), f.drops());
-    if (paths.ok()) {
-      for (const auto& [name, reasons] : shed->items()) {
-        std::map<std::string, double> by_reason = NumberMap(paths, name.c_str());
-        if (reasons.is_object()) out.shed_rps[name] = std::move(by_reason);
-      }
+  out.drops_rps = NumberMap(d, "dropsPerSecond", path);
+  Set(Number(d, "reroutesPerSecond", path), out.reroutes_rps);
+  out.spill_share = NumberMap(d, "spillShare", path);
+  out.pool_waiting = NumberMap(d, "poolWaiting", path);
+  out.batch_rows = NumberMap(d, "batchRows", path);
+  if (const json* shed = r_.Object(d, "shedPerSecond", path, false)) {
+    const std::string at = Reader::At(path, "shedPerSecond");
+    for (const auto& [name, reasons] : shed->items()) {
+      std::map<std::string, double> by_reason = NumberMap(*shed, name.c_str(), at);
+      if (reasons.is_object()) out.shed_rps[name] = std::move(by_reason);
     }
   }
-  Set(f.Number("plannedAccuracy"), out.planned_accuracy);
-  Set(f.Number("servedAccuracy"), out.served_accuracy);
+  Set(Number(d, "plannedAccuracy", path), out.planned_accuracy);
+  Set(Number(d, "servedAccuracy", path), out.served_accuracy);
   return out;
 }
 
-std::vector<model::SizeShare> ReadMix(Fields& f, const char* key) {
+std::vector<model::SizeShare> StatusReader::Mix(const json& o, const char* key,
+                                                const std::string& path) {
   std::vector<model::SizeShare> out;
-  EachObject(f, key, [&](Fields& s) {
-    auto size = s.Integer("size", 1, limits::kMaxBatch);
-    auto share = s.Number("share");
+  EachObject(o, key, path, [&](const json& s, const std::string& at) {
+    r_.OnlyKnown(s, at, {"size", "share"});
+    auto size = Count(s, "size", at, 1, limits::kMaxBatch);
+    auto share = Number(s, "share", at);
     if (size && share) out.push_back({.size = static_cast<int>(*size), .share = *share});
   });
   return out;
 }
 
-model::QuerySizesRecord ReadQuerySizes(Fields& f) {
+model::QuerySizesRecord StatusReader::QuerySizes(const json& q, const std::string& path) {
+  r_.OnlyKnown(q, path, {"source", "planned", "measured", "shift", "settlingSince"});
   model::QuerySizesRecord out;
-  if (auto source = f.String("source")) {
+  if (auto source = String(q, "source", path)) {
     if (*source == "measured") {
       out.source = model::MixSource::kMeasured;
     } else if (*source != "spec") {
-      f.drops().Add(f.Path("source"), "neither spec nor measured");
+      r_.Fail(Reader::At(path, "source"), "must be spec or measured");
     }
   }
-  out.planned = ReadMix(f, "planned");
-  out.measured = ReadMix(f, "measured");
-  Set(f.Number("shift"), out.shift);
-  Set(f.String("settlingSince"), out.settling_since);
+  out.planned = Mix(q, "planned", path);
+  out.measured = Mix(q, "measured", path);
+  Set(Number(q, "shift", path), out.shift);
+  Set(String(q, "settlingSince", path), out.settling_since);
   return out;
 }
 
-// ----- profiles
-
-// A profile's task, variant and class; nullopt (dropped) without all three.
-std::optional<model::ProfileKey> ReadKey(Fields& f) {
-  model::ProfileKey key;
-  const auto task = f.String("task"), variant = f.String("variant");
-  const auto hardware_class = f.String("hardwareClass");
+// A profile's task, variant and class; nullopt (reported) without all three.
+std::optional<model::ProfileKey> StatusReader::Key(const json& o, const std::string& path) {
+  const auto task = String(o, "task", path), variant = String(o, "variant", path);
+  const auto hardware_class = String(o, "hardwareClass", path);
   if (!task || !variant || !hardware_class) {
-    f.drops().Add(f.path(), "without task, variant or hardwareClass");
+    r_.Fail(path, "without task, variant or hardwareClass");
     return std::nullopt;
   }
   return model::ProfileKey{*task, *variant, *hardware_class};
 }
 
-std::vector<model::ObservedProfile> ReadProfiles(Fields& f) {
+std::vector<model::ObservedProfile> StatusReader::Profiles(const json& o, const std::string& path) {
   std::vector<model::ObservedProfile> out;
-  EachObject(f, "profiles", [&](Fields& p) {
-    const auto key = ReadKey(p);
+  EachObject(o, "profiles", path, [&](const json& p, const std::string& at) {
+    r_.OnlyKnown(p, at, {"task", "variant", "hardwareClass", "ratio", "plannedRatio", "points"});
+    const auto key = Key(p, at);
     model::ObservedProfile entry;
-    Set(p.Number("ratio"), entry.ratio);
-    Set(p.Number("plannedRatio"), entry.planned_ratio);
-    EachObject(p, "points", [&](Fields& q) {
+    Set(Number(p, "ratio", at), entry.ratio);
+    Set(Number(p, "plannedRatio", at), entry.planned_ratio);
+    EachObject(p, "points", at, [&](const json& q, const std::string& point_at) {
+      r_.OnlyKnown(q, point_at, {"batch", "measuredMs", "declaredMs", "batches"});
       model::ProfilePoint point;
-      const auto batch = q.Integer("batch", 1, limits::kMaxBatch);
-      Set(q.Number("measuredMs"), point.measured_ms);
-      Set(q.Number("declaredMs"), point.declared_ms);
-      Set(q.Number("batches"), point.batches);
+      const auto batch = Count(q, "batch", point_at, 1, limits::kMaxBatch);
+      Set(Number(q, "measuredMs", point_at), point.measured_ms);
+      Set(Number(q, "declaredMs", point_at), point.declared_ms);
+      Set(Number(q, "batches", point_at), point.batches);
       if (batch) point.batch = static_cast<int>(*batch);
       if (batch) entry.points.push_back(point);
     });
@@ -633,10 +532,31 @@ std::vector<model::ObservedProfile> ReadProfiles(Fields& f) {
   return out;
 }
 
+model::ObservedLoad StatusReader::Observed(const json& o, const std::string& path) {
+  r_.OnlyKnown(o, path,
+               {"pathRates", "demand", "arrivalRate", "dataPlane", "querySizes", "profiles"});
+  model::ObservedLoad out;
+  out.path_rates_rps = NumberMap(o, "pathRates", path);
+  if (r_.Object(o, "demand", path, false) != nullptr) out.demand_rps = NumberMap(o, "demand", path);
+  Set(Number(o, "arrivalRate", path), out.arrival_rate_rps);
+  if (const json* seen = r_.Object(o, "dataPlane", path, false)) {
+    out.data_plane = DataPlane(*seen, Reader::At(path, "dataPlane"));
+  }
+  if (const json* sizes = r_.Object(o, "querySizes", path, false)) {
+    out.query_sizes = QuerySizes(*sizes, Reader::At(path, "querySizes"));
+  }
+  out.profiles = Profiles(o, path);
+  return out;
+}
+
+// ----- memory
+
 // A correction's points, whole or not at all: [[batch, ms], ...], batches rising, ms positive.
-std::optional<std::vector<model::LatencyPoint>> ReadCorrectionPoints(const json* list) {
+std::optional<std::vector<model::LatencyPoint>> CorrectionPoints(const json* list) {
   std::vector<model::LatencyPoint> out;
-  if (list == nullptr || list->size() > limits::kMaxBatch) return std::nullopt;
+  if (list == nullptr || !list->is_array() || list->size() > limits::kMaxPoints) {
+    return std::nullopt;
+  }
   for (const json& p : *list) {
     if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number()) {
       return std::nullopt;
@@ -654,15 +574,18 @@ std::optional<std::vector<model::LatencyPoint>> ReadCorrectionPoints(const json*
 
 // The corrections planned from, each whole or forgotten: the declared profile is planned from
 // instead until the router measures again.
-std::vector<model::ProfileCorrection> ReadCorrections(Fields& f) {
+std::vector<model::ProfileCorrection> StatusReader::Corrections(const json& o,
+                                                                const std::string& path) {
   std::vector<model::ProfileCorrection> out;
-  EachObject(f, "profiles", [&](Fields& c) {
-    const auto key = ReadKey(c);
-    const auto ratio = c.Number("ratio");
-    const auto declared = c.String("declared");
-    const auto points = ReadCorrectionPoints(c.Array("points"));
+  EachObject(o, "profiles", path, [&](const json& c, const std::string& at) {
+    r_.OnlyKnown(c, at, {"task", "variant", "hardwareClass", "ratio", "points", "declared"});
+    const auto key = Key(c, at);
+    const auto ratio = Number(c, "ratio", at);
+    const auto declared = String(c, "declared", at);
+    const auto found = c.find("points");
+    const auto points = CorrectionPoints(found == c.end() ? nullptr : &*found);
     if (!key || !ratio || !(*ratio > 0) || *ratio > limits::kMaxRatio || !declared || !points) {
-      c.drops().Add(c.path(), "malformed correction: forgotten");
+      r_.Fail(at, "malformed correction: forgotten");
       return;
     }
     out.push_back({.key = *key, .ratio = *ratio, .points = *points, .declared = *declared});
@@ -670,78 +593,22 @@ std::vector<model::ProfileCorrection> ReadCorrections(Fields& f) {
   return out;
 }
 
-std::optional<model::ObservedLoad> ReadObserved(const json& value, const std::string& path,
-                                                Drops& drops) {
-  Fields f(value, path, drops);
-  if (!f.ok()) return std::nullopt;
-  model::ObservedLoad out;
-  out.path_rates_rps = NumberMap(f, "pathRates");
-  if (const json* demand = f.Get("demand"); demand != nullptr && demand->is_object()) {
-    out.demand_rps = NumberMap(f, "demand");
-  } else if (demand != nullptr) {
-    drops.Add(f.Path("demand"), "not an object");
-  }
-  Set(f.Number("arrivalRate"), out.arrival_rate_rps);
-  if (const json* seen = f.Get("dataPlane")) {
-    Fields dp(*seen, f.Path("dataPlane"), drops);
-    if (dp.ok()) out.data_plane = ReadDataPlane(dp);
-    dp.Done();
-  }
-  if (const json* sizes = f.Get("querySizes")) {
-    Fields qs(*sizes, f.Path("querySizes"), drops);
-    if (qs.ok()) out.query_sizes = ReadQuerySizes(qs);
-    qs.Done();
-  }
-  out.profiles = ReadProfiles(f);
-  f.Done();
-  return out;
-}
-
-// ----- capacity
-
-std::vector<model::ClassCapacity> ReadCapacity(Fields& f) {
-  std::vector<model::ClassCapacity> out;
-  EachObject(f, "capacity", [&](Fields& c) {
-    model::ClassCapacity entry;
-    Set(c.String("hardwareClass"), entry.hardware_class);
-    Set(c.Integer("nodes", 0, kCount), entry.nodes);
-    Set(c.Integer("scheduled", 0, kCount), entry.scheduled);
-    Set(c.Integer("placeable", 0, kCount), entry.placeable);
-    Set(c.String("full"), entry.full_reason);
-    c.Get("limit");  // scheduled + placeable: written for a person, not read
-    out.push_back(std::move(entry));
-  });
-  return out;
-}
-
-std::vector<model::Unschedulable> ReadUnschedulable(Fields& f) {
-  std::vector<model::Unschedulable> out;
-  EachObject(f, "unschedulable", [&](Fields& u) {
-    model::Unschedulable entry;
-    Set(u.String("deployment"), entry.deployment);
-    Set(u.Integer("pods", 0, kCount), entry.pods);
-    Set(u.String("message"), entry.message);
-    out.push_back(std::move(entry));
-  });
-  return out;
-}
-
-// ----- memory
-
 // The stabilization steps: at most model::kMaxRecommendations, each at a finite time after the
 // one before (steps out of order were not written by the operator), replicas within what a
 // Deployment may ask for.
-std::vector<model::Recommendation> ReadRecommendations(Fields& f) {
+std::vector<model::Recommendation> StatusReader::Recommendations(const json& m,
+                                                                 const std::string& path) {
   std::vector<model::Recommendation> out;
-  EachObject(f, "recommendations", [&](Fields& step) {
-    const auto since = step.Number("since");
-    const json* replicas = step.Get("replicas");
+  EachObject(m, "recommendations", path, [&](const json& step, const std::string& at) {
+    r_.OnlyKnown(step, at, {"since", "replicas"});
+    const auto since = Number(step, "since", at);
+    const json* replicas = r_.Object(step, "replicas", at, false);
     if (out.size() == model::kMaxRecommendations) {
-      step.drops().Add(step.path(), "beyond the steps kept");
+      r_.Fail(at, "beyond the steps kept");
       return;
     }
-    if (!since || replicas == nullptr || !replicas->is_object()) {
-      step.drops().Add(step.path(), "no since or no replicas");
+    if (!since || replicas == nullptr) {
+      r_.Fail(at, "no since or no replicas");
       return;
     }
     model::Recommendation r{.since = *since, .replicas = {}};
@@ -754,11 +621,11 @@ std::vector<model::Recommendation> ReadRecommendations(Fields& f) {
         r.replicas[name] =
             static_cast<int>(std::clamp<long long>(n.get<long long>(), 0, limits::kMaxReplicas));
       } else {
-        step.drops().Add(step.Path("replicas") + "." + name, "not an integer");
+        r_.Fail(Reader::At(Reader::At(at, "replicas"), name), "must be an integer");
       }
     }
     if (!out.empty() && r.since < out.back().since) {
-      step.drops().Add(step.path(), "before the step it follows");
+      r_.Fail(at, "before the step it follows");
       return;
     }
     out.push_back(std::move(r));
@@ -768,63 +635,94 @@ std::vector<model::Recommendation> ReadRecommendations(Fields& f) {
 
 // The adopted query-size mix, whole or not at all: a malformed one is forgotten, and the spec's
 // mix stands in until the router's measurement settles again.
-void ReadQueryMix(Fields& f, model::StatusMemory& out) {
-  const json* mix = f.Array("queryMix");
-  const auto for_spec = f.String("queryMixFor");
+void StatusReader::QueryMix(const json& m, const std::string& path, model::StatusMemory& out) {
+  const json* mix = r_.Array(m, "queryMix", path, false, limits::kMaxPlanItems);
+  const auto for_spec = String(m, "queryMixFor", path);
   if (mix == nullptr && !for_spec) return;
   std::vector<model::QuerySize> sizes;
   std::set<long long> seen;
   bool whole = mix != nullptr && for_spec && !mix->empty() && mix->size() <= limits::kMaxQuerySizes;
-  Drops ignored;  // one line says the mix is forgotten, not one per entry
+  std::vector<FieldError> ignored;  // one problem says the mix is forgotten, not one per entry
+  Reader quiet(ignored);
   for (size_t i = 0; whole && i < mix->size(); ++i) {
-    Fields q((*mix)[i], "", ignored);
-    const auto size = q.Integer("size", 1, limits::kMaxBatch);
-    const auto weight = q.Number("weight");
-    whole = q.ok() && size && weight && seen.insert(*size).second && *weight > 0 &&
-            *weight <= limits::kMaxWeight;
-    if (whole) sizes.push_back({.size = static_cast<int>(*size), .weight = *weight});
+    const json& q = (*mix)[i];
+    if (!q.is_object()) {
+      whole = false;
+      break;
+    }
+    const std::int64_t size = quiet.Integer(q, "size", "", true, 1, limits::kMaxBatch).value_or(0);
+    const double weight = quiet.Number(q, "weight", "", true, kAny).value_or(0);
+    whole = size > 0 && seen.insert(size).second && weight > 0 && weight <= limits::kMaxWeight;
+    if (whole) sizes.push_back({.size = static_cast<int>(size), .weight = weight});
   }
   if (!whole) {
-    f.drops().Add(f.Path("queryMix"), "malformed: forgotten with queryMixFor");
+    r_.Fail(Reader::At(path, "queryMix"), "malformed: forgotten with queryMixFor");
     return;
   }
   out.query_mix = std::move(sizes);
   out.query_mix_for = *for_spec;
 }
 
-std::optional<model::StatusMemory> ReadMemory(const json& value, const std::string& path,
-                                              Drops& drops) {
-  Fields f(value, path, drops);
-  if (!f.ok()) return std::nullopt;
+model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
+  r_.OnlyKnown(m, path,
+               {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles"});
   model::StatusMemory out;
-  out.recommendations = ReadRecommendations(f);
-  Set(f.Number("guardQuietUntil"), out.guard_quiet_until);
-  ReadQueryMix(f, out);
-  out.profiles = ReadCorrections(f);
-  f.Done();
+  out.recommendations = Recommendations(m, path);
+  Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
+  QueryMix(m, path, out);
+  out.profiles = Corrections(m, path);
   return out;
 }
 
-model::PipelineStatus Read(const json& status, Drops& drops) {
+model::PipelineStatus StatusReader::Status(const json& status) {
   model::PipelineStatus out;
-  Fields f(status, "status", drops);
-  Set(f.Integer("observedGeneration", 0, kGeneration), out.observed_generation);
-  out.conditions = ReadConditionList(f.Array("conditions"), f.Path("conditions"), drops);
-  if (const json* plan = f.Get("plan")) out.plan = ReadPlan(*plan, f.Path("plan"), drops);
-  if (const json* solver = f.Get("solver")) {
-    out.solver = ReadSolver(*solver, f.Path("solver"), drops);
+  const std::string path = "status";
+  if (status.is_null()) return out;
+  if (!status.is_object()) {
+    r_.Fail(path, "must be an object");
+    return out;
   }
-  Set(f.Integer("totalReplicas", 0, kCount), out.total_replicas);
-  Set(f.Number("costPerHour"), out.cost_per_hour);
-  if (const json* observed = f.Get("observed")) {
-    out.observed = ReadObserved(*observed, f.Path("observed"), drops);
+  r_.OnlyKnown(status, path,
+               {"observedGeneration", "conditions", "plan", "solver", "totalReplicas",
+                "costPerHour", "observed", "capacity", "unschedulable", "memory"});
+  Set(Count(status, "observedGeneration", path, 0, kGeneration), out.observed_generation);
+  out.conditions = Conditions(status, path);
+  if (const json* plan = r_.Object(status, "plan", path, false)) {
+    out.plan = Plan(*plan, Reader::At(path, "plan"));
   }
-  if (f.Array("capacity") != nullptr) out.capacity = ReadCapacity(f);
-  out.unschedulable = ReadUnschedulable(f);
-  if (const json* memory = f.Get("memory")) {
-    out.memory = ReadMemory(*memory, f.Path("memory"), drops);
+  if (const json* solver = r_.Object(status, "solver", path, false)) {
+    out.solver = Solver(*solver, Reader::At(path, "solver"));
   }
-  f.Done();
+  Set(Count(status, "totalReplicas", path, 0, limits::kMaxCount), out.total_replicas);
+  Set(Number(status, "costPerHour", path), out.cost_per_hour);
+  if (const json* observed = r_.Object(status, "observed", path, false)) {
+    out.observed = Observed(*observed, Reader::At(path, "observed"));
+  }
+  if (r_.Array(status, "capacity", path, false, limits::kMaxPlanItems) != nullptr) {
+    out.capacity.emplace();
+    EachObject(status, "capacity", path, [&](const json& c, const std::string& at) {
+      r_.OnlyKnown(c, at, {"hardwareClass", "nodes", "scheduled", "placeable", "full", "limit"});
+      model::ClassCapacity entry;
+      Set(String(c, "hardwareClass", at), entry.hardware_class);
+      Set(Count(c, "nodes", at, 0, limits::kMaxCount), entry.nodes);
+      Set(Count(c, "scheduled", at, 0, limits::kMaxCount), entry.scheduled);
+      Set(Count(c, "placeable", at, 0, limits::kMaxCount), entry.placeable);
+      Set(String(c, "full", at), entry.full_reason);
+      // "limit" is scheduled + placeable: written for a person, not read.
+      out.capacity->push_back(std::move(entry));
+    });
+  }
+  EachObject(status, "unschedulable", path, [&](const json& u, const std::string& at) {
+    r_.OnlyKnown(u, at, {"deployment", "pods", "message"});
+    model::Unschedulable entry;
+    Set(String(u, "deployment", at), entry.deployment);
+    Set(Count(u, "pods", at, 0, limits::kMaxCount), entry.pods);
+    Set(String(u, "message", at), entry.message);
+    out.unschedulable.push_back(std::move(entry));
+  });
+  if (const json* memory = r_.Object(status, "memory", path, false)) {
+    out.memory = Memory(*memory, Reader::At(path, "memory"));
+  }
   return out;
 }
 
@@ -835,23 +733,28 @@ constexpr size_t kDropsLogged = 10;
 
 model::PipelineStatus ReadStatus(const json& status, std::string_view pipeline,
                                  std::vector<std::string>* dropped) {
-  Drops drops;
+  std::vector<FieldError> errors;
+  Reader r(errors);
   model::PipelineStatus out;
   try {
-    out = Read(status, drops);
+    out = StatusReader(r).Status(status);
   } catch (const std::exception& e) {
     // Not expected (every access above checks its type first); a status is not worth a crash.
-    drops.Add("status", e.what());
+    r.Fail("status", e.what());
   }
+  r.Finish();
+  std::vector<std::string> list;
+  list.reserve(errors.size());
+  for (const FieldError& e : errors) list.push_back(e.ToString());
   if (dropped != nullptr) {
-    *dropped = std::move(drops.list);
-  } else if (!drops.list.empty()) {
+    *dropped = std::move(list);
+  } else if (!list.empty()) {
     std::string fields;
-    for (size_t i = 0; i < drops.list.size() && i < kDropsLogged; ++i) {
-      fields += (i > 0 ? "; " : "") + drops.list[i];
+    for (size_t i = 0; i < list.size() && i < kDropsLogged; ++i) {
+      fields += (i > 0 ? "; " : "") + list[i];
     }
-    if (const size_t total = drops.list.size() + drops.more; total > kDropsLogged) {
-      fields += "; and " + std::to_string(total - kDropsLogged) + " more";
+    if (list.size() > kDropsLogged) {
+      fields += "; and " + std::to_string(list.size() - kDropsLogged) + " more";
     }
     Log("warning", "status fields dropped: unreadable or unknown",
         {{"pipeline", std::string(pipeline)}, {"fields", fields}});
@@ -860,9 +763,10 @@ model::PipelineStatus ReadStatus(const json& status, std::string_view pipeline,
 }
 
 std::vector<model::Condition> ReadConditions(const json& conditions) {
-  Drops ignored;
+  std::vector<FieldError> ignored;
+  Reader r(ignored);
   try {
-    return ReadConditionList(conditions.is_array() ? &conditions : nullptr, "conditions", ignored);
+    return StatusReader(r).Conditions(json{{"conditions", conditions}}, "");
   } catch (const std::exception&) {
     return {};
   }

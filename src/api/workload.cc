@@ -15,8 +15,8 @@ std::string RateProblem(double rps) {
     return StrFormat("must be a finite number of requests per second, got %g", rps);
   }
   if (rps < 0) return StrFormat("must be >= 0, got %g", rps);
-  if (rps > kMaxRateRps) {
-    return StrFormat("must be at most %.10g requests per second, got %g", kMaxRateRps, rps);
+  if (rps > limits::kMaxRateRps) {
+    return StrFormat("must be at most %.10g requests per second, got %g", limits::kMaxRateRps, rps);
   }
   return "";
 }
@@ -126,10 +126,10 @@ Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_s
     if (!start) start = time;
     // Checked as a double first: a far-off time would overflow the step count.
     const double steps = (time - *start) / step_seconds;
-    if (!(steps < static_cast<double>(kMaxHistorySteps))) {
+    if (!(steps < static_cast<double>(limits::kMaxHistorySteps))) {
       return Error{ErrorKind::kInvalid,
                    StrFormat("line %zu: the history spans more than %zu steps of %g s", line_no,
-                             kMaxHistorySteps, step_seconds)};
+                             limits::kMaxHistorySteps, step_seconds)};
     }
     const auto step = static_cast<size_t>(steps);
     if (step < out.size()) {

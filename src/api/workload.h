@@ -9,18 +9,12 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/limits.h"
 #include "model/pipeline.h"
 
 namespace pipescale::api {
 
-// The largest rate pipescale plans for, in requests per second: beyond any single pipeline's
-// traffic, and small enough that replicas, costs and queueing delays stay finite numbers.
-inline constexpr double kMaxRateRps = 1e9;
-// A rate history (--history) is read up to this size and this many planning steps.
-inline constexpr size_t kMaxHistoryBytes = 16 << 20;
-inline constexpr size_t kMaxHistorySteps = 100000;
-
-// "" when `rps` is a rate the optimizers take (finite, in [0, kMaxRateRps]); else what is
+// "" when `rps` is a rate the optimizers take (finite, in [0, limits::kMaxRateRps]); else what is
 // wrong with it, e.g. "must be a finite number of requests per second, got inf".
 std::string RateProblem(double rps);
 
@@ -39,7 +33,7 @@ model::Workload AtLeastMinRate(const model::Pipeline& pipeline, model::Workload 
 // '#' comments) as one value per planning step of `step_seconds`: the peak within each step,
 // as MArk forecasts peaks; a step with no sample repeats the one before. kInvalid names the
 // line for a malformed row, a rate that RateProblem refuses, time going backwards or a history
-// longer than kMaxHistorySteps steps.
+// longer than limits::kMaxHistorySteps steps.
 Result<std::vector<double>> ParseRateHistory(std::string_view csv, double step_seconds);
 
 // Each path's share of a total rate in `workload` (by its weight when the total is 0).

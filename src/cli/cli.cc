@@ -72,7 +72,7 @@ struct Flags {
 };
 
 // A rate in requests per second as api::RateProblem accepts it: a decimal number (no hex, no
-// inf or nan), finite, in [0, api::kMaxRateRps]. Returns what is wrong, or "".
+// inf or nan), finite, in [0, limits::kMaxRateRps]. Returns what is wrong, or "".
 std::string ParseRate(std::string_view text, double& rate) {
   const std::string_view digits = text.starts_with('+') ? text.substr(1) : text;
   const char* end = digits.data() + digits.size();
@@ -225,12 +225,12 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   }
   std::vector<double> history;
   if (!flags.history.empty()) {
-    const std::optional<std::string> text = ReadAtMost(flags.history, api::kMaxHistoryBytes);
+    const std::optional<std::string> text = ReadAtMost(flags.history, limits::kMaxHistoryBytes);
     auto parsed =
         text ? api::ParseRateHistory(*text, pipeline->spec.interval_seconds)
              : Result<std::vector<double>>(Error{
                    ErrorKind::kInvalid, "cannot read the file, or it is larger than " +
-                                            std::to_string(api::kMaxHistoryBytes) + " bytes"});
+                                            std::to_string(limits::kMaxHistoryBytes) + " bytes"});
     if (!parsed) {
       err << "--history " << Shown(flags.history) << ": " << parsed.error().message << "\n";
       return kExitInvalidInput;

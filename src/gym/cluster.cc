@@ -167,14 +167,11 @@ void World::ApplyDecision(const reconciler::Decision& decision) {
     }
   }
   for (const reconciler::ObjectWrite& w : decision.router) {
-    std::optional<json>* slot = w.type.plural == "serviceaccounts" ? &router_objects.service_account
-                                : w.type.plural == "rolebindings"  ? &router_objects.role_binding
-                                : w.type.plural == "services"      ? &router_objects.service
-                                                                   : &router_objects.deployment;
-    if (w.create || !*slot) {
-      *slot = w.body;
+    auto slot = router_objects.find(w.type.plural);
+    if (w.create || slot == router_objects.end()) {
+      router_objects[w.type.plural] = w.body;
     } else {
-      (*slot)->merge_patch(w.body);
+      slot->second.merge_patch(w.body);
     }
   }
   Reconcile();

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "api/config_map.h"
+#include "api/deployment_view.h"
+#include "api/pipeline_object.h"
 #include "api/pipeline_parse.h"
 #include "api/quantity.h"
 #include "controller/controller.h"
@@ -120,16 +123,30 @@ void World::ScheduleArrival() {
 
 void World::OperatorStep() {
   reconciler::Observed& o = observed;
-  if (o.object.is_null()) o.object = object;
-  UpdateDeploymentObjects(o.deployments);
+  if (o.meta.name.empty()) {
+    const api::PipelineObject read = api::ReadPipelineObject(object);
+    o.meta = read.meta;
+    o.router_pipeline = read.for_router;
+  }
+  UpdateDeploymentObjects(deployment_objects);
+  o.deployments.clear();
+  for (const auto& [name, d] : deployment_objects)
+    o.deployments.emplace(name, api::ReadDeployment(d));
   o.metrics = Snapshot();
   o.now = kEpoch + now_ms_ / 1000;
-  o.routing_config_map = routing_config_map;
+  o.routing_config_map.reset();
+  if (routing_config_map) o.routing_config_map = api::ReadConfigMap(*routing_config_map);
   if (!nodes.empty() && pods_counted != pods_changed) {
     o.capacity = reconciler::ComputeCapacity(pipeline, nodes, PodObjects());
     pods_counted = pods_changed;
   }
-  o.router = router_objects;
+  const auto router_deployment = router_objects.find("deployments");
+  o.router = {.service_account = router_objects.contains("serviceaccounts"),
+              .role_binding = router_objects.contains("rolebindings"),
+              .service = router_objects.contains("services"),
+              .deployment = router_deployment == router_objects.end()
+                                ? std::nullopt
+                                : std::optional(api::ReadDeployment(router_deployment->second))};
   reconciler::Decision decision = reconciler::Decide(o, *parsed);
   o.status = std::move(decision.status);
   o.memory = std::move(decision.memory);

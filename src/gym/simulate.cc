@@ -1,6 +1,7 @@
 // Simulate: the policy named on the command line set up in a World, and the run.
 #include <cstdlib>
 
+#include "api/pipeline_object.h"
 #include "common/strings.h"
 #include "gym/narrow.h"
 #include "gym/world.h"
@@ -134,7 +135,7 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   nlohmann::json& metadata = object["metadata"];
   if (!metadata.contains("uid")) metadata["uid"] = "gym";
   if (!metadata.contains("generation")) metadata["generation"] = 1;
-  auto parsed = std::make_shared<api::ParsedPipeline>(reconciler::ParseObserved(object));
+  auto parsed = std::make_shared<api::ParsedPipeline>(api::ParseSpecOf(object));
   if (!parsed->errors.empty()) {
     std::string message;
     for (const api::FieldError& e : parsed->errors)

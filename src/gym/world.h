@@ -147,7 +147,7 @@ class World {
   std::vector<nlohmann::json> nodes;
   std::vector<std::map<std::string, double>> node_free;  // allocatable less requests
   std::optional<nlohmann::json> routing_config_map;
-  reconciler::RouterObjects router_objects;
+  std::map<std::string, nlohmann::json> router_objects;  // by resource (plural)
 
   // The router.
   std::unique_ptr<routing::Graph> graph;
@@ -189,7 +189,8 @@ class World {
   std::unique_ptr<Autoscaler> autoscaler;
   int fixed = 0;
   reconciler::Observed observed;  // what the operator reads, kept between its reconciles
-  double periodic_at_ms = -1, event_at_ms = -1;  // the reconciles queued
+  std::map<std::string, nlohmann::json> deployment_objects;  // as the apiserver holds them
+  double periodic_at_ms = -1, event_at_ms = -1;              // the reconciles queued
   // The operator's steady clock at the run's start: its work queue brings a pipeline back at a
   // phase of its interval fixed by the pipeline's key against that clock (controller::Spread),
   // which falls anywhere on the trace; each seed draws its own.

@@ -33,12 +33,15 @@ std::string ObjectKey(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-Informer::Informer(const Client& client, Options options, Handler handler)
-    : client_(client), options_(std::move(options)), handler_(std::move(handler)) {}
+InformerBase::InformerBase(const Client& client, Options options, Decode decode, Deliver deliver)
+    : client_(client),
+      options_(std::move(options)),
+      decode_(std::move(decode)),
+      deliver_(std::move(deliver)) {}
 
-Informer::~Informer() { Stop(); }
+InformerBase::~InformerBase() { Stop(); }
 
-void Informer::Start() {
+void InformerBase::Start() {
   stop_ = false;
   // A throw in the loop is a bug; the loop starts over with a fresh list, after a backoff.
   thread_ = std::thread([this] {
@@ -51,7 +54,7 @@ void Informer::Start() {
   dispatcher_ = std::thread([this] { Dispatch(); });
 }
 
-void Informer::RequestStop() {
+void InformerBase::RequestStop() {
   {
     std::lock_guard lock(mu_);  // so a thread between its check and its wait cannot miss it
     stop_ = true;
@@ -60,21 +63,21 @@ void Informer::RequestStop() {
   pending_cv_.notify_all();
 }
 
-void Informer::Stop() {
+void InformerBase::Stop() {
   RequestStop();
   if (thread_.joinable()) thread_.join();
   if (dispatcher_.joinable()) dispatcher_.join();
 }
 
-void Informer::Deliver(std::string key, nlohmann::json object) {
+void InformerBase::Queue(std::string key, Value value) {
   {
     std::lock_guard lock(mu_);
-    pending_.emplace_back(std::move(key), std::move(object));
+    pending_.emplace_back(std::move(key), std::move(value));
   }
   pending_cv_.notify_one();
 }
 
-void Informer::Dispatch() {
+void InformerBase::Dispatch() {
   for (;;) {
     std::unique_lock lock(mu_);
     pending_cv_.wait(lock, [this] { return stop_.load() || !pending_.empty(); });
@@ -82,59 +85,68 @@ void Informer::Dispatch() {
     const auto change = std::move(pending_.front());
     pending_.pop_front();
     lock.unlock();
-    Guard(options_.component, [&] { handler_(change.first, change.second); });
+    Guard(options_.component, [&] { deliver_(change.first, change.second); });
   }
 }
 
-bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+bool InformerBase::WaitForSync(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
 }
 
-bool Informer::Synced() const {
+bool InformerBase::Synced() const {
   std::lock_guard lock(mu_);
   return synced_;
 }
 
-std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
-  std::string text;
-  {
-    std::lock_guard lock(mu_);
-    auto it = cache_.find(key);
-    if (it == cache_.end()) return std::nullopt;
-    text = it->second.text;
-  }
-  return nlohmann::json::parse(text);  // our own dump: parsed outside the lock, cannot fail
+InformerBase::Value InformerBase::Find(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second.value;
 }
 
-bool Informer::Contains(const std::string& key) const {
+bool InformerBase::Contains(const std::string& key) const {
   std::lock_guard lock(mu_);
   return cache_.contains(key);
 }
 
-std::vector<nlohmann::json> Informer::Parse(const std::vector<std::string>& texts) {
-  std::vector<nlohmann::json> out;
-  out.reserve(texts.size());
-  for (const std::string& text : texts) out.push_back(nlohmann::json::parse(text));
+std::vector<InformerBase::Value> InformerBase::Indexed(const std::string& index,
+                                                       const std::string& value) const {
+  std::vector<Value> out;
+  std::lock_guard lock(mu_);
+  const auto by_value = index_.find(index);
+  if (by_value == index_.end()) return out;
+  const auto keys = by_value->second.find(value);
+  if (keys == by_value->second.end()) return out;
+  out.reserve(keys->second.size());
+  for (const std::string& key : keys->second) out.push_back(cache_.at(key).value);
   return out;
 }
 
-std::vector<nlohmann::json> Informer::ByIndex(const std::string& index,
-                                              const std::string& value) const {
-  std::vector<std::string> texts;
-  {
-    std::lock_guard lock(mu_);
-    const auto by_value = index_.find(index);
-    if (by_value == index_.end()) return {};
-    const auto keys = by_value->second.find(value);
-    if (keys == by_value->second.end()) return {};
-    texts.reserve(keys->second.size());
-    for (const std::string& key : keys->second) texts.push_back(cache_.at(key).text);
-  }
-  return Parse(texts);
+std::vector<InformerBase::Value> InformerBase::All() const {
+  std::vector<Value> out;
+  std::lock_guard lock(mu_);
+  out.reserve(cache_.size());
+  for (const auto& [key, entry] : cache_) out.push_back(entry.value);
+  return out;
 }
 
-void Informer::Unindex(const std::string& key, const Entry& entry) {
+InformerBase::Entry InformerBase::Make(const nlohmann::json& object, Value reuse) {
+  Entry entry{
+      .value = std::move(reuse), .resource_version = ResourceVersion(object), .indexed = {}};
+  if (entry.value == nullptr) {
+    // A throw is a decoder's bug: counted, and the object left out rather than the watch
+    // restarted on it again and again.
+    if (Guard(options_.component, [&] { entry.value = decode_(object); })) ++decodes_;
+  }
+  for (const auto& [name, value_of] : options_.indexes) {
+    std::string value = value_of(object);
+    if (!value.empty()) entry.indexed.emplace(name, std::move(value));
+  }
+  return entry;
+}
+
+void InformerBase::Unindex(const std::string& key, const Entry& entry) {
   for (const auto& [name, value] : entry.indexed) {
     auto& keys = index_[name];
     if (auto it = keys.find(value); it != keys.end()) {
@@ -144,41 +156,26 @@ void Informer::Unindex(const std::string& key, const Entry& entry) {
   }
 }
 
-void Informer::Put(const std::string& key, const nlohmann::json& object, std::string text) {
-  if (auto it = cache_.find(key); it != cache_.end()) Unindex(key, it->second);
-  Entry entry{.text = std::move(text), .indexed = {}};
-  for (const auto& [name, value_of] : options_.indexes) {
-    std::string value = value_of(object);
-    if (value.empty()) continue;
-    index_[name][value].insert(key);
-    entry.indexed.emplace(name, std::move(value));
-  }
-  cache_[key] = std::move(entry);
+void InformerBase::Put(const std::string& key, Entry entry) {
+  Erase(key);
+  if (entry.value == nullptr) return;  // could not be decoded: as if absent
+  for (const auto& [name, value] : entry.indexed) index_[name][value].insert(key);
+  cache_.emplace(key, std::move(entry));
 }
 
-void Informer::Erase(const std::string& key) {
+void InformerBase::Erase(const std::string& key) {
   auto it = cache_.find(key);
   if (it == cache_.end()) return;
   Unindex(key, it->second);
   cache_.erase(it);
 }
 
-std::vector<nlohmann::json> Informer::List() const {
-  std::vector<std::string> texts;
-  {
-    std::lock_guard lock(mu_);
-    texts.reserve(cache_.size());
-    for (const auto& [key, entry] : cache_) texts.push_back(entry.text);
-  }
-  return Parse(texts);
-}
-
-std::string Informer::resource_version() const {
+std::string InformerBase::resource_version() const {
   std::lock_guard lock(mu_);
   return resource_version_;
 }
 
-void Informer::Backoff(std::chrono::milliseconds& delay) {
+void InformerBase::Backoff(std::chrono::milliseconds& delay) {
   // Full jitter, so many informers that failed together do not retry together.
   static thread_local std::mt19937 rng(std::random_device{}());
   const auto wait = std::chrono::milliseconds(
@@ -188,7 +185,7 @@ void Informer::Backoff(std::chrono::milliseconds& delay) {
   delay = std::min(delay * 2, options_.max_backoff);
 }
 
-void Informer::Report(const char* what, const Status& status) {
+void InformerBase::Report(const char* what, const Status& status) {
   const std::string scope = options_.namespace_name.empty() ? "*" : options_.namespace_name;
   if (status.ok()) {
     if (!last_error_.empty()) {
@@ -207,7 +204,7 @@ void Informer::Report(const char* what, const Status& status) {
       {{"resource", options_.type.plural}, {"namespace", scope}, {"error", last_error_}});
 }
 
-void Informer::Loop(bool resume) {
+void InformerBase::Loop(bool resume) {
   bool need_list = !resume;
   if (resume) {
     std::lock_guard lock(mu_);
@@ -243,54 +240,65 @@ void Informer::Loop(bool resume) {
   }
 }
 
-Status Informer::ListAndReplace() {
+Status InformerBase::ListAndReplace() {
   std::string path = CollectionPath(options_.type, options_.namespace_name);
   if (!options_.label_selector.empty()) {
     path += "?labelSelector=" + QueryEscape(options_.label_selector);
   }
   auto list = client_.Get(path);
   if (!list) return list.error();
-  // Each object with its text, dumped once and outside the lock: compared with the cache's, then
-  // kept.
-  std::map<std::string, std::pair<nlohmann::json, std::string>> fresh;
+  std::map<std::string, nlohmann::json*> listed;
   nlohmann::json& body = list.value();
   auto items = body.find("items");
   if (items != body.end() && items->is_array()) {
     for (auto& item : *items) {
       Trim(item);
-      std::string key = ObjectKey(item);
-      if (key.empty()) continue;
-      std::string text = item.dump();
-      fresh.emplace(std::move(key), std::pair{std::move(item), std::move(text)});
+      if (std::string key = ObjectKey(item); !key.empty()) listed[std::move(key)] = &item;
     }
   }
-
-  std::vector<std::pair<std::string, nlohmann::json>> changed;
+  // What the cache holds at the listed version is kept as it is: a version never changes, so
+  // only the others are decoded (outside the lock) and delivered as changes.
+  std::map<std::string, Value> unchanged;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, listed] : fresh) {
+    for (const auto& [key, item] : listed) {
       auto it = cache_.find(key);
-      if (it == cache_.end() || it->second.text != listed.second) {
-        changed.emplace_back(key, listed.first);
+      const std::string version = ResourceVersion(*item);
+      if (it != cache_.end() && !version.empty() && it->second.resource_version == version) {
+        unchanged.emplace(key, it->second.value);
       }
     }
+  }
+  std::map<std::string, Entry> fresh;
+  std::vector<std::pair<std::string, Value>> changed;
+  for (const auto& [key, item] : listed) {
+    auto kept = unchanged.find(key);
+    Entry entry = Make(*item, kept == unchanged.end() ? nullptr : kept->second);
+    // The listed object is not needed once decoded: freed now, the list's tree and the cache's
+    // values are never all in memory at once (the operator's peak at a start with thousands).
+    *item = nullptr;
+    if (kept == unchanged.end() && entry.value != nullptr) changed.emplace_back(key, entry.value);
+    fresh.emplace(key, std::move(entry));
+  }
+  {
+    std::lock_guard lock(mu_);
     for (const auto& [key, entry] : cache_) {
       // Deleted while we were not watching.
-      if (!fresh.contains(key)) changed.emplace_back(key, nlohmann::json::parse(entry.text));
+      if (!fresh.contains(key)) changed.emplace_back(key, entry.value);
     }
     cache_.clear();
     index_.clear();
-    for (auto& [key, listed] : fresh) Put(key, listed.first, std::move(listed.second));
+    for (auto& [key, entry] : fresh) Put(key, std::move(entry));
     resource_version_ = ResourceVersion(*list);
     synced_ = true;
     ++relists_;
   }
   cv_.notify_all();
-  for (auto& [key, object] : changed) Deliver(std::move(key), std::move(object));
+  for (auto& [key, value] : changed) Queue(std::move(key), std::move(value));
   return Done{};
 }
 
-Status Informer::WatchOnce() {
+Status InformerBase::WatchOnce() {
   std::string path = CollectionPath(options_.type, options_.namespace_name) +
                      "?watch=1&allowWatchBookmarks=true&timeoutSeconds=" +
                      std::to_string(options_.watch_timeout_seconds) +
@@ -317,7 +325,7 @@ Status Informer::WatchOnce() {
   return s;
 }
 
-void Informer::Apply(const WatchEvent& input) {
+void InformerBase::Apply(const WatchEvent& input) {
   WatchEvent event = input;
   Trim(event.object);
   const std::string rv = ResourceVersion(event.object);
@@ -328,16 +336,53 @@ void Informer::Apply(const WatchEvent& input) {
   }
   const std::string key = ObjectKey(event.object);
   if (key.empty()) return;  // not an object with a name: nothing to cache
+  // Decoded outside the lock; a deleted object too, for the handler: as it last was.
+  Entry entry = Make(event.object);
+  Value value = entry.value;
   {
     std::lock_guard lock(mu_);
     if (event.type == "DELETED") {
       Erase(key);
     } else {
-      Put(key, event.object, event.object.dump());
+      Put(key, std::move(entry));
     }
     resource_version_ = rv;
   }
-  Deliver(key, std::move(event.object));
+  if (value != nullptr) Queue(key, std::move(value));
+}
+
+Informer::Informer(const Client& client, Options options, Handler handler)
+    : InformerBase(
+          client, std::move(options),
+          [](const nlohmann::json& object) -> Value {
+            return std::make_shared<const nlohmann::json>(object);
+          },
+          [handler = std::move(handler)](const std::string& key, const Value& value) {
+            handler(key, *static_cast<const nlohmann::json*>(value.get()));
+          }) {}
+
+std::optional<nlohmann::json> Informer::Get(const std::string& key) const {
+  const Value value = Find(key);
+  if (value == nullptr) return std::nullopt;
+  return *static_cast<const nlohmann::json*>(value.get());
+}
+
+namespace {
+
+std::vector<nlohmann::json> Copies(const std::vector<std::shared_ptr<const void>>& values) {
+  std::vector<nlohmann::json> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(*static_cast<const nlohmann::json*>(v.get()));
+  return out;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> Informer::List() const { return Copies(All()); }
+
+std::vector<nlohmann::json> Informer::ByIndex(const std::string& index,
+                                              const std::string& value) const {
+  return Copies(Indexed(index, value));
 }
 
 }  // namespace pipescale::kube

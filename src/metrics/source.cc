@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "model/limits.h"
 #include "optimizer/registry.h"
 
 namespace pipescale::metrics {
@@ -114,8 +115,8 @@ std::string Render(const std::string& query, const std::map<std::string, std::st
 
 namespace {
 
-// Batch rows past this are not a batch size any spec may declare (api's kMaxBatch).
-constexpr long kMaxBatchRows = 4096;
+// Batch rows past this are not a batch size any spec may declare.
+constexpr long kMaxBatchRows = limits::kMaxBatch;
 
 std::string QueryFor(const model::Pipeline& pipeline, const std::string& name) {
   auto it = pipeline.spec.metrics.queries.find(name);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/limits.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
 
@@ -17,9 +18,9 @@ namespace pipescale::optimizer {
 
 // The most replicas a plan asks for of one task (FA2 and its baselines run a task on one
 // class). A choice that would need more counts kMaxReplicas + 1, which every search avoids as
-// the most expensive; a plan that still takes one is Infeasible and names the task. Also the
-// largest maxReplicas a pipeline may set (api's limits).
-inline constexpr int kMaxReplicas = 10000;
+// the most expensive; a plan that still takes one is Infeasible and names the task. The largest
+// maxReplicas a pipeline may set, too.
+inline constexpr int kMaxReplicas = limits::kMaxReplicas;
 // The most (hardware class, batch size) choices a problem compiles to, all tasks together; a
 // larger one is refused as too large (the fronts, the DP and the local search all grow with
 // it). 64 tasks on 4 classes at batch 1024 fit.

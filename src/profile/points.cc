@@ -56,7 +56,7 @@ Result<Latency> MakeLatency(std::span<const MeasuredBatch> batches, Statistic st
   if (batches.empty()) return Error{ErrorKind::kInvalid, "no batch size was measured"};
   Latency out;
   for (const MeasuredBatch& m : batches) {
-    const double ms = std::max(Pick(m.summary, statistic), api::limits::kMinMs);
+    const double ms = std::max(Pick(m.summary, statistic), limits::kMinMs);
     // As the document will hold it, so that what is reported is what is parsed back.
     out.points.push_back({m.batch, std::strtod(MsText(ms).c_str(), nullptr)});
   }

@@ -37,9 +37,9 @@ std::vector<std::string> PodNotes(const PodChoice& pod, const Job& job) {
 std::optional<std::string> ReadDocument(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string text(api::limits::kMaxDocumentBytes + 1, '\0');
+  std::string text(limits::kMaxDocumentBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad() || static_cast<size_t>(in.gcount()) > api::limits::kMaxDocumentBytes) {
+  if (in.bad() || static_cast<size_t>(in.gcount()) > limits::kMaxDocumentBytes) {
     return std::nullopt;
   }
   text.resize(static_cast<size_t>(in.gcount()));

@@ -5,13 +5,10 @@
 #include <vector>
 
 #include "api/deployment.h"
-#include "api/object_meta.h"
-#include "common/json_fields.h"
+#include "api/deployment_view.h"
 #include "optimizer/problem.h"
 
 namespace pipescale::reconciler {
-
-using nlohmann::json;
 
 namespace {
 
@@ -37,8 +34,7 @@ const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, in
 // batch stands. Read without the problem, so that a plan that changes no running batch (most
 // intervals) compiles nothing.
 std::vector<int> RunningBatches(const model::Pipeline& pipeline, const model::AppliedPlan* applied,
-                                const std::map<std::string, json>& deployments,
-                                const model::Plan& plan) {
+                                const Deployments& deployments, const model::Plan& plan) {
   std::vector<int> running(plan.tasks.size(), 0);
   if (applied == nullptr) return running;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
@@ -79,8 +75,8 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
 }  // namespace
 
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const model::AppliedPlan* applied,
-                        const std::map<std::string, json>& deployments, model::Plan& plan) {
+                        const model::AppliedPlan* applied, const Deployments& deployments,
+                        model::Plan& plan) {
   const std::vector<int> running = RunningBatches(pipeline, applied, deployments, plan);
   if (std::ranges::all_of(running, [](int b) { return b == 0; })) return;
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
@@ -128,12 +124,11 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
   }
 }
 
-bool RollingOut(const json& deployment) {
-  const json& status = Member(deployment, "status");
-  const long generation = api::ReadObjectMeta(deployment).generation;
-  const long observed = IntField(status, "observedGeneration", 0);
-  const long updated = IntField(status, "updatedReplicas", 0);
-  const long running = IntField(status, "replicas", 0);
+bool RollingOut(const api::DeploymentView& deployment) {
+  const long generation = deployment.meta.generation;
+  const long observed = deployment.observed_generation;
+  const long updated = deployment.updated_replicas;
+  const long running = deployment.status_replicas.value_or(0);
   // A new Deployment, or one only scaling up, restarts nothing: no pod of an older template.
   return running > updated || (observed < generation && running > 0);
 }
@@ -150,7 +145,7 @@ bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& me
 }  // namespace
 
 std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeline,
-                                                   const std::map<std::string, json>& deployments,
+                                                   const Deployments& deployments,
                                                    const model::MetricsSnapshot& metrics,
                                                    const std::optional<ClusterCapacity>& capacity,
                                                    std::vector<PlannedDeployment>& planned) {

@@ -3,9 +3,9 @@
 // measured rate would otherwise flip between plans of equal replicas at every interval.
 #pragma once
 
-#include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
@@ -20,13 +20,12 @@ namespace pipescale::reconciler {
 // first) into `plan` when every Deployment still runs them at the plan's replicas and they meet
 // every SLO at the workload. A batch changed by hand is not the operator's and is not kept.
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const model::AppliedPlan* applied,
-                        const std::map<std::string, nlohmann::json>& deployments,
+                        const model::AppliedPlan* applied, const Deployments& deployments,
                         model::Plan& plan);
 
 // Whether a Deployment's rollout is unfinished: pods of an older template still run beside the
 // updated ones, or the controller has not yet acted on a change to a Deployment that has pods.
-bool RollingOut(const nlohmann::json& deployment);
+bool RollingOut(const api::DeploymentView& deployment);
 
 // A batch change is a rolling restart of the Deployment's pods. After stabilization, it waits,
 // keeping the running batch size, while any of the pipeline's Deployments still rolls out or
@@ -35,9 +34,10 @@ bool RollingOut(const nlohmann::json& deployment);
 // scale-outs, for the surge pods a rollout starts with. A running batch past the variant's
 // batchSize.max is never kept. Returns "<deployment> (<why>)" for each Deployment whose batch
 // change waits.
-std::vector<std::string> HoldBatchesDuringRollouts(
-    const model::Pipeline& pipeline, const std::map<std::string, nlohmann::json>& deployments,
-    const model::MetricsSnapshot& metrics, const std::optional<ClusterCapacity>& capacity,
-    std::vector<PlannedDeployment>& planned);
+std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeline,
+                                                   const Deployments& deployments,
+                                                   const model::MetricsSnapshot& metrics,
+                                                   const std::optional<ClusterCapacity>& capacity,
+                                                   std::vector<PlannedDeployment>& planned);
 
 }  // namespace pipescale::reconciler

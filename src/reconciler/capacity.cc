@@ -16,7 +16,6 @@ namespace pipescale::reconciler {
 namespace {
 
 using nlohmann::json;
-using Resources = std::map<std::string, double>;
 
 void AddQuantities(const json& map, Resources& into, bool only_missing) {
   if (!map.is_object()) return;
@@ -76,14 +75,6 @@ bool Tolerates(const json& tolerations, const json& taint) {
   });
 }
 
-// What of a Node the count reads.
-struct NodeRoom {  // NOLINT(bugprone-exception-escape): json's moves may throw
-  bool ready = false;
-  json labels;
-  json taints;
-  Resources allocatable;
-};
-
 bool Admits(const std::map<std::string, std::string>& selector, const json& tolerations,
             const NodeRoom& node) {
   for (const auto& [k, v] : selector) {
@@ -92,11 +83,6 @@ bool Admits(const std::map<std::string, std::string>& selector, const json& tole
   if (!node.taints.is_array()) return true;
   return std::all_of(node.taints.begin(), node.taints.end(),
                      [&](const json& taint) { return Tolerates(tolerations, taint); });
-}
-
-bool Terminal(const json& pod) {
-  const std::string phase = StringField(Member(pod, "status"), "phase");
-  return phase == "Succeeded" || phase == "Failed";
 }
 
 // Replicas that fit in `free`, and the resource that allows the fewest.
@@ -130,27 +116,36 @@ std::optional<std::string> UnschedulableMessage(const json& pod) {
   return std::nullopt;
 }
 
-// What of a running (not terminal) Pod the count reads.
-struct PodShare {
-  std::string node;  // "" until bound
-  Resources requests;
-  std::string pipeline;  // "namespace/name" from its pipescale.io labels, "" for other pods
-  std::string hardware_class, task, variant;
-  std::optional<std::string> unschedulable;
-};
+}  // namespace
 
-PodShare ShareOf(const json& pod) {
+NodeRoom ReadNode(const json& node) {
+  NodeRoom room{.ready = Ready(node),
+                .labels = Member(Member(node, "metadata"), "labels"),
+                .taints = Member(Member(node, "spec"), "taints"),
+                .allocatable = {}};
+  AddQuantities(Member(Member(node, "status"), "allocatable"), room.allocatable, false);
+  return room;
+}
+
+PodShare ReadPod(const json& pod) {
   const json& meta = Member(pod, "metadata");
   const json& labels = Member(meta, "labels");
   const std::string pipeline = StringField(labels, "pipescale.io/pipeline");
-  return {.node = StringField(Member(pod, "spec"), "nodeName"),
+  const std::string ns = StringField(meta, "namespace");
+  const std::string router = StringField(labels, "pipescale.io/router");
+  const std::string phase = StringField(Member(pod, "status"), "phase");
+  return {.terminal = phase == "Succeeded" || phase == "Failed",
+          .node = StringField(Member(pod, "spec"), "nodeName"),
           .requests = PodRequests(pod),
-          .pipeline = pipeline.empty() ? "" : StringField(meta, "namespace") + "/" + pipeline,
+          .pipeline = pipeline.empty() ? "" : ns + "/" + pipeline,
+          .router_of = router.empty() ? "" : ns + "/" + router,
           .hardware_class = StringField(labels, "pipescale.io/hardware-class"),
           .task = StringField(labels, "pipescale.io/task"),
           .variant = StringField(labels, "pipescale.io/variant"),
           .unschedulable = UnschedulableMessage(pod)};
 }
+
+namespace {
 
 // The Deployment a pod of the pipeline belongs to, from its pipescale.io labels; "" if none.
 std::string DeploymentOf(const model::Pipeline& pipeline, const PodShare& pod) {
@@ -241,13 +236,9 @@ const ClassCapacity* ClusterCapacity::Find(const std::string& hardware_class) co
 ClusterView::ClusterView() : state_(std::make_unique<State>()) {}
 ClusterView::~ClusterView() = default;
 
-void ClusterView::SetNode(const std::string& key, const json& node) {
-  NodeRoom room{.ready = Ready(node),
-                .labels = Member(Member(node, "metadata"), "labels"),
-                .taints = Member(Member(node, "spec"), "taints")};
-  AddQuantities(Member(Member(node, "status"), "allocatable"), room.allocatable, false);
+void ClusterView::SetNode(const std::string& key, NodeRoom node) {
   std::lock_guard lock(state_->mu);
-  state_->nodes[key] = std::move(room);
+  state_->nodes[key] = std::move(node);
   state_->rooms.clear();
 }
 
@@ -257,20 +248,18 @@ void ClusterView::RemoveNode(const std::string& key) {
   state_->rooms.clear();
 }
 
-void ClusterView::SetPod(const std::string& key, const json& pod) {
-  std::optional<PodShare> share;
-  if (!Terminal(pod)) share = ShareOf(pod);
+void ClusterView::SetPod(const std::string& key, const PodShare& pod) {
   std::lock_guard lock(state_->mu);
   State& s = *state_;
   s.Unplace(key);
   s.rooms.clear();
-  if (!share) return;
-  if (!share->node.empty()) {
-    Resources& on = s.used[share->node];
-    for (const auto& [k, v] : share->requests) on[k] += v;
+  if (pod.terminal) return;  // its room is free
+  if (!pod.node.empty()) {
+    Resources& on = s.used[pod.node];
+    for (const auto& [k, v] : pod.requests) on[k] += v;
   }
-  if (!share->pipeline.empty()) s.by_pipeline[share->pipeline].insert(key);
-  s.pods.emplace(key, std::move(*share));
+  if (!pod.pipeline.empty()) s.by_pipeline[pod.pipeline].insert(key);
+  s.pods.emplace(key, pod);
 }
 
 void ClusterView::RemovePod(const std::string& key) {
@@ -319,22 +308,21 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
 ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vector<json>& nodes,
                                 const std::vector<json>& pods) {
   ClusterView view;
-  for (const json& node : nodes) view.SetNode(StringField(Member(node, "metadata"), "name"), node);
-  for (size_t i = 0; i < pods.size(); ++i) view.SetPod(std::to_string(i), pods[i]);
+  for (const json& node : nodes) {
+    view.SetNode(StringField(Member(node, "metadata"), "name"), ReadNode(node));
+  }
+  for (size_t i = 0; i < pods.size(); ++i) view.SetPod(std::to_string(i), ReadPod(pods[i]));
   return view.Capacity(pipeline);
 }
 
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-                               const std::map<std::string, json>& deployments) {
+                               const std::map<std::string, api::DeploymentView>& deployments) {
   std::map<std::string, int> surge;  // by class
   for (const auto& [name, d] : deployments) {
-    const json& status = Member(d, "status");
-    const json& replicas = Member(Member(d, "spec"), "replicas");
-    const json& running = Member(status, "replicas");
-    if (!replicas.is_number_integer() || !running.is_number_integer()) continue;
-    const std::string cls =
-        StringField(Member(Member(d, "metadata"), "labels"), "pipescale.io/hardware-class");
-    surge[cls] += std::max(0, running.get<int>() - replicas.get<int>());
+    if (!d.replicas || !d.status_replicas) continue;
+    const auto cls = d.meta.labels.find("pipescale.io/hardware-class");
+    surge[cls == d.meta.labels.end() ? "" : cls->second] +=
+        std::max(0, *d.status_replicas - *d.replicas);
   }
   model::Pipeline out = pipeline;
   for (model::HardwareClass& hw : out.spec.hardware_classes) {

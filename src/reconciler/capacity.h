@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/deployment_view.h"
 #include "model/cluster_capacity.h"
 #include "model/pipeline.h"
 
@@ -26,6 +27,29 @@ struct ClusterCapacity {
   const ClassCapacity* Find(const std::string& hardware_class) const;
 };
 
+using Resources = std::map<std::string, double>;  // quantities by resource name
+
+// What the count reads of a Node, decoded once from the Node watch.
+struct NodeRoom {      // NOLINT(bugprone-exception-escape): json's moves may throw
+  bool ready = false;  // Ready and schedulable
+  nlohmann::json labels;
+  nlohmann::json taints;
+  Resources allocatable;
+};
+NodeRoom ReadNode(const nlohmann::json& node);
+
+// What the count reads of a Pod, decoded once from the Pod watch.
+struct PodShare {
+  bool terminal = false;  // Succeeded or Failed: it takes no room
+  std::string node;       // "" until bound
+  Resources requests;
+  std::string pipeline;   // "namespace/name" of the pipeline whose model it serves, else ""
+  std::string router_of;  // "namespace/name" of the pipeline whose router it runs, else ""
+  std::string hardware_class, task, variant;  // its pipescale.io labels
+  std::optional<std::string> unschedulable;   // the scheduler's message, when it gave up on it
+};
+PodShare ReadPod(const nlohmann::json& pod);
+
 // The cluster as the Node and Pod watches say, kept from their events: each node's room and
 // what its pods request, and each pipeline's pods. A reconcile reads a pipeline's capacity from
 // it in time that grows with the nodes, not the pods, and a class's answer is kept until a node
@@ -38,9 +62,9 @@ class ClusterView {
   ClusterView& operator=(const ClusterView&) = delete;
 
   // An object as it now is (added or changed), or gone. Keys as the informers give them.
-  void SetNode(const std::string& key, const nlohmann::json& node);
+  void SetNode(const std::string& key, NodeRoom node);
   void RemoveNode(const std::string& key);
-  void SetPod(const std::string& key, const nlohmann::json& pod);
+  void SetPod(const std::string& key, const PodShare& pod);
   void RemovePod(const std::string& key);
 
   bool HasNodes() const;
@@ -61,6 +85,6 @@ ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
 // spec.replicas, counted in status.replicas): they leave when the rollout ends, and a plan that
 // counted their room as its own would leave the rollout no room to finish.
 model::Pipeline WithinCapacity(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-                               const std::map<std::string, nlohmann::json>& deployments);
+                               const std::map<std::string, api::DeploymentView>& deployments);
 
 }  // namespace pipescale::reconciler

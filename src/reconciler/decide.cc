@@ -5,8 +5,6 @@
 #include <set>
 
 #include "api/deployment.h"
-#include "api/object_meta.h"
-#include "api/router_objects.h"
 #include "api/workload.h"
 #include "common/strings.h"
 #include "optimizer/registry.h"
@@ -18,8 +16,6 @@
 
 namespace pipescale::reconciler {
 namespace {
-
-using nlohmann::json;
 
 constexpr size_t kMaxErrorsInMessage = 5;
 // Missing metrics are looked for again this soon: a long interval would leave a pipeline
@@ -350,8 +346,8 @@ Decision Start(const Context& c) {
     const std::optional<double> arrival =
         o.metrics.ok() ? o.metrics->arrival_rate_rps : std::nullopt;
     d.router = RouterWrites(c.pipeline, c.uid, o.router_cluster_role, o.router, arrival);
-    d.router_pipeline = RouterPipelineWrite(c.pipeline, c.uid, o.routing_config_map,
-                                            api::PipelineForRouter(o.object));
+    d.router_pipeline =
+        RouterPipelineWrite(c.pipeline, c.uid, o.routing_config_map, o.router_pipeline);
   }
   return d;
 }
@@ -415,7 +411,7 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step, Decision&
 }  // namespace
 
 Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
-  const api::ObjectMeta meta = api::ReadObjectMeta(o.object);
+  const api::ObjectMeta& meta = o.meta;
   if (!parsed.pipeline) return Invalid(o, parsed.errors, meta.generation);
   const Context c{.o = o,
                   .pipeline = *parsed.pipeline,
@@ -459,16 +455,6 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   Enact(c, std::move(plan), step, d);
   return d;
-}
-
-api::ParsedPipeline ParseObserved(const json& object) {
-  json spec_only = object;
-  spec_only.erase("status");
-  return api::ParsePipeline(spec_only.dump());
-}
-
-Decision Decide(const Observed& observed) {
-  return Decide(observed, ParseObserved(observed.object));
 }
 
 }  // namespace pipescale::reconciler

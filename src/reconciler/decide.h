@@ -1,15 +1,19 @@
 // The reconciler's decision, as a pure function of what was observed: the plan, the Deployment
 // writes that bring the cluster to it, the status to report and the events to emit. No I/O and
-// no clock (the time is an input), so every policy here is unit-testable. The steps live in
-// files of their own: demand.h, stabilize.h, budget_guard.h, writes.h, status.h.
+// no clock (the time is an input), so every policy here is unit-testable. What it reads is typed
+// (Observe reads the objects' JSON, through api/); what it writes may carry JSON bodies api/
+// builds. The steps live in files of their own: demand.h, stabilize.h, budget_guard.h,
+// writes.h, status.h.
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/config_map.h"
+#include "api/deployment_view.h"
+#include "api/object_meta.h"
 #include "api/pipeline_parse.h"
 #include "common/result.h"
 #include "model/metrics_snapshot.h"
@@ -24,19 +28,21 @@
 namespace pipescale::reconciler {
 
 struct Observed {
-  nlohmann::json object;         // the InferencePipeline as read: its metadata and spec
+  api::ObjectMeta meta;          // the InferencePipeline's metadata: its generation and uid
   model::PipelineStatus status;  // its status as read (api::ReadStatus)
-  std::map<std::string, nlohmann::json> deployments;  // the pipeline's Deployments by name
+  Deployments deployments;       // the pipeline's Deployments by name
   Result<model::MetricsSnapshot> metrics = Error{ErrorKind::kTransient, "not read"};
   double now = 0;  // unix seconds
   Memory memory;   // what the last decision remembered (or a new leader recalled)
   // The pipeline's routing ConfigMap as read (for optimizers with a data plane); nullopt when
   // it is absent.
-  std::optional<nlohmann::json> routing_config_map;
+  std::optional<api::ConfigMapView> routing_config_map;
   // What the cluster can place per hardware class; nullopt when the operator sees no nodes
   // (then only the spec's limits apply).
   std::optional<ClusterCapacity> capacity;
-  RouterObjects router;                                  // read when the pipeline asks for a router
+  RouterObjects router;  // read when the pipeline asks for a router
+  // What the router reads of the pipeline (api::PipelineObject::for_router).
+  std::string router_pipeline;
   std::string router_cluster_role = "pipescale-router";  // what its RoleBinding grants
   // How the optimizers' MILPs are solved: the operator's in a child process
   // (solver/child_process.h); empty: CBC in this process.
@@ -67,15 +73,8 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   std::optional<model::Plan> plan;  // the plan decided on, when there is one
 };
 
-// An InferencePipeline as read, parsed without its status: the status may be large and is not
-// the user's to validate.
-api::ParsedPipeline ParseObserved(const nlohmann::json& object);
-
-// `parsed` is ParseObserved(observed.object) (the reconciler parses once per reconcile). The
-// decision starts from observed.status and changes what it decides.
+// `parsed` is the pipeline's spec as read (api::PipelineObject::parsed). The decision starts
+// from observed.status and changes what it decides.
 Decision Decide(const Observed& observed, const api::ParsedPipeline& parsed);
-
-// Parses observed.object itself.
-Decision Decide(const Observed& observed);
 
 }  // namespace pipescale::reconciler

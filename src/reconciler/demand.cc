@@ -35,7 +35,7 @@ void ExtendSeries(bool advance, const model::MetricsSnapshot& metrics, DemandSte
 // Replicas and batch sizes running per (task, class) of each task's most accurate variant, and
 // every (task, variant, class) that has replicas.
 void ReadRunning(const model::Pipeline& pipeline,
-                 const std::map<std::string, nlohmann::json>& deployments, DemandStep& step) {
+                 const std::map<std::string, api::DeploymentView>& deployments, DemandStep& step) {
   for (const model::Task& task : pipeline.spec.tasks) {
     const model::Variant& most_accurate = task.MostAccurateVariant();
     for (const model::Variant& v : task.variants) {
@@ -76,7 +76,7 @@ void GuardLatePaths(const model::Pipeline& pipeline, const model::MetricsSnapsho
 
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
-                      const std::map<std::string, nlohmann::json>& deployments, double now) {
+                      const std::map<std::string, api::DeploymentView>& deployments, double now) {
   DemandStep step{.workload = {metrics.path_rates_rps}, .input = {}, .demand = before};
   const bool advance = before.at == 0 || now - before.at >= pipeline.spec.interval_seconds - 1e-6;
   if (advance) step.demand.at = now;
@@ -106,7 +106,7 @@ void UseMeasured(model::Pipeline& pipeline, const optimizer::Descriptor& optimiz
         auto it = metrics.multiplicative_factors.find(task.name + "/" + v.name);
         // Within the range the spec itself may state: a Prometheus answer is outside input.
         if (it != metrics.multiplicative_factors.end() && it->second > 0) {
-          v.multiplicative_factor = std::min(it->second, api::limits::kMaxRatio);
+          v.multiplicative_factor = std::min(it->second, limits::kMaxRatio);
         }
       }
     }

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "api/deployment_view.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "optimizer/registry.h"
@@ -43,7 +43,7 @@ struct DemandStep {
 // optimizer's memory asks, and reads what runs from the pipeline's Deployments (by name).
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
-                      const std::map<std::string, nlohmann::json>& deployments, double now);
+                      const std::map<std::string, api::DeploymentView>& deployments, double now);
 
 // The spec's multiplicative factors replaced by the measured ones, where there are any, its
 // query sizes by the mix to plan for, and its profiles by the corrections to plan from.

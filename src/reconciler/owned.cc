@@ -2,7 +2,6 @@
 
 #include "api/deployment.h"
 #include "api/router_objects.h"
-#include "common/json_fields.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale::reconciler {
@@ -13,55 +12,70 @@ using nlohmann::json;
 // Labels the router's objects carry (api::RouterLabels): the pipeline's name.
 constexpr const char* kRouterLabel = "pipescale.io/router";
 
-enum Watched { kRoutingConfigMaps, kAccounts, kBindings, kRouterDeployments, kServices };
+// The router's objects a reconcile only needs to know exist.
+enum RouterPart { kAccounts, kBindings, kServices };
 
 }  // namespace
 
-std::string PipelineOf(const json& object) {
-  const json& meta = Member(object, "metadata");
-  const json& labels = Member(meta, "labels");
-  std::string name = StringField(labels, kDeploymentSelector);
-  if (name.empty()) name = StringField(labels, kRouterLabel);
-  return name.empty() ? "" : StringField(meta, "namespace") + "/" + name;
+std::string PipelineOf(const api::ObjectMeta& meta) {
+  const auto label = [&](const char* key) {
+    const auto it = meta.labels.find(key);
+    return it == meta.labels.end() ? std::string() : it->second;
+  };
+  std::string name = label(kDeploymentSelector);
+  if (name.empty()) name = label(kRouterLabel);
+  return name.empty() ? "" : meta.namespace_name + "/" + name;
 }
 
-kube::Informer::Options DeploymentWatch(const std::string& namespace_name) {
+std::string PipelineOf(const json& object) { return PipelineOf(api::ReadObjectMeta(object)); }
+
+kube::InformerOptions DeploymentWatch(const std::string& namespace_name) {
   return {.type = kube::kDeployments,
           .namespace_name = namespace_name,
           .label_selector = kDeploymentSelector,
-          .indexes = {{kPipelineIndex, PipelineOf}}};
+          .indexes = {{kPipelineIndex, [](const json& d) { return PipelineOf(d); }}}};
 }
 
 OwnedObjects::OwnedObjects(const kube::Client& client, const std::string& namespace_name,
                            const Changed& changed)
     : client_(client), namespace_(namespace_name), changed_(changed) {
-  const std::pair<const kube::ResourceType*, const char*> watched[] = {
-      {&kube::kConfigMaps, kDeploymentSelector},
-      {&kRouterServiceAccounts, kRouterLabel},
-      {&kRouterRoleBindings, kRouterLabel},
-      {&kube::kDeployments, kRouterLabel},
-      {&kRouterServices, kRouterLabel}};
-  for (const auto& [type, label] : watched) {
-    informers_.push_back(std::make_unique<kube::Informer>(
-        client,
-        kube::Informer::Options{
-            .type = *type, .namespace_name = namespace_name, .label_selector = label},
-        [changed](const std::string&, const json& object) {
-          if (std::string key = PipelineOf(object); !key.empty()) changed(key);
-        }));
+  const auto watch = [&](const kube::ResourceType& type, const char* label) {
+    return kube::InformerOptions{
+        .type = type, .namespace_name = namespace_name, .label_selector = label};
+  };
+  // A change to any of them reconciles its pipeline.
+  const auto handler = [changed](const std::string&, const api::ObjectMeta& meta) {
+    if (std::string key = PipelineOf(meta); !key.empty()) changed(key);
+  };
+  config_maps_ = std::make_unique<kube::TypedInformer<api::ConfigMapView>>(
+      client, watch(kube::kConfigMaps, kDeploymentSelector), api::ReadConfigMap,
+      [handler](const std::string& key, const api::ConfigMapView& c) { handler(key, c.meta); });
+  for (const kube::ResourceType* type :
+       {&kRouterServiceAccounts, &kRouterRoleBindings, &kRouterServices}) {
+    router_parts_.push_back(std::make_unique<kube::TypedInformer<api::ObjectMeta>>(
+        client, watch(*type, kRouterLabel), api::ReadObjectMeta, handler));
   }
+  router_deployments_ = std::make_unique<DeploymentInformer>(
+      client, watch(kube::kDeployments, kRouterLabel), api::ReadDeployment,
+      [handler](const std::string& key, const api::DeploymentView& d) { handler(key, d.meta); });
 }
 
 OwnedObjects::~OwnedObjects() { Stop(); }
 
+std::vector<kube::InformerBase*> OwnedObjects::Watches() const {
+  std::vector<kube::InformerBase*> out = {config_maps_.get(), router_deployments_.get()};
+  for (const auto& i : router_parts_) out.push_back(i.get());
+  return out;
+}
+
 void OwnedObjects::Start() {
-  for (auto& i : informers_) i->Start();
+  for (kube::InformerBase* i : Watches()) i->Start();
   std::lock_guard lock(adopted_mu_);
   started_ = true;
 }
 
 void OwnedObjects::RequestStop() {
-  for (auto& i : informers_) i->RequestStop();
+  for (kube::InformerBase* i : Watches()) i->RequestStop();
   std::lock_guard lock(adopted_mu_);
   stopping_ = true;
   if (adoptable_) adoptable_->RequestStop();
@@ -69,8 +83,8 @@ void OwnedObjects::RequestStop() {
 
 void OwnedObjects::Stop() {
   RequestStop();
-  for (auto& i : informers_) i->Stop();
-  std::unique_ptr<kube::Informer> adoptable;
+  for (kube::InformerBase* i : Watches()) i->Stop();
+  std::unique_ptr<DeploymentInformer> adoptable;
   {
     std::lock_guard lock(adopted_mu_);
     adoptable = std::move(adoptable_);
@@ -91,15 +105,16 @@ OwnedObjects::Adopted OwnedObjects::AdoptedDeployment(const std::string& pipelin
                                                       const std::string& namespace_name,
                                                       const std::string& name) const {
   const std::string key = namespace_name + "/" + name;
-  const kube::Informer* informer = nullptr;
+  const DeploymentInformer* informer = nullptr;
   {
     std::lock_guard lock(adopted_mu_);
     adopters_[key].insert(pipeline_key);
     if (!adoptable_ && started_ && !stopping_) {
-      adoptable_ = std::make_unique<kube::Informer>(
-          client_,
-          kube::Informer::Options{.type = kube::kDeployments, .namespace_name = namespace_},
-          [this](const std::string& changed, const json&) { AdoptedChanged(changed); });
+      adoptable_ = std::make_unique<DeploymentInformer>(
+          client_, kube::InformerOptions{.type = kube::kDeployments, .namespace_name = namespace_},
+          api::ReadDeployment, [this](const std::string& changed, const api::DeploymentView&) {
+            AdoptedChanged(changed);
+          });
       adoptable_->Start();
     }
     informer = adoptable_.get();
@@ -118,23 +133,24 @@ void OwnedObjects::ForgetAdopter(const std::string& pipeline_key) const {
 }
 
 bool OwnedObjects::Synced() const {
-  for (const auto& i : informers_) {
+  for (const kube::InformerBase* i : Watches()) {
     if (!i->Synced()) return false;
   }
   return true;
 }
 
-std::optional<json> OwnedObjects::RoutingConfigMap(const model::Pipeline& pipeline) const {
-  return informers_[kRoutingConfigMaps]->Get(pipeline.namespace_name + "/" +
-                                             api::RoutingConfigMapName(pipeline));
+std::shared_ptr<const api::ConfigMapView> OwnedObjects::RoutingConfigMap(
+    const model::Pipeline& pipeline) const {
+  return config_maps_->Get(pipeline.namespace_name + "/" + api::RoutingConfigMapName(pipeline));
 }
 
 RouterObjects OwnedObjects::Router(const model::Pipeline& pipeline) const {
   const std::string key = pipeline.namespace_name + "/" + api::RouterName(pipeline);
-  return {.service_account = informers_[kAccounts]->Get(key),
-          .role_binding = informers_[kBindings]->Get(key),
-          .deployment = informers_[kRouterDeployments]->Get(key),
-          .service = informers_[kServices]->Get(key)};
+  RouterObjects out{.service_account = router_parts_[kAccounts]->Contains(key),
+                    .role_binding = router_parts_[kBindings]->Contains(key),
+                    .service = router_parts_[kServices]->Contains(key)};
+  if (auto d = router_deployments_->Get(key)) out.deployment = *d;
+  return out;
 }
 
 }  // namespace pipescale::reconciler

@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "api/config_map.h"
+#include "api/deployment_view.h"
+#include "api/object_meta.h"
 #include "kube/informer.h"
 #include "model/pipeline.h"
 #include "reconciler/router.h"
@@ -22,12 +25,17 @@ namespace pipescale::reconciler {
 // The informer index that files a model Deployment under its pipeline's "namespace/name".
 inline constexpr const char* kPipelineIndex = "pipeline";
 
+// The Deployments a Reconciler reads, each as its typed view.
+using DeploymentInformer = kube::TypedInformer<api::DeploymentView>;
+
 // How the Deployments informer a Reconciler reads must watch `namespace_name` ("" for all):
-// the Deployments the operator created, indexed by their pipeline.
-kube::Informer::Options DeploymentWatch(const std::string& namespace_name);
+// the Deployments the operator created, indexed by their pipeline (decoded by
+// api::ReadDeployment).
+kube::InformerOptions DeploymentWatch(const std::string& namespace_name);
 
 // The pipeline ("namespace/name") an object the operator created belongs to, from its labels;
 // "" for an object of no pipeline.
+std::string PipelineOf(const api::ObjectMeta& meta);
 std::string PipelineOf(const nlohmann::json& object);
 
 class OwnedObjects {
@@ -47,7 +55,8 @@ class OwnedObjects {
   void Stop();
   bool Synced() const;  // every watch has listed
 
-  std::optional<nlohmann::json> RoutingConfigMap(const model::Pipeline& pipeline) const;
+  std::shared_ptr<const api::ConfigMapView> RoutingConfigMap(
+      const model::Pipeline& pipeline) const;  // nullptr: there is none
   RouterObjects Router(const model::Pipeline& pipeline) const;
 
   // A Deployment a pipeline adopts by name (a variant's deploymentName: made by someone else, it
@@ -57,7 +66,7 @@ class OwnedObjects {
   // yet: ask the apiserver.
   struct Adopted {
     bool known = false;
-    std::optional<nlohmann::json> deployment;  // nullopt: there is none
+    std::shared_ptr<const api::DeploymentView> deployment;  // nullptr: there is none
   };
   Adopted AdoptedDeployment(const std::string& pipeline_key, const std::string& namespace_name,
                             const std::string& name) const;
@@ -69,16 +78,20 @@ class OwnedObjects {
   const kube::Client& client_;
   const std::string namespace_;
   const Changed changed_;
-  // The routing ConfigMaps, then the router's ServiceAccounts, RoleBindings, Deployments and
-  // Services.
-  std::vector<std::unique_ptr<kube::Informer>> informers_;
+  // The routing ConfigMaps; the router's ServiceAccounts, RoleBindings and Services (whether
+  // they exist is all a reconcile asks), and its Deployments.
+  std::unique_ptr<kube::TypedInformer<api::ConfigMapView>> config_maps_;
+  std::vector<std::unique_ptr<kube::TypedInformer<api::ObjectMeta>>> router_parts_;
+  std::unique_ptr<DeploymentInformer> router_deployments_;
+
+  std::vector<kube::InformerBase*> Watches() const;  // every informer but adoptable_
 
   // Reconciles the pipelines that adopted Deployment `key` ("namespace/name").
   void AdoptedChanged(const std::string& key) const;
 
   // Adopted Deployments (a cache behind a const read: mutable).
   mutable std::mutex adopted_mu_;
-  mutable std::unique_ptr<kube::Informer> adoptable_;
+  mutable std::unique_ptr<DeploymentInformer> adoptable_;
   mutable std::map<std::string, std::set<std::string>> adopters_;  // Deployment key -> pipelines
   bool started_ = false, stopping_ = false;                        // under adopted_mu_
 };

@@ -1,13 +1,18 @@
 // One Deployment of a plan as the reconciler's steps see it: where the task runs, what the plan
-// asks, what runs now, and the replicas the steps settle on.
+// asks, what runs now, and the replicas the steps settle on; and the pipeline's Deployments as
+// they were read.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
+#include "api/deployment_view.h"
 #include "model/pipeline.h"
 
 namespace pipescale::reconciler {
+
+using Deployments = std::map<std::string, api::DeploymentView>;  // the pipeline's, by name
 
 struct PlannedDeployment {
   const model::Task* task = nullptr;

@@ -3,12 +3,9 @@
 #include <chrono>
 #include <cmath>
 
-#include "api/deployment.h"
-#include "api/pipeline_parse.h"
-#include "api/router_objects.h"
+#include "api/deployment_view.h"
 #include "api/status_json.h"
 #include "common/log.h"
-#include "common/time.h"
 #include "kube/merge_patch.h"
 #include "optimizer/registry.h"
 #include "reconciler/conditions.h"
@@ -18,8 +15,8 @@ namespace pipescale::reconciler {
 
 using nlohmann::json;
 
-Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-                       const kube::Informer& deployments, const OwnedObjects& owned,
+Reconciler::Reconciler(const kube::Client& client, const PipelineInformer& pipelines,
+                       const DeploymentInformer& deployments, const OwnedObjects& owned,
                        MetricsReader metrics, Clock clock, HistoryReader history)
     : client_(client),
       pipelines_(pipelines),
@@ -30,9 +27,9 @@ Reconciler::Reconciler(const kube::Client& client, const kube::Informer& pipelin
       history_(std::move(history)) {}
 
 Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
-  std::optional<json> cached = pipelines_.Get(key);
-  std::string cached_version = cached ? api::ReadObjectMeta(*cached).resource_version : "";
-  std::optional<json> object = Latest(key, std::move(cached));
+  Object cached = pipelines_.Get(key);
+  std::string cached_version = cached ? cached->meta.resource_version : "";
+  Object object = Latest(key, std::move(cached));
   Outcome outcome;
   if (!object) {
     // Deleted: its Deployments go with it through their owner references.
@@ -41,7 +38,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
     memory_.erase(key);
     return outcome;
   }
-  auto seen = Observe(key, std::move(*object), std::move(cached_version));
+  auto seen = Observe(key, std::move(object), std::move(cached_version));
   if (!seen) return seen.error();
   Decision decision = TimedDecide(key, *seen, outcome);
   if (Status acted = Act(*seen, decision, outcome); !acted) return acted.error();
@@ -52,21 +49,21 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Observe: the object, its status typed, its Deployments, the metrics, the router's objects and
-// what the cluster can place. The object's JSON is read here and nowhere else.
+// Observe: the object (decoded by the informer), its Deployments, the metrics, the router's
+// objects and what the cluster can place, all typed: Decide reads no JSON.
 
-Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, json object,
+Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, Object object,
                                                     std::string cached_version) {
-  Observation seen{.observed = {},
-                   .parsed = ParseObserved(object),
-                   .meta = api::ReadObjectMeta(object),
-                   .cached_version = std::move(cached_version)};
+  Observation seen{
+      .observed = {}, .object = std::move(object), .cached_version = std::move(cached_version)};
+  const api::PipelineObject& read = *seen.object;
   Observed& o = seen.observed;
-  o.status = api::ReadStatus(api::StatusOf(object), key);
-  o.object = std::move(object);
+  o.meta = read.meta;
+  o.status = read.status;
+  o.router_pipeline = read.for_router;
   o.now = clock_();
   o.deployments = ObserveDeployments(seen);
-  const std::optional<model::Pipeline>& pipeline = seen.parsed.pipeline;
+  const std::optional<model::Pipeline>& pipeline = read.parsed.pipeline;
   if (pipeline) {
     o.metrics = metrics_(*pipeline);
     o.routing_config_map = ObserveRoutingConfigMap(*pipeline);
@@ -74,35 +71,35 @@ Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, json
     o.router_cluster_role = router_cluster_role_;
     o.milp_solver = milp_solver_;
   }
-  o.memory = Remembered(key, o.status, seen.parsed, o.now);
+  o.memory = Remembered(key, o.status, read.parsed, o.now);
   if (pipeline) o.capacity = ObserveCapacity(*pipeline);
   return seen;
 }
 
-std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& seen) const {
-  const api::ObjectMeta& pipeline = seen.meta;
-  std::map<std::string, json> out;
-  for (json& d :
+Deployments Reconciler::ObserveDeployments(const Observation& seen) const {
+  const api::ObjectMeta& pipeline = seen.object->meta;
+  const std::optional<model::Pipeline>& parsed = seen.object->parsed.pipeline;
+  Deployments out;
+  for (const auto& d :
        deployments_.ByIndex(kPipelineIndex, pipeline.namespace_name + "/" + pipeline.name)) {
-    std::string name = api::ReadObjectMeta(d).name;  // before the move: `=` reads its right first
-    out[std::move(name)] = std::move(d);
+    out.emplace(d->meta.name, *d);
   }
   // Adopted Deployments carry none of our labels: read them by name, from their own watch once
   // it has listed. (An invalid spec is decided without its Deployments.)
-  if (!seen.parsed.pipeline) return out;
+  if (!parsed) return out;
   const std::string key = pipeline.namespace_name + "/" + pipeline.name;
-  for (const model::Task& task : seen.parsed.pipeline->spec.tasks) {
+  for (const model::Task& task : parsed->spec.tasks) {
     for (const model::Variant& variant : task.variants) {
       const std::string& adopted = variant.deployment_name;
       if (adopted.empty() || out.contains(adopted)) continue;
       OwnedObjects::Adopted cached =
           owned_.AdoptedDeployment(key, pipeline.namespace_name, adopted);
       if (cached.known) {
-        if (cached.deployment) out[adopted] = std::move(*cached.deployment);
+        if (cached.deployment) out.emplace(adopted, *cached.deployment);
         continue;
       }
       auto d = client_.Get(kube::ObjectPath(kube::kDeployments, pipeline.namespace_name, adopted));
-      if (d) out[adopted] = std::move(*d);
+      if (d) out.emplace(adopted, api::ReadDeployment(*d));
     }
   }
   return out;
@@ -110,12 +107,15 @@ std::map<std::string, json> Reconciler::ObserveDeployments(const Observation& se
 
 // The routing ConfigMap, for an optimizer that hands the data plane anything; nullopt when it
 // is absent.
-std::optional<json> Reconciler::ObserveRoutingConfigMap(const model::Pipeline& pipeline) const {
+std::optional<api::ConfigMapView> Reconciler::ObserveRoutingConfigMap(
+    const model::Pipeline& pipeline) const {
   if (!pipeline.spec.router &&
       optimizer::OptimizerOf(pipeline.spec).data_plane == optimizer::DataPlane::kNone) {
     return std::nullopt;
   }
-  return owned_.RoutingConfigMap(pipeline);
+  const auto cached = owned_.RoutingConfigMap(pipeline);
+  if (cached == nullptr) return std::nullopt;
+  return *cached;
 }
 
 std::optional<ClusterCapacity> Reconciler::ObserveCapacity(const model::Pipeline& pipeline) const {
@@ -152,7 +152,7 @@ Memory Reconciler::Remembered(const std::string& key, const model::PipelineStatu
 
 Decision Reconciler::TimedDecide(const std::string& key, Observation& seen, Outcome& outcome) {
   const auto start = std::chrono::steady_clock::now();
-  Decision decision = Decide(seen.observed, seen.parsed);
+  Decision decision = Decide(seen.observed, seen.object->parsed);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   outcome.decide_seconds = ms / 1000;
@@ -173,7 +173,7 @@ Decision Reconciler::TimedDecide(const std::string& key, Observation& seen, Outc
 // Act: the Deployments, the routing ConfigMap and the router's objects, in that order.
 
 Status Reconciler::Act(const Observation& seen, const Decision& decision, Outcome& outcome) const {
-  const std::string& ns = seen.meta.namespace_name;
+  const std::string& ns = seen.observed.meta.namespace_name;
   for (const DeploymentWrite& write : decision.writes) {
     if (Status s = Write(ns, write, outcome); !s) return s.error();
   }
@@ -202,7 +202,8 @@ Status Reconciler::Write(const std::string& ns, const DeploymentWrite& write,
       // It exists after all (our cache was behind): re-read and set what we manage.
       auto existing = client_.Get(path);
       if (!existing) return existing.error();
-      auto patch = api::ManagedPatch(*existing, write.batch_env, write.replicas, write.batch_size);
+      auto patch = api::ManagedPatch(api::ReadDeployment(*existing), write.batch_env,
+                                     write.replicas, write.batch_size);
       if (!patch) return Done{};
       auto patched = client_.StrategicMergePatch(path, *patch);
       if (!patched) return patched.error();
@@ -265,7 +266,7 @@ Status Reconciler::Report(const std::string& key, Observation& seen, Decision de
   EmitEvents(seen, decision, outcome);
   const model::PipelineStatus& status = decision.status;
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
-  outcome.conditions = api::ConditionsToJson(status.conditions);
+  outcome.conditions = status.conditions;
   outcome.cost_per_hour = status.cost_per_hour.value_or(0);
   if (decision.plan && status.plan) outcome.deployments = status.plan->deployments;
   if (status.observed && status.observed->data_plane) {
@@ -279,74 +280,74 @@ Status Reconciler::Report(const std::string& key, Observation& seen, Decision de
 
 Status Reconciler::WriteStatus(const std::string& key, const Observation& seen,
                                const Decision& decision, Outcome& outcome) {
-  const json& previous = api::StatusOf(seen.observed.object);
+  const api::PipelineObject& read = *seen.object;
+  const json previous = read.StoredStatus();
   const json status = api::StatusToJson(decision.status);
   if (!WorthWriting(previous, status)) return Done{};
   // Keys the decision left out are removed, not kept by the merge.
   auto written = client_.MergePatch(
-      kube::ObjectPath(kInferencePipelines, seen.meta.namespace_name, seen.meta.name, "status"),
+      kube::ObjectPath(kInferencePipelines, read.meta.namespace_name, read.meta.name, "status"),
       {{"status", kube::MergePatchFrom(previous, status)}});
   if (!written) return written.error();
-  RememberWritten(key, seen.observed.object, seen.cached_version, std::move(*written));
+  RememberWritten(key, read, seen.cached_version,
+                  std::make_shared<const api::PipelineObject>(api::ReadPipelineObject(*written)));
   outcome.status_written = true;
-  const model::PipelineStatus& before = seen.observed.status;
+  const model::PipelineStatus& before = read.status;
   const bool newly_invalid =
-      !seen.parsed.pipeline && (ConditionStatus(before.conditions, "Ready") != "False" ||
+      !read.parsed.pipeline && (ConditionStatus(before.conditions, "Ready") != "False" ||
                                 before.observed_generation != decision.status.observed_generation);
   if (newly_invalid) {
-    const auto& errors = seen.parsed.errors;
-    Emit(seen.meta, "Warning", reason::kInvalidSpec,
-         errors.empty() ? "invalid spec" : errors.front().ToString(), seen.observed.now, outcome);
+    const auto& errors = read.parsed.errors;
+    Emit(read.meta,
+         {.type = "Warning",
+          .reason = reason::kInvalidSpec,
+          .message = errors.empty() ? "invalid spec" : errors.front().ToString(),
+          .now = seen.observed.now},
+         outcome);
   }
   return Done{};
 }
 
 void Reconciler::EmitEvents(const Observation& seen, const Decision& decision,
                             Outcome& outcome) const {
+  const api::ObjectMeta& meta = seen.object->meta;
   const double now = seen.observed.now;
   for (const std::string& message : decision.events) {
-    Emit(seen.meta, "Normal", "PlanChanged", message, now, outcome);
+    Emit(meta, {.type = "Normal", .reason = "PlanChanged", .message = message, .now = now},
+         outcome);
   }
   for (const Event& warning : decision.warnings) {
-    Emit(seen.meta, "Warning", warning.reason, warning.message, now, outcome);
+    Emit(meta,
+         {.type = "Warning", .reason = warning.reason, .message = warning.message, .now = now},
+         outcome);
   }
   for (const Event& notice : decision.notices) {
-    Emit(seen.meta, "Normal", notice.reason, notice.message, now, outcome);
+    Emit(meta, {.type = "Normal", .reason = notice.reason, .message = notice.message, .now = now},
+         outcome);
   }
   for (const Revert& revert : decision.reverts) {
-    Emit(seen.meta, "Warning", reason::kChangeReverted, revert.Message(), now, outcome);
+    Emit(meta,
+         {.type = "Warning",
+          .reason = reason::kChangeReverted,
+          .message = revert.Message(),
+          .now = now},
+         outcome);
     outcome.reverted_fields.push_back(revert.field);
   }
 }
 
-void Reconciler::Emit(const api::ObjectMeta& meta, const std::string& type,
-                      const std::string& reason, const std::string& message, double now,
+void Reconciler::Emit(const api::ObjectMeta& meta, const api::EventRecord& event,
                       Outcome& outcome) const {
   const std::string& ns = meta.namespace_name;
-  const json event = {{"apiVersion", "v1"},
-                      {"kind", "Event"},
-                      {"metadata", {{"generateName", meta.name + "."}, {"namespace", ns}}},
-                      {"involvedObject",
-                       {{"apiVersion", "pipescale.io/v1alpha1"},
-                        {"kind", "InferencePipeline"},
-                        {"name", meta.name},
-                        {"namespace", ns},
-                        {"uid", meta.uid}}},
-                      {"type", type},
-                      {"reason", reason},
-                      {"message", message.substr(0, 1024)},
-                      {"source", {{"component", "pipescale-operator"}}},
-                      {"firstTimestamp", FormatRfc3339(now)},
-                      {"lastTimestamp", FormatRfc3339(now)},
-                      {"count", 1}};
   // An event that cannot be written is not worth failing the reconcile for, but is worth a line.
-  auto created = client_.Create(kube::CollectionPath(kube::kEvents, ns), event);
+  auto created =
+      client_.Create(kube::CollectionPath(kube::kEvents, ns), api::BuildEvent(meta, event));
   if (created.ok()) {
     ++outcome.events;
   } else {
     Log("warning", "cannot record an event",
         {{"pipeline", ns + "/" + meta.name},
-         {"reason", reason},
+         {"reason", event.reason},
          {"error", created.error().message}});
   }
 }
@@ -354,32 +355,33 @@ void Reconciler::Emit(const api::ObjectMeta& meta, const std::string& type,
 // ---------------------------------------------------------------------------------------------
 // What this replica wrote, against an informer that lags it.
 
-std::optional<json> Reconciler::Latest(const std::string& key, std::optional<json> cached) {
+Reconciler::Object Reconciler::Latest(const std::string& key, Object cached) {
   std::lock_guard lock(mu_);
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
-  if (cached && it->second.superseded.contains(api::ReadObjectMeta(*cached).resource_version))
+  if (cached && it->second.superseded.contains(cached->meta.resource_version)) {
     return it->second.object;
+  }
   written_.erase(it);  // caught up, deleted, or written by someone else since: the cache rules
   return cached;
 }
 
-bool Reconciler::EchoOfOwnWrite(const std::string& key, const json& object) {
+bool Reconciler::EchoOfOwnWrite(const std::string& key, const api::PipelineObject& object) {
   std::lock_guard lock(mu_);
   const auto it = written_.find(key);
   if (it == written_.end()) return false;
-  const std::string written = api::ReadObjectMeta(it->second.object).resource_version;
-  if (written.empty() || written != api::ReadObjectMeta(object).resource_version) return false;
+  const std::string& written = it->second.object->meta.resource_version;
+  if (written.empty() || written != object.meta.resource_version) return false;
   written_.erase(it);
   return true;
 }
 
-void Reconciler::RememberWritten(const std::string& key, const json& decided_from,
-                                 const std::string& cached_version, json written) {
+void Reconciler::RememberWritten(const std::string& key, const api::PipelineObject& decided_from,
+                                 const std::string& cached_version, Object written) {
   std::lock_guard lock(mu_);
   Written& w = written_[key];
   w.superseded.insert(cached_version);
-  w.superseded.insert(api::ReadObjectMeta(decided_from).resource_version);
+  w.superseded.insert(decided_from.meta.resource_version);
   w.object = std::move(written);
 }
 

@@ -5,13 +5,16 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "api/event.h"
 #include "api/object_meta.h"
+#include "api/pipeline_object.h"
 #include "common/result.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -28,6 +31,10 @@ inline const kube::ResourceType kInferencePipelines{"pipescale.io/v1alpha1", "in
 // Selects the Deployments the operator created for some pipeline.
 inline constexpr const char* kDeploymentSelector = "pipescale.io/pipeline";
 
+// The InferencePipelines a Reconciler reads, each decoded once per version
+// (api::ReadPipelineObject): a reconcile parses nothing.
+using PipelineInformer = kube::TypedInformer<api::PipelineObject>;
+
 class Reconciler {
  public:
   using MetricsReader = std::function<Result<model::MetricsSnapshot>(const model::Pipeline&)>;
@@ -38,9 +45,9 @@ class Reconciler {
 
   // The caches must outlive the reconciler; `deployments` watches as DeploymentWatch says.
   // Without `history` a new leader starts its planners' rates from nothing.
-  Reconciler(const kube::Client& client, const kube::Informer& pipelines,
-             const kube::Informer& deployments, const OwnedObjects& owned, MetricsReader metrics,
-             Clock clock, HistoryReader history = nullptr);
+  Reconciler(const kube::Client& client, const PipelineInformer& pipelines,
+             const DeploymentInformer& deployments, const OwnedObjects& owned,
+             MetricsReader metrics, Clock clock, HistoryReader history = nullptr);
 
   // Plan within what the cluster can place, as `cluster` (kept from the Node and Pod watches)
   // says; it must outlive the reconciler. Without it only the spec's limits apply.
@@ -68,10 +75,9 @@ class Reconciler {
     std::optional<double> served_accuracy;
     // The measured profiles beside the declared ones (status.observed.profiles).
     std::vector<model::ObservedProfile> profiles;
-    std::optional<ClusterCapacity> capacity;  // what the cluster could place, when known
-    // status.conditions as decided, in their JSON form (api::ConditionsToJson).
-    nlohmann::json conditions = nlohmann::json::array();
-    std::vector<std::string> deployments;  // the plan's Deployments (status.plan.tasks)
+    std::optional<ClusterCapacity> capacity;   // what the cluster could place, when known
+    std::vector<model::Condition> conditions;  // status.conditions as decided
+    std::vector<std::string> deployments;      // the plan's Deployments (status.plan.tasks)
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's
@@ -82,28 +88,28 @@ class Reconciler {
   // of this replica's last status write, which has nothing new to reconcile (a reconcile for it
   // would double the reconciles of every pipeline whose measured rates move). The copy of the
   // write kept for Latest is dropped then: the cache holds it now.
-  bool EchoOfOwnWrite(const std::string& key, const nlohmann::json& object);
+  bool EchoOfOwnWrite(const std::string& key, const api::PipelineObject& object);
 
  private:
-  // What one reconcile observed: the object as read (its metadata and spec parsed once), and
-  // what Decide reads. The object's JSON is read only here, at the boundary.
-  struct Observation {  // NOLINT(bugprone-exception-escape): json's moves may throw
+  using Object = std::shared_ptr<const api::PipelineObject>;
+
+  // What one reconcile observed: the object as the informer decoded it (its metadata, spec and
+  // status typed once per version), and what Decide reads, typed.
+  struct Observation {
     Observed observed;
-    api::ParsedPipeline parsed;
-    api::ObjectMeta meta;
+    Object object;
     std::string cached_version;  // the informer's resourceVersion, which a status write supersedes
   };
 
   // The phases of a reconcile.
-  Result<Observation> Observe(const std::string& key, nlohmann::json object,
-                              std::string cached_version);
+  Result<Observation> Observe(const std::string& key, Object object, std::string cached_version);
   Decision TimedDecide(const std::string& key, Observation& seen, Outcome& outcome);
   Status Act(const Observation& seen, const Decision& decision, Outcome& outcome) const;
   Status Report(const std::string& key, Observation& seen, Decision decision, Outcome& outcome);
 
   // Observe's parts.
-  std::map<std::string, nlohmann::json> ObserveDeployments(const Observation& seen) const;
-  std::optional<nlohmann::json> ObserveRoutingConfigMap(const model::Pipeline& pipeline) const;
+  Deployments ObserveDeployments(const Observation& seen) const;
+  std::optional<api::ConfigMapView> ObserveRoutingConfigMap(const model::Pipeline& pipeline) const;
   std::optional<ClusterCapacity> ObserveCapacity(const model::Pipeline& pipeline) const;
   Memory Remembered(const std::string& key, const model::PipelineStatus& status,
                     const api::ParsedPipeline& parsed, double now);
@@ -117,12 +123,11 @@ class Reconciler {
   Status WriteStatus(const std::string& key, const Observation& seen, const Decision& decision,
                      Outcome& outcome);
   void EmitEvents(const Observation& seen, const Decision& decision, Outcome& outcome) const;
-  void Emit(const api::ObjectMeta& meta, const std::string& type, const std::string& reason,
-            const std::string& message, double now, Outcome& outcome) const;
+  void Emit(const api::ObjectMeta& meta, const api::EventRecord& event, Outcome& outcome) const;
 
   const kube::Client& client_;
-  const kube::Informer& pipelines_;
-  const kube::Informer& deployments_;
+  const PipelineInformer& pipelines_;
+  const DeploymentInformer& deployments_;
   const OwnedObjects& owned_;
   std::string router_cluster_role_ = "pipescale-router";
   optimizer::MilpSolver milp_solver_;
@@ -134,15 +139,14 @@ class Reconciler {
   // The informer's copy of `key`, or the status this replica wrote since when the copy is
   // older: it lags a write by a watch event, and a decision from it would announce the same
   // change twice (a Deployment's watch event requeues the pipeline right after the write).
-  std::optional<nlohmann::json> Latest(const std::string& key,
-                                       std::optional<nlohmann::json> cached);
-  void RememberWritten(const std::string& key, const nlohmann::json& decided_from,
-                       const std::string& cached_version, nlohmann::json written);
+  Object Latest(const std::string& key, Object cached);
+  void RememberWritten(const std::string& key, const api::PipelineObject& decided_from,
+                       const std::string& cached_version, Object written);
 
-  // Per pipeline key: the object as this replica last wrote it, and the resourceVersions it
-  // superseded, which the informer may still show.
-  struct Written {  // NOLINT(bugprone-exception-escape): json's moves may throw
-    nlohmann::json object;
+  // Per pipeline key: the object as this replica last wrote it, decoded as the informer
+  // decodes, and the resourceVersions it superseded, which the informer may still show.
+  struct Written {
+    Object object;
     std::set<std::string> superseded;
   };
 

@@ -11,16 +11,16 @@ namespace {
 
 using nlohmann::json;
 
-// What the operator keeps on the router's Deployment: its replicas and its one container.
-json ManagedPart(const json& deployment) {
-  const json spec = deployment.value("spec", json::object());
-  const json containers = spec.value("template", json::object())
-                              .value("spec", json::object())
-                              .value("containers", json::array());
-  const json c = containers.is_array() && !containers.empty() ? containers[0] : json::object();
-  return {{"replicas", spec.value("replicas", json())},
-          {"image", c.value("image", json())},
-          {"args", c.value("args", json())}};
+// What the operator keeps on the router's Deployment: its replicas and its one container's
+// image and arguments.
+bool SameManagedPart(const api::DeploymentView& have, const api::DeploymentView& want) {
+  const auto image = [](const api::DeploymentView& d) {
+    return d.container ? d.container->image : std::nullopt;
+  };
+  const auto args = [](const api::DeploymentView& d) {
+    return d.container ? d.container->args : std::vector<std::string>{};
+  };
+  return have.replicas == want.replicas && image(have) == image(want) && args(have) == args(want);
 }
 
 }  // namespace
@@ -49,16 +49,13 @@ std::vector<ObjectWrite> RouterWrites(const model::Pipeline& pipeline, const std
     writes.push_back({kRouterRoleBindings, name, true,
                       api::BuildRouterRoleBinding(pipeline, owner, cluster_role)});
   }
-  std::optional<int> running;
-  if (current.deployment) {
-    const json r = current.deployment->value("spec", json::object()).value("replicas", json());
-    if (r.is_number_integer()) running = r.get<int>();
-  }
+  const std::optional<int> running =
+      current.deployment ? current.deployment->replicas : std::nullopt;
   const int replicas = RouterReplicas(*pipeline.spec.router, arrival_rps, running);
   const json desired = api::BuildRouterDeployment(pipeline, owner, replicas);
   if (!current.deployment) {
     writes.push_back({kube::kDeployments, name, true, desired});
-  } else if (ManagedPart(*current.deployment) != ManagedPart(desired)) {
+  } else if (!SameManagedPart(*current.deployment, api::ReadDeployment(desired))) {
     writes.push_back({kube::kDeployments,
                       name,
                       false,
@@ -74,7 +71,7 @@ std::vector<ObjectWrite> RouterWrites(const model::Pipeline& pipeline, const std
 
 std::optional<ConfigMapWrite> RouterPipelineWrite(const model::Pipeline& pipeline,
                                                   const std::string& uid,
-                                                  const std::optional<json>& current,
+                                                  const std::optional<api::ConfigMapView>& current,
                                                   const std::string& pipeline_json) {
   if (!pipeline.spec.router) return std::nullopt;
   const std::string name = api::RoutingConfigMapName(pipeline);
@@ -85,8 +82,8 @@ std::optional<ConfigMapWrite> RouterPipelineWrite(const model::Pipeline& pipelin
     body["data"] = data;
     return ConfigMapWrite{true, name, std::move(body)};
   }
-  const json have = current->value("data", json::object());
-  if (have.is_object() && have.value(api::kPipelineKey, json()) == pipeline_json) {
+  if (const auto have = current->data.find(api::kPipelineKey);
+      have != current->data.end() && have->second == pipeline_json) {
     return std::nullopt;
   }
   return ConfigMapWrite{false, name, {{"data", data}}};

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "api/config_map.h"
+#include "api/deployment_view.h"
 #include "kube/client.h"
 #include "model/pipeline.h"
 #include "reconciler/writes.h"
@@ -20,9 +22,11 @@ inline const kube::ResourceType kRouterServices{"v1", "services", true};
 inline const kube::ResourceType kRouterRoleBindings{"rbac.authorization.k8s.io/v1", "rolebindings",
                                                     true};
 
-// The router's objects as read; nullopt where absent.
+// The router's objects as read: which exist, and its Deployment (nullopt when absent), whose
+// replicas and container the operator keeps as decided.
 struct RouterObjects {
-  std::optional<nlohmann::json> service_account, role_binding, deployment, service;
+  bool service_account = false, role_binding = false, service = false;
+  std::optional<api::DeploymentView> deployment;
 };
 
 // A create when `create`, else a JSON merge patch.
@@ -45,7 +49,7 @@ std::vector<ObjectWrite> RouterWrites(const model::Pipeline& pipeline, const std
 // The routing ConfigMap's pipeline.json, created or patched when it differs from `pipeline_json`.
 std::optional<ConfigMapWrite> RouterPipelineWrite(const model::Pipeline& pipeline,
                                                   const std::string& uid,
-                                                  const std::optional<nlohmann::json>& current,
+                                                  const std::optional<api::ConfigMapView>& current,
                                                   const std::string& pipeline_json);
 
 }  // namespace pipescale::reconciler

@@ -1,14 +1,12 @@
 #include "reconciler/status.h"
 
 #include "api/deployment.h"
-#include "api/object_meta.h"
+#include "api/deployment_view.h"
 #include "common/strings.h"
 #include "common/time.h"
 #include "reconciler/conditions.h"
 
 namespace pipescale::reconciler {
-
-using nlohmann::json;
 
 model::AppliedPlan PlanStatus(const model::Plan& plan,
                               const std::vector<PlannedDeployment>& planned) {
@@ -85,13 +83,14 @@ void SetFeasible(std::vector<model::Condition>& conditions, const model::Plan& p
   }
 }
 
-Spend RunningSpend(const model::Pipeline& pipeline, const std::map<std::string, json>& deployments,
+Spend RunningSpend(const model::Pipeline& pipeline,
+                   const std::map<std::string, api::DeploymentView>& deployments,
                    const std::set<std::string>& except) {
   Spend out;
   for (const auto& [name, deployment] : deployments) {
     if (except.contains(name)) continue;
     const int running = api::RunningReplicas(deployment);
-    const auto labels = api::ReadObjectMeta(deployment).labels;
+    const auto& labels = deployment.meta.labels;
     const auto label = labels.find("pipescale.io/hardware-class");
     const int hw = label == labels.end() ? -1 : pipeline.HardwareClassIndex(label->second);
     out.replicas += running;

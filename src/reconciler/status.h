@@ -4,11 +4,11 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "api/deployment_view.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
@@ -49,7 +49,7 @@ void SetFeasible(std::vector<model::Condition>& conditions, const model::Plan& p
 // The replicas and cost of what the pipeline's Deployments run, by hardware-class label; those
 // named in `except` are left out.
 Spend RunningSpend(const model::Pipeline& pipeline,
-                   const std::map<std::string, nlohmann::json>& deployments,
+                   const std::map<std::string, api::DeploymentView>& deployments,
                    const std::set<std::string>& except = {});
 
 }  // namespace pipescale::reconciler

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "api/deployment.h"
-#include "api/object_meta.h"
 #include "api/router_objects.h"
 #include "common/strings.h"
 
@@ -62,10 +61,10 @@ std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
   std::vector<DeploymentWrite> writes;
   for (const auto& [name, deployment] : deployments) {
     if (planned_names.contains(name)) continue;
-    const Labels labels = api::ReadObjectMeta(deployment).labels;
+    const Labels& labels = deployment.meta.labels;
     if (!Listed(pipeline, labels) && Label(labels, "pipescale.io/pipeline") == pipeline.name) {
       writes.push_back({DeploymentWrite::Kind::kDelete, name, {}});
-    } else if (api::ReadManagedFields(deployment, "").replicas.value_or(0) != 0) {
+    } else if (deployment.replicas.value_or(0) != 0) {
       writes.push_back({DeploymentWrite::Kind::kScaleToZero, name, {{"spec", {{"replicas", 0}}}}});
     }
   }
@@ -73,7 +72,7 @@ std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
 }
 
 std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, const std::string& uid,
-                                           const std::optional<json>& current,
+                                           const std::optional<api::ConfigMapView>& current,
                                            const model::Plan& plan) {
   const std::string name = api::RoutingConfigMapName(pipeline);
   if (!current) {
@@ -81,14 +80,13 @@ std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, cons
     return ConfigMapWrite{true, name, api::BuildRoutingConfigMap(pipeline, owner, plan)};
   }
   const json data = api::RoutingConfigMapData(pipeline, plan);
-  json have = current->value("data", json::object());
-  if (!have.is_object()) have = json::object();
+  std::map<std::string, std::string> have = current->data;
   have.erase(api::kPipelineKey);  // the router's part (reconciler/router.h)
-  if (have == data) return std::nullopt;
+  if (json(have) == data) return std::nullopt;
   // A merge patch: a key the plan no longer hands over (another optimizer's, batches the
   // servers form again) is removed, not left for the router to apply.
   json patch = data;
-  for (const auto& [key, value] : have.items()) {
+  for (const auto& [key, value] : have) {
     if (!data.contains(key)) patch[key] = nullptr;
   }
   return ConfigMapWrite{false, name, {{"data", patch}}};

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "api/config_map.h"
+#include "api/deployment_view.h"
 #include "model/pipeline.h"
 #include "model/plan.h"
 #include "model/status.h"
@@ -36,8 +38,6 @@ struct ConfigMapWrite {
   nlohmann::json body;  // the object (create) or a merge patch of its data
 };
 
-using Deployments = std::map<std::string, nlohmann::json>;  // the pipeline's, by name
-
 // A create for a Deployment that does not exist, else a patch of what differs, if anything.
 std::vector<DeploymentWrite> PlanWrites(const model::Pipeline& pipeline, const std::string& uid,
                                         const Deployments& deployments,
@@ -52,7 +52,7 @@ std::vector<DeploymentWrite> LeftoverWrites(const model::Pipeline& pipeline,
 // The routing ConfigMap's create or data patch (a merge patch: keys the plan no longer hands
 // over are set to null); nullopt when `current` already holds the data.
 std::optional<ConfigMapWrite> RoutingWrite(const model::Pipeline& pipeline, const std::string& uid,
-                                           const std::optional<nlohmann::json>& current,
+                                           const std::optional<api::ConfigMapView>& current,
                                            const model::Plan& plan);
 
 // A managed field someone else changed since the operator last set it, and what it goes back to.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/limits.h"
 
 namespace pipescale::trace {
 
@@ -27,9 +28,9 @@ struct Trace {
   double MeanRps() const;
 };
 
-// The most a trace may ask for: a month, and a million requests a second at any time.
-inline constexpr double kMaxSeconds = 31 * 86400.0;
-inline constexpr double kMaxRps = 1e6;
+// The most a trace may ask for (limits::kMaxTraceSeconds, limits::kMaxTraceRps).
+inline constexpr double kMaxSeconds = limits::kMaxTraceSeconds;
+inline constexpr double kMaxRps = limits::kMaxTraceRps;
 
 // One of:
 //   RPS:SECONDS[,RPS:SECONDS...]       steps

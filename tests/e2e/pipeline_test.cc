@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
@@ -124,7 +125,7 @@ TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
       const std::string name = t["deployment"];
       auto d = client.Get(kube::ObjectPath(kube::kDeployments, ns, name));
       if (!d.ok()) return false;
-      const auto f = api::ReadManagedFields(*d, "MAX_BATCH_SIZE");
+      const auto f = api::ReadManagedFields(api::ReadDeployment(*d), "MAX_BATCH_SIZE");
       if (f.replicas != t["replicas"].get<int>() || f.batch_size != t["batchSize"].get<int>()) {
         return false;
       }

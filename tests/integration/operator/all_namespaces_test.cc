@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
@@ -68,7 +68,9 @@ class AllNamespacesTest : public testing::ClusterTest {
   // The replicas the Deployment `name` in `ns` asks for, -1 when it does not exist.
   int Replicas(const std::string& ns, const std::string& name) const {
     auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns, name));
-    return d.ok() ? api::ReadManagedFields(*d, "MAX_BATCH_SIZE").replicas.value_or(-1) : -1;
+    return d.ok() ? api::ReadManagedFields(api::ReadDeployment(*d), "MAX_BATCH_SIZE")
+                        .replicas.value_or(-1)
+                  : -1;
   }
 
   // The pipeline's plan is in its Deployments, and its routing tables in its ConfigMap.

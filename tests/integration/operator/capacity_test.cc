@@ -122,7 +122,7 @@ class CapacityTest : public testing::ClusterTest {
     const auto phases = Pods(selector);
     const int live = std::accumulate(phases.begin(), phases.end(), 0,
                                      [](int n, const auto& phase) { return n + phase.second; });
-    const bool rest = !reconciler::RollingOut(d) && live == replicas &&
+    const bool rest = !reconciler::RollingOut(api::ReadDeployment(d)) && live == replicas &&
                       ReadyPods(selector) == replicas &&
                       Deployment(deployment)["spec"].value("replicas", -1) == replicas;
     return rest ? replicas : -1;

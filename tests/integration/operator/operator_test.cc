@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "integration/harness/cluster_test.h"
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
@@ -51,7 +52,7 @@ class OperatorTest : public testing::ClusterTest {
     for (const auto& t : status["plan"]["tasks"]) {
       auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, t["deployment"]));
       if (!d.ok()) return false;
-      const auto f = api::ReadManagedFields(*d, "MAX_BATCH_SIZE");
+      const auto f = api::ReadManagedFields(api::ReadDeployment(*d), "MAX_BATCH_SIZE");
       if (f.replicas != t["replicas"].get<int>() || f.batch_size != t["batchSize"].get<int>()) {
         return false;
       }

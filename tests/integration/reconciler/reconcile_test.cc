@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/objects.h"
@@ -49,11 +50,12 @@ class ReconcilerTest : public ::testing::Test {
     // The reconciler's own, so its requests are counted apart from the test's and the watches'.
     reconciler_client_ = std::make_unique<kube::Client>(LocalEnv::Get().Config());
     ns_ = LocalEnv::Get().FreshNamespace(*client_);
-    pipelines_ = std::make_unique<kube::Informer>(
-        *client_, kube::Informer::Options{.type = kInferencePipelines, .namespace_name = ns_},
-        [](const std::string&, const nlohmann::json&) {});
-    deployments_ = std::make_unique<kube::Informer>(
-        *client_, DeploymentWatch(ns_), [](const std::string&, const nlohmann::json&) {});
+    pipelines_ = std::make_unique<PipelineInformer>(
+        *client_, kube::InformerOptions{.type = kInferencePipelines, .namespace_name = ns_},
+        api::ReadPipelineObject, [](const std::string&, const api::PipelineObject&) {});
+    deployments_ =
+        std::make_unique<DeploymentInformer>(*client_, DeploymentWatch(ns_), api::ReadDeployment,
+                                             [](const std::string&, const api::DeploymentView&) {});
     owned_ = std::make_unique<OwnedObjects>(*client_, ns_, [this](const std::string& key) {
       std::lock_guard lock(adoption_mu_);
       adoption_changes_.push_back(key);
@@ -67,8 +69,8 @@ class ReconcilerTest : public ::testing::Test {
     reconciler_ = MakeReconciler(*deployments_);
   }
 
-  std::unique_ptr<Reconciler> MakeReconciler(const kube::Informer& deployments,
-                                             const kube::Informer* pipelines = nullptr) {
+  std::unique_ptr<Reconciler> MakeReconciler(const DeploymentInformer& deployments,
+                                             const PipelineInformer* pipelines = nullptr) {
     return std::make_unique<Reconciler>(
         *reconciler_client_, pipelines != nullptr ? *pipelines : *pipelines_, deployments, *owned_,
         [this](const model::Pipeline& p) -> Result<model::MetricsSnapshot> {
@@ -88,7 +90,7 @@ class ReconcilerTest : public ::testing::Test {
     auto created = client_->Create(kube::CollectionPath(kInferencePipelines, ns_), object);
     ASSERT_TRUE(created.ok()) << created.error().message;
     const std::string key = ns_ + "/" + object["metadata"]["name"].get<std::string>();
-    ASSERT_TRUE(Eventually([&] { return pipelines_->Get(key).has_value(); }, 10s));
+    ASSERT_TRUE(Eventually([&] { return pipelines_->Get(key) != nullptr; }, 10s));
   }
 
   // Reconciles until the metrics are in (Prometheus needs a few seconds for a new target) and
@@ -136,7 +138,7 @@ class ReconcilerTest : public ::testing::Test {
   api::ManagedFields Fields(const std::string& deployment) {
     auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, deployment));
     if (!d.ok()) return {};
-    return api::ReadManagedFields(*d, "MAX_BATCH_SIZE");
+    return api::ReadManagedFields(api::ReadDeployment(*d), "MAX_BATCH_SIZE");
   }
 
   // Waits until the watch cache has every Deployment the plan in status names, as written.
@@ -158,10 +160,7 @@ class ReconcilerTest : public ::testing::Test {
   // Waits until the watch cache's copy of pipeline `name` carries the status the server holds.
   void WaitForStatusCache(const std::string& name) {
     ASSERT_TRUE(Eventually(
-        [&] {
-          return pipelines_->Get(ns_ + "/" + name)->value("status", json::object()) == Status(name);
-        },
-        10s));
+        [&] { return pipelines_->Get(ns_ + "/" + name)->StoredStatus() == Status(name); }, 10s));
   }
 
   // Waits until the watch cache has the routing ConfigMap of `name` as the server has it.
@@ -174,7 +173,7 @@ class ReconcilerTest : public ::testing::Test {
           auto cached = owned_->RoutingConfigMap(pipeline);
           auto server = client_->Get(
               kube::ObjectPath(kube::kConfigMaps, ns_, api::RoutingConfigMapName(pipeline)));
-          return cached && server.ok() && (*cached)["data"] == (*server)["data"];
+          return cached && server.ok() && cached->data == api::ReadConfigMap(*server).data;
         },
         10s));
   }
@@ -188,8 +187,8 @@ class ReconcilerTest : public ::testing::Test {
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<kube::Client> reconciler_client_;
   std::string ns_;
-  std::unique_ptr<kube::Informer> pipelines_;
-  std::unique_ptr<kube::Informer> deployments_;
+  std::unique_ptr<PipelineInformer> pipelines_;
+  std::unique_ptr<DeploymentInformer> deployments_;
   std::unique_ptr<OwnedObjects> owned_;
   std::mutex adoption_mu_;
   std::vector<std::string> adoption_changes_;  // the pipelines an adopted Deployment's change named
@@ -227,6 +226,11 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   ASSERT_TRUE(events.ok());
   EXPECT_NE(events->dump().find("PlanChanged"), std::string::npos);
 
+  // The status as the apiserver gives it back renders from its typed form: the cache keeps no
+  // second, JSON copy of it.
+  ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
+  EXPECT_FALSE(pipelines_->Get(ns_ + "/shop")->unrendered_status.has_value());
+
   // The same observation again: nothing is written.
   WaitForCache("shop");
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
@@ -259,7 +263,7 @@ TEST_F(ReconcilerTest, AppliesTheFa2PlanAndASecondPassWritesNothing) {
   ASSERT_TRUE(fourth.ok()) << fourth.error().message;
   ASSERT_TRUE(fourth->status_written);
   ASSERT_NO_FATAL_FAILURE(WaitForStatusCache("shop"));
-  const json echo = *pipelines_->Get(ns_ + "/shop");
+  const api::PipelineObject echo = *pipelines_->Get(ns_ + "/shop");
   EXPECT_TRUE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
   EXPECT_FALSE(reconciler_->EchoOfOwnWrite(ns_ + "/shop", echo));
 }
@@ -549,7 +553,7 @@ TEST_F(ReconcilerTest, HandEditsAreRestored) {
   ASSERT_TRUE(Eventually(
       [&] {
         auto cached = deployments_->Get(ns_ + "/" + name);
-        return cached && (*cached)["spec"]["replicas"] == task["replicas"].get<int>() + 7;
+        return cached && cached->replicas == task["replicas"].get<int>() + 7;
       },
       10s));
   ASSERT_TRUE(Eventually(
@@ -572,8 +576,8 @@ TEST_F(ReconcilerTest, ACreateThatConflictsRereadsAndPatches) {
                   .ok());
   // A reconciler whose Deployment cache is empty (never started) believes nothing exists: its
   // creates meet 409 AlreadyExists from the real server and must re-read and patch instead.
-  kube::Informer empty(*client_, DeploymentWatch(ns_),
-                       [](const std::string&, const nlohmann::json&) {});
+  DeploymentInformer empty(*client_, DeploymentWatch(ns_), api::ReadDeployment,
+                           [](const std::string&, const api::DeploymentView&) {});
   reconciler_ = MakeReconciler(empty);
   auto r = reconciler_->Reconcile(ns_ + "/race");
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -591,8 +595,9 @@ TEST_F(ReconcilerTest, ACacheBehindItsOwnWriteAnnouncesNothingTwice) {
   Create(PipelineObject("lag", "Recommend"));
   ReconcileWithMetrics("lag");
   ASSERT_TRUE(last_.has_value());
-  kube::Informer frozen(*client_, {.type = kInferencePipelines, .namespace_name = ns_},
-                        [](const std::string&, const nlohmann::json&) {});
+  PipelineInformer frozen(*client_, {.type = kInferencePipelines, .namespace_name = ns_},
+                          api::ReadPipelineObject,
+                          [](const std::string&, const api::PipelineObject&) {});
   frozen.Start();
   ASSERT_TRUE(frozen.WaitForSync(10s));
   frozen.Stop();

@@ -2,7 +2,7 @@
 // field of the wrong shape reads as absent, never as a crash.
 #include <gtest/gtest.h>
 
-#include "api/deployment.h"
+#include "api/deployment_view.h"
 
 namespace pipescale::api {
 namespace {
@@ -13,6 +13,10 @@ json WithEnv(json env) {
   return {{"spec",
            {{"replicas", 3},
             {"template", {{"spec", {{"containers", {{{"name", "model"}, {"env", env}}}}}}}}}}};
+}
+
+ManagedFields ReadManagedFields(const json& deployment, const std::string& batch_env) {
+  return api::ReadManagedFields(ReadDeployment(deployment), batch_env);
 }
 
 TEST(ManagedFields, ReadsReplicasAndTheBatchEnv) {
@@ -34,6 +38,54 @@ TEST(ManagedFields, AnEnvOfTheWrongShapeReadsAsNoBatch) {
   }
   EXPECT_FALSE(ReadManagedFields(json::array(), "MAX_BATCH_SIZE").replicas.has_value());
   EXPECT_FALSE(ReadManagedFields(json{{"spec", "x"}}, "MAX_BATCH_SIZE").replicas.has_value());
+}
+
+TEST(DeploymentView, ReadsWhatTheReconcilerDecidesFrom) {
+  json d = WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}},
+                    {{"name", "FROM"}, {"valueFrom", json::object()}}});
+  d["metadata"] = {{"name", "shop-a"}, {"generation", 4}, {"labels", {{"app", "x"}}}};
+  d["spec"]["template"]["spec"]["containers"][0]["image"] = "example/model:1";
+  d["spec"]["template"]["spec"]["containers"][0]["args"] = {"--port", 8080, "8080"};
+  d["status"] = {{"replicas", 4}, {"updatedReplicas", 1}, {"observedGeneration", 3}};
+  const DeploymentView v = ReadDeployment(d);
+  EXPECT_EQ(v.meta.name, "shop-a");
+  EXPECT_EQ(v.meta.generation, 4);
+  EXPECT_EQ(v.meta.labels.at("app"), "x");
+  EXPECT_EQ(v.replicas, 3);
+  ASSERT_TRUE(v.container);
+  EXPECT_EQ(v.container->name, "model");
+  EXPECT_EQ(v.container->image, "example/model:1");
+  EXPECT_EQ(v.container->args, (std::vector<std::string>{"--port", "8080"}));
+  EXPECT_EQ(v.container->env.size(), 1u) << "only values the operator could have set";
+  EXPECT_EQ(v.status_replicas, 4);
+  EXPECT_EQ(v.updated_replicas, 1);
+  EXPECT_EQ(v.observed_generation, 3);
+  EXPECT_EQ(RunningReplicas(v), 4);
+}
+
+TEST(DeploymentView, AnythingElseReadsAsAbsent) {
+  for (const json& d : {json::array(), json("x"), json{{"spec", "x"}},
+                        json{{"spec", {{"replicas", 1e20}}}, {"status", {{"replicas", -1.5}}}},
+                        json{{"spec", {{"replicas", json::parse("18446744073709551615")}}}}}) {
+    const DeploymentView v = ReadDeployment(d);
+    EXPECT_FALSE(v.replicas) << d;
+    EXPECT_FALSE(v.container) << d;
+    EXPECT_FALSE(v.status_replicas) << d;
+    EXPECT_EQ(RunningReplicas(v), 0) << d;
+  }
+}
+
+TEST(DeploymentView, ThePatchSetsOnlyWhatDiffers) {
+  const DeploymentView v = ReadDeployment(WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}}}));
+  EXPECT_EQ(ManagedPatch(v, "MAX_BATCH_SIZE", 3, 8), std::nullopt);
+  EXPECT_EQ(*ManagedPatch(v, "MAX_BATCH_SIZE", 5, 8), (json{{"spec", {{"replicas", 5}}}}));
+  EXPECT_EQ(
+      (*ManagedPatch(v, "MAX_BATCH_SIZE", 3, 4))["spec"]["template"]["spec"]["containers"],
+      (json::array({{{"name", "model"},
+                     {"env", json::array({{{"name", "MAX_BATCH_SIZE"}, {"value", "4"}}})}}})));
+  // Without a container there is nothing to set the batch on.
+  EXPECT_EQ(ManagedPatch(ReadDeployment(json{{"spec", {{"replicas", 3}}}}), "MAX_BATCH_SIZE", 3, 4),
+            std::nullopt);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ TEST(NodesFile, CountMakesNumberedNodesWithTheirCapacityAllocatable) {
 TEST(NodesFile, WhatIsNotANodesFileIsNamed) {
   for (const char* text :
        {"nodes: 3", "[1, 2]", "nodes: [{count: 2}]", "nodes: [{name: a, count: 0}]",
-        "nodes: [{name: a, count: 1.5}]", "nodes: [{name: a, count: 100000}]", "{{{"}) {
+        "nodes: [{name: a, count: 1.5}]", "nodes: [{name: a, count: 100000}]",
+        "nodes: [{name: a, count: 4294967297}]", "{{{"}) {
     auto nodes = ParseNodesFile(text, "f.yaml");
     ASSERT_FALSE(nodes.ok()) << text;
     EXPECT_EQ(nodes.error().message.rfind("f.yaml: ", 0), 0u) << nodes.error().message;

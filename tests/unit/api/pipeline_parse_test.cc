@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "api/document.h"
 #include "support/text.h"
 
@@ -351,10 +352,10 @@ TEST(ParsePipeline, RouterIsOptionalDefaultedAndChecked) {
                                      .drop_policy = "per-task",
                                      .max_body_bytes = 16 << 20}));
   auto errors = Errors(ReplaceFirst(kValid, "  forecast:",
-                               "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
-                               "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all, "
-                               "maxBodyBytes: 12}\n"
-                               "  forecast:"));
+                                    "  router: {minReplicas: 5, maxReplicas: 2, threads: 0, "
+                                    "requestsPerSecondPerReplica: 0, replicas: 1, dropPolicy: all, "
+                                    "maxBodyBytes: 12}\n"
+                                    "  forecast:"));
   EXPECT_TRUE(Has(
       errors, "spec.router.dropPolicy: must be none, last-task, per-task or reroute, got \"all\""))
       << Dump(errors);
@@ -481,7 +482,7 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   const auto& hw = parsed.pipeline->spec.hardware_classes[0];
   const auto deployment = BuildDeployment(*parsed.pipeline, {}, task, v, hw, 2, 8);
   EXPECT_EQ(deployment.dump().find("MAX_BATCH_SIZE"), std::string::npos) << deployment.dump();
-  EXPECT_EQ(ManagedPatch(deployment, v.batch_env, 2, 16), std::nullopt);
+  EXPECT_EQ(ManagedPatch(ReadDeployment(deployment), v.batch_env, 2, 16), std::nullopt);
   const auto server = ParsePipeline(kValid);
   EXPECT_FALSE(server.pipeline->spec.tasks[0].variants[0].RouterBatches());
   EXPECT_TRUE(Has(Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: client}")),
@@ -491,7 +492,8 @@ TEST(ParsePipeline, TheRouterMayFormTheBatches) {
   // The user's words are quoted and escaped, as every message quotes them: a terminal's control
   // sequence in a spec must not reach the CLI's output or a status condition raw (the fuzz test
   // found it with another seed).
-  const auto raw = Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: \"\\e[31mred\\n\"}"));
+  const auto raw =
+      Errors(ReplaceFirst(kValid, "max: 64}", "max: 64, formedBy: \"\\e[31mred\\n\"}"));
   EXPECT_TRUE(Has(raw,
                   "spec.tasks[0].variants[0].batchSize.formedBy: must be server or router, "
                   "got \"\\x1B[31mred\\x0A\""))

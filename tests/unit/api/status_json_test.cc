@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/routing_parse.h"
 #include "unit/api/status_samples.h"
 
 namespace pipescale::api {
@@ -214,14 +215,20 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
   EXPECT_TRUE(read.memory->query_mix.empty()) << "a mix without queryMixFor is forgotten";
   EXPECT_FALSE(read.memory->guard_quiet_until);
   for (const char* expected :
-       {"status.observedGeneration: not an integer in range",
-        "status.costPerHour: not a number within 1e11",
+       {"status.observedGeneration: must be an integer, got 1e+30",
+        "status.totalReplicas: must be at most 2147483647, got 99999999999",
+        "status.costPerHour: must be a number",
         "status.conditions[0]: no type, or a status other than True, False and Unknown",
-        "status.conditions[1]: not an object",
-        "status.plan.tasks[0].replicas: not an integer in range",
-        "status.plan.tasks[0].extra: unknown field", "status.plan.phase: not a phase",
-        "status.observed.pathRates.q: not a number within 1e11", "status.foo: unknown field"}) {
-    EXPECT_NE(std::find(dropped.begin(), dropped.end(), expected), dropped.end()) << expected;
+        "status.conditions[1]: must be an object",
+        "status.plan.tasks[0].replicas: must be an integer",
+        "status.plan.tasks[0].extra: unknown field",
+        "status.plan.phase: must be HardwareScaling, AccuracyScaling or Overloaded",
+        "status.observed.pathRates.q: must be a number", "status.foo: unknown field"}) {
+    // Reported as api::Reader reports any field: the path, then what is wrong with it.
+    EXPECT_NE(std::find_if(dropped.begin(), dropped.end(),
+                           [&](const std::string& d) { return d.rfind(expected, 0) == 0; }),
+              dropped.end())
+        << expected;
   }
 }
 
@@ -248,6 +255,27 @@ TEST(StatusJson, ConditionsAloneReadAsInTheStatus) {
   EXPECT_EQ(read[0].status, "False");
   EXPECT_EQ(ConditionsToJson(read), json::parse(R"([{"type": "Ready", "status": "False"}])"));
   EXPECT_TRUE(ReadConditions(json("x")).empty());
+}
+
+// A pools plan is read by one reader whether it comes from the status or from the routing
+// ConfigMap: the same field is wrong in the same words, and the replica bound is the same.
+TEST(StatusJson, APlanIsReadAsTheRoutingConfigMapReadsIt) {
+  const json pools = json::parse(R"([{"task": "t", "qosMs": 100, "members": [
+      {"hardwareClass": "gpu", "replicas": 10001, "maxQuery": 8, "coefficient": 2,
+       "capacityRps": 5}]}])");
+  std::vector<std::string> dropped;
+  const model::PipelineStatus read = Read({{"plan", {{"pools", pools}}}}, &dropped);
+  ASSERT_TRUE(read.plan && read.plan->plan.pools());
+  EXPECT_EQ(read.plan->plan.pools()->pools.at(0).members.at(0).hardware_class, "gpu");
+  const auto routing = ParsePoolsRouting(json{{"optimizer", "kairos"}, {"pools", pools}}.dump());
+  ASSERT_FALSE(routing.ok());
+  EXPECT_EQ(routing.error().message,
+            "pools.json: pools[0].members[0].replicas: must be at most 10000, got 10001");
+  for (const char* expected :
+       {"status.plan.pools[0].members[0].replicas: must be at most 10000, got 10001",
+        "status.plan.pools[0].members[0].coefficient: must be in [0, 1], got 2"}) {
+    EXPECT_NE(std::find(dropped.begin(), dropped.end(), expected), dropped.end()) << expected;
+  }
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ class StatusSampler {
       for (int i = Int(1, 5); i > 0; --i) pools.forecast_rps.push_back(Quantity());
     }
     for (int i = Int(0, 2); i > 0; --i) {
-      model::Pool pool{.task = Name("t"), .qos_ms = Quantity()};
+      // A QoS is a latency, within limits::kMaxMs as every latency a spec names.
+      model::Pool pool{.task = Name("t"), .qos_ms = Int(1, 5000) * 0.5};
       for (int j = Int(1, 3); j > 0; --j) {
         pool.members.push_back({.hardware_class = Name("hw"),
                                 .replicas = Int(0, 100),

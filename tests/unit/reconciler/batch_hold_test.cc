@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "api/pipeline_parse.h"
 #include "optimizer/problem.h"
 #include "optimizer/registry.h"
@@ -33,7 +34,7 @@ model::Pipeline OneTask() {
 }
 
 // A Deployment at generation 2 running batch 4; `rolled` says whether the controller is done.
-json Deployment(bool rolled) {
+json DeploymentObject(bool rolled) {
   return {
       {"metadata", {{"name", "shop-detect-v-cpu"}, {"generation", 2}}},
       {"spec",
@@ -48,15 +49,19 @@ json Deployment(bool rolled) {
         {"updatedReplicas", rolled ? 3 : 1}}}};
 }
 
+api::DeploymentView Deployment(bool rolled) {
+  return api::ReadDeployment(DeploymentObject(rolled));
+}
+
 TEST(RollingOut, UntilEveryPodRunsTheNewTemplate) {
   EXPECT_FALSE(RollingOut(Deployment(true)));
   EXPECT_TRUE(RollingOut(Deployment(false)));
-  json unseen = Deployment(true);
+  json unseen = DeploymentObject(true);
   unseen["metadata"]["generation"] = 3;  // changed, the controller has not acted yet
-  EXPECT_TRUE(RollingOut(unseen));
-  json created = Deployment(true);  // just created: nothing to restart
+  EXPECT_TRUE(RollingOut(api::ReadDeployment(unseen)));
+  json created = DeploymentObject(true);  // just created: nothing to restart
   created.erase("status");
-  EXPECT_FALSE(RollingOut(created));
+  EXPECT_FALSE(RollingOut(api::ReadDeployment(created)));
 }
 
 struct Case {
@@ -95,16 +100,17 @@ TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
 // A running batch past the spec's batchSize.max (the spec lowered it, or someone edited the
 // Deployment) is never held: the decision would run a batch the spec forbids.
 TEST(HoldBatches, NeverHoldABatchPastBatchSizeMax) {
-  const model::Pipeline p = OneTask();  // batchSize.max 8
-  json running = Deployment(false);     // rolling out
+  const model::Pipeline p = OneTask();     // batchSize.max 8
+  json running = DeploymentObject(false);  // rolling out
   running["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "110";
   std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
                                              .variant = &p.spec.tasks[0].variants[0],
                                              .hardware_class = &p.spec.hardware_classes[0],
                                              .name = "shop-detect-v-cpu",
                                              .batch_size = 8}};
-  const auto held = HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", running}},
-                                              {.path_latency_ms = {{"p", 100}}}, {}, planned);
+  const auto held =
+      HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", api::ReadDeployment(running)}},
+                                {.path_latency_ms = {{"p", 100}}}, {}, planned);
   EXPECT_TRUE(held.empty());
   EXPECT_EQ(planned[0].batch_size, 8);
 }
@@ -164,7 +170,7 @@ TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
     for (int task = 0; task < 2; ++task) {
       for (int running = 1; running <= 16; ++running) {
         if (running == fresh.tasks[task].batch_size) continue;
-        std::map<std::string, json> deployments;
+        Deployments deployments;
         model::AppliedPlan applied;
         for (int i = 0; i < 2; ++i) {
           const model::TaskPlan& t = fresh.tasks[i];
@@ -172,8 +178,9 @@ TEST(HoldAppliedBatches, KeepsARunningBatchExactlyWhenItStillServes) {
           const std::string name =
               api::DeploymentName(p, spec_task, spec_task.variants[0], t.hardware_class);
           const int batch = i == task ? running : t.batch_size;
-          deployments[name] = api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
-                                                   p.spec.hardware_classes[0], t.replicas, batch);
+          deployments[name] = api::ReadDeployment(
+              api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
+                                   p.spec.hardware_classes[0], t.replicas, batch));
           applied.plan.tasks.push_back({.replicas = t.replicas, .batch_size = batch});
           applied.deployments.push_back(name);
         }

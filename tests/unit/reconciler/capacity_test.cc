@@ -185,7 +185,7 @@ TEST(Capacity, AViewKeptFromEventsCountsWhatTheFinalObjectsDo) {
                       rng() % 2 == 0, rng() % 5 != 0);
         if (rng() % 4 == 0) n["spec"]["unschedulable"] = true;
         nodes[node] = n;
-        view.SetNode(node, n);
+        view.SetNode(node, ReadNode(n));
       } else if (what == 2) {  // a node goes
         nodes.erase(node);
         view.RemoveNode(node);
@@ -206,7 +206,7 @@ TEST(Capacity, AViewKeptFromEventsCountsWhatTheFinalObjectsDo) {
                                           {"message", "0/4 nodes are available"}}};
         }
         pods[key] = pod;
-        view.SetPod(key, pod);
+        view.SetPod(key, ReadPod(pod));
       }
       std::vector<json> node_list, pod_list;
       for (const auto& [k, n] : nodes) node_list.push_back(n);
@@ -232,7 +232,9 @@ TEST(Capacity, LowersOnlyTheLimitsOfSizedClasses) {
   const json rolling = {{"metadata", {{"labels", {{"pipescale.io/hardware-class", "gpu"}}}}},
                         {"spec", {{"replicas", 2}}},
                         {"status", {{"replicas", 3}}}};
-  EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", rolling}}).spec.hardware_classes[0].max_replicas,
+  EXPECT_EQ(WithinCapacity(Pipeline(), c, {{"d", api::ReadDeployment(rolling)}})
+                .spec.hardware_classes[0]
+                .max_replicas,
             4);
 }
 
@@ -259,6 +261,27 @@ TEST(Capacity, KairosMovesTheLoadToClassesWithRoom) {
   EXPECT_EQ(gpus(plan), 0);
   EXPECT_GT(plan.TotalReplicas(), 0);
   EXPECT_GE(plan.served_fraction, 0.99) << plan.report.notes.size();
+}
+
+// What the Pod watch keeps of a pod: the little the count reads, and whose pipeline it is.
+TEST(Capacity, APodIsReadForWhatTheCountNeeds) {
+  json pod = Pod("n1", 2, "1", true, "gpu");
+  const PodShare share = ReadPod(pod);
+  EXPECT_FALSE(share.terminal);
+  EXPECT_EQ(share.node, "n1");
+  EXPECT_EQ(share.hardware_class, "gpu");
+  EXPECT_EQ(share.pipeline, "ns/shop");
+  EXPECT_EQ(share.requests.at("nvidia.com/gpu"), 2);
+  EXPECT_EQ(share.requests.at("pods"), 1);
+  pod["status"]["phase"] = "Failed";
+  EXPECT_TRUE(ReadPod(pod).terminal);
+  const json router = {
+      {"metadata",
+       {{"name", "r"}, {"namespace", "ns"}, {"labels", {{"pipescale.io/router", "shop"}}}}}};
+  EXPECT_EQ(ReadPod(router).pipeline, "") << "not one of the pipeline's model pods";
+  EXPECT_EQ(ReadPod(router).router_of, "ns/shop");
+  EXPECT_NO_THROW(ReadPod(json("x")));
+  EXPECT_NO_THROW(ReadNode(json::array()));
 }
 
 }  // namespace

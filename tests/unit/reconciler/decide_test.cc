@@ -6,6 +6,7 @@
 
 #include "api/deployment.h"
 #include "api/object_meta.h"
+#include "api/pipeline_object.h"
 #include "api/pipeline_parse.h"
 #include "api/status_json.h"
 #include "common/time.h"
@@ -16,6 +17,7 @@
 #include "support/choices.h"
 #include "support/pipelines.h"
 #include "support/query_sizes.h"
+#include "support/views.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -49,10 +51,24 @@ struct World {
   std::optional<ClusterCapacity> capacity;
   optimizer::MilpSolver milp_solver;  // empty: CBC here
 
+  // What the reconciler observes of this state: each object as the informers decode it.
+  Observed Observe(Result<model::MetricsSnapshot> metrics, double now) const {
+    const api::PipelineObject read = api::ReadPipelineObject(object);
+    return {.meta = read.meta,
+            .status = read.status,
+            .deployments = testing::DeploymentViews(deployments),
+            .metrics = std::move(metrics),
+            .now = now,
+            .memory = memory,
+            .routing_config_map = testing::ConfigMapView(routing),
+            .capacity = capacity,
+            .router_pipeline = read.for_router,
+            .milp_solver = milp_solver};
+  }
+  api::ParsedPipeline Parsed() const { return api::ParseSpecOf(object); }
+
   Decision Step(Result<model::MetricsSnapshot> metrics, double now) {
-    Observed o{object, Status(), deployments, std::move(metrics), now, memory, routing, capacity};
-    o.milp_solver = milp_solver;
-    Decision d = Decide(o);
+    Decision d = Decide(Observe(std::move(metrics), now), Parsed());
     if (d.routing) {
       if (d.routing->create) {
         routing = d.routing->body;
@@ -97,15 +113,14 @@ struct World {
 
   // A decision whose writes all failed: the reconciler keeps its memory before it acts.
   Decision Lost(Result<model::MetricsSnapshot> metrics, double now) {
-    Decision d =
-        Decide({object, Status(), deployments, std::move(metrics), now, memory, routing, capacity});
+    Decision d = Decide(Observe(std::move(metrics), now), Parsed());
     memory = d.memory;
     return d;
   }
 
   // A new leader: nothing in memory but what the status and the rates in Prometheus give back.
   void FailOver(const model::RateHistory* rates = nullptr) {
-    const auto parsed = ParseObserved(object);
+    const auto parsed = Parsed();
     memory = Recall(Status(), rates, optimizer::OptimizerOf(parsed.pipeline->spec));
   }
 
@@ -113,7 +128,8 @@ struct World {
 
   int Replicas(const std::string& name) const { return deployments.at(name)["spec"]["replicas"]; }
   int Batch(const std::string& name) const {
-    return *api::ReadManagedFields(deployments.at(name), "MAX_BATCH_SIZE").batch_size;
+    return *api::ReadManagedFields(api::ReadDeployment(deployments.at(name)), "MAX_BATCH_SIZE")
+                .batch_size;
   }
 };
 
@@ -511,7 +527,7 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
 TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
   World w;
   w.Step(Rate(200), 1000);
-  api::ParsedPipeline parsed = ParseObserved(w.object);
+  api::ParsedPipeline parsed = w.Parsed();
   ASSERT_TRUE(parsed.pipeline.has_value());
   int held = 0, followed = 0;
   for (double rps : {200.0, 195.0, 205.0, 190.0, 210.0, 185.0, 215.0, 180.0, 220.0, 240.0, 260.0}) {

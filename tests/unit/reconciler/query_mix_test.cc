@@ -282,7 +282,7 @@ TEST(QueryMix, TheStatusKeepsTheAdoptedMixAndForgetsAnythingMalformed) {
         false);
     for (const auto& q : recalled(mutated, kairos).demand.query_mix.adopted) {
       EXPECT_GE(q.size, 1);
-      EXPECT_LE(q.size, api::limits::kMaxBatch);
+      EXPECT_LE(q.size, limits::kMaxBatch);
       EXPECT_TRUE(std::isfinite(q.weight) && q.weight > 0);
       ++kept;
     }

@@ -25,16 +25,17 @@ struct Fixture {
             .target = target,
             .batch_size = batch};
   }
-  static json Deployment(int replicas, int batch) {
-    return {{"metadata", {{"name", "d"}}},
-            {"spec",
-             {{"replicas", replicas},
-              {"template",
-               {{"spec",
-                 {{"containers",
-                   {{{"name", "m"},
-                     {"env",
-                      {{{"name", "MAX_BATCH_SIZE"}, {"value", std::to_string(batch)}}}}}}}}}}}}}};
+  static api::DeploymentView Deployment(int replicas, int batch) {
+    return api::ReadDeployment(
+        json{{"metadata", {{"name", "d"}}},
+             {"spec",
+              {{"replicas", replicas},
+               {"template",
+                {{"spec",
+                  {{"containers",
+                    {{{"name", "m"},
+                      {"env",
+                       {{{"name", "MAX_BATCH_SIZE"}, {"value", std::to_string(batch)}}}}}}}}}}}}}});
   }
   static model::AppliedPlan Applied(int replicas, int batch) {
     return {.plan = {.tasks = {{.replicas = replicas, .batch_size = batch}}}, .deployments = {"d"}};

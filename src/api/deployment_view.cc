@@ -1,0 +1,91 @@
+#include "api/deployment_view.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+
+#include "common/json_fields.h"
+
+namespace pipescale::api {
+namespace {
+
+using nlohmann::json;
+
+// An integer field within an int; nullopt when absent or anything else.
+std::optional<int> OptionalInt(const json& object, const char* key) {
+  const json& v = Member(object, key);
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > INT32_MAX) return std::nullopt;
+    return static_cast<int>(v.get<std::uint64_t>());
+  }
+  const auto n = v.get<std::int64_t>();
+  if (n < INT32_MIN || n > INT32_MAX) return std::nullopt;
+  return static_cast<int>(n);
+}
+
+std::optional<DeploymentView::Container> FirstContainer(const json& object) {
+  const json& containers =
+      Member(Member(Member(Member(object, "spec"), "template"), "spec"), "containers");
+  if (!containers.is_array() || containers.empty()) return std::nullopt;
+  const json& c = containers[0];
+  DeploymentView::Container out{.name = StringField(c, "name")};
+  if (const json& image = Member(c, "image"); image.is_string()) out.image = image;
+  if (const json& args = Member(c, "args"); args.is_array()) {
+    for (const json& a : args) {
+      if (a.is_string()) out.args.push_back(a);
+    }
+  }
+  if (const json& env = Member(c, "env"); env.is_array()) {
+    for (const json& e : env) {
+      const json& value = Member(e, "value");
+      if (e.is_object() && value.is_string()) out.env.emplace_back(StringField(e, "name"), value);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+DeploymentView ReadDeployment(const json& object) {
+  const json& status = Member(object, "status");
+  return {.meta = ReadObjectMeta(object),
+          .replicas = OptionalInt(Member(object, "spec"), "replicas"),
+          .container = FirstContainer(object),
+          .status_replicas = OptionalInt(status, "replicas"),
+          .updated_replicas = IntField(status, "updatedReplicas", 0),
+          .observed_generation = IntField(status, "observedGeneration", 0)};
+}
+
+ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env) {
+  ManagedFields fields{.replicas = deployment.replicas};
+  if (!deployment.container) return fields;
+  for (const auto& [name, value] : deployment.container->env) {
+    if (name != batch_env) continue;
+    int batch = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), batch);
+    if (ec == std::errc() && ptr == value.data() + value.size()) fields.batch_size = batch;
+  }
+  return fields;
+}
+
+int RunningReplicas(const DeploymentView& deployment) {
+  return std::max(deployment.replicas.value_or(0), deployment.status_replicas.value_or(0));
+}
+
+std::optional<json> ManagedPatch(const DeploymentView& deployment, const std::string& batch_env,
+                                 int replicas, int batch_size) {
+  const ManagedFields now = ReadManagedFields(deployment, batch_env);
+  json patch = json::object();
+  if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
+  if (!batch_env.empty() && now.batch_size != batch_size) {
+    if (!deployment.container) return std::nullopt;  // not a Deployment we can manage
+    patch["spec"]["template"]["spec"]["containers"] = json::array(
+        {{{"name", deployment.container->name},
+          {"env", json::array({{{"name", batch_env}, {"value", std::to_string(batch_size)}}})}}});
+  }
+  if (patch.empty()) return std::nullopt;
+  return patch;
+}
+
+}  // namespace pipescale::api

@@ -1,0 +1,63 @@
+// A Deployment as the operator reads it: typed, decoded once from the watch (or a read), and
+// only the fields the reconciler decides from, so the reconciler reads no Deployment's JSON. The
+// fields the operator manages on one (spec.replicas, the batch-size env of the first container)
+// are read and patched through it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/object_meta.h"
+
+namespace pipescale::api {
+
+struct DeploymentView {
+  ObjectMeta meta;
+  std::optional<int> replicas;  // spec.replicas, when an integer an int holds
+  // The pod template's first container: the one the operator sets the batch env of, and the
+  // router's, whose image and arguments it keeps as decided. nullopt when there is none.
+  struct Container {
+    std::string name;
+    std::optional<std::string> image;
+    std::vector<std::string> args;  // the string arguments
+    // The env entries with a string value, in order (valueFrom and the like are not numbers the
+    // operator set).
+    std::vector<std::pair<std::string, std::string>> env;
+    bool operator==(const Container&) const = default;
+  };
+  std::optional<Container> container;
+  // status: how far the Deployment controller has come.
+  std::optional<int> status_replicas;  // pods of every template, while a rollout runs too
+  int updated_replicas = 0;            // pods of the current template
+  long observed_generation = 0;
+  bool operator==(const DeploymentView&) const = default;
+};
+
+// Never throws: a field absent or of the wrong shape reads as absent (anyone may edit the
+// object).
+DeploymentView ReadDeployment(const nlohmann::json& object);
+
+// What the operator manages on an existing Deployment.
+struct ManagedFields {
+  std::optional<int> replicas;
+  std::optional<int> batch_size;  // nullopt when the env var is absent or not a number
+  bool operator==(const ManagedFields&) const = default;
+};
+ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env);
+
+// Replicas a Deployment runs or asks for, whichever is more: pods of a scale-in still run
+// until they are gone, and the budget counts them.
+int RunningReplicas(const DeploymentView& deployment);
+
+// A strategic merge patch setting only what differs from `deployment`: spec.replicas and the
+// batch env of the first container (merged by name, so other env vars and containers stay).
+// nullopt when nothing differs, or when the batch env differs on a Deployment without a
+// container to set it on.
+std::optional<nlohmann::json> ManagedPatch(const DeploymentView& deployment,
+                                           const std::string& batch_env, int replicas,
+                                           int batch_size);
+
+}  // namespace pipescale::api
