@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages the build needs and the cached kube-apiserver,
-# builds all targets (ccache keeps its cache outside the tree), runs clang-tidy on the changed
-# sources (hack/tidy.sh), then runs ctest: unit tests, integration and end-to-end tests against
-# real etcd, kube-apiserver and Prometheus on 127.0.0.1, and with no arguments the sanitizer
-# build's tests among them and clang-tidy on every source beside them; any failure of either
-# fails the run. PIPESCALE_SKIP_TIDY=1 skips clang-tidy. Extra arguments go to ctest, e.g.
+# builds all targets (ccache keeps its cache outside the tree), then runs ctest: unit tests,
+# integration and end-to-end tests against real etcd, kube-apiserver and Prometheus on 127.0.0.1,
+# and with no arguments the sanitizer build's tests among them and clang-tidy on the sources
+# changed since the last commit that passed CI beside them; any failure of either fails the run.
+# PIPESCALE_SKIP_TIDY=1 skips clang-tidy. Extra arguments go to ctest, e.g.
 # `hack/test.sh -L unit`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,33 +27,30 @@ if [[ $# -eq 0 && ${PIPESCALE_SKIP_SANITIZE:-0} != 1 ]]; then sanitize=ON; fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPIPESCALE_SANITIZER_TESTS=$sanitize >/dev/null
 cmake --build "$build" -j"$jobs"
-# Before ctest, the sources changed since origin/main: a tidy error in them shows in minutes, not
-# after the integration tests.
-"$root/hack/tidy.sh" "$build"
-# A full run also checks every source, whichever commit last changed it (a clone of main, as CI's,
-# has no change to compare against): beside ctest, at the lowest priority, in the CPU time its
-# tests leave idle while they wait on the cluster. What was found clean before at the same inputs
-# is not checked again (hack/tidy.sh's cache), so on a machine that ran it this costs the files
-# changed since; from an empty cache all of them take 43 minutes of CPU (bench/README.md, "The
-# test command's time"). Not a ctest test: that would hold one of ctest's two slots throughout.
-tidy_all=
+# clang-tidy on every source changed since the last commit that passed CI (hack/tidy.sh,
+# .ci/tidy-base), whichever commit of the submission changed it: beside ctest, at the lowest
+# priority, in the CPU time its tests leave idle while they wait on the cluster. What was found
+# clean before at the same inputs is not checked again (hack/tidy.sh's cache). Not a ctest test:
+# that would hold one of ctest's two slots throughout. With arguments (a subset of the tests),
+# no tidy.
+tidy=
 if [[ $# -eq 0 && ${PIPESCALE_SKIP_TIDY:-0} != 1 ]]; then
   # Its own session, so that an interrupted run can stop all of it.
-  PIPESCALE_TIDY_ALL=1 setsid nice -n 19 "$root/hack/tidy.sh" "$build" >"$build/tidy-all.log" 2>&1 &
-  tidy_all=$!
-  trap 'kill -- -"$tidy_all" 2>/dev/null || true' EXIT
+  setsid nice -n 19 "$root/hack/tidy.sh" "$build" >"$build/tidy.log" 2>&1 &
+  tidy=$!
+  trap 'kill -- -"$tidy" 2>/dev/null || true' EXIT
 fi
 status=0
 ctest --test-dir "$build" -j"$jobs" --output-on-failure "$@" || status=$?
-if [[ -n $tidy_all ]]; then
+if [[ -n $tidy ]]; then
   tidy_status=0
-  wait "$tidy_all" || tidy_status=$?
+  wait "$tidy" || tidy_status=$?
   trap - EXIT
   if ((tidy_status)); then
-    cat "$build/tidy-all.log" >&2
+    cat "$build/tidy.log" >&2
     status=1
   else
-    tail -n 2 "$build/tidy-all.log"
+    tail -n 2 "$build/tidy.log"
   fi
 fi
 exit "$status"

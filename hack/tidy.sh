@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Runs clang-tidy (.clang-tidy: every enabled check is an error) on the src/, router/ and
-# operator/ files changed since the merge base with origin/main (committed or not), or on all of
-# them with PIPESCALE_TIDY_ALL=1; a file found clean before with every input as it is now is not
-# checked again (the cache below).
-# Usage: hack/tidy.sh [build-dir], after the build. hack/test.sh runs both: the changed files
-# before ctest, for a quick answer, and all of them beside ctest, which is what makes CI fail on a
-# tidy error in any file. PIPESCALE_SKIP_TIDY=1 skips it locally.
+# operator/ files changed since the last commit that passed CI (.ci/tidy-base; committed or not),
+# or on all of them with PIPESCALE_TIDY_ALL=1; a file found clean before with every input as it is
+# now is not checked again (the cache below).
+# Usage: hack/tidy.sh [build-dir], after the build. hack/test.sh runs it beside ctest, which is
+# what makes CI fail on a tidy error. PIPESCALE_SKIP_TIDY=1 skips it locally.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${PIPESCALE_BUILD_DIR:-$root/build}}
@@ -54,23 +53,28 @@ unit_for() {
   return 0
 }
 
-# Without PIPESCALE_TIDY_ALL, what a change touches: changed since the merge base with
-# origin/main (the local main without an origin), uncommitted and untracked files included. A
-# clone of main (CI's: HEAD is its merge base) has only what is uncommitted: no "changed" here
-# can say which commits CI has not checked yet, so hack/test.sh checks every file beside ctest
-# as well. A change to .clang-tidy or to this script can fail any file: only that check tells.
+# Without PIPESCALE_TIDY_ALL, what a submission touches: every file changed since the last
+# commit that passed CI, which .ci/tidy-base names (every file there was checked: what lands has
+# passed this very check), uncommitted and untracked files included; a header's change checks a
+# unit that includes it. Had it been the merge base with origin/main, a clone of main (CI's) would
+# compare HEAD with itself and check nothing of the commits it brings. A .ci/tidy-base left
+# behind costs time, never a check: the files changed since an older commit include these. When
+# it names no ancestor of HEAD (a shallow clone, a rewritten history), or .clang-tidy or this
+# script changed since (either can fail any file), every file is checked.
 files=()
+base=$(sed -n 's/^\([0-9a-f]\{40\}\)$/\1/p' .ci/tidy-base 2>/dev/null | head -n 1)
+if [[ -z $base ]] || ! git merge-base --is-ancestor "$base" HEAD 2>/dev/null; then
+  echo "hack/tidy.sh: .ci/tidy-base names no ancestor of HEAD: every file is checked"
+  PIPESCALE_TIDY_ALL=1
+elif ! git diff --quiet "$base" -- .clang-tidy hack/tidy.sh; then
+  echo "hack/tidy.sh: .clang-tidy or hack/tidy.sh changed since ${base:0:12}: every file is checked"
+  PIPESCALE_TIDY_ALL=1
+fi
 if [[ ${PIPESCALE_TIDY_ALL:-0} == 1 ]]; then
   scope="all of src/, router/ and operator/"
   files=("${units[@]}")
 else
-  base=$(git merge-base HEAD origin/main 2>/dev/null || git merge-base HEAD main 2>/dev/null ||
-    git rev-parse HEAD)
-  scope="changed since ${base:0:12}"
-  if ! git diff --quiet "$base" -- .clang-tidy hack/tidy.sh; then
-    echo "hack/tidy.sh: .clang-tidy or hack/tidy.sh changed: only the full check" \
-      "(PIPESCALE_TIDY_ALL=1, or hack/test.sh) shows what that does to the other files"
-  fi
+  scope="changed since ${base:0:12}, the last commit that passed CI"
   mapfile -t changed < <({
     git diff --name-only --diff-filter=d "$base" -- src router operator
     git ls-files --others --exclude-standard -- src router operator
@@ -190,10 +194,7 @@ if [[ $cache != off ]]; then
     exit 0
   fi
 fi
-# Each scope its own logs: hack/test.sh's full check runs after the changed files' and beside
-# ctest, and keeps both.
 logs=$build/tidy
-if [[ ${PIPESCALE_TIDY_ALL:-0} == 1 ]]; then logs=$build/tidy-all; fi
 rm -rf "$logs"
 mkdir -p "$logs"
 echo "hack/tidy.sh: ${#files[@]} files ($scope), $jobs at a time"

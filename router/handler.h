@@ -93,7 +93,7 @@ class PipelineHandler {
   asio::awaitable<void> VisitAll(Walk& walk, std::vector<std::pair<int, routing::Body>> calls,
                                  const std::vector<int>& trail, std::pair<int, int> from);
   // The answer of a visit's task that ended a trail: its outputs, and its binary data held.
-  Status KeepOutputs(Walk& walk, int task, CallReply& call, const routing::Answer& answer);
+  static Status KeepOutputs(Walk& walk, int task, CallReply& call, const routing::Answer& answer);
   // The client's answer once every visit has ended, and its metrics.
   ClientResponse Answer(Walk& walk, const std::string& id);
 

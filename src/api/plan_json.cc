@@ -77,7 +77,7 @@ double RoundQuantity(double v) { return std::round(v * 1e2) / 1e2; }
 ordered_json RoutingToJson(const model::AccuracyScalingPlan& plan, bool rounded) {
   const Numbers n{rounded};
   ordered_json out = ordered_json::array();
-  for (const model::RoutingTable& r : plan.routing) {
+  for (const model::VariantRoute& r : plan.routing) {
     ordered_json to = ordered_json::array();
     for (const auto& [variant, fraction] : r.to) {
       to.push_back({{"variant", variant}, {"fraction", n.Fraction(fraction)}});

@@ -32,9 +32,9 @@ std::optional<model::Phase> PlanParts::Phase(const json& object, const char* key
   return std::nullopt;
 }
 
-model::RoutingTable PlanParts::Table(const json& t, const std::string& path) {
+model::VariantRoute PlanParts::Table(const json& t, const std::string& path) {
   Known(t, path, {"path", "task", "from", "to"});
-  model::RoutingTable table{.path = Text(t, "path", path), .task = Text(t, "task", path)};
+  model::VariantRoute table{.path = Text(t, "path", path), .task = Text(t, "task", path)};
   table.from_variant = r_.String(t, "from", path, false).value_or("");
   ForEachObject(t, "to", path, [&](const json& to, const std::string& at) {
     Known(to, at, {"variant", "fraction"});

@@ -50,7 +50,7 @@ class PlanParts {
   // Loki's phase at `key`; nullopt after recording why when it is not one.
   std::optional<model::Phase> Phase(const nlohmann::json& object, const char* key,
                                     const std::string& path, bool required);
-  model::RoutingTable Table(const nlohmann::json& t, const std::string& path);
+  model::VariantRoute Table(const nlohmann::json& t, const std::string& path);
   model::BackupWorker Backup(const nlohmann::json& b, const std::string& path);
   model::Pool Pool(const nlohmann::json& p, const std::string& path);
   RouterBatch Batch(const nlohmann::json& b, const std::string& path);

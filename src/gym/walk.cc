@@ -84,6 +84,7 @@ void World::OnDoorPoll(std::int64_t id) {
   const std::vector<int>& entry = graph->Entry(w.state.path);
   w.pending += static_cast<int>(entry.size());
   std::vector<std::int64_t> started;
+  started.reserve(entry.size());
   for (const int task : entry) started.push_back(visits.Add(Visit{.walk = id, .task = task}));
   for (const std::int64_t v : started) StartVisit(v);
 }

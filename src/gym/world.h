@@ -104,7 +104,7 @@ class World {
   int BatcherFor(int task, int variant) const;
   void ResetWalker();  // on the graph and Loki's tables as they are now
   void MatchPool(int task);
-  void OnAnswered(std::int64_t visit, int task, int variant);
+  void OnAnswered(std::int64_t id, int task, int variant);
   const std::vector<int>& NextParameters(int task, int variant);  // by edge; until the next call
   // Where a visit of `task` on `path` goes next with `counts` (by edge), as graph->Next says.
   const Result<std::vector<routing::Call>>& NextOf(int path, int task,

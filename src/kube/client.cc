@@ -60,11 +60,17 @@ ErrorKind KindForStatus(long status) {
 }
 
 // The server's own words from a Status object, when the body is one; else the start of the
-// body. Escaped: it goes into status conditions and events, which must be valid UTF-8.
+// body, escaped. It goes into status conditions and events, which must be valid UTF-8: a parsed
+// JSON string already is, and is kept verbatim (its quotes unescaped, as users grep for them),
+// only cut at a character boundary.
 std::string ServerMessage(const std::string& body) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("message") && j["message"].is_string()) {
-    return EscapeUserText(j["message"].get<std::string>(), kQuotedBody * 4);
+    std::string message = j["message"].get<std::string>();
+    size_t cut = kQuotedBody * 4;
+    if (message.size() <= cut) return message;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0U) == 0x80U) --cut;
+    return message.substr(0, cut) + "…";
   }
   return EscapeUserText(body, kQuotedBody);
 }

@@ -80,15 +80,16 @@ struct VariantPath {
   bool operator==(const VariantPath&) const = default;
 };
 
-// Loki's MostAccurateFirst routing: where requests of `path` leaving `from_variant` of the
-// previous task (empty: from the client) go among the variants of `task`, as fractions.
-struct RoutingTable {
+// One row of Loki's MostAccurateFirst routing tables: where requests of `path` leaving
+// `from_variant` of the previous task (empty: from the client) go among the variants of `task`,
+// as fractions.
+struct VariantRoute {
   std::string path;
   std::string task;
   std::string from_variant;
   std::vector<std::pair<std::string, double>> to;  // (variant, fraction), most accurate first
 
-  bool operator==(const RoutingTable&) const = default;
+  bool operator==(const VariantRoute&) const = default;
 };
 
 // Replicas with capacity left after routing, for opportunistic rerouting of late requests.
@@ -131,7 +132,7 @@ struct AccuracyScalingPlan {
   Phase phase = Phase::kHardwareScaling;
   double accuracy = 1;  // demand-weighted mean end-to-end accuracy of what is served, 0..1
   std::vector<VariantPath> variant_paths;
-  std::vector<RoutingTable> routing;
+  std::vector<VariantRoute> routing;
   std::vector<BackupWorker> backups;
 
   bool operator==(const AccuracyScalingPlan&) const = default;

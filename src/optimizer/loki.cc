@@ -742,7 +742,7 @@ void RouteMostAccurateFirst(const model::Pipeline& pipeline, const model::Worklo
           routed[k] += rest * CapacityRps(*variants[k]) / total;
         }
       }
-      model::RoutingTable table{spec.paths[s.path].name, task.name, s.from, {}};
+      model::VariantRoute table{spec.paths[s.path].name, task.name, s.from, {}};
       // Fractions of what arrives: at the door, of the path's whole demand.
       const double arriving = s.at == 0 ? entering[s.path] : s.rps;
       for (size_t k = 0; k < variants.size(); ++k) {

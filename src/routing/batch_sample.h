@@ -7,11 +7,13 @@
 #include <optional>
 #include <string>
 
+#include "model/limits.h"
+
 namespace pipescale::routing {
 
-// Batch rows past this are no batch size a spec may declare: a call naming more is not recorded,
-// so a hostile or broken answer cannot mint series without bound.
-inline constexpr int kMaxBatchRows = 4096;
+// Batch rows past the largest batch a spec may declare: a call naming more is not recorded, so a
+// hostile or broken answer cannot mint series without bound.
+inline constexpr int kMaxBatchRows = limits::kMaxBatch;
 
 // What the router knows of one call it sent, besides its answer.
 struct CallFacts {

@@ -12,7 +12,7 @@ constexpr double kUnknown = std::numeric_limits<double>::infinity();
 }  // namespace
 
 LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipeline& pipeline) {
-  for (const model::RoutingTable& t : plan.routing) {
+  for (const model::VariantRoute& t : plan.routing) {
     auto& cumulative = routes_[{t.path, t.task, t.from_variant}];
     double total = 0;
     for (const auto& [variant, fraction] : t.to) {
@@ -34,7 +34,7 @@ LokiTables::LokiTables(const model::AccuracyScalingPlan& plan, const model::Pipe
     std::vector<std::string>& list = variants_[task];
     if (std::find(list.begin(), list.end(), variant) == list.end()) list.push_back(variant);
   };
-  for (const model::RoutingTable& t : plan.routing) {
+  for (const model::VariantRoute& t : plan.routing) {
     for (const auto& entry : t.to) add(t.task, entry.first);
   }
   for (const model::BackupWorker& b : plan.backups) add(b.task, b.variant);

@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <array>
 
+#include "model/limits.h"
 #include "routing/binary.h"
 
 namespace pipescale::routing {
 
 std::vector<double> QuerySizeBounds() {
   std::vector<double> out = {1, 2, 3, 4, 5, 6};
-  for (int octave = 8; octave <= 4096; octave *= 2) {
+  for (int octave = 8; octave <= limits::kMaxBatch; octave *= 2) {
     for (int quarters : {4, 5, 6}) {  // 1, 1.25 and 1.5 octaves
       const int bound = octave / 4 * quarters;
-      if (bound <= 4096) out.push_back(bound);
+      if (bound <= limits::kMaxBatch) out.push_back(bound);
     }
   }
   return out;

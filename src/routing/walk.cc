@@ -149,12 +149,11 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
         pick.load.push_back({pod.outstanding, pod.batch, pod.batch_ms});
       }
     }
-    if (!policy_.spill) {
-      pods.swap(pick.main);
-    } else if (!pick.burst.empty() && ShouldSpill(pick.load, spill->rt_max_ms)) {
+    // With spill off, the burst class's pods are never candidates, even when they are all.
+    if (policy_.spill && !pick.burst.empty() && ShouldSpill(pick.load, spill->rt_max_ms)) {
       pick.spilled = true;
       pods.swap(pick.burst);
-    } else if (!pick.main.empty()) {
+    } else if (!policy_.spill || !pick.main.empty()) {
       pods.swap(pick.main);
     }
   }
@@ -237,11 +236,12 @@ Ending Walker::Finish(Walk& walk, double now_ms) const {
   }
   // Each path once, at the latest end of its trails; a walk that ended none counts under its
   // named path, or none.
-  for (const auto& [path, at] : walk.ended) {
+  for (const auto& ended : walk.ended) {
+    const int path = ended.first;
     auto it = std::find_if(out.counts.begin(), out.counts.end(),
                            [&](const Ending::Count& c) { return c.path == path; });
     if (it == out.counts.end()) it = out.counts.insert(out.counts.end(), {.path = path});
-    it->ms = std::max(it->ms, at - walk.start_ms);
+    it->ms = std::max(it->ms, ended.second - walk.start_ms);
   }
   if (out.counts.empty()) out.counts.push_back({.path = walk.path, .ms = now_ms - walk.start_ms});
   return out;

@@ -417,11 +417,12 @@ TEST_F(HelmChartTest, EveryRuleTheChartGrantsIsNeeded) {
   int run = 0;
   auto operate = [&](const std::string& name, bool invalid, auto done) {
     const std::string file = dir_ + "/" + name + ".yaml";
-    std::ofstream(file) << ReplaceAll(
-        ReplaceAll(ReplaceAll(ReplaceAll(invalid ? kInvalidPipeline : kPipeline, "NAMESPACE", apps),
-                              "NAME", name),
-                   "OPTIMIZER", "loki"),
-        "FORECAST", "{method: none}");
+    std::string text = ReplaceAll(
+        ReplaceAll(invalid ? kInvalidPipeline : kPipeline, "NAMESPACE", apps), "NAME", name);
+    // Only the valid pipeline names an optimizer and a forecast.
+    if (!invalid)
+      text = ReplaceAll(ReplaceAll(text, "OPTIMIZER", "loki"), "FORECAST", "{method: none}");
+    std::ofstream(file) << text;
     EXPECT_EQ(Sh(Kubectl("apply -f " + file)).code, 0);
     Process op({PIPESCALE_OPERATOR, "--kubeconfig", kubeconfig, "--namespace", apps,
                 "--leader-elect", "--leader-election-namespace", ns_, "--metrics-bind-address",

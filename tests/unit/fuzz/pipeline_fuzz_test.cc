@@ -635,7 +635,7 @@ void CheckAccuracyScaling(const model::AccuracyScalingPlan& loki, PlanCheck& c) 
     c.Finite(v.share, "variant path share");
     c.Finite(v.latency_ms, "variant path latency");
   }
-  for (const model::RoutingTable& r : loki.routing) {
+  for (const model::VariantRoute& r : loki.routing) {
     for (const auto& [variant, fraction] : r.to) c.Finite(fraction, "routing to " + variant);
   }
   for (const model::BackupWorker& b : loki.backups) c.Finite(b.spare_rps, "backup spare");

@@ -280,7 +280,7 @@ std::map<std::pair<std::string, std::string>, double> Replay(const model::Pipeli
       std::map<std::string, double> next;
       for (const auto& [from, rps] : at) {
         if (rps <= 0) continue;
-        const model::RoutingTable* table = nullptr;
+        const model::VariantRoute* table = nullptr;
         for (const auto& r : LokiPart(plan).routing) {
           if (r.path == path.name && r.task == path.tasks[j] && r.from_variant == from) table = &r;
         }
