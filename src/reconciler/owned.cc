@@ -1,5 +1,7 @@
 #include "reconciler/owned.h"
 
+#include <algorithm>
+
 #include "api/deployment.h"
 #include "api/router_objects.h"
 #include "reconciler/reconciler.h"
@@ -133,10 +135,7 @@ void OwnedObjects::ForgetAdopter(const std::string& pipeline_key) const {
 }
 
 bool OwnedObjects::Synced() const {
-  for (const kube::InformerBase* i : Watches()) {
-    if (!i->Synced()) return false;
-  }
-  return true;
+  return std::ranges::all_of(Watches(), [](const kube::InformerBase* i) { return i->Synced(); });
 }
 
 std::shared_ptr<const api::ConfigMapView> OwnedObjects::RoutingConfigMap(

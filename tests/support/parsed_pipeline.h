@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "api/pipeline_parse.h"
+#include "support/pipelines.h"
 
 namespace pipescale::testing {
 
@@ -15,5 +16,8 @@ inline model::Pipeline ParsedPipeline(std::string_view text) {
   EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
   return parsed.pipeline.value_or(model::Pipeline{});
 }
+
+// The request path's tests' pipeline (kTrafficPipeline, with its indices in traffic::).
+inline model::Pipeline TrafficPipeline() { return ParsedPipeline(kTrafficPipeline); }
 
 }  // namespace pipescale::testing

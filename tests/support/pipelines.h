@@ -90,4 +90,12 @@ spec:
     - {name: faces, tasks: [detect, recognize], sloMs: 300, priority: sheddable}
 )";
 
+// kTrafficPipeline's indices, in the order the pipeline lists them (routing::Graph's).
+namespace traffic {
+inline constexpr int kDetect = 0, kClassify = 1, kRecognize = 2;  // tasks
+inline constexpr int kCars = 0, kFaces = 1;                       // paths
+inline constexpr int kBig = 0, kSmall = 1;                        // detect's variants
+inline constexpr int kGpu = 0, kSpot = 1;                         // hardware classes
+}  // namespace traffic
+
 }  // namespace pipescale::testing

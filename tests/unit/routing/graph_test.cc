@@ -12,11 +12,9 @@ namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
+using namespace testing::traffic;  // NOLINT(google-build-using-namespace): the test's vocabulary
 
-model::Pipeline Traffic() { return testing::ParsedPipeline(testing::kTrafficPipeline); }
-
-constexpr int kDetect = 0, kClassify = 1, kRecognize = 2;
-constexpr int kCars = 0, kFaces = 1;
+model::Pipeline Traffic() { return testing::TrafficPipeline(); }
 
 TEST(Graph, NamesAndIndicesFollowThePipelinesOrder) {
   const Graph g(Traffic());

@@ -15,13 +15,9 @@ namespace pipescale::routing {
 namespace {
 
 using nlohmann::json;
+using namespace testing::traffic;  // NOLINT(google-build-using-namespace): the test's vocabulary
 
-model::Pipeline Traffic() { return testing::ParsedPipeline(testing::kTrafficPipeline); }
-
-constexpr int kDetect = 0, kClassify = 1, kRecognize = 2;
-constexpr int kCars = 0, kFaces = 1;
-constexpr int kBig = 0, kSmall = 1;
-constexpr int kGpu = 0, kSpot = 1;
+model::Pipeline Traffic() { return testing::TrafficPipeline(); }
 
 // The loads as a test writes them down: pods per task, batches the router forms, a matcher's
 // prediction, MArk's burst class.
