@@ -17,6 +17,7 @@
 #include "common/json_fields.h"
 #include "gym/render.h"
 #include "gym/simulation.h"
+#include "gym/tune.h"
 
 namespace pipescale::cli {
 namespace {
@@ -26,18 +27,23 @@ constexpr const char* kSimulateUsage =
 
 usage:
   pipescale simulate -f PIPELINE.yaml --trace SHAPE|csv:FILE [--policy P[,P...]]
-                     [--seed N] [--duration D] [--nodes FILE] [-o table|json|csv]
-                     [--plot FILE.svg] [--progress auto|bar|none]
+                     [--scale X] [--tune SHARE] [--seed N] [--duration D] [--nodes FILE]
+                     [-o table|json|csv] [--plot FILE.svg] [--progress auto|bar|none]
 
 Each policy runs the same trace and seed: an optimizer (fa2, loki, kairos, mark: the operator's
 own Decide every interval, the router's policies in the request path), or a baseline that scales
 each task's Deployment on its own metric: hpa (utilisation), keda (request rate), kpa (Knative's
 concurrency autoscaler), fixed:N (N replicas per task). Default: the pipeline's optimizer and hpa.
+A baseline runs what an engineer deploys: each task's most accurate variant on the class cheapest
+per request within its SLO share, the server's dynamic batcher, a queue timeout, a floor for
+spec.minRate. Its knobs: BASELINE[@CLASS][:target=SHARE][:batch=N][+door] (+door: pipescale's
+admission in front). --tune SHARE (e.g. 0.99) sweeps each baseline's target and batch and runs the
+cheapest setting that keeps every path at SHARE within its SLO, printed so it can be copied.
 The papers' comparison points run in the operator's loop too: ds2, inferline, grandslam, exact
 (FA2's), loki-hardware-only (most accurate variants only), mark-reactive (no forecast), and
 OPTIMIZER@CLASS (the optimizer on one hardware class: a homogeneous pool, e.g. kairos@r5n-large).
 --trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
-diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE. --duration (90s, 10m, 24h) cuts or extends
+diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE; --scale multiplies its rates. --duration (90s, 10m, 24h) cuts or extends
 it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,
 room is unbounded. -o csv prints one row per policy and interval; --plot writes an SVG.
 )";
@@ -68,6 +74,8 @@ struct SimulateFlags {
   std::vector<std::string> policies;
   unsigned seed = 42;
   double seconds = 0;
+  double scale = 1;
+  double tune = 0;  // the attainment --tune asks of every path; 0: no tuning
 };
 
 std::string SetSimulateFlag(const std::string& name, const std::string& value, SimulateFlags& f) {
@@ -83,6 +91,10 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
     const auto d = SecondsOf(value);
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";
     f.seconds = *d;
+  } else if (name == "--scale") {
+    return ParseFlag(name, value, 1e-3, 1000.0, f.scale);
+  } else if (name == "--tune") {
+    return ParseFlag(name, value, 0.01, 1.0, f.tune);
   } else if (name == "--nodes") {
     f.nodes = value;
   } else if (name == "-o" || name == "--output") {
@@ -146,7 +158,9 @@ Result<Inputs> ReadInputs(const SimulateFlags& f) {
   }
   auto trace = trace::ParseTrace(f.trace, f.seed, csv);
   if (!trace) return Error{ErrorKind::kInvalid, "--trace: " + trace.error().message};
-  in.options.trace = std::move(*trace);
+  auto scaled = trace::ScaleTrace(std::move(*trace), f.scale);
+  if (!scaled) return Error{ErrorKind::kInvalid, "--scale: " + scaled.error().message};
+  in.options.trace = std::move(*scaled);
   in.options.seed = f.seed;
   in.options.seconds = f.seconds;
   if (!f.nodes.empty()) {
@@ -169,6 +183,26 @@ std::function<void(double)> Progress(const std::string& style, const std::string
   };
 }
 
+// --tune: each baseline of `policies` swept (gym/tune.h), and replaced there by its pick.
+Status TuneBaselines(const Inputs& inputs, const SimulateFlags& f,
+                     std::vector<std::string>& policies, gym::Report& report, std::ostream& err) {
+  for (std::string& policy : policies) {
+    if (!gym::IsBaseline(policy) || policy.starts_with("fixed")) continue;
+    const auto bar = Progress(f.progress, "tuning " + policy, err);
+    if (bar) bar(0);
+    auto tuned = gym::Tune(inputs.pipeline, inputs.options, policy, {.attainment = f.tune});
+    if (!tuned) return tuned.error();
+    if (bar) {
+      bar(1);
+      err << "\n";
+    }
+    const std::optional<gym::TunePoint>& pick = tuned->best ? tuned->best : tuned->closest;
+    if (pick) policy = pick->policy;
+    report.tuned.push_back(std::move(*tuned));
+  }
+  return Done{};
+}
+
 int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   auto inputs = ReadInputs(f);
   if (!inputs) return Fail(err, inputs.error().message, kExitInvalidInput);
@@ -179,6 +213,12 @@ int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   report.seconds = inputs->options.RunSeconds();
   std::vector<std::string> policies = f.policies;
   if (policies.empty()) policies = {"", "hpa"};
+  if (f.tune > 0) {
+    report.attainment = f.tune;
+    if (auto tuned = TuneBaselines(*inputs, f, policies, report, err); !tuned) {
+      return Fail(err, tuned.error().message, kExitInvalidInput);
+    }
+  }
   for (const std::string& policy : policies) {
     gym::Options options = inputs->options;
     options.policy = policy;

@@ -95,11 +95,11 @@ class History {
 // ---- The HPA's controller loop, shared by MakeHpa and MakeKeda (KEDA creates an HPA).
 
 // kube-controller-manager flag defaults: --horizontal-pod-autoscaler-sync-period,
-// --horizontal-pod-autoscaler-tolerance, --horizontal-pod-autoscaler-downscale-stabilization
-// (which maybeInitScaleDownStabilizationWindow in horizontal.go puts into the behaviour).
+// --horizontal-pod-autoscaler-tolerance; the downscale stabilization is the target's (the
+// behaviour's window, or the flag's 300 s default that maybeInitScaleDownStabilizationWindow in
+// horizontal.go puts into the behaviour).
 constexpr double kHpaSyncS = 15;
 constexpr double kHpaTolerance = 0.1;
-constexpr double kScaleDownWindowS = 300;
 // pkg/apis/autoscaling/v2/defaults.go: no scale-up stabilization.
 constexpr double kScaleUpWindowS = 0;
 
@@ -174,14 +174,14 @@ int ScaleDownLimit(const HpaTask& task, double now_s, int current) {
 // recommendation of the scale-up window and lowered to the highest of the scale-down window,
 // the new recommendation included; then the new one is recorded and those older than both
 // windows are dropped (the source reuses one such slot; none of them is read again either way).
-int Stabilize(HpaTask& task, double now_s, int current, int desired) {
+int Stabilize(HpaTask& task, double now_s, double down_window_s, int current, int desired) {
   int up = desired;
   int down = desired;
   for (const Stamped& rec : task.recommendations) {
     if (rec.at_s > now_s - kScaleUpWindowS) up = std::min(up, rec.replicas);
-    if (rec.at_s > now_s - kScaleDownWindowS) down = std::max(down, rec.replicas);
+    if (rec.at_s > now_s - down_window_s) down = std::max(down, rec.replicas);
   }
-  const double obsolete_s = now_s - std::max(kScaleUpWindowS, kScaleDownWindowS);
+  const double obsolete_s = now_s - std::max(kScaleUpWindowS, down_window_s);
   std::erase_if(task.recommendations, [&](const Stamped& rec) { return rec.at_s < obsolete_s; });
   task.recommendations.push_back({now_s, desired});
   return std::min(std::max(current, up), down);
@@ -240,7 +240,8 @@ class HpaController : public Autoscaler {
     } else {
       const std::optional<int> proposal = Proposal(now_s, task, target, current);
       if (!proposal) return current;  // the metric failed: this sync changes nothing
-      desired = LimitRate(task, now_s, target, current, Stabilize(task, now_s, current, *proposal));
+      const int stable = Stabilize(task, now_s, target.scale_down_window_s, current, *proposal);
+      desired = LimitRate(task, now_s, target, current, stable);
     }
     if (desired != current) StoreScaleEvent(task, now_s, current, desired);
     return desired;
@@ -362,13 +363,13 @@ class Keda final : public HpaController {
 // ---- MakeKpa: Knative's concurrency autoscaler.
 
 // multiscaler.go tickInterval; config.go defaultConfig: stable-window, panic-window-percentage,
-// panic-threshold-percentage, container-concurrency-target-percentage, max-scale-up-rate,
-// max-scale-down-rate; autoscaling.TargetMin, the lowest target a decider takes.
+// panic-threshold-percentage, max-scale-up-rate, max-scale-down-rate
+// (container-concurrency-target-percentage is the target's utilization); autoscaling.TargetMin, the
+// lowest target a decider takes.
 constexpr double kKpaTickS = 2;
 constexpr double kStableWindowS = 60;
 constexpr double kPanicWindowS = kStableWindowS * 10 / 100;
 constexpr double kPanicThreshold = 200 / 100.0;
-constexpr double kTargetUtilization = 0.7;
 constexpr double kMaxScaleUpRate = 1000;
 constexpr double kMaxScaleDownRate = 2;
 constexpr double kTargetMin = 0.01;
@@ -448,7 +449,7 @@ class Kpa final : public Autoscaler {
   static int Scale(KpaTask& task, double now_s, const TaskTarget& target) {
     const std::optional<TaskSample> latest = task.history.Latest();
     const double ready = std::max(1, latest ? latest->ready : 0);
-    const double target_value = std::max(kTargetMin, target.concurrency * kTargetUtilization);
+    const double target_value = std::max(kTargetMin, target.concurrency * target.utilization);
     const double stable = WindowAverage(task.history, now_s, kStableWindowS);
     const double panic = WindowAverage(task.history, now_s, kPanicWindowS);
     const int stable_pods = BoundedPods(stable, target_value, ready);

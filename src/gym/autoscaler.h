@@ -25,11 +25,14 @@ struct TaskSample {
 // to zero here) and max_replicas as at least min_replicas. A task missing from the map a policy
 // was made with gets these defaults.
 struct TaskTarget {
-  double utilization = 0.7;  // HPA: mean busy share per Ready pod
-  double rps = 1;            // KEDA: requests per second per replica (the scaler's threshold)
-  double concurrency = 1;    // KPA: requests held per pod (its target, before utilisation)
+  // HPA: mean busy share per Ready pod; KPA: container-concurrency-target-percentage.
+  double utilization = 0.7;
+  double rps = 1;          // KEDA: requests per second per replica (the scaler's threshold)
+  double concurrency = 1;  // KPA: requests held per pod (its target, before utilisation)
   int min_replicas = 1;
   int max_replicas = 100;
+  // HPA and KEDA's HPA: behavior.scaleDown.stabilizationWindowSeconds.
+  double scale_down_window_s = 300;
 };
 
 class Autoscaler {
@@ -75,12 +78,12 @@ std::unique_ptr<Autoscaler> MakeKeda(std::map<std::string, TaskTarget> targets,
 
 // Knative's KPA (serving/pkg/autoscaler/scaling/autoscaler.go) on concurrency: a 2 s tick;
 // stable = the mean of the per-second concurrency over the last 60 s, panic = over the last
-// 6 s; target = concurrency x 0.7. desired = ceil(stable / target), no lower than floor(Ready
-// / 2) and no higher than 1000 x Ready. Panic starts when ceil(panic / target) >= 2 x Ready
-// (Ready counted as at least 1), or at a task's first decision if more than one pod is Ready
-// then (Knative's autoscaler starts so, having no history to scale down on); in panic the
-// answer is the largest count asked for since it started, never lower, and panic ends at the
-// first tick without the condition more than 60 s after the last tick with it.
+// 6 s; target = concurrency x utilization (0.7 by default). desired = ceil(stable / target), no
+// lower than floor(Ready / 2) and no higher than 1000 x Ready. Panic starts when ceil(panic /
+// target) >= 2 x Ready (Ready counted as at least 1), or at a task's first decision if more than
+// one pod is Ready then (Knative's autoscaler starts so, having no history to scale down on); in
+// panic the answer is the largest count asked for since it started, never lower, and panic ends at
+// the first tick without the condition more than 60 s after the last tick with it.
 std::unique_ptr<Autoscaler> MakeKpa(std::map<std::string, TaskTarget> targets);
 
 }  // namespace pipescale::gym

@@ -137,12 +137,14 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   const json& container = Container(d.object);
   const model::Variant& v = pipeline.spec.tasks[d.task].variants[d.variant];
   const std::string batch = v.RouterBatches() ? "" : Env(container, v.batch_env);
-  const int new_batch = batch.empty() ? 1 : std::max(1, std::atoi(batch.c_str()));
+  const int new_batch = d.server        ? d.server->batch
+                        : batch.empty() ? 1
+                                        : std::max(1, std::atoi(batch.c_str()));
   const std::string wait = Arg(container, "--max-wait-ms");
   const std::string scale = Env(container, "PIPESCALE_LATENCY_SCALE");
   if (new_batch != d.batch || d.revision == 0) ++d.revision;
   d.batch = new_batch;
-  d.max_wait_ms = wait.empty() ? 1000 : std::atof(wait.c_str());
+  d.max_wait_ms = d.server ? d.server->max_delay_ms : wait.empty() ? 1000 : std::atof(wait.c_str());
   d.latency_scale = scale.empty() ? 1 : std::max(0.01, std::atof(scale.c_str()));
   d.replicas = std::max(0, Field(d.object["spec"], "replicas").get<int>());
   ++report.scaling_actions;
@@ -186,6 +188,7 @@ void World::CreatePod(int deployment) {
   p.created_ms = now_ms_;
   p.batch = d.batch;
   p.max_wait_ms = d.max_wait_ms;
+  p.queue_timeout_ms = d.server ? d.server->queue_timeout_ms : 0;
   p.latency_scale = d.latency_scale;
   pods.push_back(std::move(p));
   live_pods.push_back(static_cast<int>(pods.size()) - 1);

@@ -29,7 +29,8 @@ long PolicyReport::Goodput() const {
 }
 
 bool IsBaseline(std::string_view policy) {
-  return policy == "hpa" || policy == "keda" || policy == "kpa" || policy.starts_with("fixed");
+  const std::string_view base = policy.substr(0, policy.find_first_of("@:+"));
+  return base == "hpa" || base == "keda" || base == "kpa" || base.starts_with("fixed");
 }
 
 const PolicyReport* BestBaseline(const Report& report) {
@@ -180,6 +181,28 @@ std::string PolicyTable(const Report& report) {
       best != nullptr ? "VS-BASELINE: goodput/$ against the best baseline, " + best->policy
                       : "no baseline (hpa, keda, kpa, fixed:N) to compare against";
   return "\npolicies (goodput: within the SLO; " + against + ")\n" + Columns(columns, rows);
+}
+
+// --tune's picks: per baseline the cheapest setting that kept every path at the attainment
+// asked, or the closest it came.
+std::string TunedTable(const Report& report) {
+  if (report.tuned.empty()) return "";
+  const std::vector<Column> columns = {{"BASELINE", true}, {"SETTING", true}, {"COST-$"},
+                                       {"WORST-PATH"},     {"MEAN-REPLICAS"}, {"SETTINGS-RUN"}};
+  Rows rows;
+  for (const Tuned& t : report.tuned) {
+    const std::optional<TunePoint>& pick = t.best ? t.best : t.closest;
+    if (!pick) continue;
+    rows.push_back({t.base, pick->policy + (t.best ? "" : " (none keeps it: the closest)"),
+                    StrFormat("%.3f", pick->cost),
+                    StrFormat("%.1f%%", 100 * pick->worst_attainment),
+                    StrFormat("%.2f", pick->mean_replicas), StrFormat("%zu", t.points.size())});
+  }
+  return StrFormat(
+             "\ntuned baselines (the cheapest setting with every path at %.1f%% or more; "
+             "it runs above under its name)\n",
+             100 * report.attainment) +
+         Columns(columns, rows);
 }
 
 std::string HardwareTable(const Report& report) {
@@ -584,7 +607,7 @@ std::string RenderTable(const Report& report) {
   std::string out = "pipeline " + report.pipeline + ", trace " + report.trace +
                     StrFormat(", %g s simulated, seed %u\n", report.seconds, report.seed);
   for (const std::string& path : PathNames(report)) out += PathTable(report, path);
-  return out + PolicyTable(report) + HardwareTable(report) + Headline(report);
+  return out + PolicyTable(report) + HardwareTable(report) + TunedTable(report) + Headline(report);
 }
 
 namespace {
@@ -632,6 +655,28 @@ nlohmann::json PolicyJson(const PolicyReport& p, const PolicyReport* best) {
           {"intervals", std::move(intervals)}};
 }
 
+nlohmann::json TunePointJson(const std::optional<TunePoint>& p) {
+  if (!p) return nullptr;
+  return {{"policy", p->policy},
+          {"cost", p->cost},
+          {"worstPathAttainment", p->worst_attainment},
+          {"meanReplicas", p->mean_replicas}};
+}
+
+nlohmann::json TunedJson(const Report& report) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Tuned& t : report.tuned) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const TunePoint& p : t.points) points.push_back(TunePointJson(p));
+    out.push_back({{"baseline", t.base},
+                   {"attainment", report.attainment},
+                   {"best", TunePointJson(t.best)},
+                   {"closest", TunePointJson(t.closest)},
+                   {"settings", std::move(points)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json ToJson(const Report& report) {
@@ -643,7 +688,8 @@ nlohmann::json ToJson(const Report& report) {
           {"seconds", report.seconds},
           {"seed", report.seed},
           {"bestBaseline", best != nullptr ? nlohmann::json(best->policy) : nlohmann::json()},
-          {"policies", std::move(policies)}};
+          {"policies", std::move(policies)},
+          {"tuned", TunedJson(report)}};
 }
 
 std::string RenderCsv(const Report& report) {

@@ -13,7 +13,8 @@
 namespace pipescale::gym {
 
 // Whether a policy is a baseline, i.e. what users run today: hpa, keda, kpa, or fixed:N (any
-// name starting with "fixed"). Every policy's goodput per dollar is compared to the best of them.
+// name starting with "fixed"), with or without the knobs gym/baseline.h reads after @, : or +.
+// Every policy's goodput per dollar is compared to the best of them.
 bool IsBaseline(std::string_view policy);
 
 // The baseline with the highest goodput per dollar, or nullptr when no baseline ran or none

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,12 +56,31 @@ struct PolicyReport {
   double GoodputPerDollar() const { return total_cost > 0 ? Goodput() / total_cost : 0; }
 };
 
+// A baseline tuned by `pipescale simulate --tune` (gym/tune.h): each setting it ran.
+struct TunePoint {
+  std::string policy;           // with its knobs, as --policy takes it
+  double cost = 0;              // dollars over the run
+  double worst_attainment = 0;  // the lowest of its paths'
+  double mean_replicas = 0;
+};
+
+struct Tuned {
+  std::string base;               // as given: hpa, keda@c5n-2xlarge, ...
+  std::vector<TunePoint> points;  // every setting, in grid order
+  std::optional<TunePoint> best;  // the cheapest that keeps the attainment; none when none does
+  // When none does: the setting of highest worst attainment (the cheapest of those), to say how
+  // far the baseline falls short.
+  std::optional<TunePoint> closest;
+};
+
 struct Report {
   std::string pipeline;
   std::string trace;
   double seconds = 0;  // simulated
   unsigned seed = 0;
   std::vector<PolicyReport> policies;
+  std::vector<Tuned> tuned;  // with --tune: the baselines' sweeps, whose picks run above
+  double attainment = 0;     // what --tune asked of every path
 };
 
 }  // namespace pipescale::gym

@@ -35,9 +35,24 @@ void World::OnCallArrives(std::int64_t call) {
   MaybeStart(pod);
 }
 
+// Triton's queue policy with timeout_action REJECT: a call that waited past the timeout is
+// turned away when the server next looks at its queue, to form a batch.
+void World::RejectExpired(int pod) {
+  Pod& p = pods[pod];
+  if (p.queue_timeout_ms <= 0) return;
+  while (!p.queue.empty() && now_ms_ - calls.at(p.queue.front()).queued_ms > p.queue_timeout_ms) {
+    const std::int64_t c = p.queue.front();
+    p.queue.pop_front();
+    calls.at(c).rejected = true;
+    At(now_ms_ + options.call_from_pod_ms, EventKind::kCallDelivered, c);
+  }
+}
+
 void World::MaybeStart(int pod) {
   Pod& p = pods[pod];
-  if (!p.serving.empty() || p.queue.empty()) return;
+  if (!p.serving.empty()) return;
+  RejectExpired(pod);
+  if (p.queue.empty()) return;
   const double due = calls.at(p.queue.front()).queued_ms + p.max_wait_ms;
   if (static_cast<int>(p.queue.size()) < p.batch && now_ms_ < due) {
     if (p.wake_at_ms != due) {
@@ -84,7 +99,11 @@ void World::OnCallDelivered(std::int64_t id) {
   p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
   p.held_since_ms = now_ms_;
   --p.outstanding;
-  OnCallDone(id, calls.at(id).queue_ms);
+  if (calls.at(id).rejected) {
+    OnCallRejected(id);
+  } else {
+    OnCallDone(id, calls.at(id).queue_ms);
+  }
   if (p.state == Pod::State::kTerminating && p.outstanding == 0)
     At(now_ms_, EventKind::kPodGone, pod);
 }

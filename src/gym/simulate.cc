@@ -1,9 +1,11 @@
 // Simulate: the policy named on the command line set up in a World, and the run.
-#include <cstdlib>
+#include <optional>
 
 #include "api/pipeline_object.h"
 #include "common/strings.h"
+#include "gym/baseline.h"
 #include "gym/narrow.h"
+#include "gym/render.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
 
@@ -12,71 +14,7 @@ namespace {
 
 using engine::World;
 
-// A request's service time alone at one replica, over the pipeline's query-size mix (Kairos's
-// queries carry many rows; without a mix each request is one).
-double MeanRequestMs(const model::Pipeline& pipeline, const model::Profile& profile) {
-  const std::vector<model::QuerySize>& mix = pipeline.spec.query_sizes;
-  if (mix.empty()) return profile.latency.Ms(1);
-  double weight = 0, ms = 0;
-  for (const model::QuerySize& q : mix) {
-    weight += q.weight;
-    ms += q.weight * profile.latency.Ms(q.size);
-  }
-  return weight > 0 ? ms / weight : profile.latency.Ms(1);
-}
-
-// What a user of a baseline sets per task: its target at 70% of what one replica serves alone
-// (one request at a time over the traffic's query sizes, the most accurate variant on its first
-// class), as HPA and KPA users set 70%.
-std::map<std::string, TaskTarget> Targets(const model::Pipeline& pipeline) {
-  std::map<std::string, TaskTarget> out;
-  for (const model::Task& t : pipeline.spec.tasks) {
-    const model::Variant& v = *std::max_element(
-        t.variants.begin(), t.variants.end(),
-        [](const model::Variant& a, const model::Variant& b) { return a.accuracy < b.accuracy; });
-    const model::Profile& p = v.profiles.front();
-    const int c = pipeline.HardwareClassIndex(p.hardware_class);
-    TaskTarget target;
-    target.rps = 0.7 * 1000 / MeanRequestMs(pipeline, p);
-    target.concurrency = 1;
-    target.max_replicas = pipeline.spec.hardware_classes[c].max_replicas.value_or(100);
-    out[t.name] = target;
-  }
-  return out;
-}
-
-// The baselines run what users run without pipescale: one Deployment per task (its most accurate
-// variant on the first class it profiles, batch 1), behind a gateway that walks the DAG with no
-// door, no drops and no router-formed batches.
-void SetUpBaseline(World& world, int fixed) {
-  const model::Pipeline& p = world.pipeline;
-  world.policy.admission = false;
-  world.policy.drop = model::DropPolicy::kNone;
-  for (size_t t = 0; t < p.spec.tasks.size(); ++t) {
-    const model::Task& task = p.spec.tasks[t];
-    size_t best = 0;
-    for (size_t v = 0; v < task.variants.size(); ++v) {
-      if (task.variants[v].accuracy > task.variants[best].accuracy) best = v;
-    }
-    const int c = p.HardwareClassIndex(task.variants[best].profiles.front().hardware_class);
-    const int d = world.EnsureDeployment(static_cast<int>(t), static_cast<int>(best), c, 1);
-    world.baseline_deployment.push_back(d);
-    world.SetReplicas(d, fixed > 0 ? fixed : 1);
-  }
-  world.Reconcile();
-}
-
 constexpr double kMaxRequests = 1e9;
-
-Result<int> FixedCount(const std::string& policy) {
-  const std::string n = policy.substr(6);
-  char* end = nullptr;
-  const long count = std::strtol(n.c_str(), &end, 10);
-  if (n.empty() || *end != '\0' || count < 1 || count > 1000) {
-    return Error{ErrorKind::kInvalid, "policy " + policy + ": N must be a whole number 1..1000"};
-  }
-  return static_cast<int>(count);
-}
 
 // The levels the setup below writes into must be objects (or absent): anything else in a file
 // from outside is an error naming the field, never a type_error thrown out of nlohmann.
@@ -112,8 +50,13 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   nlohmann::json object = pipeline_object;
   object.erase("status");
   const std::string& policy = options.policy;
-  const bool baseline =
-      policy == "hpa" || policy == "keda" || policy == "kpa" || policy.rfind("fixed:", 0) == 0;
+  const bool baseline = IsBaseline(policy);
+  std::optional<BaselinePolicy> base;
+  if (baseline) {
+    auto parsed = ParseBaseline(policy);
+    if (!parsed) return parsed.error();
+    base = *parsed;
+  }
   // The optimizer the operator runs: one of the spec's, or one the CLI alone offers (the papers'
   // baselines, and optimizers on a narrowed spec), which the operator's loop runs all the same
   // once the spec has been validated.
@@ -128,7 +71,7 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
     if (chosen == nullptr) {
       return Error{ErrorKind::kInvalid, "unknown policy " + policy + ": one of " +
                                             optimizer::OptimizerNames(false) + ", " +
-                                            kNarrowedPolicies + ", hpa, keda, kpa, fixed:N"};
+                                            kNarrowedPolicies + ", " + kBaselinePolicies};
     }
     if (chosen->in_spec) object["spec"]["optimizer"] = name;
   }
@@ -151,16 +94,8 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   world.parsed = parsed;
   if (!baseline) {
     world.optimizer = &optimizer::OptimizerOf(world.pipeline.spec);
-  } else if (policy.rfind("fixed:", 0) == 0) {
-    auto n = FixedCount(policy);
-    if (!n) return n.error();
-    SetUpBaseline(world, *n);
-  } else {
-    const auto targets = Targets(world.pipeline);
-    world.autoscaler = policy == "hpa"    ? MakeHpa(targets)
-                       : policy == "keda" ? MakeKeda(targets)
-                                          : MakeKpa(targets);
-    SetUpBaseline(world, 0);
+  } else if (auto set = SetUpBaseline(world, *base); !set) {
+    return set.error();
   }
   return world.Run();
 }

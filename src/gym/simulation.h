@@ -94,9 +94,17 @@ struct Deployment {  // NOLINT(bugprone-exception-escape)
   int task = 0, variant = 0, hw_class = 0;  // indices into the pipeline's spec
   nlohmann::json object;                    // as the operator wrote it
   int replicas = 0;
-  int batch = 1;               // the server's batch (its batch env); 1 when the router forms them
-  double max_wait_ms = 1000;   // the model server's --max-wait-ms
-  double latency_scale = 1;    // PIPESCALE_LATENCY_SCALE
+  int batch = 1;              // the server's batch (its batch env); 1 when the router forms them
+  double max_wait_ms = 1000;  // the model server's --max-wait-ms
+  double latency_scale = 1;   // PIPESCALE_LATENCY_SCALE
+  // A baseline's server (optimizer/baseline_deployment.h): its dynamic batcher and queue policy,
+  // which hold whatever the Deployment's writes say of batches.
+  struct ServerBatcher {
+    int batch = 1;
+    double max_delay_ms = 0;
+    double queue_timeout_ms = 0;
+  };
+  std::optional<ServerBatcher> server;
   std::uint64_t revision = 0;  // bumped when the pod template changes (a rollout)
   bool object_changed = true;  // written since the operator last read it
 };
@@ -112,6 +120,7 @@ struct Pod {
   int batch = 1;
   double max_wait_ms = 1000;
   double latency_scale = 1;
+  double queue_timeout_ms = 0;        // a call waiting longer is rejected (0: never)
   std::deque<std::int64_t> queue;     // calls waiting for a batch
   std::vector<std::int64_t> serving;  // the batch in service
   int outstanding = 0;                // calls sent and not answered
@@ -128,7 +137,8 @@ struct Call {
   int rows = 0;
   int pod = -1;
   double sent_ms = 0, queued_ms = 0;
-  double queue_ms = 0;  // waited at the pod for its batch, as the answer reports
+  double queue_ms = 0;    // waited at the pod for its batch, as the answer reports
+  bool rejected = false;  // the pod's queue policy turned it away (a 503)
 };
 
 // One request at one task.
@@ -140,6 +150,8 @@ struct Visit {
   std::vector<int> trail;  // tasks so far, kept only for a request whose path the models decide
   bool kairos_waiting = false;
   double accuracy = 1;  // the product of the variants' accuracies so far
+  int attempt = 0;      // calls made for it so far, less one
+  int tried_pod = -1;   // the pod that turned its last call away
 };
 
 struct Walk {

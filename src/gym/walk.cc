@@ -146,7 +146,7 @@ void World::Send(std::int64_t id) {
     MatchPool(v.task);
     return;
   }
-  const int pod = PickPod(v.task, v.variant);
+  const int pod = PickPod(v.task, v.variant, v.tried_pod);
   if (pod < 0) {
     FailVisit(id, routing::FailureOf(walker->NoPod(v.task)));
     return;
@@ -154,10 +154,13 @@ void World::Send(std::int64_t id) {
   SendCall(Call{.visits = {id}, .rows = w.state.rows}, pod);
 }
 
-int World::PickPod(int task, int variant) {
+int World::PickPod(int task, int variant, int tried) {
   std::uniform_real_distribution<double> u(0, 1);
   const double u1 = u(rng), u2 = u(rng);
-  walker->PickPod(loads_, task, variant, -1, u1, u2, pick_);
+  const std::vector<int>& mine = ready[task];
+  const auto at = std::find(mine.begin(), mine.end(), tried);
+  const int tried_index = at == mine.end() ? -1 : static_cast<int>(at - mine.begin());
+  walker->PickPod(loads_, task, variant, tried_index, u1, u2, pick_);
   if (pick_.spilled) current.spills[task] += 1;
   return pick_.pod < 0 ? -1 : ready[task][pick_.pod];
 }
@@ -262,6 +265,28 @@ void World::OnCallDone(std::int64_t id, double queue_ms) {
   sample.first += service_ms / 1000;
   sample.second += 1;
   for (std::int64_t vid : call.visits) OnAnswered(vid, d.task, d.variant);
+}
+
+// A pod's queue policy turned the call away (a 503): as the router does, each of its visits is
+// tried once more on another pod, or fails with what the pod said.
+void World::OnCallRejected(std::int64_t id) {
+  Call call = std::move(calls.at(id));
+  calls.Erase(id);
+  const int task = deployments[pods[call.pod].deployment].task;
+  const routing::CallOutcome outcome{.status = 503, .detail = "its queue timeout passed"};
+  for (std::int64_t vid : call.visits) {
+    Visit& v = visits.at(vid);
+    routing::CallVerdict verdict =
+        walker->AfterCall(walks.at(v.walk).state, task, v.attempt, outcome, now_ms_);
+    const bool elsewhere = ready[task].size() > 1;
+    if (verdict.kind == routing::CallVerdict::Kind::kRetry && elsewhere) {
+      ++v.attempt;
+      v.tried_pod = call.pod;
+      Send(vid);
+      continue;
+    }
+    FailVisit(vid, routing::FailureOf(verdict.error));
+  }
 }
 
 void World::OnAnswered(std::int64_t id, int task, int variant) {

@@ -60,6 +60,7 @@ class World {
   void Enqueue(int pod, std::int64_t call);
   void OnCallArrives(std::int64_t call);  // a call's, at its pod's queue
   void MaybeStart(int pod);
+  void RejectExpired(int pod);
   void OnBatchDone(int pod);
   void OnCallDelivered(std::int64_t id);  // a call's
   double ServiceMs(int pod, int rows) const;
@@ -70,6 +71,7 @@ class World {
   void OnDoorPoll(std::int64_t id);  // a walk's
   void StartVisit(std::int64_t id);
   void OnCallDone(std::int64_t id, double queue_ms);
+  void OnCallRejected(std::int64_t id);  // a call's: tried once more elsewhere, or failed
   void OnBatcherDue(int b);
   void OnPoolExpire(std::int64_t id);  // a visit's
   void RebuildRouting();               // from the routing ConfigMap and the Ready pods
@@ -98,7 +100,8 @@ class World {
   void EndWalk(std::int64_t id);
   void Send(std::int64_t id);  // a visit's
   void SendCall(Call call, int pod);
-  int PickPod(int task, int variant);  // variant -1: any of the task's pods
+  // variant -1: any of the task's pods; never `tried` (a pod index; -1: none).
+  int PickPod(int task, int variant, int tried = -1);
   // The router's batcher of `variant` at `task` (-1: the task's first) while the plan forms
   // batches there, as an index into `batchers`; -1 when none.
   int BatcherFor(int task, int variant) const;

@@ -12,62 +12,51 @@ namespace pipescale::optimizer {
 namespace {
 
 // The HPA's step for one task: the running replicas, or the desired count.
-int DesiredReplicas(double rate_rps, double replica_rps, int current) {
+int DesiredReplicas(double rate_rps, double replica_rps, double target, int current) {
   // In doubles first: a rate far past any cluster must not overflow an int.
   const auto count = [](double replicas) {
     return static_cast<int>(std::clamp(std::ceil(replicas), 1.0, 1.0 * kMaxReplicas));
   };
-  if (current <= 0) return count(rate_rps / (kHpaTarget * replica_rps));
-  const double ratio = rate_rps / (current * replica_rps) / kHpaTarget;
+  if (current <= 0) return count(rate_rps / (target * replica_rps));
+  const double ratio = rate_rps / (current * replica_rps) / target;
   if (std::abs(ratio - 1) <= kHpaTolerance) return current;
   return count(current * ratio);
-}
-
-// A request's time on a replica serving one at a time: d(1), or, where the clients' queries
-// carry several rows (spec.querySizes), d at each size weighted by its share. The HPA sees
-// this as CPU time per request, so it sizes a replica by it.
-double RequestMs(const model::PipelineSpec& spec, const model::LatencyProfile& latency) {
-  double weight = 0, ms = 0;
-  for (const model::QuerySize& q : spec.query_sizes) {
-    weight += q.weight;
-    ms += q.weight * latency.Ms(q.size);
-  }
-  return weight > 0 ? ms / weight : latency.Ms(1);
 }
 
 }  // namespace
 
 model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& workload,
-                     const PlannerInput& input) {
+                     const PlannerInput& input, const BaselineKnobs& knobs) {
   const model::PipelineSpec& spec = pipeline.spec;
   const std::vector<double> rates = TaskRatesRps(pipeline, workload);
+  const std::vector<BaselineTask> deployed = DeployBaseline(pipeline, {}, knobs);
   model::Plan plan;
   std::vector<double> task_ms(spec.tasks.size(), 0);
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
-    const model::Task& task = spec.tasks[i];
-    const model::Variant& v = task.MostAccurateVariant();
-    const model::Profile& profile = v.profiles.front();
-    const model::HardwareClass& hw =
-        spec.hardware_classes[pipeline.HardwareClassIndex(profile.hardware_class)];
-    const double exec_ms = RequestMs(spec, profile.latency);
-    const auto running = input.running.find(PoolKey(task.name, hw.name));
-    int replicas = DesiredReplicas(rates[i], 1000 / exec_ms,
-                                   running == input.running.end() ? 0 : running->second);
-    replicas = std::min(replicas, hw.max_replicas ? std::max(1, *hw.max_replicas) : kMaxReplicas);
+    const BaselineTask& d = deployed[i];
+    const model::Variant& v = spec.tasks[i].variants[d.variant];
+    const model::HardwareClass& hw = spec.hardware_classes[d.hw_class];
+    const auto running = input.running.find(PoolKey(spec.tasks[i].name, hw.name));
+    const int replicas =
+        std::min(DesiredReplicas(rates[i], d.replica_rps, knobs.target,
+                                 running == input.running.end() ? 0 : running->second),
+                 d.max_replicas);
+    const double one_ms = BatchMs(spec, v.FindProfile(hw.name)->latency, 1);
     const TailLatency tail = TaskTailLatency({.rate_rps = rates[i],
                                               .replicas = replicas,
-                                              .batch = 1,
-                                              .exec_ms = exec_ms,
-                                              .exec_one_ms = exec_ms},
+                                              .batch = d.batch,
+                                              .exec_ms = d.batch_ms,
+                                              .exec_one_ms = one_ms},
                                              spec.slo.percentile);
     task_ms[i] = std::min(tail.TotalMs(), kMaxQueueMs);
-    plan.tasks.push_back({.task = task.name,
+    plan.tasks.push_back({.task = spec.tasks[i].name,
                           .variant = v.name,
                           .hardware_class = hw.name,
                           .replicas = replicas,
-                          .batch_size = 1,
-                          .latency_ms = exec_ms,
-                          .queue_ms = std::min(tail.TotalMs() - exec_ms, kMaxQueueMs),
+                          .batch_size = d.batch,
+                          .latency_ms = d.batch_ms,
+                          .queue_ms = std::min(tail.TotalMs() - d.batch_ms, kMaxQueueMs),
+                          .batch_wait_ms = kBaselineQueueDelayMs,
                           .load_rps = rates[i]});
   }
   for (const model::Path& path : spec.paths) {

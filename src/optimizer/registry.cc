@@ -73,9 +73,10 @@ const std::array kOptimizers = {
                .solve = SolveMark},
     Descriptor{
         .name = "hpa",
-        .summary = "baseline: the Kubernetes HPA's rule per task, 70% of a replica at batch 1",
+        .summary = "baseline: the Kubernetes HPA's rule per task, 70% of a batching replica",
         .in_spec = true,
-        .solve = SolveHpa},
+        .solve = [](const model::Pipeline& pipeline, const model::Workload& workload,
+                    const PlannerInput& input) { return SolveHpa(pipeline, workload, input); }},
     Descriptor{.name = kDs2,
                .summary = "FA2's baseline: DS2's per-operator scaling",
                .solve = OnProblem<SolveDs2, kDs2>},

@@ -165,4 +165,24 @@ Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed, const std:
   return trace;
 }
 
+Result<Trace> ScaleTrace(Trace trace, double factor) {
+  if (!(factor > 0 && factor <= 1000)) {
+    return Error{ErrorKind::kInvalid, "the scale must be in (0, 1000]"};
+  }
+  if (factor == 1) return trace;
+  if (!trace.arrivals.empty()) {
+    return Error{ErrorKind::kInvalid,
+                 "a trace of arrival times cannot be scaled; give one of rates (SECONDS,RPS)"};
+  }
+  for (Step& step : trace.steps) {
+    step.rps *= factor;
+    if (step.rps > kMaxRps) {
+      return Error{
+          ErrorKind::kInvalid,
+          StrFormat("scaled, the trace asks for %.3g requests/s; at most %.0e", step.rps, kMaxRps)};
+    }
+  }
+  return trace;
+}
+
 }  // namespace pipescale::trace

@@ -47,4 +47,9 @@ inline constexpr double kMaxRps = limits::kMaxTraceRps;
 Result<Trace> ParseTrace(const std::string& spec, std::uint64_t seed,
                          const std::string& csv_text = "");
 
+// `trace` with every rate times `factor` (a trace's shape replayed at another scale); kInvalid
+// for exact arrival times (which no factor scales without choosing requests) and for a factor
+// outside (0, 1000] or a rate past kMaxRps.
+Result<Trace> ScaleTrace(Trace trace, double factor);
+
 }  // namespace pipescale::trace

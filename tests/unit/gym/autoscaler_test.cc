@@ -406,7 +406,7 @@ std::vector<Baseline> Baselines() {
        }},
       {"kpa", [](auto targets) { return MakeKpa(std::move(targets)); },
        [](double units, int r, const TaskTarget& t) {
-         return r == static_cast<int>(std::ceil(2 * units / (t.concurrency * 0.7)));
+         return r == static_cast<int>(std::ceil(2 * units / (t.concurrency * t.utilization)));
        }},
   };
 }

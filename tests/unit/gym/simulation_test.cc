@@ -9,57 +9,21 @@
 #include <utility>
 
 #include "api/nodes_file.h"
+#include "support/gym_pipelines.h"
 
 namespace pipescale::gym {
 namespace {
 
 using nlohmann::json;
 
-// A chain of tasks, each with one variant of constant d(b) = `ms` + `per_row_ms` (b - 1) on one
-// CPU class (1 CPU a pod, `startup_s` to start), and one path through all with `slo_ms`.
-json Chain(const std::vector<std::string>& tasks, double ms, double slo_ms, double per_row_ms = 0,
-           double startup_s = 0) {
-  json spec = {{"optimizer", "fa2"},
-               {"interval", "10s"},
-               {"router", json::object()},
-               {"hardwareClasses",
-                {{{"name", "cpu"},
-                  {"startupSeconds", startup_s},
-                  {"costPerHour", 0.1},
-                  {"resources", {{"requests", {{"cpu", "1"}}}}}}}},
-               {"paths", {{{"name", "p"}, {"tasks", tasks}, {"sloMs", slo_ms}}}}};
-  for (const std::string& t : tasks) {
-    json task = {
-        {"name", t},
-        {"variants",
-         {{{"name", "v"},
-           {"batchSize", {{"max", 8}}},
-           {"profiles",
-            {{{"hardwareClass", "cpu"},
-              {"latencyMs", {{"quadratic", {{"b", per_row_ms}, {"c", ms - per_row_ms}}}}}}}}}}}};
-    if (&t != &tasks.back()) task["next"] = {{{"task", *(&t + 1)}}};
-    spec["tasks"].push_back(task);
-  }
-  return {{"apiVersion", "pipescale.io/v1alpha1"},
-          {"kind", "InferencePipeline"},
-          {"metadata", {{"name", "chain"}, {"namespace", "default"}}},
-          {"spec", spec}};
-}
+using testing::Chain;
 
-// No per-call overhead past d(b), so a queue is exactly what its profile says.
-Options With(const std::string& policy, const std::string& trace, unsigned seed = 7) {
-  Options o;
-  o.call_overhead_ms = 0;
-  o.policy = policy;
-  o.trace = *trace::ParseTrace(trace, seed);
-  o.seed = seed;
-  return o;
-}
+using testing::With;
 
 // One server, one request at a time, d = 10 ms, Poisson arrivals at 50/s (utilisation 0.5):
 // M/D/1, whose mean time in system is d + rho d / (2 (1 - rho)) = 15 ms (Pollaczek-Khinchine).
 TEST(SimulationTest, OneServerQueuesAsMD1) {
-  auto report = Simulate(Chain({"a"}, 10, 1000), With("fixed:1", "50:1200"));
+  auto report = Simulate(Chain({"a"}, 10, 1000), With("fixed:1:batch=1", "50:1200"));
   ASSERT_TRUE(report.ok()) << report.error().message;
   const PathOutcome& p = report->paths.at("p");
   EXPECT_NEAR(p.sent, 60000, 1000);
@@ -69,7 +33,7 @@ TEST(SimulationTest, OneServerQueuesAsMD1) {
 
 // The same at utilisation 0.8: 10 + 0.8 x 10 / 0.4 = 30 ms.
 TEST(SimulationTest, OneServerQueuesAsMD1NearSaturation) {
-  auto report = Simulate(Chain({"a"}, 10, 5000), With("fixed:1", "80:1800"));
+  auto report = Simulate(Chain({"a"}, 10, 5000), With("fixed:1:batch=1", "80:1800"));
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_NEAR(report->paths.at("p").mean_ms, 30.0, 1.5) << "P-K mean 30 ms";
 }

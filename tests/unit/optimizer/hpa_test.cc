@@ -10,7 +10,8 @@
 namespace pipescale::optimizer {
 namespace {
 
-// One task, d(1) = 100 ms: a replica serves 10 rps at batch 1, 7 at the 70% target.
+// One task, d(b) = 50 b + 50 ms: at batch 1 (the knob below) a replica serves 10 rps, 7 at the
+// 70% target.
 model::Pipeline OneTask(std::optional<int> max_replicas = std::nullopt) {
   model::Pipeline p;
   p.spec.hardware_classes = {{.name = "gpu", .cost_per_hour = 2, .max_replicas = max_replicas}};
@@ -24,7 +25,8 @@ model::Pipeline OneTask(std::optional<int> max_replicas = std::nullopt) {
 int Replicas(double rps, int running, std::optional<int> max_replicas = std::nullopt) {
   PlannerInput input;
   if (running > 0) input.running[PoolKey("m", "gpu")] = running;
-  const model::Plan plan = SolveHpa(OneTask(max_replicas), {{{"only", rps}}}, input);
+  const model::Plan plan =
+      SolveHpa(OneTask(max_replicas), {{{"only", rps}}}, input, {.max_batch = 1});
   EXPECT_EQ(plan.tasks[0].batch_size, 1);
   return plan.tasks[0].replicas;
 }
@@ -42,7 +44,7 @@ TEST(Hpa, QueriesOfSeveralRowsAreSizedByTheirMeanTime) {
   model::Pipeline p = OneTask();
   p.spec.query_sizes = {{.size = 1, .weight = 1}, {.size = 3, .weight = 1}};
   for (double rps : {1.0, 4.6, 4.7, 30.0}) {
-    const model::Plan plan = SolveHpa(p, {{{"only", rps}}}, {});
+    const model::Plan plan = SolveHpa(p, {{{"only", rps}}}, {}, {.max_batch = 1});
     EXPECT_EQ(plan.tasks[0].replicas, static_cast<int>(std::ceil(rps / (0.7 * 1000 / 150)))) << rps;
     EXPECT_DOUBLE_EQ(plan.tasks[0].latency_ms, 150);
   }
@@ -68,6 +70,20 @@ TEST(Hpa, MoreDemandNeverAsksForFewerReplicas) {
       EXPECT_GE(now, 1);
       last = now;
     }
+  }
+}
+
+// Unless told otherwise it runs what an engineer deploys: the server's batcher at the largest
+// batch whose service twice over fits the SLO (2 x d(9) = 1000 ms, capped at the variant's 8), a
+// replica sized at full batches: 8 per 450 ms, 17.8 rps, 12.4 at the target.
+TEST(Hpa, ByDefaultItSizesBatchingReplicas) {
+  for (double rps : {1.0, 12.4, 12.5, 100.0}) {
+    const model::Plan plan = SolveHpa(OneTask(), {{{"only", rps}}}, {});
+    EXPECT_EQ(plan.tasks[0].batch_size, 8);
+    EXPECT_DOUBLE_EQ(plan.tasks[0].latency_ms, 450);
+    EXPECT_EQ(plan.tasks[0].replicas,
+              std::max(1, static_cast<int>(std::ceil(rps / (0.7 * 8000 / 450)))))
+        << rps;
   }
 }
 
