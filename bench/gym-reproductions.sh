@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The papers' headlines redone end to end with pipescale simulate: the operator in the loop, the
 # router's policies in the request path, pods that take their start-up to serve; each optimizer
-# against its paper's baselines and against the HPA, KEDA and KPA ports, on the same trace and
+# against its paper's baselines and against the HPA, KEDA and KPA ports deployed as an engineer
+# deploys them (batching servers, bounded queues, the cheapest class, a floor), at their default
+# knobs and tuned (--tune: the cheapest setting keeping every path at 99%), on the same trace and
 # seed. Prints each comparison's table (pipescale simulate's), for bench/README.md.
 #   bench/gym-reproductions.sh [SECONDS]     # default 1800 s of each trace
 set -euo pipefail
@@ -12,7 +14,7 @@ examples=$root/deploy/examples
 run() {
   echo "### $1"
   shift
-  "$cli" simulate --progress none "$@" | sed -n '/^policies/,$p'
+  "$cli" simulate --progress none --tune "${TUNE:-0.99}" "$@" | sed -n '/^policies/,$p'
   echo
 }
 # FA2 (RTAS'22, Figs. 12-15): the 10-DNN application on its fluctuating 8 <-> 27 requests/s

@@ -4,7 +4,8 @@
 # generator), then bench/gym_validate simulates the same pipeline, trace and nodes and prints how
 # the two agree on what the clients saw per path (share within the SLO, share not answered 200,
 # p99) and on the Ready replicas over time (src/gym/validate.h: within 10%, or 1 percentage point
-# for shares). About 5 minutes per example.
+# for shares). About 5 minutes per example. OPTIMIZER=hpa runs each example with that optimizer
+# in its spec instead of its own (the operator's hpa, on the baseline deployment both share).
 #   bench/gym-validation.sh [EXAMPLE...]     # default: fa2-gpu loki-traffic kairos-rm2 mark-classify
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,13 +18,19 @@ mkdir -p "$work"
 cmake --build "$build" --target gym_validate >/dev/null
 failed=0
 for example in "${examples[@]}"; do
+  file=$root/deploy/examples/$example.yaml
+  if [[ -n ${OPTIMIZER:-} ]]; then
+    sed -E "s/^(  optimizer:) [a-z0-9-]+/\1 $OPTIMIZER/" "$file" >"$work/$example-$OPTIMIZER.yaml"
+    file=$work/$example-$OPTIMIZER.yaml
+    example=$example-$OPTIMIZER
+  fi
   dir=$work/$example
   echo "== $example: the cluster in a box on $trace (hack/run.sh; log in $dir.out)" >&2
-  EXAMPLE=$root/deploy/examples/$example.yaml TRACE=$trace PIPESCALE_DEMO_DIR=$dir \
+  EXAMPLE=$file TRACE=$trace PIPESCALE_DEMO_DIR=$dir \
     "$root/hack/run.sh" >"$dir.out" 2>&1 || { tail -20 "$dir.out" >&2; exit 1; }
   echo "== $example: simulated, against the box" >&2
   echo "### $example"
-  "$build/bench/gym_validate" -f "$root/deploy/examples/$example.yaml" --box "$dir" \
+  "$build/bench/gym_validate" -f "$file" --box "$dir" \
     --trace "$trace" --nodes "$root/hack/demo-nodes.yaml" || failed=1
   echo
 done

@@ -37,8 +37,9 @@ concurrency autoscaler), fixed:N (N replicas per task). Default: the pipeline's 
 A baseline runs what an engineer deploys: each task's most accurate variant on the class cheapest
 per request within its SLO share, the server's dynamic batcher, a queue timeout, a floor for
 spec.minRate. Its knobs: BASELINE[@CLASS][:target=SHARE][:batch=N][+door] (+door: pipescale's
-admission in front). --tune SHARE (e.g. 0.99) sweeps each baseline's target and batch and runs the
-cheapest setting that keeps every path at SHARE within its SLO, printed so it can be copied.
+admission in front). --tune SHARE (e.g. 0.99) sweeps the target and batch of each baseline named
+without knobs, and runs the cheapest setting that keeps every path at SHARE within its SLO after
+it, under a name that can be copied.
 The papers' comparison points run in the operator's loop too: ds2, inferline, grandslam, exact
 (FA2's), loki-hardware-only (most accurate variants only), mark-reactive (no forecast), and
 OPTIMIZER@CLASS (the optimizer on one hardware class: a homogeneous pool, e.g. kairos@r5n-large).
@@ -183,11 +184,15 @@ std::function<void(double)> Progress(const std::string& style, const std::string
   };
 }
 
-// --tune: each baseline of `policies` swept (gym/tune.h), and replaced there by its pick.
+// --tune: each baseline of `policies` named without knobs is swept (gym/tune.h), and its pick
+// runs right after it, so that the report shows both.
 Status TuneBaselines(const Inputs& inputs, const SimulateFlags& f,
                      std::vector<std::string>& policies, gym::Report& report, std::ostream& err) {
-  for (std::string& policy : policies) {
-    if (!gym::IsBaseline(policy) || policy.starts_with("fixed")) continue;
+  std::vector<std::string> out;
+  for (const std::string& policy : policies) {
+    out.push_back(policy);
+    const bool has_knobs = policy.find(':') != std::string::npos;
+    if (!gym::IsBaseline(policy) || policy.starts_with("fixed") || has_knobs) continue;
     const auto bar = Progress(f.progress, "tuning " + policy, err);
     if (bar) bar(0);
     auto tuned = gym::Tune(inputs.pipeline, inputs.options, policy, {.attainment = f.tune});
@@ -197,9 +202,10 @@ Status TuneBaselines(const Inputs& inputs, const SimulateFlags& f,
       err << "\n";
     }
     const std::optional<gym::TunePoint>& pick = tuned->best ? tuned->best : tuned->closest;
-    if (pick) policy = pick->policy;
+    if (pick && pick->policy != policy) out.push_back(pick->policy);
     report.tuned.push_back(std::move(*tuned));
   }
+  policies = std::move(out);
   return Done{};
 }
 

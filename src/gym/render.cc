@@ -200,7 +200,7 @@ std::string TunedTable(const Report& report) {
   }
   return StrFormat(
              "\ntuned baselines (the cheapest setting with every path at %.1f%% or more; "
-             "it runs above under its name)\n",
+             "it runs above under its name, after the baseline's defaults)\n",
              100 * report.attainment) +
          Columns(columns, rows);
 }
