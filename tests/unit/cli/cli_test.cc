@@ -109,6 +109,9 @@ TEST(Cli, SimulateRefusesSeedsOutOfRangeAndRunsTooLongOrLarge) {
       {{"--trace", "1e12:10"}, "asks for more than 1000000/s"},
       {{"--trace", "10:5", "--duration", "800h"}, "at most 31 days"},
       {{"--trace", "1000000:10000"}, "a run simulates at most 1e+09"},
+      {{"--trace", "10:5", "--scale", "0"}, "--scale: needs a number in"},
+      {{"--trace", "600000:5", "--scale", "2"}, "--scale: scaled, the trace asks for 1.2e+06"},
+      {{"--trace", "10:5", "--tune", "1.5"}, "--tune: needs a number in"},
   };
   for (const auto& [args, message] : cases) {
     const Output r = simulate(args);

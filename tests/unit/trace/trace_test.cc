@@ -59,6 +59,21 @@ TEST(Trace, CsvOfRatesOrOfArrivals) {
   EXPECT_DOUBLE_EQ(times->MeanRps(), 1.5);
 }
 
+// A shape replayed at another scale: every rate times the factor, the times as they were; a
+// trace of arrival times has no rate to scale.
+TEST(Trace, ScalingMultipliesTheRatesOnly) {
+  const auto steps = ParseTrace("10:5,0:3,2.5:4", 1);
+  ASSERT_TRUE(steps.ok());
+  const auto scaled = ScaleTrace(*steps, 10);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_EQ(scaled->steps, (std::vector<Step>{{100, 5}, {0, 3}, {25, 4}}));
+  EXPECT_DOUBLE_EQ(scaled->Requests(), 10 * steps->Requests());
+  EXPECT_FALSE(ScaleTrace(*ParseTrace("csv:t", 1, "0.5\n1\n"), 2).ok());
+  EXPECT_TRUE(ScaleTrace(*ParseTrace("csv:t", 1, "0.5\n1\n"), 1).ok());
+  for (double bad : {0.0, -1.0, 1001.0}) EXPECT_FALSE(ScaleTrace(*steps, bad).ok()) << bad;
+  EXPECT_FALSE(ScaleTrace(*ParseTrace("900000:1", 1), 2).ok()) << "past kMaxRps";
+}
+
 TEST(Trace, MalformedShapesSayWhy) {
   for (const char* bad :
        {"", "8", "8:x", "-1:10", "fa2", "normal:1:2", "diurnal:1:2:0:10", "nan:10", "8:10,,9:1"}) {
