@@ -191,8 +191,7 @@ Status TuneBaselines(const Inputs& inputs, const SimulateFlags& f,
   std::vector<std::string> out;
   for (const std::string& policy : policies) {
     out.push_back(policy);
-    const bool has_knobs = policy.find(':') != std::string::npos;
-    if (!gym::IsBaseline(policy) || policy.starts_with("fixed") || has_knobs) continue;
+    if (!gym::Tunable(policy)) continue;
     const auto bar = Progress(f.progress, "tuning " + policy, err);
     if (bar) bar(0);
     auto tuned = gym::Tune(inputs.pipeline, inputs.options, policy, {.attainment = f.tune});

@@ -148,11 +148,10 @@ Status SetUpBaseline(engine::World& world, BaselinePolicy policy) {
     const BaselineTask& d = deployed[t];
     const int i = world.EnsureDeployment(static_cast<int>(t), d.variant, d.hw_class, d.batch);
     engine::Deployment& deployment = world.deployments[i];
+    // Every write of the Deployment (the replicas' below first) applies its server.
     deployment.server = {.batch = d.batch,
                          .max_delay_ms = optimizer::kBaselineQueueDelayMs,
                          .queue_timeout_ms = d.queue_timeout_ms};
-    deployment.batch = d.batch;
-    deployment.max_wait_ms = optimizer::kBaselineQueueDelayMs;
     world.baseline_deployment.push_back(i);
     world.SetReplicas(i,
                       policy.kind == BaselinePolicy::Kind::kFixed ? policy.fixed : d.min_replicas);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "gym/baseline.h"
-#include "gym/render.h"
 
 namespace pipescale::gym {
 namespace {
@@ -21,12 +20,19 @@ bool Better(const TunePoint& a, const TunePoint& b) {
 
 }  // namespace
 
+bool Tunable(const std::string& policy) {
+  const auto parsed = ParseBaseline(policy);
+  return parsed.ok() && parsed->kind != BaselinePolicy::Kind::kFixed &&
+         policy.find(':') == std::string::npos;
+}
+
 Result<Tuned> Tune(const nlohmann::json& pipeline_object, const Options& options,
                    const std::string& base, const TuneGrid& grid) {
   auto parsed = ParseBaseline(base);
   if (!parsed) return parsed.error();
-  if (parsed->knobs.target != optimizer::BaselineKnobs{}.target || parsed->knobs.max_batch > 0) {
-    return Error{ErrorKind::kInvalid, "--tune sweeps the knobs of " + base + ": name it without"};
+  if (!Tunable(base)) {
+    return Error{ErrorKind::kInvalid,
+                 "--tune sweeps the knobs of hpa, keda or kpa: name " + base + " without"};
   }
   Tuned out{.base = base};
   for (const double target : grid.targets) {

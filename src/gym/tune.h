@@ -17,8 +17,12 @@ struct TuneGrid {
   std::vector<int> batches = {0, 1, 2, 4, 8, 16, 32};  // 0: each task's largest fit
 };
 
-// Sweeps `base` (a baseline without knobs; its @CLASS and +door kept) over the grid. kInvalid for
-// a policy that is no baseline or already has knobs, and for what Simulate refuses.
+// Whether --tune sweeps `policy`: hpa, keda or kpa written without knobs (its @CLASS and +door
+// kept); a fixed count has no knob to turn, and knobs written are the user's.
+bool Tunable(const std::string& policy);
+
+// Sweeps a Tunable `base` over the grid. kInvalid for a policy that is not, and for what Simulate
+// refuses.
 Result<Tuned> Tune(const nlohmann::json& pipeline_object, const Options& options,
                    const std::string& base, const TuneGrid& grid = {});
 

@@ -99,6 +99,10 @@ TEST(TuneTest, ThePickIsTheCheapestSettingThatKeepsTheAttainment) {
   ASSERT_TRUE(rerun.ok());
   EXPECT_DOUBLE_EQ(rerun->total_cost, tuned->best->cost);
   EXPECT_FALSE(Tune(pipeline, options, "hpa:batch=2").ok()) << "knobs are the sweep's";
+  for (const char* policy : {"hpa", "keda@cpu", "kpa+door"}) EXPECT_TRUE(Tunable(policy)) << policy;
+  for (const char* policy : {"fixed:2", "hpa:target=0.7", "fa2", "hpx"}) {
+    EXPECT_FALSE(Tunable(policy)) << policy;
+  }
 }
 
 }  // namespace
