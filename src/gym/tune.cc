@@ -18,6 +18,21 @@ bool Better(const TunePoint& a, const TunePoint& b) {
   return a.cost != b.cost ? a.cost < b.cost : a.worst_attainment > b.worst_attainment;
 }
 
+// The cheapest point keeping `attainment` on every path into `tuned.best`, or, when none does, the
+// one closest to it into `tuned.closest`.
+void Pick(double attainment, Tuned& tuned) {
+  tuned.best.reset();
+  tuned.closest.reset();
+  for (const TunePoint& p : tuned.points) {
+    if (p.worst_attainment >= attainment && (!tuned.best || Better(p, *tuned.best))) tuned.best = p;
+    const bool closer =
+        !tuned.closest || p.worst_attainment > tuned.closest->worst_attainment ||
+        (p.worst_attainment == tuned.closest->worst_attainment && p.cost < tuned.closest->cost);
+    if (closer) tuned.closest = p;
+  }
+  if (tuned.best) tuned.closest.reset();
+}
+
 }  // namespace
 
 bool Tunable(const std::string& policy) {
@@ -35,30 +50,39 @@ Result<Tuned> Tune(const nlohmann::json& pipeline_object, const Options& options
                  "--tune sweeps the knobs of hpa, keda or kpa: name " + base + " without"};
   }
   Tuned out{.base = base};
+  const auto run = [&](double target, int batch) -> Result<TunePoint> {
+    BaselinePolicy policy = *parsed;
+    policy.knobs.target = target;
+    policy.knobs.max_batch = batch;
+    Options one = options;
+    one.policy = BaselineName(policy);
+    one.progress = nullptr;
+    auto report = Simulate(pipeline_object, one);
+    if (!report) return report.error();
+    return TunePoint{.policy = one.policy,
+                     .target = target,
+                     .batch = batch,
+                     .cost = report->total_cost,
+                     .worst_attainment = WorstAttainment(*report),
+                     .mean_replicas = report->mean_replicas};
+  };
   for (const double target : grid.targets) {
     for (const int batch : grid.batches) {
-      BaselinePolicy policy = *parsed;
-      policy.knobs.target = target;
-      policy.knobs.max_batch = batch;
-      Options run = options;
-      run.policy = BaselineName(policy);
-      run.progress = nullptr;
-      auto report = Simulate(pipeline_object, run);
-      if (!report) return report.error();
-      out.points.push_back({.policy = run.policy,
-                            .cost = report->total_cost,
-                            .worst_attainment = WorstAttainment(*report),
-                            .mean_replicas = report->mean_replicas});
+      auto point = run(target, batch);
+      if (!point) return point.error();
+      out.points.push_back(*point);
     }
   }
-  for (const TunePoint& p : out.points) {
-    if (p.worst_attainment >= grid.attainment && (!out.best || Better(p, *out.best))) out.best = p;
-    const bool closer =
-        !out.closest || p.worst_attainment > out.closest->worst_attainment ||
-        (p.worst_attainment == out.closest->worst_attainment && p.cost < out.closest->cost);
-    if (!out.best && closer) out.closest = p;
+  Pick(grid.attainment, out);
+  if (out.points.empty() || grid.refine <= 0) return out;
+  const TunePoint pick = out.best ? *out.best : *out.closest;
+  for (const double target : {pick.target - grid.refine, pick.target + grid.refine}) {
+    if (target <= 0 || target > 1) continue;
+    auto point = run(target, pick.batch);
+    if (!point) return point.error();
+    out.points.push_back(*point);
   }
-  if (out.best) out.closest.reset();
+  Pick(grid.attainment, out);
   return out;
 }
 

@@ -2,6 +2,10 @@
 // a malformed one is refused with the reason.
 #include "trace/trace.h"
 
+#include <fstream>
+#include <regex>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 namespace pipescale::trace {
@@ -86,6 +90,26 @@ TEST(Trace, MalformedShapesSayWhy) {
   EXPECT_FALSE(ParseTrace("csv:f", 1, "1,2\n3\n").ok());  // rates and arrivals mixed
   EXPECT_FALSE(ParseTrace("csv:f", 1, "1,2,3\n").ok());
   EXPECT_FALSE(ParseTrace("csv:f", 1, "# nothing\n").ok());
+}
+
+// The public traces kept in bench/traces: each reads as a CSV of rates, sends the requests and
+// lasts the seconds its header says it was derived from, and replays at 10x within the limits.
+TEST(Trace, PublicTracesReadAsTheirHeadersSay) {
+  for (const char* name : {"azure-llm-code.csv", "azure-llm-conv.csv"}) {
+    std::ifstream in(std::string(PIPESCALE_SOURCE_DIR) + "/bench/traces/" + name);
+    ASSERT_TRUE(in) << name;
+    std::stringstream text;
+    text << in.rdbuf();
+    std::smatch said;
+    const std::string body = text.str();
+    ASSERT_TRUE(std::regex_search(body, said, std::regex(R"(# (\d+) requests over (\d+) s)")))
+        << name << ": the header states its requests and seconds";
+    auto trace = ParseTrace(std::string("csv:") + name, 1, body);
+    ASSERT_TRUE(trace.ok()) << name << ": " << trace.error().message;
+    EXPECT_DOUBLE_EQ(trace->Requests(), std::stod(said[1])) << name;
+    EXPECT_DOUBLE_EQ(trace->Seconds(), std::stod(said[2])) << name;
+    EXPECT_TRUE(ScaleTrace(*trace, 10).ok()) << name;
+  }
 }
 
 }  // namespace
