@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/deployment_view.h"
 #include "api/plan_json.h"
 #include "common/json_fields.h"
 
@@ -80,7 +81,7 @@ json DeploymentLabels(const model::Pipeline& pipeline, const model::Task& task,
 
 json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const model::Task& task,
                      const model::Variant& variant, const model::HardwareClass& hardware_class,
-                     int replicas, int batch_size) {
+                     int replicas, int batch_size, const model::ServerQueue& queue) {
   const json labels = DeploymentLabels(pipeline, task, variant, hardware_class.name);
   json selector = {{"pipescale.io/pipeline", pipeline.name},
                    {"pipescale.io/task", task.name},
@@ -103,6 +104,7 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
     ObjectAt(ObjectAt(container, "resources"), "limits").update(QuantityMap(hardware_class.limits));
   }
   if (!variant.RouterBatches()) SetEnv(container, variant.batch_env, std::to_string(batch_size));
+  for (const auto& [name, value] : ServerQueueEnv(queue)) SetEnv(container, name, value);
   SetEnv(container, "PIPESCALE_PIPELINE", pipeline.name);
   SetEnv(container, "PIPESCALE_TASK", task.name);
   SetEnv(container, "PIPESCALE_VARIANT", variant.name);

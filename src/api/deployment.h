@@ -32,11 +32,12 @@ struct Owner {
 nlohmann::json OwnerReference(const Owner& owner);
 
 // A full Deployment for create. The first container gets the class's resources and the env
-// vars MAX_BATCH_SIZE (or the variant's batchSize.env) and PIPESCALE_{PIPELINE,TASK,VARIANT}.
+// vars MAX_BATCH_SIZE (or the variant's batchSize.env), PIPESCALE_{PIPELINE,TASK,VARIANT} and
+// the server-queue ones `queue` sets (api/deployment_view.h).
 nlohmann::json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner,
                                const model::Task& task, const model::Variant& variant,
                                const model::HardwareClass& hardware_class, int replicas,
-                               int batch_size);
+                               int batch_size, const model::ServerQueue& queue = {});
 
 // What a plan hands the data plane: the ConfigMap <pipeline>-routing, owned by the pipeline.
 // Loki's plans write one key `routing.json`: {"phase", "tables": RoutingToJson, "backups":

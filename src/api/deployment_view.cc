@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 
 #include "common/json_fields.h"
@@ -57,14 +58,34 @@ DeploymentView ReadDeployment(const json& object) {
           .observed_generation = IntField(status, "observedGeneration", 0)};
 }
 
+namespace {
+
+std::optional<int> WholeNumber(const std::string& value) {
+  int n = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || ptr != value.data() + value.size()) return std::nullopt;
+  return n;
+}
+
+std::string WholeMs(double ms) { return std::to_string(std::max(1L, std::lround(ms))); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ServerQueueEnv(const model::ServerQueue& queue) {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (queue.max_delay_ms > 0) env.emplace_back(kMaxQueueDelayEnv, WholeMs(queue.max_delay_ms));
+  if (queue.timeout_ms > 0) env.emplace_back(kQueueTimeoutEnv, WholeMs(queue.timeout_ms));
+  return env;
+}
+
 ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env) {
   ManagedFields fields{.replicas = deployment.replicas};
   if (!deployment.container) return fields;
   for (const auto& [name, value] : deployment.container->env) {
-    if (name != batch_env) continue;
-    int batch = 0;
-    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), batch);
-    if (ec == std::errc() && ptr == value.data() + value.size()) fields.batch_size = batch;
+    const std::optional<int> n = WholeNumber(value);
+    if (name == batch_env) fields.batch_size = n;
+    if (name == kMaxQueueDelayEnv) fields.server_queue.max_delay_ms = n.value_or(0);
+    if (name == kQueueTimeoutEnv) fields.server_queue.timeout_ms = n.value_or(0);
   }
   return fields;
 }
@@ -74,15 +95,24 @@ int RunningReplicas(const DeploymentView& deployment) {
 }
 
 std::optional<json> ManagedPatch(const DeploymentView& deployment, const std::string& batch_env,
-                                 int replicas, int batch_size) {
+                                 int replicas, int batch_size, const model::ServerQueue& queue) {
   const ManagedFields now = ReadManagedFields(deployment, batch_env);
   json patch = json::object();
   if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
+  json env = json::array();
   if (!batch_env.empty() && now.batch_size != batch_size) {
+    env.push_back({{"name", batch_env}, {"value", std::to_string(batch_size)}});
+  }
+  const auto have = ServerQueueEnv(now.server_queue);
+  for (const auto& entry : ServerQueueEnv(queue)) {
+    if (std::find(have.begin(), have.end(), entry) == have.end()) {
+      env.push_back({{"name", entry.first}, {"value", entry.second}});
+    }
+  }
+  if (!env.empty()) {
     if (!deployment.container) return std::nullopt;  // not a Deployment we can manage
-    patch["spec"]["template"]["spec"]["containers"] = json::array(
-        {{{"name", deployment.container->name},
-          {"env", json::array({{{"name", batch_env}, {"value", std::to_string(batch_size)}}})}}});
+    patch["spec"]["template"]["spec"]["containers"] =
+        json::array({{{"name", deployment.container->name}, {"env", env}}});
   }
   if (patch.empty()) return std::nullopt;
   return patch;

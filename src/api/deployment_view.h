@@ -1,7 +1,7 @@
 // A Deployment as the operator reads it: typed, decoded once from the watch (or a read), and
 // only the fields the reconciler decides from, so the reconciler reads no Deployment's JSON. The
-// fields the operator manages on one (spec.replicas, the batch-size env of the first container)
-// are read and patched through it.
+// fields the operator manages on one (spec.replicas, the batch-size env of the first container
+// and, for plans that set them, its server-queue env) are read and patched through it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/object_meta.h"
+#include "model/plan.h"
 
 namespace pipescale::api {
 
@@ -40,10 +41,21 @@ struct DeploymentView {
 // object).
 DeploymentView ReadDeployment(const nlohmann::json& object);
 
+// The env vars that hand a plan's model::ServerQueue to the model server, in whole
+// milliseconds (pipescale-model-server reads them; a real server's entrypoint maps them onto its
+// batcher, as Triton's max_queue_delay_microseconds and default_timeout_microseconds). Written
+// only when the plan sets them; a server without them keeps its own.
+inline constexpr const char* kMaxQueueDelayEnv = "PIPESCALE_MAX_QUEUE_DELAY_MS";
+inline constexpr const char* kQueueTimeoutEnv = "PIPESCALE_QUEUE_TIMEOUT_MS";
+
+// The env entries for `queue`: a name and whole milliseconds (at least 1) for each that is set.
+std::vector<std::pair<std::string, std::string>> ServerQueueEnv(const model::ServerQueue& queue);
+
 // What the operator manages on an existing Deployment.
 struct ManagedFields {
   std::optional<int> replicas;
-  std::optional<int> batch_size;  // nullopt when the env var is absent or not a number
+  std::optional<int> batch_size;    // nullopt when the env var is absent or not a number
+  model::ServerQueue server_queue;  // 0 where its env var is absent or not a number
   bool operator==(const ManagedFields&) const = default;
 };
 ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env);
@@ -52,12 +64,12 @@ ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::str
 // until they are gone, and the budget counts them.
 int RunningReplicas(const DeploymentView& deployment);
 
-// A strategic merge patch setting only what differs from `deployment`: spec.replicas and the
-// batch env of the first container (merged by name, so other env vars and containers stay).
-// nullopt when nothing differs, or when the batch env differs on a Deployment without a
-// container to set it on.
+// A strategic merge patch setting only what differs from `deployment`: spec.replicas, the batch
+// env of the first container and the server-queue env `queue` sets (merged by name, so other env
+// vars and containers stay). nullopt when nothing differs, or when an env var differs on a
+// Deployment without a container to set it on.
 std::optional<nlohmann::json> ManagedPatch(const DeploymentView& deployment,
                                            const std::string& batch_env, int replicas,
-                                           int batch_size);
+                                           int batch_size, const model::ServerQueue& queue = {});
 
 }  // namespace pipescale::api

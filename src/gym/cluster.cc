@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "api/quantity.h"
 #include "gym/world.h"
 
@@ -140,11 +141,18 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   const int new_batch = d.server        ? d.server->batch
                         : batch.empty() ? 1
                                         : std::max(1, std::atoi(batch.c_str()));
-  const std::string wait = Arg(container, "--max-wait-ms");
+  // The model server's queue: its flag, else the plan's env (api/deployment_view.h), else its
+  // default; a baseline's server holds its own.
+  std::string wait = Arg(container, "--max-wait-ms");
+  if (wait.empty()) wait = Env(container, api::kMaxQueueDelayEnv);
+  const std::string timeout = Env(container, api::kQueueTimeoutEnv);
   const std::string scale = Env(container, "PIPESCALE_LATENCY_SCALE");
   if (new_batch != d.batch || d.revision == 0) ++d.revision;
   d.batch = new_batch;
   d.max_wait_ms = d.server ? d.server->max_delay_ms : wait.empty() ? 1000 : std::atof(wait.c_str());
+  d.queue_timeout_ms = d.server          ? d.server->queue_timeout_ms
+                       : timeout.empty() ? 0
+                                         : std::max(0.0, std::atof(timeout.c_str()));
   d.latency_scale = scale.empty() ? 1 : std::max(0.01, std::atof(scale.c_str()));
   d.replicas = std::max(0, Field(d.object["spec"], "replicas").get<int>());
   ++report.scaling_actions;
@@ -188,7 +196,7 @@ void World::CreatePod(int deployment) {
   p.created_ms = now_ms_;
   p.batch = d.batch;
   p.max_wait_ms = d.max_wait_ms;
-  p.queue_timeout_ms = d.server ? d.server->queue_timeout_ms : 0;
+  p.queue_timeout_ms = d.queue_timeout_ms;
   p.latency_scale = d.latency_scale;
   pods.push_back(std::move(p));
   live_pods.push_back(static_cast<int>(pods.size()) - 1);

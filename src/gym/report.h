@@ -58,8 +58,8 @@ struct PolicyReport {
 
 // A baseline tuned by `pipescale simulate --tune` (gym/tune.h): each setting it ran.
 struct TunePoint {
-  std::string policy;           // with its knobs, as --policy takes it
-  double target = 0;            // its knobs, as swept
+  std::string policy;  // with its knobs, as --policy takes it
+  double target = 0;   // its knobs, as swept
   int batch = 0;
   double cost = 0;              // dollars over the run
   double worst_attainment = 0;  // the lowest of its paths'

@@ -94,9 +94,10 @@ struct Deployment {  // NOLINT(bugprone-exception-escape)
   int task = 0, variant = 0, hw_class = 0;  // indices into the pipeline's spec
   nlohmann::json object;                    // as the operator wrote it
   int replicas = 0;
-  int batch = 1;              // the server's batch (its batch env); 1 when the router forms them
-  double max_wait_ms = 1000;  // the model server's --max-wait-ms
-  double latency_scale = 1;   // PIPESCALE_LATENCY_SCALE
+  int batch = 1;                // the server's batch (its batch env); 1 when the router forms them
+  double max_wait_ms = 1000;    // the model server's --max-wait-ms
+  double queue_timeout_ms = 0;  // and its queue timeout (0: never)
+  double latency_scale = 1;     // PIPESCALE_LATENCY_SCALE
   // A baseline's server (optimizer/baseline_deployment.h): its dynamic batcher and queue policy,
   // which hold whatever the Deployment's writes say of batches.
   struct ServerBatcher {

@@ -24,8 +24,8 @@ struct TuneGrid {
 // kept); a fixed count has no knob to turn, and knobs written are the user's.
 bool Tunable(const std::string& policy);
 
-// Sweeps a Tunable `base` over the grid, then refines around its pick. kInvalid for a policy that is not, and for what Simulate
-// refuses.
+// Sweeps a Tunable `base` over the grid, then refines around its pick. kInvalid for a policy that
+// is not, and for what Simulate refuses.
 Result<Tuned> Tune(const nlohmann::json& pipeline_object, const Options& options,
                    const std::string& base, const TuneGrid& grid = {});
 

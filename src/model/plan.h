@@ -19,6 +19,15 @@ enum class SolveStatus {
 
 const char* SolveStatusName(SolveStatus status);
 
+// The model server's own queue, where it forms a task's batches (batchSize.env, not the
+// router's): how long it waits to fill a batch and how long a request may wait for one before
+// the server rejects it, as Triton's dynamic batcher and queue policy do. 0: the server's own.
+struct ServerQueue {
+  double max_delay_ms = 0;
+  double timeout_ms = 0;
+  bool operator==(const ServerQueue&) const = default;
+};
+
 struct TaskPlan {
   std::string task;
   std::string variant;
@@ -34,7 +43,8 @@ struct TaskPlan {
   double queue_ms = 0;
   // How long the router lets a batch it forms wait to fill (batchSize.formedBy: router).
   double batch_wait_ms = 0;
-  double load_rps = 0;  // requests per second the plan sends to these replicas; 0: not planned
+  ServerQueue server_queue;  // set only by plans that run the servers' queues (hpa's)
+  double load_rps = 0;       // requests per second the plan sends to these replicas; 0: not planned
 
   bool operator==(const TaskPlan&) const = default;
 };

@@ -49,15 +49,19 @@ model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& wor
                                               .exec_one_ms = one_ms},
                                              spec.slo.percentile);
     task_ms[i] = std::min(tail.TotalMs(), kMaxQueueMs);
-    plan.tasks.push_back({.task = spec.tasks[i].name,
-                          .variant = v.name,
-                          .hardware_class = hw.name,
-                          .replicas = replicas,
-                          .batch_size = d.batch,
-                          .latency_ms = d.batch_ms,
-                          .queue_ms = std::min(tail.TotalMs() - d.batch_ms, kMaxQueueMs),
-                          .batch_wait_ms = kBaselineQueueDelayMs,
-                          .load_rps = rates[i]});
+    plan.tasks.push_back(
+        {.task = spec.tasks[i].name,
+         .variant = v.name,
+         .hardware_class = hw.name,
+         .replicas = replicas,
+         .batch_size = d.batch,
+         .latency_ms = d.batch_ms,
+         .queue_ms = std::min(tail.TotalMs() - d.batch_ms, kMaxQueueMs),
+         .batch_wait_ms = kBaselineQueueDelayMs,
+         .server_queue = v.RouterBatches()
+                             ? model::ServerQueue{}
+                             : model::ServerQueue{kBaselineQueueDelayMs, d.queue_timeout_ms},
+         .load_rps = rates[i]});
   }
   for (const model::Path& path : spec.paths) {
     double ms = 0;

@@ -74,7 +74,8 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
                         .name = api::DeploymentName(pipeline, task, *variant, hw.name),
                         .planned = t.replicas,
                         .target = t.replicas,
-                        .batch_size = t.batch_size};
+                        .batch_size = t.batch_size,
+                        .server_queue = t.server_queue};
     if (auto it = deployments.find(p.name); it != deployments.end()) {
       p.current = api::ReadManagedFields(it->second, variant->batch_env).replicas;
       p.running = api::RunningReplicas(it->second);

@@ -203,7 +203,7 @@ Status Reconciler::Write(const std::string& ns, const DeploymentWrite& write,
       auto existing = client_.Get(path);
       if (!existing) return existing.error();
       auto patch = api::ManagedPatch(api::ReadDeployment(*existing), write.batch_env,
-                                     write.replicas, write.batch_size);
+                                     write.replicas, write.batch_size, write.server_queue);
       if (!patch) return Done{};
       auto patched = client_.StrategicMergePatch(path, *patch);
       if (!patched) return patched.error();

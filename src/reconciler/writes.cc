@@ -18,15 +18,17 @@ std::vector<DeploymentWrite> PlanWrites(const model::Pipeline& pipeline, const s
     auto it = deployments.find(p.name);
     if (it == deployments.end()) {
       const api::Owner owner{.name = pipeline.name, .uid = uid};
-      writes.push_back({.kind = DeploymentWrite::Kind::kCreate,
-                        .name = p.name,
-                        .body = api::BuildDeployment(pipeline, owner, *p.task, *p.variant,
-                                                     *p.hardware_class, p.target, p.batch_size),
-                        .batch_env = p.variant->batch_env,
-                        .replicas = p.target,
-                        .batch_size = p.batch_size});
-    } else if (auto patch =
-                   api::ManagedPatch(it->second, p.variant->batch_env, p.target, p.batch_size)) {
+      writes.push_back(
+          {.kind = DeploymentWrite::Kind::kCreate,
+           .name = p.name,
+           .body = api::BuildDeployment(pipeline, owner, *p.task, *p.variant, *p.hardware_class,
+                                        p.target, p.batch_size, p.server_queue),
+           .batch_env = p.variant->batch_env,
+           .replicas = p.target,
+           .batch_size = p.batch_size,
+           .server_queue = p.server_queue});
+    } else if (auto patch = api::ManagedPatch(it->second, p.variant->batch_env, p.target,
+                                              p.batch_size, p.server_queue)) {
       writes.push_back({DeploymentWrite::Kind::kPatch, p.name, *patch});
     }
   }

@@ -28,6 +28,7 @@ struct DeploymentWrite {
   std::string batch_env;
   int replicas = 0;
   int batch_size = 1;
+  model::ServerQueue server_queue;
 };
 
 // Routing for the data plane (Loki's tables, Kairos's and MArk's pools), in the ConfigMap

@@ -15,12 +15,14 @@
 //
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--latency-scale 1] [--startup-seconds S] [--batch-env NAME]
-//       [--max-wait-ms 1000] [--factor 1.0] [--next TASK=RATIO[,TASK=RATIO...]]
-//       [--max-body-bytes 4194304]
+//       [--max-wait-ms 1000] [--queue-timeout-ms 0] [--factor 1.0]
+//       [--next TASK=RATIO[,TASK=RATIO...]] [--max-body-bytes 4194304]
 // Flags may be written --flag=value. Defaults come from the environment the operator and the
 // node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
 // emulated hardware's profile), PIPESCALE_STARTUP_SECONDS, PIPESCALE_MULTIPLICATIVE_FACTOR and
-// PIPESCALE_NEXT (the variant's factor and the task's edges).
+// PIPESCALE_NEXT (the variant's factor and the task's edges), PIPESCALE_MAX_QUEUE_DELAY_MS and
+// PIPESCALE_QUEUE_TIMEOUT_MS (the plan's server queue: --max-wait-ms and --queue-timeout-ms, a
+// request not in a batch that long is refused 503, as Triton's queue policy rejects it).
 // --latency-scale (or PIPESCALE_LATENCY_SCALE; the flag wins) multiplies d(b): 1.3 runs 30%
 // slower than the profile it is given, 0.8 20% faster, as a profile a person typed wrong would
 // be against the real hardware. A pod template's container env reaches the server through the
@@ -76,9 +78,10 @@ struct Options {
   double latency_scale = 1;    // the emulated hardware against its profile: d(b) times this
   double startup_seconds = 0;
   std::string batch_env = "MAX_BATCH_SIZE";
-  int max_wait_ms = 1000;  // a partial batch runs after this long
-  int max_queue = 0;       // requests waiting or running at once; set from the thread count
-  double factor = 1.0;     // objects found per request served, on average
+  int max_wait_ms = 1000;    // a partial batch runs after this long
+  int queue_timeout_ms = 0;  // a request not in a batch by then is refused 503 (0: never)
+  int max_queue = 0;         // requests waiting or running at once; set from the thread count
+  double factor = 1.0;       // objects found per request served, on average
   size_t max_body_bytes = 4 << 20;                   // a request past this is refused 413
   std::vector<std::pair<std::string, double>> next;  // the task's edges: (task, ratio)
 };
@@ -87,6 +90,7 @@ struct Ticket {
   int rows = 1;                        // the leading dimension of its first input
   Clock::time_point arrived, batched;  // into the queue; out of it, into a batch
   int batch_rows = 0;                  // the rows of the batch it was served in
+  bool expired = false;                // refused: it waited past the queue timeout
   std::promise<void> done;
 };
 
@@ -94,6 +98,7 @@ struct Ticket {
 struct Served {
   double queued_ms = 0;
   int batch_rows = 0;
+  bool expired = false;
 };
 
 // The batching queue and the metrics; thread-safe.
@@ -175,6 +180,7 @@ class Server {
     }
     cv_.notify_all();
     done.wait();
+    if (ticket->expired) return {.expired = true};
     return {std::chrono::duration<double, std::milli>(ticket->batched - ticket->arrived).count(),
             ticket->batch_rows};
   }
@@ -204,17 +210,34 @@ class Server {
     return options_.latency_scale * (options_.a * n * n + options_.b * n + options_.c);
   }
 
+  // Refuses the requests at the head of the queue that have waited past the queue timeout (a
+  // Triton queue policy's REJECT): they could no longer be answered in time. Whether any was.
+  bool Expire() {
+    if (options_.queue_timeout_ms <= 0) return false;
+    const auto due = Clock::now() - std::chrono::milliseconds(options_.queue_timeout_ms);
+    bool any = false;
+    while (!queue_.empty() && queue_.front()->arrived < due) {
+      queue_.front()->expired = true;
+      queue_.front()->done.set_value();
+      queue_.pop_front();
+      any = true;
+    }
+    return any;
+  }
+
   void Dispatch() {
     std::unique_lock lock(mu_);
     while (true) {
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
+      if (Expire()) continue;
       // Wait for a full batch, or until the oldest request has waited max_wait_ms.
       const auto deadline =
           queue_.front()->arrived + std::chrono::milliseconds(options_.max_wait_ms);
       cv_.wait_until(lock, deadline,
                      [this] { return stop_ || static_cast<int>(queue_.size()) >= batch_; });
       if (stop_) return;
+      if (Expire()) continue;
       std::vector<std::shared_ptr<Ticket>> batch;
       const auto batched = Clock::now();
       int rows = 0;
@@ -513,6 +536,11 @@ int OnInfer(mg_connection* conn, Server& server) {
   const Served served =
       server.Infer(shape.empty() ? 1 : static_cast<int>(std::min(shape[0].get<long>(), 1L << 20)));
   server.Release();
+  if (served.expired) {
+    return ReplyError(conn, server, 503,
+                      "model '" + server.options().model + "' gave up on the request after " +
+                          std::to_string(server.options().queue_timeout_ms) + " ms in its queue");
+  }
   std::string binary;
   json response = {
       {"model_name", server.options().model},
@@ -653,6 +681,13 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
             kMaxRatio, o.factor)) {
     return std::nullopt;
   }
+  // The plan's server queue, as the operator sets it (api/deployment_view.h); the flags win.
+  if (!Read("PIPESCALE_MAX_QUEUE_DELAY_MS", Env("PIPESCALE_MAX_QUEUE_DELAY_MS", "1000"), 0, 3600000,
+            o.max_wait_ms) ||
+      !Read("PIPESCALE_QUEUE_TIMEOUT_MS", Env("PIPESCALE_QUEUE_TIMEOUT_MS", "0"), 0, 3600000,
+            o.queue_timeout_ms)) {
+    return std::nullopt;
+  }
   if (!ParseNext(Env("PIPESCALE_NEXT", ""), o)) {
     std::cerr << "PIPESCALE_NEXT must be TASK=RATIO[,TASK=RATIO...]\n";
     return std::nullopt;
@@ -686,6 +721,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       o.batch_env = value;
     } else if (flag == "--max-wait-ms") {
       if (!Read(flag, value, 0, 3600000, o.max_wait_ms)) return std::nullopt;
+    } else if (flag == "--queue-timeout-ms") {
+      if (!Read(flag, value, 0, 3600000, o.queue_timeout_ms)) return std::nullopt;
     } else if (flag == "--max-body-bytes") {
       if (!Read(flag, value, size_t{1024}, size_t{1} << 30, o.max_body_bytes)) return std::nullopt;
     } else if (flag == "--factor") {

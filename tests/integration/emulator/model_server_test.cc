@@ -1,6 +1,7 @@
 // The emulated model server (a process of ours standing in for Triton) speaks the binary data
 // extension as the router expects a model server to: binary inputs are checked against their
-// shapes and the body, and come back as binary outputs; --max-body-bytes bounds a request.
+// shapes and the body, and come back as binary outputs; --max-body-bytes bounds a request; the
+// queue timeout the operator sets (PIPESCALE_QUEUE_TIMEOUT_MS) refuses what waited past it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +100,38 @@ TEST_F(ModelServerTest, MaxBodyBytesBoundsARequest) {
   EXPECT_EQ(
       Post(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]})").code,
       200);
+}
+
+// Four requests at once on a server of batch 1 taking 300 ms a batch: one is served at once and
+// the others wait 300 ms and more. With the plan's queue timeout of 100 ms they are refused 503
+// (the router then tries another pod or fails the request); without one, all are served.
+size_t Occurrences(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(ModelServerTest, TheQueueTimeoutRefusesWhatWaitedPastIt) {
+  const auto codes = [&](const char* timeout) {
+    if (timeout != nullptr) setenv("PIPESCALE_QUEUE_TIMEOUT_MS", timeout, 1);
+    testing::Started server = testing::StartModelServer(
+        {.task = "m", .latency_ms = "0,0,300", .max_wait_ms = 0}, "127.0.8.1", dir_);
+    unsetenv("PIPESCALE_QUEUE_TIMEOUT_MS");
+    EXPECT_FALSE(server.ports.empty()) << server.process->Log();
+    const std::string url =
+        "http://127.0.8.1:" + std::to_string(server.ports.empty() ? 0 : server.ports[0]) +
+        "/v2/models/m/infer";
+    const std::string body = R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], )"
+                             R"("data": [1]}]})";
+    return testing::RunShell("for i in 1 2 3 4; do curl -s -o /dev/null -w '%{http_code} ' -d '" +
+                             body + "' " + url + " & done; wait")
+        .out;
+  };
+  const std::string bounded = codes("100");
+  EXPECT_EQ(Occurrences(bounded, "200"), 1u) << bounded;
+  EXPECT_EQ(Occurrences(bounded, "503"), 3u) << bounded;
+  const std::string unbounded = codes(nullptr);
+  EXPECT_EQ(Occurrences(unbounded, "200"), 4u) << unbounded;
 }
 
 }  // namespace

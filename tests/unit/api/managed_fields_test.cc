@@ -88,5 +88,28 @@ TEST(DeploymentView, ThePatchSetsOnlyWhatDiffers) {
             std::nullopt);
 }
 
+// A plan's server queue (hpa's) is set as env beside the batch, read back, and patched only where
+// it differs; a plan without one leaves whatever the Deployment has.
+TEST(DeploymentView, TheServerQueueIsSetOnlyWhereItDiffers) {
+  const model::ServerQueue queue{.max_delay_ms = 5, .timeout_ms = 42.4};
+  const DeploymentView v = ReadDeployment(WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}},
+                                                   {{"name", kMaxQueueDelayEnv}, {"value", "5"}}}));
+  EXPECT_EQ(ReadManagedFields(v, "MAX_BATCH_SIZE").server_queue,
+            (model::ServerQueue{.max_delay_ms = 5}));
+  const auto patch = ManagedPatch(v, "MAX_BATCH_SIZE", 3, 8, queue);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ((*patch)["spec"]["template"]["spec"]["containers"][0]["env"],
+            (json::array({{{"name", kQueueTimeoutEnv}, {"value", "42"}}})))
+      << "whole milliseconds, and only the timeout: the delay is already 5";
+  EXPECT_EQ(ManagedPatch(v, "MAX_BATCH_SIZE", 3, 8), std::nullopt) << "no queue: nothing to set";
+  EXPECT_EQ(ServerQueueEnv({.max_delay_ms = 0.2}),
+            (std::vector<std::pair<std::string, std::string>>{{kMaxQueueDelayEnv, "1"}}))
+      << "a delay that rounds to 0 ms is still one the plan asked for";
+  const DeploymentView set =
+      ReadDeployment(WithEnv({{{"name", kMaxQueueDelayEnv}, {"value", "5"}},
+                              {{"name", kQueueTimeoutEnv}, {"value", "42"}}}));
+  EXPECT_EQ(ManagedPatch(set, "", 3, 8, queue), std::nullopt) << "as written, read back the same";
+}
+
 }  // namespace
 }  // namespace pipescale::api

@@ -2,10 +2,10 @@
 // the floor, and the sweep that tunes them.
 #include "gym/baseline.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <gtest/gtest.h>
 
 #include "gym/tune.h"
 #include "support/gym_pipelines.h"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "optimizer/baseline_deployment.h"
 #include "optimizer/pool.h"
 #include "optimizer/problem.h"
 
@@ -85,6 +86,19 @@ TEST(Hpa, ByDefaultItSizesBatchingReplicas) {
               std::max(1, static_cast<int>(std::ceil(rps / (0.7 * 8000 / 450)))))
         << rps;
   }
+}
+
+// The servers' queues the plan hands the pods are the baseline deployment's: its batcher's delay
+// and its queue timeout where the server forms batches; none where the router does.
+TEST(Hpa, ThePlanCarriesTheServersQueue) {
+  model::Pipeline p = OneTask();
+  const BaselineTask deployed = DeployBaseline(p, {}, {}).front();
+  const model::Plan plan = SolveHpa(p, {{{"only", 5.0}}}, {});
+  EXPECT_EQ(plan.tasks[0].server_queue,
+            (model::ServerQueue{kBaselineQueueDelayMs, deployed.queue_timeout_ms}));
+  EXPECT_GT(plan.tasks[0].server_queue.timeout_ms, 0);
+  p.spec.tasks[0].variants[0].batch_env.clear();  // batchSize.formedBy: router
+  EXPECT_EQ(SolveHpa(p, {{{"only", 5.0}}}, {}).tasks[0].server_queue, model::ServerQueue{});
 }
 
 TEST(Hpa, AnAbsurdRateStopsAtTheReplicaCap) {

@@ -2,11 +2,11 @@
 // a malformed one is refused with the reason.
 #include "trace/trace.h"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <regex>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace pipescale::trace {
 namespace {
