@@ -95,8 +95,10 @@ rolled_out() {
     awk '{r = ($2 == "" ? 0 : $2); want += $1; ready += (r < $1 ? r : $1)}
          END {printf "%d %d", want, ready}'
 }
-# Pods the scheduler cannot place (a plan above the nodes' room) are not waited for. Counted from
-# the pods themselves: the status's list is as old as the last reconcile, and a pod it still
+# Pods the scheduler cannot place (a plan above the nodes' room) are not waited for once 30 s have
+# passed: before that a pod is Unschedulable only until the nodes' start-up taints are gone (a
+# p2.xlarge pod of mark-classify under hpa let the clients in 60 s before it was Ready). Counted
+# from the pods themselves: the status's list is as old as the last reconcile, and a pod it still
 # named as Pending while starting let the clients in before the plan was Ready.
 unschedulable() {
   kubectl get pods -l pipescale.io/pipeline="$name" 2>/dev/null \
@@ -106,7 +108,9 @@ unschedulable() {
 for ((waited = 0; waited < 180; waited += 2)); do
   read -r want ready <<<"$(rolled_out)"
   printf '\r  waiting for the planned replicas to be Ready: %s of %s' "${ready:-0}" "${want:-0}"
-  [[ ${want:-0} -gt 0 && $((${ready:-0} + $(unschedulable))) -ge ${want:-0} ]] && break
+  placeless=0
+  ((waited < 30)) || placeless=$(unschedulable)
+  [[ ${want:-0} -gt 0 && $((${ready:-0} + placeless)) -ge ${want:-0} ]] && break
   sleep 2
 done
 echo
