@@ -91,7 +91,7 @@ TEST(NumericFlags, LoadGenerator) {
 }
 
 TEST(NumericFlags, ModelServer) {
-  for (const char* flag : {"--port", "--max-wait-ms", "--max-body-bytes"}) {
+  for (const char* flag : {"--port", "--max-wait-ms", "--queue-timeout-ms", "--max-body-bytes"}) {
     ExpectRefused(PIPESCALE_MODEL_SERVER, "--host 127.0.0.1", flag, kJunkIntegers);
   }
   ExpectRefused(PIPESCALE_MODEL_SERVER, "--host 127.0.0.1", "--port", {"70000"});
