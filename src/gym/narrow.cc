@@ -98,7 +98,12 @@ Status OnlyClass(nlohmann::json& object, const std::string& policy,
 
 }  // namespace
 
+std::string PolicyOf(const std::string& optimizer) {
+  return optimizer == "hpa" ? kOperatorHpa : optimizer;
+}
+
 Result<std::string> Narrow(const std::string& policy, nlohmann::json& object) {
+  if (policy == kOperatorHpa) return std::string("hpa");
   if (policy == kLokiHardwareOnly) {
     MostAccurateOnly(object);
     return std::string("loki");

@@ -89,7 +89,7 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
     parsed->pipeline->spec.optimizer = name;
   }
   Options named = options;
-  named.policy = policy.empty() ? parsed->pipeline->spec.optimizer : policy;
+  named.policy = policy.empty() ? PolicyOf(parsed->pipeline->spec.optimizer) : policy;
   World world(*parsed->pipeline, object, named);
   world.parsed = parsed;
   if (!baseline) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/nodes_file.h"
+#include "gym/render.h"
 #include "support/gym_pipelines.h"
 
 namespace pipescale::gym {
@@ -143,6 +144,24 @@ TEST(SimulationTest, AnUnknownPolicyOrAnInvalidPipelineIsAClearError) {
       << invalid.error().message;
   auto fixed = Simulate(Chain({"a"}, 10, 100), With("fixed:x", "1:10"));
   ASSERT_FALSE(fixed.ok());
+}
+
+// The operator's hpa (a spec's optimizer) and the HPA controller's port (the baseline `hpa`) are
+// two control loops on one deployment: a report names them apart, and `operator-hpa` runs the
+// operator's wherever the spec names another optimizer.
+TEST(SimulationTest, TheOperatorsHpaAndTheHpaPortAreNamedApart) {
+  json hpa_spec = Chain({"a", "b"}, 20, 150);
+  hpa_spec["spec"]["optimizer"] = "hpa";
+  auto spec = Simulate(hpa_spec, With("", "10:60,80:60"));
+  auto named = Simulate(Chain({"a", "b"}, 20, 150), With("operator-hpa", "10:60,80:60"));
+  auto port = Simulate(hpa_spec, With("hpa", "10:60,80:60"));
+  ASSERT_TRUE(spec.ok() && named.ok() && port.ok());
+  EXPECT_EQ(spec->policy, "operator-hpa");
+  EXPECT_EQ(named->policy, "operator-hpa");
+  EXPECT_EQ(port->policy, "hpa");
+  EXPECT_FALSE(IsBaseline(spec->policy));
+  EXPECT_EQ(named->Goodput(), spec->Goodput()) << "the same loop on the same trace and seed";
+  EXPECT_EQ(named->pod_starts, spec->pod_starts);
 }
 
 // A file from outside may hold anything: a document that is no object, or whose metadata or
