@@ -38,6 +38,7 @@ constexpr Range kAccuracyRange{.min = 0, .max = 1, .above_min = true, .words = "
 constexpr Range kPercentileRange{.min = 0, .max = 100, .above_min = true, .words = "in (0, 100]"};
 constexpr Range kBudgetRange{.min = 0, .max = limits::kMaxBudgetPerHour, .above_min = true};
 constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
+constexpr Range kBurstRange{.min = 0, .max = limits::kMaxBurstAllowance};
 constexpr Range kMinRateRange{.min = 0, .max = limits::kMaxRateRps};
 
 bool IsDnsLabel(std::string_view s) {
@@ -655,9 +656,18 @@ void ParseBehavior(Reader& r, const json& spec, model::PipelineSpec& out) {
                              std::pair{"scaleUp", &out.behavior.scale_up_window_seconds}}) {
     if (const json* b = r.Object(*behavior, key, "spec.behavior", false)) {
       const std::string at = Reader::At("spec.behavior", key);
-      r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
+      const bool up = target == &out.behavior.scale_up_window_seconds;
+      if (up) {
+        r.OnlyKnown(*b, at, {"stabilizationWindowSeconds", "burstAllowance"});
+      } else {
+        r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
+      }
       if (auto w = r.Number(*b, "stabilizationWindowSeconds", at, false, kWindowRange)) {
         *target = *w;
+      }
+      if (!up) continue;
+      if (auto z = r.Number(*b, "burstAllowance", at, false, kBurstRange)) {
+        out.behavior.burst_allowance = *z;
       }
     }
   }

@@ -67,6 +67,7 @@ inline constexpr double kMinIntervalSeconds = 1;
 inline constexpr double kMaxIntervalSeconds = 3600;
 inline constexpr double kMaxHorizonSeconds = 86400;
 inline constexpr double kMaxWindowSeconds = 3600;          // behavior stabilizationWindowSeconds
+inline constexpr double kMaxBurstAllowance = 10;           // behavior.scaleUp.burstAllowance
 inline constexpr double kMinProfileWindowSeconds = 30;     // spec.profiles.window
 inline constexpr std::int64_t kMaxMinBatches = 1'000'000;  // spec.profiles.minBatches
 // MArk plans step by step up to its forecast horizon and the slowest startup, each at most

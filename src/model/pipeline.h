@@ -162,6 +162,10 @@ struct Forecast {
 struct Behavior {
   double scale_down_window_seconds = 300;
   double scale_up_window_seconds = 0;
+  // scaleUp.burstAllowance: root-mean-square rises of each path's rate over a start-up and an
+  // interval that FA2 keeps capacity for (reconciler/burst.h); 0 plans for the measured rate.
+  // The default was measured on public traces (bench/README.md, "Capacity for bursts").
+  double burst_allowance = 2.5;
 
   bool operator==(const Behavior&) const = default;
 };

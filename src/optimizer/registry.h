@@ -57,8 +57,11 @@ struct PlannerInput {
 
 // What a planner remembers between decisions (the reconciler keeps it and hands it back).
 struct Memory {
-  bool demand_ewma = false;       // plans for an EWMA of each path's rate (Loki, alpha 1/2.6)
-  bool rate_history = false;      // one rate per path per interval, to forecast from (MArk)
+  bool demand_ewma = false;   // plans for an EWMA of each path's rate (Loki, alpha 1/2.6)
+  bool rate_history = false;  // one rate per path per interval, to forecast from (MArk)
+  // Plans each path for its rate plus its rises over a start-up and an interval (FA2;
+  // reconciler/burst.h).
+  bool burst_allowance = false;
   bool slo_guard = false;         // late paths get replicas, then a quiet time (MArk)
   bool measured_factors = false;  // measured multiplicative factors replace the spec's (Loki)
   bool measured_mix = false;      // the router's query sizes replace the spec's on a shift (Kairos)

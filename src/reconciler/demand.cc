@@ -6,6 +6,7 @@
 #include "api/pipeline_parse.h"
 #include "api/workload.h"
 #include "optimizer/pool.h"
+#include "reconciler/burst.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -20,16 +21,28 @@ void SmoothRates(bool advance, const Demand& before, DemandStep& step) {
   step.demand.rps = step.workload.path_rates_rps;
 }
 
-// MArk forecasts from one rate per path per interval, at most kMaxSeries of them.
-void ExtendSeries(bool advance, const model::MetricsSnapshot& metrics, DemandStep& step) {
+// MArk forecasts from one rate per path per interval, at most kMaxSeries of them; the burst
+// allowance reads the last kBurstWindow.
+void ExtendSeries(bool advance, size_t keep, const model::MetricsSnapshot& metrics,
+                  DemandStep& step) {
   if (advance) {
     for (const auto& [path, rate] : metrics.path_rates_rps) {
       std::vector<double>& s = step.demand.series[path];
       s.push_back(rate);
-      if (s.size() > kMaxSeries) s.erase(s.begin(), s.end() - kMaxSeries);
+      if (s.size() > keep) s.erase(s.begin(), s.end() - static_cast<long>(keep));
     }
   }
   step.input.history = step.demand.series;
+}
+
+// Each path's rate raised by its rises over the lead time (burst.h).
+void AllowForBursts(const model::Pipeline& pipeline, DemandStep& step) {
+  const int lead = LeadIntervals(pipeline.spec);
+  for (auto& [path, rate] : step.workload.path_rates_rps) {
+    const auto it = step.demand.series.find(path);
+    if (it == step.demand.series.end()) continue;
+    rate = BurstRate(it->second, rate, lead, pipeline.spec.behavior.burst_allowance);
+  }
 }
 
 // Replicas and batch sizes running per (task, class) of each task's most accurate variant, and
@@ -81,7 +94,10 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   const bool advance = before.at == 0 || now - before.at >= pipeline.spec.interval_seconds - 1e-6;
   if (advance) step.demand.at = now;
   if (optimizer.memory.demand_ewma) SmoothRates(advance, before, step);
-  if (optimizer.memory.rate_history) ExtendSeries(advance, metrics, step);
+  if (optimizer.memory.rate_history || optimizer.memory.burst_allowance) {
+    ExtendSeries(advance, optimizer.memory.rate_history ? kMaxSeries : kBurstWindow, metrics, step);
+  }
+  if (optimizer.memory.burst_allowance) AllowForBursts(pipeline, step);
   if (optimizer.memory.rate_history || optimizer.memory.slo_guard ||
       optimizer.memory.holds_running_variants) {
     ReadRunning(pipeline, deployments, step);

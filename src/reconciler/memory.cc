@@ -1,5 +1,7 @@
 #include "reconciler/memory.h"
 
+#include "reconciler/burst.h"
+
 namespace pipescale::reconciler {
 namespace {
 
@@ -12,8 +14,9 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
   Demand demand;
   for (const auto& [path, series] : rates) {
     if (series.empty()) continue;
-    if (optimizer.memory.rate_history) {
-      const size_t first = series.size() > kMaxSeries ? series.size() - kMaxSeries : 0;
+    if (optimizer.memory.rate_history || optimizer.memory.burst_allowance) {
+      const size_t keep = optimizer.memory.rate_history ? kMaxSeries : kBurstWindow;
+      const size_t first = series.size() > keep ? series.size() - keep : 0;
       demand.series[path].assign(series.begin() + static_cast<long>(first), series.end());
     }
     if (optimizer.memory.demand_ewma) {
@@ -29,6 +32,7 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
 
 int RebuildIntervals(const optimizer::Descriptor& optimizer) {
   if (optimizer.memory.rate_history) return static_cast<int>(kMaxSeries);
+  if (optimizer.memory.burst_allowance) return static_cast<int>(kBurstWindow);
   if (optimizer.memory.demand_ewma) return kEwmaIntervals;
   return 0;
 }

@@ -58,6 +58,7 @@ spec:
   forecast: {method: ewma, horizon: 5m}
   behavior:
     scaleDown: {stabilizationWindowSeconds: 300}
+    scaleUp: {burstAllowance: 1.5}
 )yaml";
 
 std::vector<std::string> Errors(const std::string& text) {
@@ -105,6 +106,8 @@ TEST(ParsePipeline, ReadsEveryField) {
   EXPECT_EQ(p.spec.metrics.queries.at("arrivalRate"), "sum(rate(x[1m]))");
   EXPECT_EQ(p.spec.forecast.method, model::ForecastMethod::kEwma);
   EXPECT_DOUBLE_EQ(p.spec.forecast.horizon_seconds, 300);
+  EXPECT_DOUBLE_EQ(p.spec.behavior.scale_down_window_seconds, 300);
+  EXPECT_DOUBLE_EQ(p.spec.behavior.burst_allowance, 1.5);
 }
 
 TEST(ParsePipeline, JsonAndYamlGiveTheSameModel) {
@@ -571,6 +574,13 @@ TEST(ParsePipelineLimits, EveryNumberHasARange) {
        "spec.budget.costPerHour: must be at most 100000000, got 1e+09"},
       {{"stabilizationWindowSeconds: 300", "stabilizationWindowSeconds: 3601"},
        "spec.behavior.scaleDown.stabilizationWindowSeconds: must be at most 3600, got 3601"},
+      {{"burstAllowance: 1.5", "burstAllowance: 11"},
+       "spec.behavior.scaleUp.burstAllowance: must be at most 10, got 11"},
+      {{"burstAllowance: 1.5", "burstAllowance: -1"},
+       "spec.behavior.scaleUp.burstAllowance: must be >= 0, got -1"},
+      {{"scaleDown: {stabilizationWindowSeconds: 300}", "scaleDown: {burstAllowance: 1}"},
+       "spec.behavior.scaleDown.burstAllowance: unknown field; known fields: "
+       "stabilizationWindowSeconds"},
       {{"interval: 15s", "interval: 500ms"}, "spec.interval: must be at least 1 s, got 0.5"},
       {{"minRate: 12", "minRate: -1"}, "spec.minRate: must be >= 0, got -1"},
       {{"minRate: 12", "minRate: 2e9"}, "spec.minRate: must be at most 1000000000, got 2e+09"},

@@ -343,6 +343,9 @@ TEST(Decide, AMinimumRateIsPlannedBeforeTheFirstRequestAndNeverBelow) {
   constexpr double kFloor = 300;
   World floored;
   floored.object["spec"]["minRate"] = kFloor;
+  // Planned at the floor exactly: the loads below rise and fall, which FA2's burst allowance
+  // would plan capacity for (BurstAllowanceSurvivesAFailover).
+  floored.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   floored.Step(Error{ErrorKind::kTransient, "no series yet"}, 1000);
   World plain;
   plain.Step(Rate(kFloor), 1000);
@@ -400,6 +403,8 @@ TEST(Decide, HoldingNeverAddsDeploymentsToATaskThatRuns) {
 
 TEST(Decide, ScaleDownWaitsForItsWindowScaleUpDoesNot) {
   World w;
+  // The plan for each rate as measured: the rise back to 400 would add FA2's burst allowance.
+  w.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   w.Step(Rate(400), 1000);
   const int high = w.Replicas(kDetect);
   w.Step(Rate(20), 1060);  // load dropped: held within the 300 s window
@@ -526,6 +531,8 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
 // batches stay while they still carry the load within the SLOs.
 TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
   World w;
+  // Compared with FA2's plan at each measured rate: no burst allowance on top of it.
+  w.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   w.Step(Rate(200), 1000);
   api::ParsedPipeline parsed = w.Parsed();
   ASSERT_TRUE(parsed.pipeline.has_value());
@@ -923,6 +930,30 @@ TEST(Decide, ANewMarkLeaderForecastsFromTheRebuiltHistory) {
   EXPECT_EQ(rebuilt.memory.demand.series, kept.memory.demand.series);
   EXPECT_EQ(Json(rebuilt)["plan"]["forecast"], Json(kept)["plan"]["forecast"]);
   EXPECT_NEAR(Json(rebuilt)["plan"]["forecast"]["rps"][6].get<double>(), 280, 1e-6);
+}
+
+// FA2's burst allowance comes from the rates Prometheus kept after a failover: the new leader
+// plans what the old one would have. One that started from nothing plans for the rate alone
+// (checked, so the test can fail).
+TEST(Decide, BurstAllowanceSurvivesAFailover) {
+  World w;
+  model::RateHistory rates;
+  for (int k = 0; k < 20; ++k) {
+    const double rps = k % 2 == 0 ? 150 : 400;
+    rates["p"].push_back(rps);
+    w.Step(Rate(rps), 1000 + 10 * k);
+  }
+  World forgetful = w;
+  World fresh = w;
+  const Decision kept = w.Step(Rate(150), 1200);
+  fresh.FailOver(&rates);
+  const Decision rebuilt = fresh.Step(Rate(150), 1200);
+  EXPECT_EQ(rebuilt.memory.demand.series, kept.memory.demand.series);
+  EXPECT_EQ(Json(rebuilt)["plan"], Json(kept)["plan"]);
+  forgetful.FailOver();
+  const Decision blank = forgetful.Step(Rate(150), 1200);
+  EXPECT_LT(Json(blank)["plan"]["tasks"][0]["loadRps"].get<double>(),
+            Json(kept)["plan"]["tasks"][0]["loadRps"].get<double>());
 }
 
 // The SLO guard's quiet time is in the status: a new leader does not act again before it ends.

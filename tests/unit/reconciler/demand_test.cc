@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "reconciler/burst.h"
+
 namespace pipescale::reconciler {
 namespace {
 
@@ -94,11 +98,36 @@ TEST(Demand, TheGuardActsOnALatePathThenWaits) {
 
 TEST(Demand, AnOptimizerWithoutMemoryRemembersNothing) {
   const model::Pipeline p = OnePath();
-  const DemandStep s = StepDemand(p, Named("fa2"), {}, Rate(10, 500), {}, 1000);
+  const DemandStep s = StepDemand(p, Named("hpa"), {}, Rate(10, 500), {}, 1000);
   EXPECT_TRUE(s.demand.rps.empty());
   EXPECT_TRUE(s.demand.series.empty());
   EXPECT_TRUE(s.input.late_paths.empty());
   EXPECT_DOUBLE_EQ(s.workload.path_rates_rps.at("p"), 10);
+}
+
+// FA2 keeps the last kBurstWindow rates per path and plans for the measured rate plus the
+// allowance over them (burst.h); with the allowance at 0, for the measured rate.
+TEST(Demand, FaTwoPlansForTheRatePlusItsRises) {
+  model::Pipeline p = OnePath();
+  p.spec.hardware_classes = {{.name = "cpu", .startup_seconds = 6}};
+  Demand memory;
+  std::vector<double> seen;
+  DemandStep s;
+  for (int k = 0; k < 40; ++k) {
+    const double rps = k % 3 == 0 ? 150 : 100;
+    seen.push_back(rps);
+    s = StepDemand(p, Named("fa2"), memory, Rate(rps), {}, 1000 + 10 * k);
+    memory = s.demand;
+  }
+  ASSERT_EQ(memory.series.at("p").size(), kBurstWindow);
+  EXPECT_TRUE(std::equal(seen.end() - kBurstWindow, seen.end(), memory.series.at("p").begin()));
+  const double planned = s.workload.path_rates_rps.at("p");
+  EXPECT_DOUBLE_EQ(planned, BurstRate(memory.series.at("p"), seen.back(), 2, 2.5));
+  EXPECT_GT(planned, seen.back());
+  p.spec.behavior.burst_allowance = 0;
+  EXPECT_DOUBLE_EQ(
+      StepDemand(p, Named("fa2"), memory, Rate(100), {}, 1400).workload.path_rates_rps.at("p"),
+      100);
 }
 
 }  // namespace
