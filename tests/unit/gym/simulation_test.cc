@@ -84,10 +84,7 @@ TEST(SimulationTest, PodsWaitForNodeRoom) {
 // past what the first pods serve: the operator scales out, and a new pod serves only after its
 // class's start-up.
 TEST(SimulationTest, TheOperatorScalesOutAsTheLoadSteps) {
-  json chain = Chain({"a", "b"}, 50, 400, 5, 20);
-  // Planned for each rate as measured: FA2's burst allowance would keep room after the first ramp.
-  chain["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
-  auto report = Simulate(chain, With("fa2", "10:120,60:240"));
+  auto report = Simulate(Chain({"a", "b"}, 50, 400, 5, 20), With("fa2", "10:120,60:240"));
   ASSERT_TRUE(report.ok()) << report.error().message;
   const std::vector<IntervalRow>& rows = report->intervals;
   ASSERT_GE(rows.size(), 30u);

@@ -343,9 +343,6 @@ TEST(Decide, AMinimumRateIsPlannedBeforeTheFirstRequestAndNeverBelow) {
   constexpr double kFloor = 300;
   World floored;
   floored.object["spec"]["minRate"] = kFloor;
-  // Planned at the floor exactly: the loads below rise and fall, which FA2's burst allowance
-  // would plan capacity for (BurstAllowanceSurvivesAFailover).
-  floored.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   floored.Step(Error{ErrorKind::kTransient, "no series yet"}, 1000);
   World plain;
   plain.Step(Rate(kFloor), 1000);
@@ -403,8 +400,6 @@ TEST(Decide, HoldingNeverAddsDeploymentsToATaskThatRuns) {
 
 TEST(Decide, ScaleDownWaitsForItsWindowScaleUpDoesNot) {
   World w;
-  // The plan for each rate as measured: the rise back to 400 would add FA2's burst allowance.
-  w.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   w.Step(Rate(400), 1000);
   const int high = w.Replicas(kDetect);
   w.Step(Rate(20), 1060);  // load dropped: held within the 300 s window
@@ -531,8 +526,6 @@ TEST(Decide, LeftoverDeploymentsIdleOrGo) {
 // batches stay while they still carry the load within the SLOs.
 TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
   World w;
-  // Compared with FA2's plan at each measured rate: no burst allowance on top of it.
-  w.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 0;
   w.Step(Rate(200), 1000);
   api::ParsedPipeline parsed = w.Parsed();
   ASSERT_TRUE(parsed.pipeline.has_value());
@@ -932,11 +925,12 @@ TEST(Decide, ANewMarkLeaderForecastsFromTheRebuiltHistory) {
   EXPECT_NEAR(Json(rebuilt)["plan"]["forecast"]["rps"][6].get<double>(), 280, 1e-6);
 }
 
-// FA2's burst allowance comes from the rates Prometheus kept after a failover: the new leader
-// plans what the old one would have. One that started from nothing plans for the rate alone
+// FA2's burst allowance (when set) comes from the rates Prometheus kept after a failover: the new
+// leader plans what the old one would have. One that started from nothing plans for the rate alone
 // (checked, so the test can fail).
 TEST(Decide, BurstAllowanceSurvivesAFailover) {
   World w;
+  w.object["spec"]["behavior"]["scaleUp"]["burstAllowance"] = 2.5;
   model::RateHistory rates;
   for (int k = 0; k < 20; ++k) {
     const double rps = k % 2 == 0 ? 150 : 400;

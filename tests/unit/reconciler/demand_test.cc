@@ -105,11 +105,12 @@ TEST(Demand, AnOptimizerWithoutMemoryRemembersNothing) {
   EXPECT_DOUBLE_EQ(s.workload.path_rates_rps.at("p"), 10);
 }
 
-// FA2 keeps the last kBurstWindow rates per path and plans for the measured rate plus the
-// allowance over them (burst.h); with the allowance at 0, for the measured rate.
+// FA2 keeps the last kBurstWindow rates per path and, with an allowance set, plans for the
+// measured rate plus the allowance over them (burst.h); at 0 (the default), for the rate.
 TEST(Demand, FaTwoPlansForTheRatePlusItsRises) {
   model::Pipeline p = OnePath();
   p.spec.hardware_classes = {{.name = "cpu", .startup_seconds = 6}};
+  p.spec.behavior.burst_allowance = 2.5;
   Demand memory;
   std::vector<double> seen;
   DemandStep s;
