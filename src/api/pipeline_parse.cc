@@ -652,24 +652,20 @@ void ParseBehavior(Reader& r, const json& spec, model::PipelineSpec& out) {
   const json* behavior = r.Object(spec, "behavior", "spec", false);
   if (behavior == nullptr) return;
   r.OnlyKnown(*behavior, "spec.behavior", {"scaleUp", "scaleDown"});
-  for (auto [key, target] : {std::pair{"scaleDown", &out.behavior.scale_down_window_seconds},
-                             std::pair{"scaleUp", &out.behavior.scale_up_window_seconds}}) {
-    if (const json* b = r.Object(*behavior, key, "spec.behavior", false)) {
-      const std::string at = Reader::At("spec.behavior", key);
-      const bool up = target == &out.behavior.scale_up_window_seconds;
-      if (up) {
-        r.OnlyKnown(*b, at, {"stabilizationWindowSeconds", "burstAllowance"});
-      } else {
-        r.OnlyKnown(*b, at, {"stabilizationWindowSeconds"});
-      }
-      if (auto w = r.Number(*b, "stabilizationWindowSeconds", at, false, kWindowRange)) {
-        *target = *w;
-      }
-      if (!up) continue;
-      if (auto z = r.Number(*b, "burstAllowance", at, false, kBurstRange)) {
-        out.behavior.burst_allowance = *z;
-      }
-    }
+  model::Behavior& o = out.behavior;
+  const auto window = [&](const json& b, const std::string& at, double& target) {
+    if (auto w = r.Number(b, "stabilizationWindowSeconds", at, false, kWindowRange)) target = *w;
+  };
+  if (const json* down = r.Object(*behavior, "scaleDown", "spec.behavior", false)) {
+    const std::string at = "spec.behavior.scaleDown";
+    r.OnlyKnown(*down, at, {"stabilizationWindowSeconds"});
+    window(*down, at, o.scale_down_window_seconds);
+  }
+  if (const json* up = r.Object(*behavior, "scaleUp", "spec.behavior", false)) {
+    const std::string at = "spec.behavior.scaleUp";
+    r.OnlyKnown(*up, at, {"stabilizationWindowSeconds", "burstAllowance"});
+    window(*up, at, o.scale_up_window_seconds);
+    if (auto z = r.Number(*up, "burstAllowance", at, false, kBurstRange)) o.burst_allowance = *z;
   }
 }
 

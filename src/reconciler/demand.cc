@@ -21,18 +21,13 @@ void SmoothRates(bool advance, const Demand& before, DemandStep& step) {
   step.demand.rps = step.workload.path_rates_rps;
 }
 
-// MArk forecasts from one rate per path per interval, at most kMaxSeries of them; the burst
-// allowance reads the last kBurstWindow.
-void ExtendSeries(bool advance, size_t keep, const model::MetricsSnapshot& metrics,
-                  DemandStep& step) {
-  if (advance) {
-    for (const auto& [path, rate] : metrics.path_rates_rps) {
-      std::vector<double>& s = step.demand.series[path];
-      s.push_back(rate);
-      if (s.size() > keep) s.erase(s.begin(), s.end() - static_cast<long>(keep));
-    }
+// One rate per path per interval, the last `keep` of them (SeriesKept).
+void ExtendSeries(size_t keep, const model::MetricsSnapshot& metrics, DemandStep& step) {
+  for (const auto& [path, rate] : metrics.path_rates_rps) {
+    std::vector<double>& s = step.demand.series[path];
+    s.push_back(rate);
+    if (s.size() > keep) s.erase(s.begin(), s.end() - static_cast<long>(keep));
   }
-  step.input.history = step.demand.series;
 }
 
 // Each path's rate raised by its rises over the lead time (burst.h).
@@ -87,6 +82,12 @@ void GuardLatePaths(const model::Pipeline& pipeline, const model::MetricsSnapsho
 
 }  // namespace
 
+size_t SeriesKept(const optimizer::Descriptor& optimizer) {
+  if (optimizer.memory.rate_history) return kMaxSeries;
+  if (optimizer.memory.burst_allowance) return kBurstWindow;
+  return 0;
+}
+
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, api::DeploymentView>& deployments, double now) {
@@ -94,9 +95,10 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   const bool advance = before.at == 0 || now - before.at >= pipeline.spec.interval_seconds - 1e-6;
   if (advance) step.demand.at = now;
   if (optimizer.memory.demand_ewma) SmoothRates(advance, before, step);
-  if (optimizer.memory.rate_history || optimizer.memory.burst_allowance) {
-    ExtendSeries(advance, optimizer.memory.rate_history ? kMaxSeries : kBurstWindow, metrics, step);
+  if (const size_t keep = SeriesKept(optimizer); advance && keep > 0) {
+    ExtendSeries(keep, metrics, step);
   }
+  if (optimizer.memory.rate_history) step.input.history = step.demand.series;  // MArk forecasts
   if (optimizer.memory.burst_allowance) AllowForBursts(pipeline, step);
   if (optimizer.memory.rate_history || optimizer.memory.slo_guard ||
       optimizer.memory.holds_running_variants) {

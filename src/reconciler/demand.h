@@ -39,6 +39,10 @@ struct DemandStep {
   ProfileStep profiles;        // the measured profiles, and the corrections to plan from
 };
 
+// Rates per path `optimizer` keeps, one per interval: MArk's whole series (kMaxSeries), the last
+// kBurstWindow for the burst allowance (burst.h); 0 when it keeps none.
+size_t SeriesKept(const optimizer::Descriptor& optimizer);
+
 // Advances `before` by the measured rates at `now` (once per interval) and query sizes, as the
 // optimizer's memory asks, and reads what runs from the pipeline's Deployments (by name).
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,

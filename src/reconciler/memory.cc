@@ -1,7 +1,5 @@
 #include "reconciler/memory.h"
 
-#include "reconciler/burst.h"
-
 namespace pipescale::reconciler {
 namespace {
 
@@ -14,8 +12,7 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
   Demand demand;
   for (const auto& [path, series] : rates) {
     if (series.empty()) continue;
-    if (optimizer.memory.rate_history || optimizer.memory.burst_allowance) {
-      const size_t keep = optimizer.memory.rate_history ? kMaxSeries : kBurstWindow;
+    if (const size_t keep = SeriesKept(optimizer); keep > 0) {
       const size_t first = series.size() > keep ? series.size() - keep : 0;
       demand.series[path].assign(series.begin() + static_cast<long>(first), series.end());
     }
@@ -31,8 +28,7 @@ Demand Rebuild(const model::RateHistory& rates, const optimizer::Descriptor& opt
 }  // namespace
 
 int RebuildIntervals(const optimizer::Descriptor& optimizer) {
-  if (optimizer.memory.rate_history) return static_cast<int>(kMaxSeries);
-  if (optimizer.memory.burst_allowance) return static_cast<int>(kBurstWindow);
+  if (const size_t keep = SeriesKept(optimizer); keep > 0) return static_cast<int>(keep);
   if (optimizer.memory.demand_ewma) return kEwmaIntervals;
   return 0;
 }
