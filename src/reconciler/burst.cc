@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "optimizer/pool.h"
 
@@ -20,14 +21,16 @@ double BurstRate(std::span<const double> series, double measured, int lead, doub
   // The rises over `step` intervals, root mean square over every step (a fall counts as no rise):
   // a rise that keeps on (a ramp) counts as well as one that comes and goes, and a load that
   // went away keeps nothing for its fall.
+  // In units of the largest rise: a Prometheus answer of 1e300 squared would be infinite.
   const size_t n = recent.size() - step;
+  const auto rise = [&](size_t i) { return std::max(0.0, recent[i + step] - recent[i]); };
+  double largest = 0;
+  for (size_t i = 0; i < n; ++i) largest = std::max(largest, rise(i));
+  if (largest == 0 || !std::isfinite(largest)) return measured;
   double squares = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = std::max(0.0, recent[i + step] - recent[i]);
-    squares += d * d;
-  }
-  const double rms = std::sqrt(squares / static_cast<double>(n));
-  return measured + allowance * rms;
+  for (size_t i = 0; i < n; ++i) squares += (rise(i) / largest) * (rise(i) / largest);
+  const double rms = largest * std::sqrt(squares / static_cast<double>(n));
+  return std::min(measured + allowance * rms, std::numeric_limits<double>::max());
 }
 
 }  // namespace pipescale::reconciler

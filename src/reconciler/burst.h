@@ -27,7 +27,7 @@ int LeadIntervals(const model::PipelineSpec& spec);
 // The rate to plan a path for: `measured` plus `allowance` times the root mean square of the rise
 // of its per-interval rate over `lead` intervals (a fall is a rise of 0), over the last
 // kBurstWindow rates of `series` (oldest first); `measured` itself while the series holds fewer
-// than kBurstMinRises rises.
+// than kBurstMinRises rises. Finite for finite rates, however large.
 double BurstRate(std::span<const double> series, double measured, int lead, double allowance);
 
 }  // namespace pipescale::reconciler

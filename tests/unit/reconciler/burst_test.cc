@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -94,6 +95,18 @@ TEST(Burst, OnlyTheLastWindowCounts) {
   EXPECT_DOUBLE_EQ(BurstRate(spiked, 80, 1, 2.5), 80);
   series[10] = 800;  // the same burst within it
   EXPECT_GT(BurstRate(series, 80, 1, 2.5), 80 + 2.5 * 700 / std::sqrt(kBurstWindow - 1.0) - 1e-9);
+}
+
+// Rates are Prometheus's answers: finite, but as large as a double. The allowance stays a number
+// the planners can refuse as infeasible, never an infinity.
+TEST(Burst, AnAbsurdRateGivesAFiniteAllowance) {
+  for (double big : {1e300, std::numeric_limits<double>::max()}) {
+    std::vector<double> series;
+    for (int k = 0; k < 30; ++k) series.push_back(k % 2 == 0 ? 0 : big);
+    const double planned = BurstRate(series, big, 1, 10);
+    EXPECT_TRUE(std::isfinite(planned)) << big;
+    EXPECT_GE(planned, big);
+  }
 }
 
 TEST(Burst, TheLeadIsAnIntervalAndTheSlowestStartUpInWholeIntervals) {
