@@ -181,7 +181,8 @@ mark::BatchTuning ClassBatch(const model::Pipeline& pipeline, const model::Varia
   auto fits = [&](int b) -> std::optional<mark::BatchTuning> {
     const TailLatency tail = TaskTailLatency(LoadOf(v, *c.profile, b, class_rps, replicas),
                                              pipeline.spec.slo.percentile);
-    if (b > 1 && !(tail.TotalMs() <= budget_ms)) return std::nullopt;
+    // Batch 1 too: a running batch of 1 that the load has outgrown is no batch to keep.
+    if (!(tail.TotalMs() <= budget_ms)) return std::nullopt;
     return mark::BatchTuning{.max_batch = b,
                              .wait_ms = b > 1 ? tail.wait_budget_ms : 0,
                              .rate_rps = 1000.0 * b / c.Ms(b)};

@@ -535,5 +535,29 @@ TEST(Mark, TailPlansEachClassWithinTheBudgetAtThePercentile) {
   EXPECT_GE(mean_over, 3);
 }
 
+TEST(Mark, ARunningBatchOfOneTheLoadOutgrewIsNotKept) {
+  // Under the tail model one replica at batch 1 (12 ms) serves 83 rps; at 300 rps on the
+  // replicas the plan runs, batch 1 queues past the budget and the plan must batch, whatever
+  // runs now (a batch of 1 kept because it ran ran the pool at a quarter of its capacity).
+  model::Pipeline p = MarkPipeline();
+  p.spec.slo.model = model::LatencyModel::kTail;
+  p.spec.hardware_classes.resize(1);
+  p.spec.tasks = {MakeTask("m", {{"small", Linear(2, 10)}}, 32)};
+  const model::Plan fresh = SolveMark(p, {{{"p", 300}}}, {});
+  ASSERT_EQ(fresh.tasks.size(), 1u);
+  ASSERT_GT(fresh.tasks[0].batch_size, 1);
+  PlannerInput running;
+  running.running["m/small"] = fresh.tasks[0].replicas;
+  running.running_batch["m/small"] = 1;
+  const model::Plan plan = SolveMark(p, {{{"p", 300}}}, running);
+  const model::TaskPlan& t = plan.tasks[0];
+  EXPECT_GT(t.batch_size, 1);
+  const model::Variant& v = p.spec.tasks[0].variants[0];
+  const TaskLoad load = LoadOf(v, *v.FindProfile("small"), t.batch_size, 300, t.replicas);
+  EXPECT_LE(TaskTailLatency(load, p.spec.slo.percentile).TotalMs(), 100 + 1e-6);
+  // At a load batch 1 carries within the budget, the running batch of 1 stays.
+  EXPECT_EQ(SolveMark(p, {{{"p", 5}}}, running).tasks[0].batch_size, 1);
+}
+
 }  // namespace
 }  // namespace pipescale::optimizer
