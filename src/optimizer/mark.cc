@@ -187,6 +187,56 @@ Backtest RunBacktest(const Forecaster& forecaster, const std::vector<double>& se
 
 namespace {
 
+// The rise a forecast made at `origin` proposed over steps [lead, steps), and how much of it the
+// series then reached (of the steps that have come).
+struct Proposal {
+  double rise = 0;
+  double came = 0;
+};
+
+Proposal ProposalAt(const Forecaster& forecaster, const std::vector<double>& series, size_t origin,
+                    int lead, int steps) {
+  const double now = series[origin];
+  const std::vector<double> history(series.begin(),
+                                    series.begin() + static_cast<std::ptrdiff_t>(origin) + 1);
+  const std::vector<double> ahead = forecaster.Forecast(history, steps - 1);
+  double proposed = now;
+  double actual = 0;
+  for (int h = std::max(lead, 1); h < steps && static_cast<size_t>(h) <= ahead.size(); ++h) {
+    if (std::isfinite(ahead[h - 1])) proposed = std::max(proposed, ahead[h - 1]);
+    actual = std::max(actual, series[origin + h]);
+  }
+  const double rise = proposed - now;
+  return {.rise = rise, .came = std::clamp(actual - now, 0.0, rise)};
+}
+
+}  // namespace
+
+double ForecastTrust(const Forecaster& forecaster, const std::vector<double>& series, int lead,
+                     int steps, int window) {
+  const size_t ahead = static_cast<size_t>(std::max({lead, 1, steps - 1}));
+  if (series.size() <= ahead || window <= 0) return 0;
+  // The newest origin whose every step has come: scoring one whose later steps are still to
+  // come would count a rise still under way as one that did not come.
+  const size_t last = series.size() - 1 - ahead;
+  const size_t first = last + 1 > static_cast<size_t>(window) ? last + 1 - window : 0;
+  int rises = 0;
+  double proposed = 0;
+  double came = 0;
+  for (size_t origin = first; origin <= last; ++origin) {
+    if (!std::isfinite(series[origin])) continue;
+    const Proposal p = ProposalAt(forecaster, series, origin, lead, steps);
+    if (!(p.rise > 0) || !std::isfinite(p.rise)) continue;
+    ++rises;
+    proposed += p.rise;
+    came += p.came;
+  }
+  if (rises < kMinTrustedForecasts || !(proposed > 0) || !std::isfinite(proposed)) return 0;
+  return std::clamp(came / proposed, 0.0, 1.0);
+}
+
+namespace {
+
 // Algorithm 1's greedy state: instances kept from those running and launched, per class.
 struct Fleet {
   std::vector<int> kept;

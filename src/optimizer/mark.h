@@ -70,6 +70,16 @@ struct Backtest {
 Backtest RunBacktest(const Forecaster& forecaster, const std::vector<double>& series, int warmup,
                      int horizon);
 
+// How much of a forecast's rise to provision for, from how its earlier forecasts fared (issue 46:
+// a forecast bounded by its measured error never costs much more than reacting). A rolling
+// backtest over the last `window` origins of `series` whose steps have all come, each forecast
+// made from the series up to its origin: of the rise above the origin's rate each one proposed for
+// steps `lead` .. `steps - 1`, the share the rates then reached. 0 (react) until
+// kMinTrustedForecasts of them proposed a rise: a forecast is trusted once it has been right.
+inline constexpr int kMinTrustedForecasts = 5;
+double ForecastTrust(const Forecaster& forecaster, const std::vector<double>& series, int lead,
+                     int steps, int window);
+
 // --- Provisioning (Algorithm 1) -------------------------------------------------------------
 
 struct InstanceClass {

@@ -17,6 +17,8 @@ namespace pipescale::optimizer {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The forecasts scored for how far to trust the next one: half an hour at MArk's minute.
+constexpr int kTrustWindow = 30;
 
 std::unique_ptr<mark::Forecaster> ForecasterFor(const model::PipelineSpec& spec) {
   switch (spec.forecast.method) {
@@ -211,9 +213,26 @@ Horizon HorizonOf(const model::PipelineSpec& spec) {
   return {.step_seconds = step, .lead = lead, .steps = std::max(horizon, lead) + 1};
 }
 
+// The forecast's rises above `now`, each kept in the share its earlier rises came
+// (mark::ForecastTrust); what it left out is noted.
+void TrustForecast(const MarkContext& ctx, const mark::Forecaster& forecaster,
+                   const std::string& path, const std::vector<double>& series, double now,
+                   std::vector<double>& f, std::vector<std::string>& notes) {
+  const double trust =
+      mark::ForecastTrust(forecaster, series, ctx.horizon.lead, ctx.horizon.steps, kTrustWindow);
+  const double peak = *std::max_element(f.begin(), f.end());
+  if (trust < 1 && peak > now) {
+    notes.push_back(
+        StrFormat("path %s: %.0f%% of the forecast's rises came over the "
+                  "last %d steps; provisioning for that share of its rise to %.1f rps",
+                  path.c_str(), 100 * trust, kTrustWindow, peak));
+  }
+  for (double& x : f) x = now + trust * (x - now);
+}
+
 // Per path: now, then the forecast. `total` gets their sum at each step.
 PathLoads ForecastPaths(const MarkContext& ctx, const model::Workload& workload,
-                        std::vector<double>& total) {
+                        std::vector<double>& total, std::vector<std::string>& notes) {
   const model::PipelineSpec& spec = ctx.pipeline->spec;
   const int steps = ctx.horizon.steps;
   const std::unique_ptr<mark::Forecaster> forecaster = ForecasterFor(spec);
@@ -233,6 +252,7 @@ PathLoads ForecastPaths(const MarkContext& ctx, const model::Workload& workload,
     // Never below the load already here: a smoothing forecaster sits at the mean of a noisy
     // series and would plan under every peak (bench/README.md, MArk against target tracking).
     for (double& x : f) x = std::max(x, now);
+    if (forecaster) TrustForecast(ctx, *forecaster, path.name, series, now, f, notes);
     for (int k = 0; k < steps; ++k) total[k] += f[k];
     ahead[path.name] = std::move(f);
   }
@@ -504,7 +524,7 @@ model::Plan SolveMark(const model::Pipeline& pipeline, const model::Workload& wo
   plan.report.status = model::SolveStatus::kFeasible;  // greedy: no optimality claim
   model::PoolPlan& pools = plan.detail.emplace<model::PoolPlan>();
   pools.forecast_step_seconds = ctx.horizon.step_seconds;
-  const PathLoads ahead = ForecastPaths(ctx, workload, pools.forecast_rps);
+  const PathLoads ahead = ForecastPaths(ctx, workload, pools.forecast_rps, plan.report.notes);
   std::vector<MarkTask> tasks = ProvisionTasks(ctx, ahead, plan);
   GuardLatePaths(ctx, tasks, plan.report.notes);
   for (const MarkTask& t : tasks) {

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numbers>
+#include <random>
+#include <string>
+#include <vector>
 
 namespace pipescale::optimizer::mark {
 namespace {
@@ -128,6 +133,92 @@ TEST(MarkSpill, OnlyWhenEveryMainInstanceWouldBeLate) {
   EXPECT_FALSE(Spill({60, 0}, {30, 80}, 15, 100));  // the CPU still does (95 ms)
   EXPECT_TRUE(Spill({60, 0}, {30, 80}, 25, 100));   // neither: 115 and 105 ms
   EXPECT_TRUE(Spill({}, {}, 0, 100));               // no main instance at all
+}
+
+// A forecaster that proposes the last rate plus `rise` at every step ahead.
+class PlusConstant : public Forecaster {
+ public:
+  explicit PlusConstant(double rise) : rise_(rise) {}
+  std::string Name() const override { return "plus-constant"; }
+  std::vector<double> Forecast(const std::vector<double>& history, int steps) const override {
+    return std::vector<double>(steps, history.back() + rise_);
+  }
+
+ private:
+  double rise_;
+};
+
+TEST(MarkForecastTrust, TheShareOfTheProposedRisesThatCameOverTheWindow) {
+  // Checked against a direct count on generated series: a forecast of +rise at every origin
+  // proposes `rise`; what came is the series' highest from `lead` to the horizon above the
+  // origin's rate, at most the rise.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> rate(0, 100);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 80);
+    const int lead = static_cast<int>(rng() % 4);
+    const int steps = lead + 1 + static_cast<int>(rng() % 6);
+    const int window = 1 + static_cast<int>(rng() % 40);
+    const double rise = 1 + rate(rng) / 4;
+    std::vector<double> series(n);
+    for (double& x : series) x = rate(rng);
+    int origins = 0;
+    double came = 0;
+    const int ahead = std::max({lead, 1, steps - 1});
+    for (int o = n - 1 - ahead; o >= 0 && o > n - 1 - ahead - window; --o) {
+      double highest = 0;
+      for (int h = std::max(lead, 1); h < steps; ++h) highest = std::max(highest, series[o + h]);
+      came += std::clamp(highest - series[o], 0.0, rise);
+      ++origins;
+    }
+    const double expected = origins >= kMinTrustedForecasts ? came / (origins * rise) : 0;
+    SCOPED_TRACE(testing::Message() << "trial " << trial);
+    EXPECT_NEAR(ForecastTrust(PlusConstant(rise), series, lead, steps, window), expected, 1e-12);
+  }
+}
+
+TEST(MarkForecastTrust, RightForecastsAreTrustedAndWrongOnesAreNot) {
+  std::vector<double> ramp, flat(60, 100.0);
+  for (int k = 0; k < 60; ++k) ramp.push_back(100 + 10 * k);
+  // The trend of a ramp came, all of it; rises proposed over a flat series never did.
+  EXPECT_NEAR(ForecastTrust(*LinearTrend(), ramp, 3, 11, 30), 1, 1e-9);
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(20), flat, 3, 11, 30), 0);
+  // Only the last `window` origins count: rises that came an hour ago vouch for nothing now.
+  std::vector<double> then_flat = ramp;
+  then_flat.insert(then_flat.end(), 60, ramp.back());
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(5), then_flat, 3, 11, 30), 0);
+  EXPECT_GT(ForecastTrust(PlusConstant(5), then_flat, 3, 11, 120), 0.3);
+  // Until enough forecasts proposed a rise, none is trusted: 4 scored origins here.
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(5),
+                                 std::vector<double>(ramp.begin(), ramp.begin() + 14), 3, 11, 30),
+                   0);
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(5), ramp, 3, 11, 30), 1);
+  // A forecaster that proposes nothing, or nonsense, earns nothing.
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(0), ramp, 3, 11, 30), 0);
+  EXPECT_DOUBLE_EQ(
+      ForecastTrust(PlusConstant(std::numeric_limits<double>::infinity()), ramp, 3, 11, 30), 0);
+  EXPECT_DOUBLE_EQ(ForecastTrust(PlusConstant(5), {}, 3, 11, 30), 0);
+}
+
+TEST(MarkForecastTrust, NeverFallsAsTheRisesThatCameGrow) {
+  // Property: raising every rate after the origins' (so more of each proposed rise comes) never
+  // lowers the trust, and it stays in [0, 1].
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> rate(50, 150);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<double> series(70);
+    for (double& x : series) x = rate(rng);
+    double last = -1;
+    for (double lift = 0; lift <= 60; lift += 10) {
+      std::vector<double> lifted = series;
+      for (size_t k = 30; k < lifted.size(); ++k) lifted[k] += lift * (k - 29) / 40.0;
+      const double trust = ForecastTrust(PlusConstant(15), lifted, 2, 8, 20);
+      EXPECT_GE(trust, 0);
+      EXPECT_LE(trust, 1);
+      EXPECT_GE(trust, last - 1e-12) << "trial " << trial << " lift " << lift;
+      last = trust;
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -390,6 +391,31 @@ TEST(Mark, ProvisionsForTheForecastAtTheStartupLead) {
   EXPECT_GE(Capacity(flat), now - 1e-9);
   EXPECT_LT(Capacity(flat), Capacity(plan));
   EXPECT_LT(flat.cost_per_hour, plan.cost_per_hour);
+}
+
+TEST(Mark, AForecastWhoseRisesNeverCameProvisionsAsReacting) {
+  // 30 steps flat, a ramp of 9, then flat at its top: through the ramp the trend lagged below
+  // the rate (no rise proposed), through the top it proposed rises that never came, and it still
+  // does. Trusted for none of it (mark::ForecastTrust), the plan provisions what reacting does,
+  // and says why.
+  model::Pipeline p = MarkPipeline();
+  p.spec.forecast = {model::ForecastMethod::kLinear, 120};
+  PlannerInput input;
+  std::vector<double>& h = input.history["p"];
+  for (int k = 0; k < 30; ++k) h.push_back(100);
+  for (int k = 1; k <= 9; ++k) h.push_back(100 + 10 * k);
+  for (int k = 0; k < 25; ++k) h.push_back(190);
+  ASSERT_GT(mark::LinearTrend()->Forecast(h, 12).back(), 200);  // what it proposes now
+  EXPECT_EQ(mark::ForecastTrust(*mark::LinearTrend(), h, 6, 13, 30), 0);
+  const model::Plan plan = SolveMark(p, {{{"p", 190}}}, input);
+  for (double rps : plan.pools()->forecast_rps) EXPECT_DOUBLE_EQ(rps, 190);
+  EXPECT_TRUE(std::ranges::any_of(plan.report.notes, [](const std::string& n) {
+    return n.starts_with("path p: 0% of the forecast's rises came");
+  }));
+  p.spec.forecast = {};
+  const model::Plan reacting = SolveMark(p, {{{"p", 190}}}, input);
+  EXPECT_DOUBLE_EQ(Capacity(plan), Capacity(reacting));
+  EXPECT_DOUBLE_EQ(plan.cost_per_hour, reacting.cost_per_hour);
 }
 
 TEST(Mark, CheapestPerRequestAndNeverBelowOneReplica) {
