@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "api/deployment.h"
@@ -29,14 +30,37 @@ const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, in
   return most_within != nullptr ? most_within : fewest;
 }
 
+bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
+  return std::ranges::any_of(pipeline.spec.paths, [&](const model::Path& path) {
+    auto it = metrics.path_latency_ms.find(path.name);
+    return it != metrics.path_latency_ms.end() && it->second > path.slo_ms;
+  });
+}
+
+// Whether every route's predicted latency under `assignment` is within its SLO widened by `band`.
+bool WithinBand(const optimizer::Problem& problem, const optimizer::Assignment& assignment,
+                double band) {
+  for (size_t r = 0; r < problem.routes.size(); ++r) {
+    const double slo_ms = problem.routes[r].slo_ms;
+    if (optimizer::RouteLatencyMs(problem, assignment, static_cast<int>(r)) >
+        slo_ms * (1 + band) + 1e-9) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // For each task of the plan, the running batch it may keep: the Deployment runs the batch the
-// operator applied, at the plan's replicas, and the plan asks for another. 0 where the plan's own
-// batch stands. Read without the problem, so that a plan that changes no running batch (most
-// intervals) compiles nothing.
+// operator applied, at the plan's replicas, and the plan asks for another. Where the router forms
+// the batches, the running batch is the one the operator applied (no pod holds it), kept only
+// while the plan meets the SLOs: changing it restarts nothing, and an overloaded plan's batch is
+// its capacity. 0 where the plan's own batch stands. Read without the problem, so that a plan
+// that changes no running batch (most intervals) compiles nothing.
 std::vector<int> RunningBatches(const model::Pipeline& pipeline, const model::AppliedPlan* applied,
                                 const Deployments& deployments, const model::Plan& plan) {
   std::vector<int> running(plan.tasks.size(), 0);
   if (applied == nullptr) return running;
+  const bool feasible = plan.report.status != model::SolveStatus::kInfeasible;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     const model::TaskPlan& t = plan.tasks[i];
     const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
@@ -46,9 +70,11 @@ std::vector<int> RunningBatches(const model::Pipeline& pipeline, const model::Ap
     const model::TaskPlan* was = applied->Find(name);
     if (it == deployments.end() || was == nullptr) continue;
     const api::ManagedFields f = api::ReadManagedFields(it->second, variant.batch_env);
-    if (f.replicas == t.replicas && f.batch_size && *f.batch_size != t.batch_size &&
-        f.batch_size == was->batch_size) {
-      running[i] = *f.batch_size;
+    if (variant.RouterBatches() && !feasible) continue;
+    const std::optional<int> batch =
+        variant.RouterBatches() ? std::optional<int>(was->batch_size) : f.batch_size;
+    if (f.replicas == t.replicas && batch && *batch != t.batch_size && batch == was->batch_size) {
+      running[i] = *batch;
     }
   }
   return running;
@@ -75,8 +101,8 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
 }  // namespace
 
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const model::AppliedPlan* applied, const Deployments& deployments,
-                        model::Plan& plan) {
+                        const model::MetricsSnapshot& metrics, const model::AppliedPlan* applied,
+                        const Deployments& deployments, model::Plan& plan) {
   const std::vector<int> running = RunningBatches(pipeline, applied, deployments, plan);
   if (std::ranges::all_of(running, [](int b) { return b == 0; })) return;
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
@@ -90,14 +116,15 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
     assignment[dnn] = *own;
   }
   // A plan that meets no SLO anyway gains nothing from a restart at equal replicas; one that
-  // does keeps each running batch that still lets every path meet its SLO (all of them if
-  // they can, else one task at a time).
+  // does keeps each running batch that still lets every path meet its SLO, within the band
+  // while the measured latencies meet them (all of them if they can, else one task at a time).
   const bool feasible = plan.report.status != model::SolveStatus::kInfeasible;
+  const double band = SloMissed(pipeline, metrics) ? 0 : kKeepBand;
   optimizer::Assignment all = assignment;
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     if (keep[i] != nullptr) all[pipeline.TaskIndex(plan.tasks[i].task)] = *keep[i];
   }
-  if (!feasible || optimizer::MeetsSlos(problem, all)) {
+  if (!feasible || WithinBand(problem, all, band)) {
     assignment = all;
   } else {
     for (size_t i = 0; i < plan.tasks.size(); ++i) {
@@ -105,7 +132,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
       const int dnn = pipeline.TaskIndex(plan.tasks[i].task);
       const optimizer::Choice own = assignment[dnn];
       assignment[dnn] = *keep[i];
-      if (!optimizer::MeetsSlos(problem, assignment)) {
+      if (!WithinBand(problem, assignment, band)) {
         assignment[dnn] = own;
         keep[i] = nullptr;
       }
@@ -132,17 +159,6 @@ bool RollingOut(const api::DeploymentView& deployment) {
   // A new Deployment, or one only scaling up, restarts nothing: no pod of an older template.
   return running > updated || (observed < generation && running > 0);
 }
-
-namespace {
-
-bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
-  return std::ranges::any_of(pipeline.spec.paths, [&](const model::Path& path) {
-    auto it = metrics.path_latency_ms.find(path.name);
-    return it != metrics.path_latency_ms.end() && it->second > path.slo_ms;
-  });
-}
-
-}  // namespace
 
 std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeline,
                                                    const Deployments& deployments,

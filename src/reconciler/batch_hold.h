@@ -1,6 +1,7 @@
 // FA2 changes a batch size only together with the replicas, or when the running batch no
-// longer meets the SLOs: every batch change restarts a Deployment's pods, and noise in the
-// measured rate would otherwise flip between plans of equal replicas at every interval.
+// longer meets the SLOs: a batch change the servers form restarts a Deployment's pods, and
+// noise in the measured rate would otherwise flip between plans of equal replicas at every
+// interval (one the router forms restarts nothing, but each flip is a PlanChanged).
 #pragma once
 
 #include <optional>
@@ -16,12 +17,20 @@
 
 namespace pipescale::reconciler {
 
+// Hysteresis: a running batch is kept while the model puts every path within this share above
+// its SLO (and the measured latencies meet them), where a new plan's must meet the SLO itself.
+// On the demo's steady 8/s the measured rate wanders across the rate at which one of a task's
+// batches gives way to another, and each interval flipped it.
+inline constexpr double kKeepBand = 0.1;
+
 // Puts back the batch sizes the operator applied (`applied`, the status's plan; null before the
 // first) into `plan` when every Deployment still runs them at the plan's replicas and they meet
-// every SLO at the workload. A batch changed by hand is not the operator's and is not kept.
+// every SLO at the workload (within kKeepBand unless a path's measured latency in `metrics`
+// misses its SLO). A batch changed by hand is not the operator's and is not kept. A batch the
+// router forms is kept the same way, but only while the plan meets the SLOs.
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
-                        const model::AppliedPlan* applied, const Deployments& deployments,
-                        model::Plan& plan);
+                        const model::MetricsSnapshot& metrics, const model::AppliedPlan* applied,
+                        const Deployments& deployments, model::Plan& plan);
 
 // Whether a Deployment's rollout is unfinished: pods of an older template still run beside the
 // updated ones, or the controller has not yet acted on a change to a Deployment that has pods.

@@ -451,8 +451,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     return d;
   }
   if (c.optimizer.memory.holds_applied_batches) {
-    HoldAppliedBatches(measured, step.workload, o.status.plan ? &*o.status.plan : nullptr,
-                       o.deployments, plan);
+    HoldAppliedBatches(measured, step.workload, *o.metrics,
+                       o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);
   }
   Enact(c, std::move(plan), step, d);
   return d;
