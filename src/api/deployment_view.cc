@@ -55,6 +55,7 @@ DeploymentView ReadDeployment(const json& object) {
           .container = FirstContainer(object),
           .status_replicas = OptionalInt(status, "replicas"),
           .updated_replicas = IntField(status, "updatedReplicas", 0),
+          .ready_replicas = IntField(status, "readyReplicas", 0),
           .observed_generation = IntField(status, "observedGeneration", 0)};
 }
 

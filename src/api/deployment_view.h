@@ -33,6 +33,7 @@ struct DeploymentView {
   // status: how far the Deployment controller has come.
   std::optional<int> status_replicas;  // pods of every template, while a rollout runs too
   int updated_replicas = 0;            // pods of the current template
+  int ready_replicas = 0;              // pods passing their readiness probe
   long observed_generation = 0;
   bool operator==(const DeploymentView&) const = default;
 };

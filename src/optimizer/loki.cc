@@ -599,8 +599,19 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     }
     const size_t noted = notes.size();  // what the held solve notes goes if it is not taken
     std::optional<model::Plan> held = attempt(step, Variants::kAll, true);
-    if (!held || held->tasks.empty() ||
-        held->served_fraction < plan->served_fraction - kHeldServedSlack ||
+    if (!held || held->tasks.empty()) {
+      notes.resize(noted);
+      return plan;
+    }
+    if (options.hold_while_starting) {
+      notes.push_back(StrFormat(
+          "held the running variants while their pods start: %.2f%% accurate, %.1f%% of the "
+          "demand served, where the best other mix found is %.2f%%, %.1f%%",
+          100 * LokiPart(*held).accuracy, 100 * held->served_fraction,
+          100 * LokiPart(*plan).accuracy, 100 * plan->served_fraction));
+      return held;
+    }
+    if (held->served_fraction < plan->served_fraction - kHeldServedSlack ||
         LokiPart(*held).accuracy < LokiPart(*plan).accuracy - options.hold_accuracy) {
       notes.resize(noted);
       return plan;
@@ -613,6 +624,8 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return held;
   };
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
+  // Back to the most accurate variants too waits for the pods of the last change.
+  if (plan && options.hold_while_starting) plan = hold(Step::kAccuracyScaling, std::move(plan));
   if (!plan && accuracy_scaling) {
     plan = hold(Step::kAccuracyScaling, attempt(Step::kAccuracyScaling, Variants::kAll));
   }

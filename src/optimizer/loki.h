@@ -28,6 +28,11 @@ struct LokiOptions {
   // between variant mixes would otherwise swap them every interval as the demand wobbles.
   std::set<std::string> running;
   double hold_accuracy = 0.005;
+  // Pods of the running Deployments are still starting: the plan on these alone is taken
+  // whatever the best other mix gains, so that a change serves before the next one (on a full
+  // cluster under bursts, changes every interval left the first task of every path with no
+  // Ready pod for minutes).
+  bool hold_while_starting = false;
 };
 
 // The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the

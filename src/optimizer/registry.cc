@@ -33,7 +33,10 @@ constexpr char kGrandslam[] = "grandslam";
 constexpr char kExact[] = "exact";
 
 model::Plan Loki(const model::Pipeline& p, const model::Workload& w, const PlannerInput& input) {
-  return SolveLoki(p, w, {.solver = input.milp_solver, .running = input.running_variants});
+  return SolveLoki(p, w,
+                   {.solver = input.milp_solver,
+                    .running = input.running_variants,
+                    .hold_while_starting = input.variants_starting});
 }
 
 model::Plan Kairos(const model::Pipeline& p, const model::Workload& w,

@@ -49,6 +49,9 @@ struct PlannerInput {
   std::map<std::string, int> running_batch;
   // Every (task, variant, class) with replicas now, by RunningKey: Loki holds them on near-ties.
   std::set<std::string> running_variants;
+  // Some of their pods are not Ready yet (a change still starting): Loki keeps to them until
+  // they are, as a change of variants before the last one serves restarts what has not served.
+  bool variants_starting = false;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.
   std::set<std::string> late_paths;
   int guard_step = 1;      // replicas the guard adds to the busiest task of a late path

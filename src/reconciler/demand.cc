@@ -54,6 +54,9 @@ void ReadRunning(const model::Pipeline& pipeline,
         if (f.replicas.value_or(0) > 0) {
           step.input.running_variants.insert(
               optimizer::RunningKey(task.name, v.name, profile.hardware_class));
+          step.input.variants_starting =
+              step.input.variants_starting ||
+              it->second.ready_replicas < api::RunningReplicas(it->second);
         }
         if (&v != &most_accurate) continue;
         const std::string key = optimizer::PoolKey(task.name, profile.hardware_class);

@@ -676,6 +676,44 @@ TEST(Loki, HoldsTheRunningVariantsWhileTheyServeWithinTheTolerance) {
   EXPECT_GT(moved, 0);  // and demands the running variants cannot serve as well
 }
 
+// While the running Deployments still start pods, Loki keeps to them whatever another mix would
+// gain, down to the most accurate plan a lull allows (so that each change serves before the
+// next): over the same sweep and lower, every plan the running variants can give runs on them
+// alone and is valid, including demands where the plain hold moves.
+TEST(Loki, KeepsToTheRunningVariantsWhileTheirPodsStart) {
+  const api::ParsedPipeline parsed = api::ParsePipeline(kIssue10);
+  ASSERT_TRUE(parsed.pipeline.has_value());
+  const model::Pipeline& pipeline = *parsed.pipeline;
+  LokiOptions exact;
+  exact.milp.time_limit_seconds = 20;
+  const model::Plan first =
+      SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value(), exact);
+  ASSERT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
+  LokiOptions holding = exact;
+  holding.running = RunningKeys(first);
+  LokiOptions starting = holding;
+  starting.hold_while_starting = true;
+  int kept_only_while_starting = 0, lulls_kept = 0;
+  for (double rate : {10.0, 30.0, 100.0, 200.0, 400.0, 600.0, 700.0, 900.0, 1000.0}) {
+    const model::Workload workload = api::MakeWorkload(pipeline, rate, {}).value();
+    const model::Plan plain = SolveLoki(pipeline, workload, holding);
+    const model::Plan plan = SolveLoki(pipeline, workload, starting);
+    ASSERT_NE(plan.report.status, model::SolveStatus::kTimeLimit) << rate;
+    EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << rate;
+    const bool runs_only = std::ranges::includes(starting.running, RunningKeys(plan));
+    EXPECT_TRUE(runs_only) << rate << " rps: the running variants serve it, so they are kept";
+    if (runs_only && !std::ranges::includes(holding.running, RunningKeys(plain))) {
+      ++kept_only_while_starting;
+      EXPECT_TRUE(std::ranges::any_of(plan.report.notes, [](const std::string& n) {
+        return n.starts_with("held the running variants while their pods start");
+      })) << rate;
+    }
+    lulls_kept += runs_only && LokiPart(plain).phase == model::Phase::kHardwareScaling;
+  }
+  EXPECT_GT(kept_only_while_starting, 0);
+  EXPECT_GT(lulls_kept, 0);  // a demand the most accurate variants alone serve
+}
+
 model::Workload Scaled(model::Workload workload, double by) {
   for (auto& [path, rps] : workload.path_rates_rps) rps *= by;
   return workload;

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
+#include "api/deployment.h"
+#include "api/deployment_view.h"
 #include "reconciler/burst.h"
 
 namespace pipescale::reconciler {
@@ -37,6 +41,27 @@ TEST(Demand, LokiPlansForAnEwmaAdvancedOncePerInterval) {
   DemandStep extra = StepDemand(p, Named("loki"), second.demand, Rate(900), {}, 1012);
   EXPECT_DOUBLE_EQ(extra.workload.path_rates_rps.at("p"), second.workload.path_rates_rps.at("p"));
   EXPECT_EQ(extra.demand, second.demand);
+}
+
+// Loki keeps to its running variants while their pods start (optimizer/loki.h): the demand step
+// reads it from the Deployments' Ready pods.
+TEST(Demand, LokiKnowsWhenItsRunningVariantsStillStartPods) {
+  model::Pipeline p = OnePath();
+  p.name = "shop";
+  p.spec.tasks[0].variants[0].profiles = {{.hardware_class = "cpu"}};
+  const std::string name =
+      api::DeploymentName(p, p.spec.tasks[0], p.spec.tasks[0].variants[0], "cpu");
+  auto with_ready = [&](int ready) {
+    return std::map<std::string, api::DeploymentView>{
+        {name, api::ReadDeployment({{"metadata", {{"name", name}}},
+                                    {"spec", {{"replicas", 3}}},
+                                    {"status", {{"replicas", 3}, {"readyReplicas", ready}}}})}};
+  };
+  const DemandStep starting = StepDemand(p, Named("loki"), {}, Rate(10), with_ready(2), 1000);
+  EXPECT_EQ(starting.input.running_variants.size(), 1u);
+  EXPECT_TRUE(starting.input.variants_starting);
+  EXPECT_FALSE(
+      StepDemand(p, Named("loki"), {}, Rate(10), with_ready(3), 1000).input.variants_starting);
 }
 
 // spec.minRate raises what is planned for, never what is remembered: Loki's EWMA and MArk's
