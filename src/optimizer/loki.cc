@@ -605,7 +605,8 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     }
     if (options.hold_while_starting) {
       notes.push_back(StrFormat(
-          "held the running variants while their pods start: %.2f%% accurate, %.1f%% of the "
+          "held the running variants while some of their pods are not Ready: %.2f%% accurate, "
+          "%.1f%% of the "
           "demand served, where the best other mix found is %.2f%%, %.1f%%",
           100 * LokiPart(*held).accuracy, 100 * held->served_fraction,
           100 * LokiPart(*plan).accuracy, 100 * plan->served_fraction));
@@ -624,7 +625,7 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     return held;
   };
   std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
-  // Back to the most accurate variants too waits for the pods of the last change.
+  // Back to the most accurate variants too waits until the running pods are Ready.
   if (plan && options.hold_while_starting) plan = hold(Step::kAccuracyScaling, std::move(plan));
   if (!plan && accuracy_scaling) {
     plan = hold(Step::kAccuracyScaling, attempt(Step::kAccuracyScaling, Variants::kAll));

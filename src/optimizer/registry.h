@@ -49,7 +49,7 @@ struct PlannerInput {
   std::map<std::string, int> running_batch;
   // Every (task, variant, class) with replicas now, by RunningKey: Loki holds them on near-ties.
   std::set<std::string> running_variants;
-  // Some of their pods are not Ready yet (a change still starting): Loki keeps to them until
+  // Some of their pods are not Ready (starting, or Pending for room): Loki keeps to them until
   // they are, as a change of variants before the last one serves restarts what has not served.
   bool variants_starting = false;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.

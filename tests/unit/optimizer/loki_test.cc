@@ -705,7 +705,7 @@ TEST(Loki, KeepsToTheRunningVariantsWhileTheirPodsStart) {
     if (runs_only && !std::ranges::includes(holding.running, RunningKeys(plain))) {
       ++kept_only_while_starting;
       EXPECT_TRUE(std::ranges::any_of(plan.report.notes, [](const std::string& n) {
-        return n.starts_with("held the running variants while their pods start");
+        return n.starts_with("held the running variants while some of their pods are not Ready");
       })) << rate;
     }
     lulls_kept += runs_only && LokiPart(plain).phase == model::Phase::kHardwareScaling;

@@ -43,7 +43,8 @@ TEST(Demand, LokiPlansForAnEwmaAdvancedOncePerInterval) {
   EXPECT_EQ(extra.demand, second.demand);
 }
 
-// Loki keeps to its running variants while their pods start (optimizer/loki.h): the demand step
+// Loki keeps to its running variants while some of their pods are not Ready (optimizer/loki.h):
+// the demand step
 // reads it from the Deployments' Ready pods.
 TEST(Demand, LokiKnowsWhenItsRunningVariantsStillStartPods) {
   model::Pipeline p = OnePath();
