@@ -372,12 +372,14 @@ TEST_F(OperatorTest, ANewLeaderDoesNotScaleDownBeforeTheWindow) {
 
 // MArk forecasts from one rate per interval. Killed mid-ramp, the leader's successor rebuilds the
 // series from Prometheus: its very first forecast already rises, where an empty history gives a
-// flat one (two points make no trend) for several intervals.
+// flat one (two points make no trend) for several intervals. A forecast's rise is provisioned
+// once 5 earlier ones proposed a rise and their horizon came (mark::ForecastTrust): with a 10 s
+// horizon at 2 s intervals, about 20 intervals into the ramp.
 TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
   testing::Load load(ns_, "ramp", {{"p", 20}});
   json pipeline = Pipeline("ramp");
   pipeline["spec"]["optimizer"] = "mark";
-  pipeline["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "20s"}};
+  pipeline["spec"]["forecast"] = {{"method", "linear"}, {"horizon", "10s"}};
   OperatorProcess first(ns_, "first");
   ASSERT_TRUE(Eventually([&] { return first.Serving(); }, 20s)) << first.process().Log();
   OperatorProcess second(ns_, "second");
@@ -390,6 +392,15 @@ TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
       std::this_thread::sleep_for(1s);
     }
   });
+  // Joined however the test ends: a failed assertion returns early.
+  struct Joined {
+    std::atomic<bool>& ramping;
+    std::thread& ramp;
+    ~Joined() {
+      ramping = false;
+      if (ramp.joinable()) ramp.join();
+    }
+  } joined{ramping, ramp};
   auto forecast = [&] {
     return Status("ramp")
         .value("plan", json::object())
@@ -403,7 +414,7 @@ TEST_F(OperatorTest, ANewMarkLeaderForecastsFromTheRatesPrometheusKept) {
         const json rps = forecast();
         return rps.size() > 2 && rps.back().get<double>() > rps.front().get<double>() + 4;
       },
-      60s))
+      120s))
       << Status("ramp").dump();
   ASSERT_EQ(first.process().Stop(SIGKILL, 5s), 128 + SIGKILL);
   const json before = Status("ramp");
