@@ -253,10 +253,10 @@ double RouteLatencyMs(const Problem& problem, const Assignment& assignment, int 
   return total;
 }
 
-bool MeetsSlos(const Problem& problem, const Assignment& assignment) {
+bool MeetsSlos(const Problem& problem, const Assignment& assignment, double band) {
   for (size_t r = 0; r < problem.routes.size(); ++r) {
     if (RouteLatencyMs(problem, assignment, static_cast<int>(r)) >
-        problem.routes[r].slo_ms + kEps) {
+        problem.routes[r].slo_ms * (1 + band) + kEps) {
       return false;
     }
   }

@@ -120,7 +120,9 @@ struct Solution {
 Problem Compile(const model::Pipeline& pipeline, const model::Workload& workload);
 
 double RouteLatencyMs(const Problem& problem, const Assignment& assignment, int route);
-bool MeetsSlos(const Problem& problem, const Assignment& assignment);
+// Whether every route's latency under `assignment` is within its SLO, widened by `band` (a share
+// of it: a running plan kept within a band is held to SLO x (1 + band)).
+bool MeetsSlos(const Problem& problem, const Assignment& assignment, double band = 0);
 Objective Total(const Assignment& assignment);
 
 // Every DNN at its lowest-latency choice: the plan that meets SLOs if any plan does, since

@@ -37,19 +37,6 @@ bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& me
   });
 }
 
-// Whether every route's predicted latency under `assignment` is within its SLO widened by `band`.
-bool WithinBand(const optimizer::Problem& problem, const optimizer::Assignment& assignment,
-                double band) {
-  for (size_t r = 0; r < problem.routes.size(); ++r) {
-    const double slo_ms = problem.routes[r].slo_ms;
-    if (optimizer::RouteLatencyMs(problem, assignment, static_cast<int>(r)) >
-        slo_ms * (1 + band) + 1e-9) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // For each task of the plan, the running batch it may keep: the Deployment runs the batch the
 // operator applied, at the plan's replicas, and the plan asks for another. Where the router forms
 // the batches, the running batch is the one the operator applied (no pod holds it), kept only
@@ -124,7 +111,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     if (keep[i] != nullptr) all[pipeline.TaskIndex(plan.tasks[i].task)] = *keep[i];
   }
-  if (!feasible || WithinBand(problem, all, band)) {
+  if (!feasible || optimizer::MeetsSlos(problem, all, band)) {
     assignment = all;
   } else {
     for (size_t i = 0; i < plan.tasks.size(); ++i) {
@@ -132,7 +119,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
       const int dnn = pipeline.TaskIndex(plan.tasks[i].task);
       const optimizer::Choice own = assignment[dnn];
       assignment[dnn] = *keep[i];
-      if (!WithinBand(problem, assignment, band)) {
+      if (!optimizer::MeetsSlos(problem, assignment, band)) {
         assignment[dnn] = own;
         keep[i] = nullptr;
       }

@@ -1,5 +1,4 @@
-// Reading a compiled FA2 problem in tests: the choice a running (batch, replicas) stands for, and
-// whether an assignment keeps the SLOs within a band.
+// Reading a compiled FA2 problem in tests: the choice a running (batch, replicas) stands for.
 #pragma once
 
 #include "optimizer/problem.h"
@@ -20,16 +19,6 @@ inline const optimizer::Choice* ChoiceWithin(const optimizer::Problem& problem, 
     }
   }
   return found;
-}
-
-// Whether the model puts every route of `assignment` within its SLO times (1 + band).
-inline bool WithinSlos(const optimizer::Problem& problem, const optimizer::Assignment& assignment,
-                       double band) {
-  for (size_t r = 0; r < problem.routes.size(); ++r) {
-    const double ms = optimizer::RouteLatencyMs(problem, assignment, static_cast<int>(r));
-    if (ms > problem.routes[r].slo_ms * (1 + band) + 1e-9) return false;
-  }
-  return true;
 }
 
 }  // namespace pipescale::testing

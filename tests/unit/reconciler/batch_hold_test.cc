@@ -203,7 +203,7 @@ void ExpectTheDefinition(bool router, bool late) {
                                       *at(1, fresh.tasks[1].batch_size)};
         if (choice != nullptr) with[task] = *choice;
         const bool infeasible = fresh.report.status == model::SolveStatus::kInfeasible;
-        const bool within = testing::WithinSlos(problem, with, band);
+        const bool within = optimizer::MeetsSlos(problem, with, band);
         const bool keep =
             choice != nullptr && (router ? !infeasible && within : infeasible || within);
         banded += keep && !infeasible && !optimizer::MeetsSlos(problem, with);

@@ -547,7 +547,7 @@ TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
     }
     // Within the band a running batch keeps (reconciler/batch_hold.h): no path's latency is
     // measured here.
-    fits = fits && testing::WithinSlos(problem, running, kKeepBand);
+    fits = fits && optimizer::MeetsSlos(problem, running, kKeepBand);
     const int detect_batch = w.Batch(kDetect), classify_batch = w.Batch(kClassify);
     const Decision d = w.Step(Rate(rps), 2000 + rps);
     const bool fresh_differs =
@@ -572,7 +572,7 @@ TEST(Decide, NoiseDoesNotFlipBatchSizesAtEqualReplicas) {
         ASSERT_NE(c, nullptr) << rps << " rps";
         applied[i] = *c;
       }
-      EXPECT_TRUE(testing::WithinSlos(problem, applied, kKeepBand)) << rps << " rps";
+      EXPECT_TRUE(optimizer::MeetsSlos(problem, applied, kKeepBand)) << rps << " rps";
     }
   }
   EXPECT_GT(held, 0) << "no rate in the sweep left the running batches feasible";
