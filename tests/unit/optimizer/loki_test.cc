@@ -635,6 +635,24 @@ std::set<std::string> RunningKeys(const model::Plan& plan) {
   return keys;
 }
 
+// Options that solve to proven optima: the hold tests compare plans between them, and with the
+// default one-second limit a loaded CI machine returned a different near-tie for `best` than
+// for `plan` (CI of 6ad1ffb).
+LokiOptions Exact() {
+  LokiOptions exact;
+  exact.milp.time_limit_seconds = 20;
+  return exact;
+}
+
+// The variants the plan for 800 requests/s of kIssue10's pipeline runs (accuracy scaling there):
+// what runs, for the hold tests.
+std::set<std::string> RunningAt800(const model::Pipeline& pipeline) {
+  const model::Plan first =
+      SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value(), Exact());
+  EXPECT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
+  return RunningKeys(first);
+}
+
 // Accuracy scaling keeps the variants running now while, on them alone, it serves as much of
 // the demand within hold_accuracy of the best plan's accuracy (a change restarts pods); else it
 // plans as if nothing ran. Over a sweep of demands around the one the running plan was made for.
@@ -642,15 +660,9 @@ TEST(Loki, HoldsTheRunningVariantsWhileTheyServeWithinTheTolerance) {
   const api::ParsedPipeline parsed = api::ParsePipeline(kIssue10);
   ASSERT_TRUE(parsed.pipeline.has_value());
   const model::Pipeline& pipeline = *parsed.pipeline;
-  // The comparisons below hold between proven optima: with the default one-second limit a
-  // loaded CI machine returned a different near-tie for `best` than for `plan` (CI of 6ad1ffb).
-  LokiOptions exact;
-  exact.milp.time_limit_seconds = 20;
-  const model::Plan first =
-      SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value(), exact);
-  ASSERT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
+  const LokiOptions exact = Exact();
   LokiOptions options = exact;
-  options.running = RunningKeys(first);
+  options.running = RunningAt800(pipeline);
   int held = 0, moved = 0;
   for (double rate = 600; rate <= 1000; rate += 50) {
     const model::Workload workload = api::MakeWorkload(pipeline, rate, {}).value();
@@ -684,13 +696,8 @@ TEST(Loki, KeepsToTheRunningVariantsWhileTheirPodsStart) {
   const api::ParsedPipeline parsed = api::ParsePipeline(kIssue10);
   ASSERT_TRUE(parsed.pipeline.has_value());
   const model::Pipeline& pipeline = *parsed.pipeline;
-  LokiOptions exact;
-  exact.milp.time_limit_seconds = 20;
-  const model::Plan first =
-      SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value(), exact);
-  ASSERT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
-  LokiOptions holding = exact;
-  holding.running = RunningKeys(first);
+  LokiOptions holding = Exact();
+  holding.running = RunningAt800(pipeline);
   LokiOptions starting = holding;
   starting.hold_while_starting = true;
   int kept_only_while_starting = 0, lulls_kept = 0;
