@@ -15,6 +15,7 @@
 
 #include "api/document.h"
 #include "api/nodes_file.h"
+#include "common/file.h"
 #include "gym/simulation.h"
 #include "trace/trace.h"
 
@@ -22,13 +23,6 @@ namespace pipescale::gym {
 namespace {
 
 const std::string kRoot = PIPESCALE_SOURCE_DIR;
-
-std::string Text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // An example and the rate its shapes are drawn around (bench/gym-traces.sh's base rates).
 struct Example {
@@ -93,11 +87,18 @@ std::vector<Bound> Bounds() {
 }
 
 Result<PolicyReport> RunShape(const Example& example, const std::string& shape) {
-  auto pipeline = api::ParseDocument(Text(kRoot + "/deploy/examples/" + example.name + ".yaml"));
+  const auto text = ReadFileText(kRoot + "/deploy/examples/" + example.name + ".yaml");
+  if (!text) return text.error();
+  auto pipeline = api::ParseDocument(*text);
   if (!pipeline) return pipeline.error();
   Options options;
   const std::string spec = Shape(shape, example.base_rps);
-  const std::string csv = spec.starts_with("csv:") ? Text(spec.substr(4)) : "";
+  std::string csv;
+  if (spec.starts_with("csv:")) {
+    auto file = ReadFileText(spec.substr(4), "the trace");
+    if (!file) return file.error();
+    csv = std::move(*file);
+  }
   auto trace = trace::ParseTrace(spec, 42, csv);
   if (!trace) return trace.error();
   const double factor = csv.empty() ? 1 : example.base_rps / trace->MeanRps();
