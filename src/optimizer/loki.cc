@@ -606,8 +606,7 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     if (options.hold_while_starting) {
       notes.push_back(StrFormat(
           "held the running variants while some of their pods are not Ready: %.2f%% accurate, "
-          "%.1f%% of the "
-          "demand served, where the best other mix found is %.2f%%, %.1f%%",
+          "%.1f%% of the demand served, where the best other mix found is %.2f%%, %.1f%%",
           100 * LokiPart(*held).accuracy, 100 * held->served_fraction,
           100 * LokiPart(*plan).accuracy, 100 * plan->served_fraction));
       return held;
