@@ -75,10 +75,12 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
                         .planned = t.replicas,
                         .target = t.replicas,
                         .batch_size = t.batch_size,
-                        .server_queue = t.server_queue};
+                        .server_queue = ServerQueueFor(*variant, t, nullptr)};
     if (auto it = deployments.find(p.name); it != deployments.end()) {
-      p.current = api::ReadManagedFields(it->second, variant->batch_env).replicas;
+      const api::ManagedFields now = api::ReadManagedFields(it->second, variant->batch_env);
+      p.current = now.replicas;
       p.running = api::RunningReplicas(it->second);
+      p.server_queue = ServerQueueFor(*variant, t, &now);
     }
     out.push_back(std::move(p));
   }

@@ -65,21 +65,26 @@ TEST(RollingOut, UntilEveryPodRunsTheNewTemplate) {
 }
 
 struct Case {
-  bool rolled;
+  bool rolled;                   // this Deployment's rollout is done
+  bool others_rolled;            // and another Deployment's of the pipeline
   std::optional<int> placeable;  // the class's room; nullopt: capacity unknown
   double latency_ms;             // measured on the path (SLO 500 ms)
   bool held;
 };
 
-// A missed SLO lets a batch change overtake a rollout, but never a full class: with no room
-// for the surge pod the new pods could not start.
-TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
+// A missed SLO lets a batch change overtake another Deployment's rollout, but never its own
+// (that would restart pods before their batch has served) nor a full class: with no room for
+// the surge pod the new pods could not start.
+TEST(HoldBatches, WaitForRolloutsUnlessTheSloIsMissedAndAlwaysForItsOwnAndForRoom) {
   const model::Pipeline p = OneTask();
-  for (const Case& c : {Case{true, std::nullopt, 100, false}, Case{false, std::nullopt, 100, true},
-                        Case{false, std::nullopt, 900, false}, Case{true, 0, 100, true},
-                        Case{true, 2, 100, false}, Case{true, 0, 900, true}}) {
-    SCOPED_TRACE(::testing::Message() << "rolled " << c.rolled << " room "
-                                      << c.placeable.value_or(-1) << " latency " << c.latency_ms);
+  for (const Case& c :
+       {Case{true, true, std::nullopt, 100, false}, Case{false, true, std::nullopt, 100, true},
+        Case{false, true, std::nullopt, 900, true}, Case{true, false, std::nullopt, 100, true},
+        Case{true, false, std::nullopt, 900, false}, Case{true, true, 0, 100, true},
+        Case{true, true, 2, 100, false}, Case{true, true, 0, 900, true}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << "rolled " << c.rolled << " others " << c.others_rolled << " room "
+                 << c.placeable.value_or(-1) << " latency " << c.latency_ms);
     std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
                                                .variant = &p.spec.tasks[0].variants[0],
                                                .hardware_class = &p.spec.hardware_classes[0],
@@ -89,12 +94,36 @@ TEST(HoldBatches, WaitForTheRolloutUnlessTheSloIsMissedAndAlwaysForRoom) {
     if (c.placeable) {
       capacity = ClusterCapacity{.classes = {{.hardware_class = "cpu", .placeable = *c.placeable}}};
     }
+    json other = DeploymentObject(c.others_rolled);
+    other["metadata"]["name"] = "shop-other-v-cpu";
     const auto held =
-        HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", Deployment(c.rolled)}},
+        HoldBatchesDuringRollouts(p,
+                                  {{"shop-detect-v-cpu", Deployment(c.rolled)},
+                                   {"shop-other-v-cpu", api::ReadDeployment(other)}},
                                   {.path_latency_ms = {{"p", c.latency_ms}}}, capacity, planned);
     EXPECT_EQ(held.size(), c.held ? 1u : 0u);
     EXPECT_EQ(planned[0].batch_size, c.held ? 4 : 8);
   }
+}
+
+// A held batch keeps the servers' queue it runs with, not the one planned for the new batch.
+TEST(HoldBatches, AHeldBatchKeepsItsServersQueue) {
+  const model::Pipeline p = OneTask();
+  json running = DeploymentObject(false);
+  running["spec"]["template"]["spec"]["containers"][0]["env"].push_back(
+      {{"name", api::kMaxQueueDelayEnv}, {"value", "30"}});
+  std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
+                                             .variant = &p.spec.tasks[0].variants[0],
+                                             .hardware_class = &p.spec.hardware_classes[0],
+                                             .name = "shop-detect-v-cpu",
+                                             .batch_size = 8,
+                                             .server_queue = {.max_delay_ms = 90}}};
+  const auto held =
+      HoldBatchesDuringRollouts(p, {{"shop-detect-v-cpu", api::ReadDeployment(running)}},
+                                {.path_latency_ms = {{"p", 100}}}, {}, planned);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(planned[0].batch_size, 4);
+  EXPECT_EQ(planned[0].server_queue, (model::ServerQueue{.max_delay_ms = 30}));
 }
 
 // A running batch past the spec's batchSize.max (the spec lowered it, or someone edited the
@@ -160,8 +189,9 @@ model::Pipeline Chain(bool router = false) {
   return *api::ParsePipeline(spec.dump()).pipeline;
 }
 
-// Property, against the definition on every (rate, task, running batch): the running batch of
-// a task is kept exactly when its replicas equal the plan's, that batch needs no more of them,
+// Property, against the definition on every (rate, task, running batch), with the Deployments
+// running one replica fewer, the same or one more than the plan: the running batch of a task is
+// kept exactly when it needs no more replicas than the plan gives,
 // and the path still meets its SLO with it, within kKeepBand unless the measured latency misses
 // it (`late`), or no plan does, where the servers form the batches (changing theirs restarts
 // pods); every other task keeps the plan's batch.
@@ -186,9 +216,12 @@ void ExpectTheDefinition(bool router, bool late) {
           const std::string name =
               api::DeploymentName(p, spec_task, spec_task.variants[0], t.hardware_class);
           const int batch = i == task ? running : t.batch_size;
+          // The Deployment may run other replicas than the plan's: a scale-out or -in that
+          // keeps the batch restarts nothing, so the batch is kept across it.
+          const int replicas = std::max(1, t.replicas + static_cast<int>(rps / 20) % 3 - 1);
           deployments[name] = api::ReadDeployment(
               api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
-                                   p.spec.hardware_classes[0], t.replicas, batch));
+                                   p.spec.hardware_classes[0], replicas, batch));
           applied.plan.tasks.push_back({.replicas = t.replicas, .batch_size = batch});
           applied.deployments.push_back(name);
         }
@@ -256,6 +289,35 @@ TEST(HoldBatches, WaitForTheScaleInTheWindowHoldsBack) {
                                   {.path_latency_ms = {{"p", latency_ms}}}, std::nullopt, planned);
     EXPECT_EQ(held.size(), latency_ms < 500 ? 1u : 0u) << latency_ms;
   }
+}
+
+// The servers' wait to fill a batch is the whole wait the plan counted for the task, written
+// with the batch and kept while it runs; the router's batches and a plan's own queue (hpa's)
+// are left as the plan says, and a batch of 1 never waits.
+TEST(ServerQueueFor, WaitsNoLongerThanThePlanCountedAndMovesOnlyWithTheBatch) {
+  const model::Pipeline servers = OneTask();
+  const model::Variant& v = servers.spec.tasks[0].variants[0];
+  const model::TaskPlan batch4{.batch_size = 4, .queue_ms = 120, .batch_wait_ms = 40};
+  EXPECT_EQ(ServerQueueFor(v, batch4, nullptr), (model::ServerQueue{.max_delay_ms = 120}));
+  model::TaskPlan tight = batch4;
+  tight.queue_ms = 0.2;
+  tight.batch_wait_ms = 0.1;
+  EXPECT_EQ(ServerQueueFor(v, tight, nullptr), (model::ServerQueue{.max_delay_ms = 1}));
+  EXPECT_EQ(ServerQueueFor(v, {.batch_size = 1, .queue_ms = 50}, nullptr), model::ServerQueue{});
+
+  const api::ManagedFields same{.batch_size = 4, .server_queue = {.max_delay_ms = 30}};
+  EXPECT_EQ(ServerQueueFor(v, batch4, &same), same.server_queue);
+  const api::ManagedFields other{.batch_size = 2, .server_queue = {.max_delay_ms = 30}};
+  EXPECT_EQ(ServerQueueFor(v, batch4, &other), (model::ServerQueue{.max_delay_ms = 120}));
+  const api::ManagedFields unset{.batch_size = 4};  // the server's default: not the plan's
+  EXPECT_EQ(ServerQueueFor(v, batch4, &unset), (model::ServerQueue{.max_delay_ms = 120}));
+
+  model::TaskPlan own = batch4;
+  own.server_queue = {.max_delay_ms = 5, .timeout_ms = 200};
+  EXPECT_EQ(ServerQueueFor(v, own, &same), own.server_queue);
+  const model::Pipeline router = Chain(/*router=*/true);
+  EXPECT_EQ(ServerQueueFor(router.spec.tasks[0].variants[0], batch4, nullptr),
+            model::ServerQueue{});
 }
 
 }  // namespace
