@@ -29,7 +29,10 @@ double BurstRate(std::span<const double> series, double measured, int lead, doub
   if (largest == 0 || !std::isfinite(largest)) return measured;
   double squares = 0;
   for (size_t i = 0; i < n; ++i) squares += (rise(i) / largest) * (rise(i) / largest);
-  const double rms = largest * std::sqrt(squares / static_cast<double>(n));
+  double mean = 0;
+  for (double r : recent) mean += std::max(0.0, r) / static_cast<double>(recent.size());
+  const double noise = mean / kRateWindowSeconds / largest / largest;
+  const double rms = largest * std::sqrt(std::max(0.0, squares / static_cast<double>(n) - noise));
   return std::min(measured + allowance * rms, std::numeric_limits<double>::max());
 }
 

@@ -20,14 +20,21 @@ inline constexpr size_t kBurstWindow = 30;
 // from idle then weighs more for five minutes: a step from 0 to 10 requests/s ran twice the
 // replicas in a test chain).
 inline constexpr size_t kBurstMinRises = 3;
+// The shortest window the measured rate is counted over (metrics/source.cc's rate[10s]). A steady
+// Poisson load of lambda counted over it moves between two counts by lambda / W in mean square of
+// its rises alone: counting noise, not a burst, and at a pipeline's own rates most of what the
+// rises held (at 17.5/s, 19% of the rate planned for nothing).
+inline constexpr double kRateWindowSeconds = 10;
+
 // Intervals between a rise and the replicas it asks for being Ready: the interval (the plan's
 // next look) plus the slowest class's start-up, in whole intervals, at least 1.
 int LeadIntervals(const model::PipelineSpec& spec);
 
 // The rate to plan a path for: `measured` plus `allowance` times the root mean square of the rise
 // of its per-interval rate over `lead` intervals (a fall is a rise of 0), over the last
-// kBurstWindow rates of `series` (oldest first); `measured` itself while the series holds fewer
-// than kBurstMinRises rises. Finite for finite rates, however large.
+// kBurstWindow rates of `series` (oldest first), less the counting noise of their mean rate
+// (the mean square less mean / kRateWindowSeconds, at least 0); `measured` itself while the
+// series holds fewer than kBurstMinRises rises. Finite for finite rates, however large.
 double BurstRate(std::span<const double> series, double measured, int lead, double allowance);
 
 }  // namespace pipescale::reconciler
