@@ -28,6 +28,7 @@
 
 #include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "common/file.h"
 #include "common/flags.h"
 #include "common/json_fields.h"
 #include "kube/config.h"
@@ -232,6 +233,11 @@ class LoadGenerator {
       timer.expires_after(std::chrono::milliseconds(200));
       co_await timer.async_wait(asio::use_awaitable);
     }
+    // The clients come anyway, as they would; what they see then is not a steady pipeline's.
+    if (numbers_.wait_ready_s > 0) {
+      std::cerr << "loadgen: the pipeline's models were not ready within " << numbers_.wait_ready_s
+                << " s (--wait-ready); sending anyway\n";
+    }
   }
 
   asio::awaitable<void> Arrivals() {
@@ -367,9 +373,15 @@ Flags ParseFlags(int argc, char** argv) {
                  {"--trace", ""},      {"--mix", "named"},    {"--seed", "42"},
                  {"--report", ""},     {"--timeout-s", "30"}, {"--query-sizes", ""},
                  {"--wait-ready", "0"}};
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";
+      std::exit(2);
+    }
+    // A flag last on the line without its value was dropped unread, and the run went on with
+    // its default (a --report with no file wrote no report).
+    if (i + 1 == argc) {
+      std::cerr << "pipescale-loadgen: " << argv[i] << ": needs a value\n";
       std::exit(2);
     }
     flags[argv[i]] = argv[i + 1];
@@ -424,8 +436,12 @@ int main(int argc, char** argv) {
   }
   std::string csv;
   if (flags.at("--trace").starts_with("csv:")) {
-    std::ifstream in(flags.at("--trace").substr(4));
-    csv.assign(std::istreambuf_iterator<char>(in), {});
+    auto text = ReadFileText(flags.at("--trace").substr(4), "--trace");
+    if (!text) {
+      std::cerr << "pipescale-loadgen: " << text.error().message << "\n";
+      return 2;
+    }
+    csv = std::move(*text);
   }
   auto trace = trace::ParseTrace(flags.at("--trace"), numbers->seed, csv);
   if (!trace) {
@@ -447,7 +463,14 @@ int main(int argc, char** argv) {
   LoadGenerator load(flags, *numbers, *parsed.pipeline, std::move(*trace));
   const json report = load.Run();
   PrintSummary(report);
-  if (!flags.at("--report").empty()) std::ofstream(flags.at("--report")) << report.dump(2) << "\n";
+  if (!flags.at("--report").empty()) {
+    std::ofstream out(flags.at("--report"));
+    out << report.dump(2) << "\n";
+    if (!out) {
+      std::cerr << "pipescale-loadgen: --report: cannot write " << flags.at("--report") << "\n";
+      return 1;
+    }
+  }
   std::cout << report.dump() << "\n";
   return 0;
 }

@@ -90,6 +90,23 @@ TEST(NumericFlags, LoadGenerator) {
   ExpectRefused(PIPESCALE_LOADGEN, base, "--timeout-s", {"0"});
 }
 
+// What is not a number is as strict: a flag last on the line without its value, and a trace
+// file that cannot be read, exit 2 naming the flag where they ran with a default or an empty
+// trace; a --wait-ready that runs out says so before the clients come.
+TEST(NumericFlags, LoadGeneratorRefusesAMissingValueOrTraceAndSaysWhenItStopsWaiting) {
+  const std::string base = "-f " + kPipeline + " --router 127.0.0.1:1";
+  Outcome r = RunBinary(PIPESCALE_LOADGEN + std::string(" ") + base + " --trace 1:1 --report");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--report: needs a value"), std::string::npos) << r.err;
+  r = RunBinary(PIPESCALE_LOADGEN + std::string(" ") + base + " --trace csv:/nonexistent.csv");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent.csv"), std::string::npos) << r.err;
+  r = RunBinary(PIPESCALE_LOADGEN + std::string(" ") + base +
+                " --trace 1:1 --timeout-s 1 --wait-ready 1");
+  EXPECT_NE(r.err.find("not ready within 1 s"), std::string::npos) << r.err;
+}
+
 TEST(NumericFlags, ModelServer) {
   for (const char* flag : {"--port", "--max-wait-ms", "--queue-timeout-ms", "--max-body-bytes"}) {
     ExpectRefused(PIPESCALE_MODEL_SERVER, "--host 127.0.0.1", flag, kJunkIntegers);
