@@ -51,16 +51,16 @@ it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room th
 room is unbounded. -o csv prints one row per policy and interval; --plot writes an SVG.
 )";
 
-// "90s", "10m", "24h" or a number of seconds; nullopt for anything else.
+// "90s", "10m", "24h" or a number of seconds, the number as strictly as every flag's
+// (common/flags.h: strtod took " 90s" and "0x10s"); nullopt for anything else.
 std::optional<double> SecondsOf(const std::string& text) {
-  char* end = nullptr;
-  const double n = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !std::isfinite(n)) return std::nullopt;
-  const std::string unit(end);
-  if (unit.empty() || unit == "s") return n;
-  if (unit == "m") return 60 * n;
-  if (unit == "h") return 3600 * n;
-  return std::nullopt;
+  const char unit = text.empty() ? 's' : text.back();
+  const double scale = unit == 'm' ? 60 : unit == 'h' ? 3600 : 1;
+  const bool suffixed = unit == 's' || unit == 'm' || unit == 'h';
+  const auto n = ParseNumber("--duration", suffixed ? text.substr(0, text.size() - 1) : text, 0,
+                             std::numeric_limits<double>::max() / 3600);
+  if (!n) return std::nullopt;
+  return *n * scale;
 }
 
 std::vector<std::string> Names(const std::string& list) {
