@@ -468,15 +468,18 @@ void AddMainRows(const MarkContext& ctx, const MarkTask& t, model::Plan& plan, m
   const double capacity = Capacity(t);
   for (size_t k = 0; k < t.classes.size(); ++k) {
     const mark::BatchTuning b = MainBatch(ctx, t, k, planned, capacity);
-    plan.tasks.push_back({.task = t.task->name,
-                          .variant = t.variant->name,
-                          .hardware_class = t.instances[k].name,
-                          .replicas = t.counts[k],
-                          .batch_size = b.max_batch,
-                          .latency_ms = t.classes[k].Ms(b.max_batch),
-                          .queue_ms = b.wait_ms,
-                          .batch_wait_ms = b.wait_ms,
-                          .load_rps = 0});
+    plan.tasks.push_back(
+        {.task = t.task->name,
+         .variant = t.variant->name,
+         .hardware_class = t.instances[k].name,
+         .replicas = t.counts[k],
+         .batch_size = b.max_batch,
+         .latency_ms = t.classes[k].Ms(b.max_batch),
+         .queue_ms = b.wait_ms,
+         .batch_wait_ms = b.wait_ms,
+         // The planned peak, spread as the router spreads it: by capacity.
+         .load_rps =
+             capacity > 0 ? planned * t.counts[k] * t.instances[k].capacity_rps / capacity : 0});
     pool.members.push_back({.hardware_class = t.instances[k].name,
                             .replicas = t.counts[k],
                             .max_query = b.max_batch,

@@ -433,6 +433,24 @@ TEST(Mark, CheapestPerRequestAndNeverBelowOneReplica) {
   EXPECT_EQ(ReplicasOf(remainder, "m", "small"), 1);
 }
 
+// Each main class's rows say the load the plan sends them (the status's loadRps): the planned
+// peak spread by capacity, as the router spreads it. They said 0.
+TEST(Mark, RowsCarryThePlannedLoadByCapacity) {
+  const model::Pipeline p = MarkPipeline();  // small: 50 rps a replica, big: 200
+  for (double rps : {0.0, 40.0, 390.0, 430.0}) {
+    const model::Plan plan = SolveMark(p, {{{"p", rps}}}, {});
+    double sum = 0;
+    for (const model::TaskPlan& t : plan.tasks) {
+      SCOPED_TRACE(::testing::Message() << rps << " rps, " << t.hardware_class);
+      const double capacity = t.replicas * (t.hardware_class == "big" ? 200 : 50);
+      // Each class at the same share of its capacity: the load over the whole pool's.
+      EXPECT_NEAR(t.load_rps, rps * capacity / Capacity(plan), 1e-6);
+      sum += t.load_rps;
+    }
+    EXPECT_NEAR(sum, rps, 1e-6);
+  }
+}
+
 TEST(Mark, RunningReplicasWinTies) {
   model::Pipeline p = MarkPipeline();
   p.spec.hardware_classes[1] = Class("big", 0.1, 50, 60);
