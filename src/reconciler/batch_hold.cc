@@ -203,7 +203,7 @@ std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeli
     const bool own = RollingOut(it->second);
     if (((rolling || window) && !missed) || no_room || own) {
       p.batch_size = *batch;
-      if (p.server_queue != model::ServerQueue{}) p.server_queue = now.server_queue;
+      p.server_queue = now.server_queue;  // the wait goes with its batch (ServerQueueFor)
       held.push_back(p.name + (no_room          ? " (no room for its surge pods)"
                                : own || rolling ? " (until the rollout under way ends)"
                                                 : " (until the scale-in the window holds back)"));

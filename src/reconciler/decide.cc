@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "api/deployment.h"
@@ -74,14 +75,14 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
                         .name = api::DeploymentName(pipeline, task, *variant, hw.name),
                         .planned = t.replicas,
                         .target = t.replicas,
-                        .batch_size = t.batch_size,
-                        .server_queue = ServerQueueFor(*variant, t, nullptr)};
+                        .batch_size = t.batch_size};
+    std::optional<api::ManagedFields> now;
     if (auto it = deployments.find(p.name); it != deployments.end()) {
-      const api::ManagedFields now = api::ReadManagedFields(it->second, variant->batch_env);
-      p.current = now.replicas;
+      now = api::ReadManagedFields(it->second, variant->batch_env);
+      p.current = now->replicas;
       p.running = api::RunningReplicas(it->second);
-      p.server_queue = ServerQueueFor(*variant, t, &now);
     }
+    p.server_queue = ServerQueueFor(*variant, t, now ? &*now : nullptr);
     out.push_back(std::move(p));
   }
   return out;
