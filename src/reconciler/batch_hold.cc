@@ -141,7 +141,7 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 }
 
 model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::TaskPlan& task,
-                                  const api::ManagedFields* running) {
+                                  const api::ManagedFields* running, double budget_ms) {
   if (variant.RouterBatches() || task.server_queue != model::ServerQueue{}) {
     return task.server_queue;
   }
@@ -152,7 +152,8 @@ model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::Ta
   if (task.batch_size <= 1) return {};
   // The whole wait the plan counted at the SLO's percentile (the fill's tail and the queue):
   // the mean fill alone sent half the batches out partial, below the throughput planned.
-  return {.max_delay_ms = std::max({1.0, task.queue_ms, task.batch_wait_ms})};
+  const double counted = std::max(task.queue_ms, task.batch_wait_ms);
+  return {.max_delay_ms = std::max(1.0, std::min(counted, budget_ms))};
 }
 
 bool RollingOut(const api::DeploymentView& deployment) {

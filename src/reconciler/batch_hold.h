@@ -41,9 +41,11 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 // with its batch and kept while that batch runs (`running`, the Deployment's now; null for a new
 // one): an env change is a rolling restart, the plan's wait moves with every measured rate, and
 // a batch fills sooner as the load rises, so the wait that binds is the lower load's, which the
-// plan that set it counted. Batches of 1 never wait.
+// plan that set it counted. Batches of 1 never wait, and none longer than the task's share of
+// its tightest SLO (`budget_ms`, optimizer::TaskBudgetsMs): a saturated plan counts its queue as
+// 1e9 ms, which no server takes (the emulated one refuses past an hour and would not start).
 model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::TaskPlan& task,
-                                  const api::ManagedFields* running);
+                                  const api::ManagedFields* running, double budget_ms);
 
 // Whether a Deployment's rollout is unfinished: pods of an older template still run beside the
 // updated ones, or the controller has not yet acted on a change to a Deployment that has pods.

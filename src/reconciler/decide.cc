@@ -8,6 +8,7 @@
 #include "api/deployment.h"
 #include "api/workload.h"
 #include "common/strings.h"
+#include "optimizer/pool.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
 #include "reconciler/budget_guard.h"
@@ -63,8 +64,10 @@ Decision Invalid(const Observed& o, const std::vector<api::FieldError>& errors, 
 std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const model::Plan& plan,
                                      const Deployments& deployments) {
   std::vector<PlannedDeployment> out;
+  const std::vector<double> budgets = optimizer::TaskBudgetsMs(pipeline, 1);
   for (const model::TaskPlan& t : plan.tasks) {
-    const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
+    const int ti = pipeline.TaskIndex(t.task);
+    const model::Task& task = pipeline.spec.tasks[ti];
     const model::Variant* variant = task.FindVariant(t.variant);
     if (variant == nullptr) variant = &task.variants.front();
     const model::HardwareClass& hw =
@@ -82,7 +85,7 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
       p.current = now->replicas;
       p.running = api::RunningReplicas(it->second);
     }
-    p.server_queue = ServerQueueFor(*variant, t, now ? &*now : nullptr);
+    p.server_queue = ServerQueueFor(*variant, t, now ? &*now : nullptr, budgets[ti]);
     out.push_back(std::move(p));
   }
   return out;

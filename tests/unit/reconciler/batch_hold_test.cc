@@ -293,30 +293,38 @@ TEST(HoldBatches, WaitForTheScaleInTheWindowHoldsBack) {
 
 // The servers' wait to fill a batch is the whole wait the plan counted for the task, written
 // with the batch and kept while it runs; the router's batches and a plan's own queue (hpa's)
-// are left as the plan says, and a batch of 1 never waits.
+// are left as the plan says, and a batch of 1 never waits. No wait passes the task's budget:
+// a saturated plan counts its queue as 1e9 ms, which no server takes.
 TEST(ServerQueueFor, WaitsNoLongerThanThePlanCountedAndMovesOnlyWithTheBatch) {
+  constexpr double kBudget = 500;
   const model::Pipeline servers = OneTask();
   const model::Variant& v = servers.spec.tasks[0].variants[0];
   const model::TaskPlan batch4{.batch_size = 4, .queue_ms = 120, .batch_wait_ms = 40};
-  EXPECT_EQ(ServerQueueFor(v, batch4, nullptr), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, batch4, nullptr, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
   model::TaskPlan tight = batch4;
   tight.queue_ms = 0.2;
   tight.batch_wait_ms = 0.1;
-  EXPECT_EQ(ServerQueueFor(v, tight, nullptr), (model::ServerQueue{.max_delay_ms = 1}));
-  EXPECT_EQ(ServerQueueFor(v, {.batch_size = 1, .queue_ms = 50}, nullptr), model::ServerQueue{});
+  EXPECT_EQ(ServerQueueFor(v, tight, nullptr, kBudget), (model::ServerQueue{.max_delay_ms = 1}));
+  EXPECT_EQ(ServerQueueFor(v, {.batch_size = 1, .queue_ms = 50}, nullptr, kBudget),
+            model::ServerQueue{});
+  model::TaskPlan saturated = batch4;
+  saturated.queue_ms = optimizer::kMaxQueueMs;
+  EXPECT_EQ(ServerQueueFor(v, saturated, nullptr, kBudget),
+            (model::ServerQueue{.max_delay_ms = kBudget}));
+  EXPECT_EQ(ServerQueueFor(v, saturated, nullptr, 0), (model::ServerQueue{.max_delay_ms = 1}));
 
   const api::ManagedFields same{.batch_size = 4, .server_queue = {.max_delay_ms = 30}};
-  EXPECT_EQ(ServerQueueFor(v, batch4, &same), same.server_queue);
+  EXPECT_EQ(ServerQueueFor(v, batch4, &same, kBudget), same.server_queue);
   const api::ManagedFields other{.batch_size = 2, .server_queue = {.max_delay_ms = 30}};
-  EXPECT_EQ(ServerQueueFor(v, batch4, &other), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, batch4, &other, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
   const api::ManagedFields unset{.batch_size = 4};  // the server's default: not the plan's
-  EXPECT_EQ(ServerQueueFor(v, batch4, &unset), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, batch4, &unset, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
 
   model::TaskPlan own = batch4;
   own.server_queue = {.max_delay_ms = 5, .timeout_ms = 200};
-  EXPECT_EQ(ServerQueueFor(v, own, &same), own.server_queue);
+  EXPECT_EQ(ServerQueueFor(v, own, &same, kBudget), own.server_queue);
   const model::Pipeline router = Chain(/*router=*/true);
-  EXPECT_EQ(ServerQueueFor(router.spec.tasks[0].variants[0], batch4, nullptr),
+  EXPECT_EQ(ServerQueueFor(router.spec.tasks[0].variants[0], batch4, nullptr, kBudget),
             model::ServerQueue{});
 }
 
