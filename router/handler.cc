@@ -322,25 +322,46 @@ Status PipelineHandler::KeepOutputs(Walk& walk, int task, CallReply& call,
 }
 
 asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitAtDoor(Walk& walk) {
+  // The first look admits or refuses most requests: only one that waits is counted as waiting.
+  const routing::DoorStep first = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
+  if (first.kind != routing::DoorStep::Kind::kWait) co_return DoorVerdict(walk, first);
+  // Counted while it waits, however the wait ends (a client that hangs up ends the coroutine).
+  struct Waiting {
+    explicit Waiting(prometheus::Gauge& g) : gauge(g) { gauge.Increment(); }
+    ~Waiting() { gauge.Decrement(); }
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+    prometheus::Gauge& gauge;
+  };
+  std::optional<ClientResponse> verdict;
+  {
+    const Waiting waiting(metrics_.DoorWaiting(walk.PathName()));
+    verdict = co_await WaitForPods(walk, first);
+  }
+  if (walk.state.cold) metrics_.Cold(walk.PathName(), (NowMs() - walk.state.start_ms) / 1000);
+  co_return verdict;
+}
+
+std::optional<ClientResponse> PipelineHandler::DoorVerdict(const Walk& walk,
+                                                           const routing::DoorStep& step) {
+  if (step.kind != routing::DoorStep::Kind::kRefuse) return std::nullopt;
+  metrics_.Shed(walk.PathName(), step.refusal.reason.c_str());
+  return Refusal(step.refusal.message);
+}
+
+asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(Walk& walk,
+                                                                            routing::DoorStep step) {
   asio::steady_timer timer(pool_.executor());
-  while (true) {
-    const routing::DoorStep step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
-    switch (step.kind) {
-      case routing::DoorStep::Kind::kAdmit:
-        co_return std::nullopt;
-      case routing::DoorStep::Kind::kRefuse:
-        metrics_.Shed(walk.PathName(), step.refusal.reason.c_str());
-        co_return Refusal(step.refusal.message);
-      case routing::DoorStep::Kind::kWait:
-        break;
-    }
+  while (step.kind == routing::DoorStep::Kind::kWait) {
     // Pods appear in a new table: a request waiting for them reads each in turn.
     timer.expires_after(std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double, std::milli>(step.again_ms - NowMs())));
     beast::error_code ec;
     co_await timer.async_wait(Redirect(ec));
     walk.Use(config_.table.load(), config_.policy);
+    step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
   }
+  co_return DoorVerdict(walk, step);
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& request) {

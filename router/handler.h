@@ -51,6 +51,8 @@ class PipelineHandler {
   // Waits at the door while the core says so (reading each new table for the pods it waits
   // for); the 503 that refuses the request, or nothing when it may go in.
   asio::awaitable<std::optional<ClientResponse>> WaitAtDoor(Walk& walk);
+  asio::awaitable<std::optional<ClientResponse>> WaitForPods(Walk& walk, routing::DoorStep step);
+  std::optional<ClientResponse> DoorVerdict(const Walk& walk, const routing::DoorStep& step);
   // A task's answer, with what its batch-service sample needs: `facts` is empty for an answer
   // out of the router's batcher, whose batch was measured once where it was sent (SendBatch).
   struct TaskReply {

@@ -112,6 +112,16 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                           .Name("pipescale_router_task_in_flight_requests")
                           .Help("Calls to each task's pods not yet answered")
                           .Register(r)),
+      door_waiting_(prometheus::BuildGauge()
+                        .Name("pipescale_router_door_waiting_requests")
+                        .Help("Requests held at the door now for a task of their path without "
+                              "a Ready pod (path \"\": requests naming none)")
+                        .Register(r)),
+      cold_wait_(prometheus::BuildHistogram()
+                     .Name("pipescale_router_cold_wait_seconds")
+                     .Help("How long each cold request (held for a path asleep under "
+                           "spec.scaleToZero) waited at the door, admitted or refused")
+                     .Register(r)),
       in_flight_(prometheus::BuildGauge()
                      .Name("pipescale_router_in_flight_requests")
                      .Help("Requests the router is serving now")
@@ -177,6 +187,7 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
     late_.Add(Labels({{"path", path}}));
     for (const char* reason : routing::kShedReasons)
       shed_.Add(Labels({{"path", path}, {"reason", reason}}));
+    door_waiting_.Add(Labels({{"path", path}}));
   }
   for (size_t t = 0; t < graph.tasks().size(); ++t) {
     const std::string& task = graph.tasks()[t];
@@ -193,6 +204,19 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
       reroutes_.Add(Labels({{"task", task}, {"variant", v}}));
     }
   }
+}
+
+prometheus::Gauge& RouterMetrics::DoorWaiting(const std::string& path) {
+  return Cached(door_waiting_, {path},
+                [&] { return &door_waiting_.Add(Labels({{"path", path}})); });
+}
+
+void RouterMetrics::Cold(const std::string& path, double seconds) {
+  Cached(cold_wait_, {path}, [&] {
+    return &cold_wait_.Add(Labels({{"path", path}}),
+                           prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 20, 30,
+                                                                   60, 120, 300});
+  }).Observe(seconds);
 }
 
 void RouterMetrics::Retry(const std::string& task) {

@@ -49,6 +49,10 @@ class RouterMetrics {
   void Late(const std::string& path);
   // A request refused at the door, by reason (routing::kShedReasons).
   void Shed(const std::string& path, const char* reason);
+  // Requests held at the door now for a task without a Ready pod (what wakes a pipeline at zero).
+  prometheus::Gauge& DoorWaiting(const std::string& path);
+  // A cold request (held for a sleeping path) leaving the door after `seconds`, in or refused.
+  void Cold(const std::string& path, double seconds);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
   // not as missing (the operator holds its plan while a series is missing), and a dashboard
   // shows no retries rather than no data.
@@ -103,6 +107,8 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Counter>& shed_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
+  prometheus::Family<prometheus::Gauge>& door_waiting_;
+  prometheus::Family<prometheus::Histogram>& cold_wait_;
   prometheus::Gauge& in_flight_;
 };
 

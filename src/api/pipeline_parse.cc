@@ -40,6 +40,8 @@ constexpr Range kBudgetRange{.min = 0, .max = limits::kMaxBudgetPerHour, .above_
 constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
 constexpr Range kBurstRange{.min = 0, .max = limits::kMaxBurstAllowance};
 constexpr Range kMinRateRange{.min = 0, .max = limits::kMaxRateRps};
+constexpr Range kIdleRange{.min = 1, .max = limits::kMaxHorizonSeconds};
+constexpr Range kHoldRange{.min = 0, .max = limits::kMaxIntervalSeconds, .above_min = true};
 
 bool IsDnsLabel(std::string_view s) {
   const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -669,6 +671,32 @@ void ParseBehavior(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
 }
 
+// spec.scaleToZero. Run after minRate is read: a warm floor and sleeping at zero contradict.
+void ParseScaleToZero(Reader& r, const json& spec, model::PipelineSpec& out) {
+  const json* stz = r.Object(spec, "scaleToZero", "spec", false);
+  if (stz == nullptr) return;
+  const std::string at = "spec.scaleToZero";
+  r.OnlyKnown(*stz, at, {"afterIdleSeconds", "wake", "holdSeconds"});
+  model::ScaleToZero o;
+  if (auto a = r.Number(*stz, "afterIdleSeconds", at, true, kIdleRange)) o.after_idle_seconds = *a;
+  if (auto w = ParseEnum<model::WakeScope>(
+          r, *stz, "wake", at,
+          {{"Path", model::WakeScope::kPath}, {"Pipeline", model::WakeScope::kPipeline}})) {
+    o.wake = *w;
+  }
+  if (auto h = r.Number(*stz, "holdSeconds", at, false, kHoldRange)) o.hold_seconds = *h;
+  if (out.min_rate_rps > 0) {
+    r.Fail(at, "cannot be set with spec.minRate above 0 (" + Num(out.min_rate_rps) +
+                   "): minRate keeps capacity warm at every load, scaleToZero removes it when "
+                   "idle; keep one");
+  }
+  if (!out.router) {
+    r.Fail(at, "needs spec.router: the router holds the requests that arrive while the pods "
+               "start, and its count of them wakes the pipeline");
+  }
+  out.scale_to_zero = o;
+}
+
 // spec.profiles: learning the profiles from what the router measures. Run after ParseRouter.
 void ParseProfileLearning(Reader& r, const json& spec, model::PipelineSpec& out) {
   using model::ProfileLearning;
@@ -735,6 +763,7 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   ParseQuerySizes(r, spec, out);
   ParseBehavior(r, spec, out);
   ParseProfileLearning(r, spec, out);
+  ParseScaleToZero(r, spec, out);
 }
 
 // MArk plans one step per interval up to its forecast horizon and the slowest startup; both
@@ -852,7 +881,8 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     r.OnlyKnown(
         *spec, "spec",
         {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths", "slo",
-         "budget", "metrics", "forecast", "behavior", "querySizes", "router", "profiles"});
+         "budget", "metrics", "forecast", "behavior", "querySizes", "router", "profiles",
+         "scaleToZero"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

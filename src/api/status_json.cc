@@ -168,6 +168,7 @@ json MemoryToJson(const model::StatusMemory& memory) {
     out["queryMixFor"] = memory.query_mix_for;
   }
   if (!memory.profiles.empty()) out["profiles"] = CorrectionsToJson(memory.profiles);
+  if (!memory.quiet_since.empty()) out["quietSince"] = memory.quiet_since;
   return out;
 }
 
@@ -665,12 +666,14 @@ void StatusReader::QueryMix(const json& m, const std::string& path, model::Statu
 
 model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
   r_.OnlyKnown(m, path,
-               {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles"});
+               {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles",
+                "quietSince"});
   model::StatusMemory out;
   out.recommendations = Recommendations(m, path);
   Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
   QueryMix(m, path, out);
   out.profiles = Corrections(m, path);
+  out.quiet_since = NumberMap(m, "quietSince", path);
   return out;
 }
 

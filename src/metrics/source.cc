@@ -47,6 +47,10 @@ const std::map<std::string, DefaultQuery>& Defaults() {
        {R"(sum by ({{by}}task) (rate(pipescale_router_spills_total{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_task_requests_total{{{selector}}}[1m])))"}},
       {"routerPoolWaiting",
        {R"(max by ({{by}}task) (pipescale_router_pool_waiting_requests{{{selector}}}))"}},
+      // Requests held at the router's door for a task without a Ready pod, by path ("" for those
+      // naming none): what wakes a pipeline at zero (spec.scaleToZero).
+      {"doorWaiting",
+       {R"(sum by ({{by}}path) (pipescale_router_door_waiting_requests{{{selector}}}))"}},
       {"routerBatchRows",
        {R"(sum by ({{by}}task) (rate(pipescale_router_batch_rows_sum{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_batch_rows_count{{{selector}}}[1m])))"}},
       {"routerVariantRate",
@@ -292,6 +296,12 @@ Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
     auto sizes = reader.ByLabels("querySizes", {"le"});
     if (!sizes) return sizes.error();
     snapshot.query_sizes = SizeBuckets(*sizes);
+  }
+  if (pipeline.spec.scale_to_zero) {
+    auto waiting = reader.ByLabels("doorWaiting", {"path"});
+    if (!waiting) return waiting.error();
+    std::erase_if(*waiting, [](const auto& path_count) { return path_count.second <= 0; });
+    snapshot.door_waiting = std::move(*waiting);
   }
   if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) {
     auto timings = ReadBatchTimings(reader);

@@ -54,6 +54,10 @@ struct MetricsSnapshot {
   // The router's batch times (spec.profiles.learn not Off); absent series are no data, never
   // "missing": a profile is corrected only where something was measured.
   BatchTimings batch_timings;
+  // Requests the router holds at its door for a task with no Ready pod, by path ("" for those
+  // that name none): demand not yet in any rate, and what wakes a sleeping path. Absent series
+  // are none held (the router exports one per path once it has read the pipeline).
+  std::map<std::string, double> door_waiting;
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

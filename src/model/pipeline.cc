@@ -1,5 +1,6 @@
 #include "model/pipeline.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
@@ -60,6 +61,24 @@ bool Pipeline::RouterBatches() const {
     }
   }
   return false;
+}
+
+double Pipeline::ColdHoldMs(size_t path) const {
+  if (!spec.scale_to_zero || path >= spec.paths.size()) return 0;
+  if (spec.scale_to_zero->hold_seconds > 0) return 1000 * spec.scale_to_zero->hold_seconds;
+  double startup = 0;
+  for (const std::string& task : spec.paths[path].tasks) {
+    const int t = TaskIndex(task);
+    if (t < 0) continue;
+    for (const Variant& v : spec.tasks[t].variants) {
+      for (const Profile& p : v.profiles) {
+        if (const int c = HardwareClassIndex(p.hardware_class); c >= 0) {
+          startup = std::max(startup, spec.hardware_classes[c].startup_seconds);
+        }
+      }
+    }
+  }
+  return 1000 * startup + spec.paths[path].slo_ms;
 }
 
 int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {

@@ -222,6 +222,22 @@ struct ProfilesSpec {
   bool operator==(const ProfilesSpec&) const = default;
 };
 
+// What wakes with a request after idleness (spec.scaleToZero.wake): the tasks of its path, or
+// every task of the pipeline.
+enum class WakeScope { kPath, kPipeline };
+
+// spec.scaleToZero: after `after_idle_seconds` without a request on a path, the tasks no running
+// path needs go to 0 replicas; the router holds a request for a sleeping path until its pods are
+// Ready (at most `hold_seconds`; 0: its slowest class's start-up plus its SLO) and the operator
+// wakes the path at the first one. Off (nullopt) by default: spec.minRate keeps a warm floor.
+struct ScaleToZero {
+  double after_idle_seconds = 300;
+  WakeScope wake = WakeScope::kPath;
+  double hold_seconds = 0;
+
+  bool operator==(const ScaleToZero&) const = default;
+};
+
 struct PipelineSpec {
   std::string optimizer = "fa2";  // a name of optimizer/registry.h; api checks it
   Mode mode = Mode::kApply;
@@ -240,6 +256,7 @@ struct PipelineSpec {
   // over the paths by weight: the warm capacity ready before the first request (0: none).
   double min_rate_rps = 0;
   ProfilesSpec profiles;
+  std::optional<ScaleToZero> scale_to_zero;
 
   bool operator==(const PipelineSpec&) const = default;
 };
@@ -257,6 +274,10 @@ struct Pipeline {
   const Variant* FindVariant(const std::string& task, const std::string& variant) const;
   // Whether the router forms the batches of any variant (batchSize.formedBy: router).
   bool RouterBatches() const;
+  // spec.scaleToZero: how long the router holds a request for path `path` (an index of
+  // spec.paths) while a task of it has no Ready pod: holdSeconds, else the slowest start-up among
+  // the classes its tasks' variants run on plus its SLO. 0 without scaleToZero.
+  double ColdHoldMs(size_t path) const;
 
   bool operator==(const Pipeline&) const = default;
 };

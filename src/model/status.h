@@ -154,6 +154,9 @@ struct StatusMemory {
   // The profile corrections planned from: kept when the window holds no batches (no load), and
   // through a failover, so the plan does not fall back to a profile known to be wrong.
   std::vector<ProfileCorrection> profiles;
+  // spec.scaleToZero: since when each quiet path has had no request (unix seconds, the first look
+  // that saw none); a path with requests is absent.
+  std::map<std::string, double> quiet_since;
 
   bool operator==(const StatusMemory&) const = default;
 };

@@ -49,6 +49,7 @@ Graph::Graph(const model::Pipeline& pipeline) {
     }
     path_entry_.push_back(tasks.empty() ? std::vector<int>{} : std::vector<int>{tasks.front()});
     slo_ms_.push_back(p.slo_ms);
+    cold_hold_ms_.push_back(pipeline.ColdHoldMs(path_names_.size() - 1));
     priority_.push_back(p.priority);
   }
 }
@@ -160,6 +161,13 @@ double Graph::DeadlineMs(int path) const {
   if (path >= 0) return slo_ms_[path];
   double longest = 0;
   for (const double slo : slo_ms_) longest = std::max(longest, slo);
+  return longest;
+}
+
+double Graph::ColdHoldMs(int path) const {
+  if (path >= 0) return cold_hold_ms_[path];
+  double longest = 0;
+  for (const double hold : cold_hold_ms_) longest = std::max(longest, hold);
   return longest;
 }
 

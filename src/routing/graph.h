@@ -81,6 +81,11 @@ class Graph {
   // decide which it takes). 0 when the pipeline lists no path.
   double DeadlineMs(int path) const;
 
+  // How long a request for the path may wait at the door for a task's first Ready pod
+  // (model::Pipeline::ColdHoldMs; for -1 the longest of all paths'): 0 without scale to zero,
+  // when the request's own deadline bounds the wait.
+  double ColdHoldMs(int path) const;
+
   // The tasks of the path, in order; empty for -1.
   const std::vector<int>& PathTasks(int path) const;
   // The path's priority; standard for -1.
@@ -92,6 +97,7 @@ class Graph {
   std::vector<std::vector<std::string>> variants_;  // by task
   std::vector<std::vector<int>> path_tasks_;        // by path
   std::vector<double> slo_ms_;                      // by path
+  std::vector<double> cold_hold_ms_;                // by path
   std::vector<model::Priority> priority_;           // by path
   std::vector<int> roots_;                          // tasks no edge enters
   std::vector<std::vector<int>> path_entry_;        // by path: its first task

@@ -47,13 +47,17 @@ Walk Walker::Start(int path, int rows, double now_ms) const {
   return walk;
 }
 
-DoorStep Walker::AtDoor(const TaskLoads& loads, const Walk& walk, double now_ms) const {
-  if (!policy_.admission || walk.path < 0) return {};
+DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const {
+  if (!policy_.admission) return {};
+  if (walk.path < 0) return AtDoorUnnamed(loads, walk, now_ms);
   const std::vector<int>& tasks = graph_.PathTasks(walk.path);
   const std::span<const TaskNow> now = TasksNow(loads, tasks, walk.rows, tasks_now_);
-  const double remaining = walk.deadline_ms - now_ms;
   const double share = AdmitShare(graph_.PriorityOf(walk.path));
-  switch (Admit(now, remaining * share)) {
+  const Door door = Admit(now, (walk.deadline_ms - now_ms) * share);
+  // A path asleep waits up to its cold hold, and is served within it once its pods are up.
+  if (door == Door::kWaitForPods) HoldCold(walk);
+  const double remaining = walk.deadline_ms - now_ms;
+  switch (door) {
     case Door::kAdmit:
       return {};
     case Door::kRefuse:
@@ -71,11 +75,38 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, const Walk& walk, double now_ms)
     return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
   size_t waiting = 0;
   while (waiting + 1 < now.size() && !now[waiting].pods.empty()) ++waiting;
+  return NoPodInTime(tasks[waiting]);
+}
+
+void Walker::HoldCold(Walk& walk) const {
+  if (walk.cold) return;
+  const double hold_ms = graph_.ColdHoldMs(walk.path);
+  if (hold_ms <= 0) return;
+  walk.cold = true;
+  walk.deadline_ms = std::max(walk.deadline_ms, walk.start_ms + hold_ms);
+}
+
+DoorStep Walker::NoPodInTime(int task) const {
   return {.kind = DoorStep::Kind::kRefuse,
           .refusal = {.status = 503,
                       .reason = kShedNoPod,
-                      .message = "task " + graph_.TaskName(tasks[waiting]) +
+                      .message = "task " + graph_.TaskName(task) +
                                  " had no ready pod before the deadline"}};
+}
+
+// A request that names no path goes where the models send it: under scale to zero it waits
+// until every task has a Ready pod; else it goes in at once, as it always has.
+DoorStep Walker::AtDoorUnnamed(const TaskLoads& loads, Walk& walk, double now_ms) const {
+  if (graph_.ColdHoldMs(-1) <= 0) return {};
+  for (int task = 0; task < static_cast<int>(graph_.tasks().size()); ++task) {
+    if (loads.PodCount(task) > 0) continue;
+    HoldCold(walk);
+    if (walk.deadline_ms - now_ms > kDoorPollMs) {
+      return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
+    }
+    return NoPodInTime(task);
+  }
+  return {};
 }
 
 VariantStep Walker::ChooseVariant(const TaskLoads& loads, const Walk& walk, int task, int from_task,

@@ -59,6 +59,9 @@ struct Walk {
   int path = -1;  // the path the client named; -1: the models decide
   int rows = 1;   // the query's size: its first input's leading dimension
   double start_ms = 0, deadline_ms = 0;
+  // Held at the door for a task with no Ready pod under scale to zero: a cold request, whose
+  // deadline moved to its path's cold hold (Graph::ColdHoldMs).
+  bool cold = false;
   std::optional<Failure> failure;             // the first of any of its visits
   std::vector<std::pair<int, double>> ended;  // each trail that ended: its path (-1: none), when
 
@@ -126,8 +129,9 @@ class Walker {
   // A request of `rows` rows for `path` (-1: the models decide) arriving at `now_ms`.
   Walk Start(int path, int rows, double now_ms) const;
 
-  // At the door: in, refused, or waiting for its path's tasks' first Ready pods.
-  DoorStep AtDoor(const TaskLoads& loads, const Walk& walk, double now_ms) const;
+  // At the door: in, refused, or waiting for its path's tasks' first Ready pods (under scale to
+  // zero up to the path's cold hold, which becomes the walk's deadline; Walk::cold).
+  DoorStep AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const;
 
   // The variant of `task` to serve a request that `from_variant` of `from_task` served before
   // (-1, -1 at the first task): Loki's table and drop policy where there is a plan; `u` uniform
@@ -168,6 +172,10 @@ class Walker {
   const Policy& policy() const { return policy_; }
 
  private:
+  DoorStep AtDoorUnnamed(const TaskLoads& loads, Walk& walk, double now_ms) const;
+  void HoldCold(Walk& walk) const;
+  DoorStep NoPodInTime(int task) const;
+
   const Graph& graph_;
   const LokiTables* loki_;
   const Policy& policy_;

@@ -73,7 +73,7 @@ TEST(WalkTest, TheDoorAdmitsWhatItsPodsServeInTimeAndRefusesTheRest) {
   loads.pods[kDetect] = {Idle(kBig, 40)};
   loads.pods[kClassify] = {Idle(0, 20)};
   loads.pods[kRecognize] = {Idle(0, 20)};
-  const Walk cars = f.walker.Start(kCars, 1, 0);
+  Walk cars = f.walker.Start(kCars, 1, 0);
   EXPECT_EQ(f.walker.AtDoor(loads, cars, 0).kind, DoorStep::Kind::kAdmit);
   // Four batches ahead at detect: 5 x 40 + 20 = 220 ms, past the 200 left.
   loads.pods[kDetect][0].outstanding = 4;
@@ -84,11 +84,13 @@ TEST(WalkTest, TheDoorAdmitsWhatItsPodsServeInTimeAndRefusesTheRest) {
   EXPECT_NE(refused.refusal.message.find("cars"), std::string::npos);
   // A sheddable path is refused at half its time: 3 batches ahead (180 + 20) fit 300, not 150.
   loads.pods[kDetect][0].outstanding = 3;
-  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(kCars, 1, 0), 0).kind, DoorStep::Kind::kAdmit);
-  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(kFaces, 1, 0), 0).kind, DoorStep::Kind::kRefuse);
+  Walk cars3 = f.walker.Start(kCars, 1, 0), faces = f.walker.Start(kFaces, 1, 0);
+  EXPECT_EQ(f.walker.AtDoor(loads, cars3, 0).kind, DoorStep::Kind::kAdmit);
+  EXPECT_EQ(f.walker.AtDoor(loads, faces, 0).kind, DoorStep::Kind::kRefuse);
   // Without the door, or without a named path, every request goes in.
   loads.pods[kDetect][0].outstanding = 100;
-  EXPECT_EQ(f.walker.AtDoor(loads, f.walker.Start(-1, 1, 0), 0).kind, DoorStep::Kind::kAdmit);
+  Walk unnamed = f.walker.Start(-1, 1, 0);
+  EXPECT_EQ(f.walker.AtDoor(loads, unnamed, 0).kind, DoorStep::Kind::kAdmit);
   f.policy.admission = false;
   EXPECT_EQ(f.walker.AtDoor(loads, cars, 0).kind, DoorStep::Kind::kAdmit);
 }
@@ -97,7 +99,7 @@ TEST(WalkTest, ARequestWaitsAtTheDoorForItsPathsPodsUntilItsDeadline) {
   Fixture f;
   Loads loads;
   loads.pods[kDetect] = {Idle(kBig, 40)};
-  const Walk cars = f.walker.Start(kCars, 1, 0);
+  Walk cars = f.walker.Start(kCars, 1, 0);
   const DoorStep wait = f.walker.AtDoor(loads, cars, 100);
   ASSERT_EQ(wait.kind, DoorStep::Kind::kWait);
   EXPECT_EQ(wait.again_ms, 100 + kDoorPollMs);
@@ -107,6 +109,68 @@ TEST(WalkTest, ARequestWaitsAtTheDoorForItsPathsPodsUntilItsDeadline) {
   EXPECT_NE(gone.refusal.message.find("classify"), std::string::npos) << gone.refusal.message;
   loads.pods[kClassify] = {Idle(0, 20)};
   EXPECT_EQ(f.walker.AtDoor(loads, cars, 100).kind, DoorStep::Kind::kAdmit);
+  EXPECT_FALSE(cars.cold);  // without scale to zero the deadline bounds the wait
+  EXPECT_EQ(cars.deadline_ms, 200);
+}
+
+// Under scale to zero a request for a sleeping path is held for its cold hold (its slowest
+// class's start-up plus its SLO, or holdSeconds), and served within it once its pods are up;
+// one that finds its pods up is served within its SLO as always.
+TEST(WalkTest, AColdRequestWaitsForItsPathsPodsUpToItsColdHold) {
+  Fixture f;
+  f.pipeline.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = 60};
+  for (model::HardwareClass& c : f.pipeline.spec.hardware_classes) c.startup_seconds = 0;
+  f.pipeline.spec.hardware_classes[kGpu].startup_seconds = 30;
+  const Graph graph(f.pipeline);
+  const Walker walker(graph, nullptr, f.policy);
+  const double hold = f.pipeline.ColdHoldMs(kCars);
+  EXPECT_EQ(hold, 30000 + 200);
+  EXPECT_EQ(graph.ColdHoldMs(kCars), hold);
+  EXPECT_GE(graph.ColdHoldMs(-1), hold);  // the longest path's
+  Loads loads;
+  Walk cars = walker.Start(kCars, 1, 0);
+  ASSERT_EQ(walker.AtDoor(loads, cars, 0).kind, DoorStep::Kind::kWait);
+  EXPECT_TRUE(cars.cold);
+  EXPECT_EQ(cars.deadline_ms, hold);
+  // Still waiting past its SLO, up to the hold; refused (503, no-pod) only then.
+  EXPECT_EQ(walker.AtDoor(loads, cars, 5000).kind, DoorStep::Kind::kWait);
+  EXPECT_EQ(walker.AtDoor(loads, cars, hold - kDoorPollMs).refusal.reason, kShedNoPod);
+  // Its pods up after 29 s: in, with the rest of the hold to be served in.
+  Walk later = walker.Start(kCars, 1, 0);
+  ASSERT_EQ(walker.AtDoor(loads, later, 0).kind, DoorStep::Kind::kWait);
+  for (int t : {kDetect, kClassify, kRecognize}) loads.pods[t] = {Idle(0, 20)};
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  EXPECT_EQ(walker.AtDoor(loads, later, 29000).kind, DoorStep::Kind::kAdmit);
+  EXPECT_EQ(later.deadline_ms, hold);
+  // A warm request is not cold: its SLO is its deadline.
+  Walk warm = walker.Start(kCars, 1, 40000);
+  EXPECT_EQ(walker.AtDoor(loads, warm, 40000).kind, DoorStep::Kind::kAdmit);
+  EXPECT_FALSE(warm.cold);
+  EXPECT_EQ(warm.deadline_ms, 40200);
+  // holdSeconds overrides the rule.
+  f.pipeline.spec.scale_to_zero->hold_seconds = 5;
+  EXPECT_EQ(f.pipeline.ColdHoldMs(kCars), 5000);
+}
+
+// A request that names no path waits, under scale to zero, until every task has a pod.
+TEST(WalkTest, AColdRequestNamingNoPathWaitsForEveryTask) {
+  Fixture f;
+  f.pipeline.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = 60};
+  const Graph graph(f.pipeline);
+  const Walker walker(graph, nullptr, f.policy);
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  loads.pods[kClassify] = {Idle(0, 20)};
+  Walk unnamed = walker.Start(-1, 1, 0);
+  EXPECT_EQ(walker.AtDoor(loads, unnamed, 0).kind, DoorStep::Kind::kWait);
+  EXPECT_TRUE(unnamed.cold);
+  EXPECT_EQ(unnamed.deadline_ms, graph.ColdHoldMs(-1));
+  const DoorStep gone = walker.AtDoor(loads, unnamed, unnamed.deadline_ms);
+  EXPECT_EQ(gone.refusal.reason, kShedNoPod);
+  EXPECT_NE(gone.refusal.message.find("recognize"), std::string::npos) << gone.refusal.message;
+  loads.pods[kRecognize] = {Idle(0, 20)};
+  Walk now = walker.Start(-1, 1, 0);
+  EXPECT_EQ(walker.AtDoor(loads, now, 0).kind, DoorStep::Kind::kAdmit);
 }
 
 TEST(WalkTest, APodOfThePlannedVariantTakesTheCallElseAnyOtherThanTheOneTried) {
