@@ -349,8 +349,8 @@ std::optional<ClientResponse> PipelineHandler::DoorVerdict(const Walk& walk,
   return Refusal(step.refusal.message);
 }
 
-asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(Walk& walk,
-                                                                            routing::DoorStep step) {
+asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(
+    Walk& walk, routing::DoorStep step) {
   asio::steady_timer timer(pool_.executor());
   while (step.kind == routing::DoorStep::Kind::kWait) {
     // Pods appear in a new table: a request waiting for them reads each in turn.

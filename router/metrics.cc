@@ -207,15 +207,16 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
 }
 
 prometheus::Gauge& RouterMetrics::DoorWaiting(const std::string& path) {
-  return Cached(door_waiting_, {path},
-                [&] { return &door_waiting_.Add(Labels({{"path", path}})); });
+  return Cached(door_waiting_, {path}, [&] {
+    return &door_waiting_.Add(Labels({{"path", path}}));
+  });
 }
 
 void RouterMetrics::Cold(const std::string& path, double seconds) {
   Cached(cold_wait_, {path}, [&] {
-    return &cold_wait_.Add(Labels({{"path", path}}),
-                           prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 20, 30,
-                                                                   60, 120, 300});
+    return &cold_wait_.Add(
+        Labels({{"path", path}}),
+        prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300});
   }).Observe(seconds);
 }
 

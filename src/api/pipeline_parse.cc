@@ -691,8 +691,9 @@ void ParseScaleToZero(Reader& r, const json& spec, model::PipelineSpec& out) {
                    "idle; keep one");
   }
   if (!out.router) {
-    r.Fail(at, "needs spec.router: the router holds the requests that arrive while the pods "
-               "start, and its count of them wakes the pipeline");
+    r.Fail(at,
+           "needs spec.router: the router holds the requests that arrive while the pods "
+           "start, and its count of them wakes the pipeline");
   }
   out.scale_to_zero = o;
 }
@@ -878,11 +879,10 @@ ParsedPipeline ParsePipeline(std::string_view text) {
   if (const json* meta = r.Object(root, "metadata", "", true)) ParseMetadata(r, *meta, pipeline);
   const json* spec = r.Object(root, "spec", "", true);
   if (spec != nullptr) {
-    r.OnlyKnown(
-        *spec, "spec",
-        {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths", "slo",
-         "budget", "metrics", "forecast", "behavior", "querySizes", "router", "profiles",
-         "scaleToZero"});
+    r.OnlyKnown(*spec, "spec",
+                {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths",
+                 "slo", "budget", "metrics", "forecast", "behavior", "querySizes", "router",
+                 "profiles", "scaleToZero"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

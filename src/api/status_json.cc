@@ -169,6 +169,7 @@ json MemoryToJson(const model::StatusMemory& memory) {
   }
   if (!memory.profiles.empty()) out["profiles"] = CorrectionsToJson(memory.profiles);
   if (!memory.quiet_since.empty()) out["quietSince"] = memory.quiet_since;
+  if (!memory.sleeping_paths.empty()) out["sleepingPaths"] = memory.sleeping_paths;
   return out;
 }
 
@@ -667,13 +668,21 @@ void StatusReader::QueryMix(const json& m, const std::string& path, model::Statu
 model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
   r_.OnlyKnown(m, path,
                {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles",
-                "quietSince"});
+                "quietSince", "sleepingPaths"});
   model::StatusMemory out;
   out.recommendations = Recommendations(m, path);
   Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
   QueryMix(m, path, out);
   out.profiles = Corrections(m, path);
   out.quiet_since = NumberMap(m, "quietSince", path);
+  if (const json* sleeping = r_.Array(m, "sleepingPaths", path, false, limits::kMaxPlanItems)) {
+    for (size_t i = 0; i < sleeping->size(); ++i) {
+      if (auto name =
+              r_.StringValue((*sleeping)[i], Reader::At(Reader::At(path, "sleepingPaths"), i))) {
+        out.sleeping_paths.push_back(*name);
+      }
+    }
+  }
   return out;
 }
 

@@ -43,6 +43,12 @@ inline constexpr const char* kNotMeasured = "NotMeasured";
 inline constexpr const char* kProfileDrift = "ProfileDrift";
 // An event's: the plan starts from other measured profiles (spec.profiles.learn: Plan).
 inline constexpr const char* kProfileCorrected = "ProfileCorrected";
+// Idle's (spec.scaleToZero): every path sleeps; some do; none does. Sleeping and Woken are also
+// the events of paths falling asleep and waking.
+inline constexpr const char* kNoRequests = "NoRequests";
+inline constexpr const char* kSleeping = "Sleeping";
+inline constexpr const char* kServing = "Serving";
+inline constexpr const char* kWoken = "Woken";
 }  // namespace reason
 
 // Sets condition `type` in `conditions`. lastTransitionTime changes only when the status flips,

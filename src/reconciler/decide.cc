@@ -13,6 +13,7 @@
 #include "reconciler/batch_hold.h"
 #include "reconciler/budget_guard.h"
 #include "reconciler/conditions.h"
+#include "reconciler/idle.h"
 #include "reconciler/status.h"
 #include "reconciler/worth_writing.h"
 
@@ -392,12 +393,68 @@ void ReportHeldBatches(const Context& c, const std::vector<std::string>& held, D
   d.requeue_after_seconds = std::min(*d.requeue_after_seconds, 2.0);
 }
 
-// From the plan to the Deployments: placed, stabilized, batch changes held during rollouts, within
-// the budget; written (in Apply mode) and reported.
-void Enact(const Context& c, model::Plan plan, const DemandStep& step, Decision& d) {
+std::string Names(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + (n.empty() ? "(all)" : n);
+  return out;
+}
+
+// Idle, and an event for the paths that fell asleep or woke since the last decision.
+void ReportSleep(const Context& c, const Sleep& sleep, Decision& d) {
+  const model::ScaleToZero& rule = *c.pipeline.spec.scale_to_zero;
+  std::vector<model::Condition>& conditions = d.status.conditions;
+  if (sleep.idle) {
+    SetCondition(conditions, "Idle", true, reason::kNoRequests,
+                 StrFormat("no request for %.0f s: every model Deployment is at 0; the router "
+                           "holds the next request while its path wakes",
+                           rule.after_idle_seconds),
+                 c.generation, c.o.now);
+  } else {
+    SetCondition(conditions, "Idle", false,
+                 sleep.sleeping_tasks.empty() ? reason::kServing : reason::kSleeping,
+                 sleep.sleeping_tasks.empty()
+                     ? ""
+                     : "paths " + Names(sleep.sleeping_paths) + " sleep: tasks " +
+                           Names(sleep.sleeping_tasks) + " at 0",
+                 c.generation, c.o.now);
+  }
+  const std::set<std::string>& before = c.o.memory.sleeping_paths;
+  std::set<std::string> fell, woke;
+  std::ranges::set_difference(sleep.sleeping_paths, before, std::inserter(fell, fell.end()));
+  std::ranges::set_difference(before, sleep.sleeping_paths, std::inserter(woke, woke.end()));
+  if (!fell.empty()) {
+    d.notices.push_back(
+        {reason::kSleeping,
+         StrFormat("paths %s had no request for %.0f s: ", Names(fell).c_str(),
+                   rule.after_idle_seconds) +
+             (sleep.sleeping_tasks.empty() ? "their tasks stay for the paths still served"
+                                           : "tasks " + Names(sleep.sleeping_tasks) + " at 0")});
+  }
+  if (!woke.empty()) {
+    double held = 0;
+    for (const auto& [path, n] : c.o.metrics->door_waiting) held += n;
+    d.notices.push_back({reason::kWoken, StrFormat("paths %s woke: %.0f requests held at the door",
+                                                   Names(woke).c_str(), held)});
+  }
+  d.memory.quiet_since = sleep.quiet_since;
+  d.memory.sleeping_paths = sleep.sleeping_paths;
+}
+
+// The tasks no awake path needs go to 0 at once: the idle time was their window.
+void PutToSleep(const Sleep& sleep, std::vector<PlannedDeployment>& planned) {
+  for (PlannedDeployment& p : planned) {
+    if (sleep.sleeping_tasks.contains(p.task->name)) p.planned = p.target = 0;
+  }
+}
+
+// From the plan to the Deployments: placed, stabilized, sleeping tasks at 0, batch changes held
+// during rollouts, within the budget; written (in Apply mode) and reported.
+void Enact(const Context& c, model::Plan plan, const DemandStep& step,
+           const std::optional<Sleep>& sleep, Decision& d) {
   const Observed& o = c.o;
   std::vector<PlannedDeployment> planned = Place(c.pipeline, plan, o.deployments);
   Stabilize(c.pipeline, o.now, planned, d.memory.history);
+  if (sleep) PutToSleep(*sleep, planned);
   const std::vector<std::string> held =
       HoldBatchesDuringRollouts(c.pipeline, o.deployments, *o.metrics, o.capacity, planned);
   const GuardOutcome guard =
@@ -409,6 +466,11 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step, Decision&
   if (c.apply) ReportUnschedulable(c, d);
   SetCondition(d.status.conditions, "Ready", true, reason::kReconciled, "", c.generation, o.now);
   Report(c, plan, planned, spend, step, d);
+  if (sleep) {
+    ReportSleep(c, *sleep, d);
+  } else {
+    RemoveCondition(d.status.conditions, "Idle");
+  }
   d.status.memory = MemoryToStatus(d.memory, c.optimizer);
   NoticeMixShift(c, step, d);
   ReportProfiles(c, step, d);
@@ -437,8 +499,11 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (LoadRising(d.status.observed, *o.metrics)) {
     d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kRisingLookSeconds);
   }
+  // Requests held at the door are demand no rate has counted yet.
+  model::MetricsSnapshot metrics = *o.metrics;
+  metrics.path_rates_rps = RatesWithHeld(c.pipeline, metrics);
   DemandStep step =
-      StepDemand(c.pipeline, c.optimizer, o.memory.demand, *o.metrics, o.deployments, o.now);
+      StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;
   d.memory.demand = step.demand;
   // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
@@ -460,7 +525,14 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     HoldAppliedBatches(measured, step.workload, *o.metrics,
                        o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);
   }
-  Enact(c, std::move(plan), step, d);
+  std::optional<Sleep> sleep;
+  if (c.pipeline.spec.scale_to_zero) {
+    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.quiet_since, o.now);
+    if (sleep->look_after_seconds) {
+      d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
+    }
+  }
+  Enact(c, std::move(plan), step, sleep, d);
   return d;
 }
 

@@ -44,6 +44,8 @@ model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descri
     out.query_mix_for = memory.demand.query_mix.adopted_for;
   }
   out.profiles = memory.demand.profiles;
+  out.quiet_since = memory.quiet_since;
+  out.sleeping_paths.assign(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
   return out;
 }
 
@@ -61,6 +63,8 @@ Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rat
     out.demand.query_mix = {.adopted = memory.query_mix, .adopted_for = memory.query_mix_for};
   }
   out.demand.profiles = memory.profiles;
+  out.quiet_since = memory.quiet_since;
+  out.sleeping_paths.insert(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
   return out;
 }
 

@@ -4,6 +4,9 @@
 // from, from Prometheus.
 #pragma once
 
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "model/metrics_snapshot.h"
@@ -17,6 +20,9 @@ namespace pipescale::reconciler {
 struct Memory {
   std::vector<Recommendation> history;  // stabilization steps, oldest first
   Demand demand;
+  // spec.scaleToZero (reconciler/idle.h): each quiet path since when, and the paths asleep.
+  std::map<std::string, double> quiet_since;
+  std::set<std::string> sleeping_paths;
 
   bool operator==(const Memory&) const = default;
 };

@@ -414,6 +414,48 @@ TEST(ParsePipeline, ProfileLearningIsReportUnlessToldAndChecked) {
       << Dump(errors);
 }
 
+TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
+  EXPECT_FALSE(ParsePipeline(kValid).pipeline->spec.scale_to_zero);
+  const std::string warm_floor_off = ReplaceFirst(kValid, "  minRate: 12\n", "");
+  const auto set =
+      ParsePipeline(ReplaceFirst(warm_floor_off, "  forecast:",
+                                 "  router: {}\n"
+                                 "  scaleToZero: {afterIdleSeconds: 120, wake: Pipeline, "
+                                 "holdSeconds: 90}\n"
+                                 "  forecast:"))
+          .pipeline;
+  ASSERT_TRUE(set);
+  EXPECT_EQ(set->spec.scale_to_zero, (model::ScaleToZero{.after_idle_seconds = 120,
+                                                         .wake = model::WakeScope::kPipeline,
+                                                         .hold_seconds = 90}));
+  EXPECT_EQ(set->ColdHoldMs(0), 90000);
+  // The default hold: the slowest class of the path (60 s) plus its SLO (250 ms).
+  const auto plain = ParsePipeline(ReplaceFirst(warm_floor_off, "  forecast:",
+                                                "  router: {}\n"
+                                                "  scaleToZero: {afterIdleSeconds: 120}\n"
+                                                "  forecast:"))
+                         .pipeline;
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->spec.scale_to_zero->wake, model::WakeScope::kPath);
+  EXPECT_EQ(plain->ColdHoldMs(0), 60250);
+  auto errors = Errors(ReplaceFirst(kValid, "  forecast:",
+                                    "  scaleToZero: {wake: path, holdSeconds: 0, x: 1}\n"
+                                    "  forecast:"));
+  for (const char* wanted :
+       {"spec.scaleToZero: cannot be set with spec.minRate above 0 (12): minRate keeps capacity "
+        "warm at every load, scaleToZero removes it when idle; keep one",
+        "spec.scaleToZero: needs spec.router: the router holds the requests that arrive while "
+        "the pods start, and its count of them wakes the pipeline",
+        "spec.scaleToZero.afterIdleSeconds: required",
+        "spec.scaleToZero.wake: must be one of Path, Pipeline, got \"path\"",
+        "spec.scaleToZero.holdSeconds: must be > 0, got 0"}) {
+    EXPECT_TRUE(Has(errors, wanted)) << wanted << Dump(errors);
+  }
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.starts_with("spec.scaleToZero.x: unknown field");
+  })) << Dump(errors);
+}
+
 // --- Limits: every document is read within bounded stack, memory and time -----------------
 
 // The valid pipeline as JSON, to edit field by field.
@@ -707,7 +749,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
   EXPECT_TRUE(Has(errors,
                   "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, minRate, "
                   "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
-                  "querySizes, router, profiles"))
+                  "querySizes, router, profiles, scaleToZero"))
       << Dump(errors);
   // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
   errors = Errors(ReplaceFirst(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));

@@ -14,6 +14,7 @@
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
 #include "reconciler/conditions.h"
+#include "reconciler/idle.h"
 #include "reconciler/worth_writing.h"
 #include "support/choices.h"
 #include "support/pipelines.h"
@@ -381,6 +382,70 @@ TEST(Decide, ZeroTrafficIsALoadNotMissingData) {
   EXPECT_EQ(ConditionStatus(conditions, "PlanApplied"), "True");
   EXPECT_EQ(w.Replicas(kDetect), 1);
   EXPECT_EQ(w.Replicas(kClassify), 1);
+}
+
+// spec.scaleToZero: after afterIdleSeconds of rate 0 every model Deployment goes to 0 at once
+// (the idle time is the window), Idle says so and an event marks it, once; a restart keeps it;
+// missing metrics never put a pipeline to sleep nor wake it; the requests held at the door wake
+// it, planned as arrivals over the rate's short window.
+TEST(Decide, AnIdlePipelineSleepsAtZeroAndWakesForTheRequestsHeld) {
+  World w;
+  w.object["spec"]["router"] = json::object();
+  w.object["spec"]["scaleToZero"] = {{"afterIdleSeconds", 60}};
+  const auto reasons = [](const Decision& d) {
+    std::string out;
+    for (const Event& e : d.notices) out += e.reason + " ";
+    return out;
+  };
+  w.Step(Rate(400), 1000);
+  const int high = w.Replicas(kDetect);
+  ASSERT_GT(high, 1);
+  EXPECT_EQ(ConditionStatus(Json(w.Step(Rate(0), 1010))["conditions"], "Idle"), "False");
+  const Decision quiet = w.Step(Rate(0), 1069);
+  EXPECT_EQ(w.Replicas(kDetect), high);       // the scale-down window holds
+  EXPECT_EQ(quiet.requeue_after_seconds, 1);  // it falls asleep at 1070
+  const Decision asleep = w.Step(Rate(0), 1070);
+  EXPECT_EQ(w.Replicas(kDetect), 0);
+  EXPECT_EQ(w.Replicas(kClassify), 0);
+  EXPECT_EQ(ConditionStatus(Json(asleep)["conditions"], "Idle"), "True");
+  EXPECT_EQ(reasons(asleep), "Sleeping ");
+  EXPECT_EQ(Json(asleep)["totalReplicas"], 0);
+  EXPECT_EQ(asleep.requeue_after_seconds, kSleepingLookSeconds);
+  // Twice: nothing new; after a failover: nothing new either.
+  const Decision again = w.Step(Rate(0), 1071);
+  EXPECT_TRUE(again.writes.empty());
+  EXPECT_EQ(reasons(again), "");
+  w.FailOver();
+  const Decision recalled = w.Step(Rate(0), 1072);
+  EXPECT_TRUE(recalled.writes.empty());
+  EXPECT_EQ(reasons(recalled), "");
+  EXPECT_TRUE(w.Step(Error{ErrorKind::kTransient, "down"}, 1073).writes.empty());
+  EXPECT_EQ(w.Replicas(kDetect), 0);
+  // 50 requests held: woken, planned as 5 rps more.
+  model::MetricsSnapshot held = Rate(0);
+  held.door_waiting = {{"p", 50}};
+  const Decision woken = w.Step(held, 1080);
+  World reference;
+  reference.Step(Rate(5), 1080);
+  EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect));
+  EXPECT_EQ(w.Replicas(kClassify), reference.Replicas(kClassify));
+  EXPECT_GE(w.Replicas(kDetect), 1);
+  EXPECT_EQ(ConditionStatus(Json(woken)["conditions"], "Idle"), "False");
+  EXPECT_EQ(reasons(woken), "Woken ");
+  EXPECT_NE(woken.notices[0].message.find("50 requests"), std::string::npos);
+  EXPECT_FALSE(Json(woken)["memory"].contains("quietSince"));
+}
+
+// Without metrics a pipeline never falls asleep, however long it has been quiet.
+TEST(Decide, MissingMetricsNeverPutAPipelineToSleep) {
+  World w;
+  w.object["spec"]["router"] = json::object();
+  w.object["spec"]["scaleToZero"] = {{"afterIdleSeconds", 30}};
+  w.Step(Rate(0), 1000);
+  for (double now = 1010; now < 1200; now += 10) {
+    w.Step(Error{ErrorKind::kTransient, "down"}, now);
+    EXPECT_EQ(w.Replicas(kDetect), 1) << now;
+  }
 }
 
 // While metrics are missing, a task that runs any Deployment gets no other: an idle plan that

@@ -1,0 +1,133 @@
+#include "reconciler/idle.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "support/parsed_pipeline.h"
+#include "support/pipelines.h"
+
+namespace pipescale::reconciler {
+namespace {
+
+// The traffic pipeline (cars: detect -> classify; faces: detect -> recognize) with scale to zero.
+model::Pipeline Traffic(double after_idle, model::WakeScope wake = model::WakeScope::kPath) {
+  model::Pipeline p = testing::TrafficPipeline();
+  p.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = after_idle, .wake = wake};
+  return p;
+}
+
+model::MetricsSnapshot Rates(double cars, double faces) {
+  return {.path_rates_rps = {{"cars", cars}, {"faces", faces}}};
+}
+
+TEST(Idle, APathSleepsAfterItsIdleTimeAndItsOwnTasksWithIt) {
+  const model::Pipeline p = Traffic(60);
+  Sleep s = JudgeSleep(p, Rates(0, 5), {}, 1000);
+  EXPECT_EQ(s.quiet_since, (std::map<std::string, double>{{"cars", 1000}}));
+  EXPECT_TRUE(s.sleeping_paths.empty());
+  EXPECT_EQ(s.look_after_seconds, 60);  // when cars would fall asleep
+  s = JudgeSleep(p, Rates(0, 5), s.quiet_since, 1059);
+  EXPECT_TRUE(s.sleeping_paths.empty());
+  EXPECT_EQ(s.look_after_seconds, 1);
+  s = JudgeSleep(p, Rates(0, 5), s.quiet_since, 1060);
+  EXPECT_EQ(s.sleeping_paths, std::set<std::string>{"cars"});
+  // detect also serves faces: only classify sleeps.
+  EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
+  EXPECT_FALSE(s.idle);
+  EXPECT_EQ(s.look_after_seconds, kSleepingLookSeconds);
+  s = JudgeSleep(p, Rates(0, 0), s.quiet_since, 1070);
+  EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
+  s = JudgeSleep(p, Rates(0, 0), s.quiet_since, 1130);
+  EXPECT_TRUE(s.idle);
+  EXPECT_EQ(s.sleeping_tasks.size(), 3u);
+}
+
+TEST(Idle, ARequestHeldAtTheDoorWakesItsPathAndOneNamingNoneWakesEvery) {
+  const model::Pipeline p = Traffic(60);
+  const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
+  model::MetricsSnapshot m = Rates(0, 0);
+  EXPECT_TRUE(JudgeSleep(p, m, long_quiet, 1000).idle);
+  m.door_waiting = {{"faces", 2}};
+  Sleep s = JudgeSleep(p, m, long_quiet, 1000);
+  EXPECT_EQ(s.sleeping_paths, std::set<std::string>{"cars"});
+  EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
+  EXPECT_FALSE(s.quiet_since.contains("faces"));  // its quiet time starts over
+  m.door_waiting = {{"", 1}};
+  EXPECT_TRUE(JudgeSleep(p, m, long_quiet, 1000).sleeping_tasks.empty());
+}
+
+TEST(Idle, WakePipelineSleepsAndWakesEveryTaskTogether) {
+  const model::Pipeline p = Traffic(60, model::WakeScope::kPipeline);
+  const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
+  EXPECT_TRUE(JudgeSleep(p, Rates(0, 0), long_quiet, 1000).idle);
+  const Sleep s = JudgeSleep(p, Rates(0, 1), long_quiet, 1000);
+  EXPECT_TRUE(s.sleeping_tasks.empty());
+  EXPECT_TRUE(s.sleeping_paths.empty());
+}
+
+// A quiet time from a clock ahead of this one is read as now: never as quiet for longer.
+TEST(Idle, AQuietTimeInTheFutureCountsFromNow) {
+  const model::Pipeline p = Traffic(60);
+  const Sleep s = JudgeSleep(p, Rates(0, 0), {{"cars", 5000}, {"faces", 5000}}, 1000);
+  EXPECT_FALSE(s.idle);
+  EXPECT_EQ(s.quiet_since.at("cars"), 1000);
+}
+
+// Against a direct rule on random histories: a path sleeps exactly when every look over the
+// last afterIdleSeconds (since the first quiet look of its current quiet run) saw it quiet, and a
+// task sleeps exactly when every path through it sleeps (wake: Path), or all tasks do together
+// (wake: Pipeline).
+TEST(Idle, MatchesTheDirectRuleOnRandomHistories) {
+  std::mt19937 rng(47);
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto wake = trial % 2 ? model::WakeScope::kPipeline : model::WakeScope::kPath;
+    const model::Pipeline p = Traffic(std::uniform_int_distribution<int>(1, 40)(rng), wake);
+    const double after = p.spec.scale_to_zero->after_idle_seconds;
+    std::map<std::string, double> kept;
+    std::map<std::string, std::vector<std::pair<double, bool>>> looks;  // path: (time, quiet)
+    double now = 1000;
+    for (int step = 0; step < 60; ++step) {
+      now += std::uniform_int_distribution<int>(1, 10)(rng);
+      model::MetricsSnapshot m = Rates(rng() % 4 == 0 ? 1 : 0, rng() % 5 == 0 ? 2 : 0);
+      if (rng() % 10 == 0) m.door_waiting[rng() % 2 ? "cars" : "faces"] = 1;
+      const Sleep s = JudgeSleep(p, m, kept, now);
+      kept = s.quiet_since;
+      std::set<std::string> asleep;
+      for (const char* path : {"cars", "faces"}) {
+        const bool quiet = m.path_rates_rps.at(path) <= 0 && !m.door_waiting.contains(path);
+        looks[path].push_back({now, quiet});
+        // The direct rule: the first look of the current quiet run.
+        double since = -1;
+        for (auto it = looks[path].rbegin(); it != looks[path].rend() && it->second; ++it) {
+          since = it->first;
+        }
+        if (since >= 0 && now - since >= after) asleep.insert(path);
+      }
+      if (wake == model::WakeScope::kPipeline && asleep.size() < 2) asleep.clear();
+      ASSERT_EQ(s.sleeping_paths, asleep) << trial << " at " << now;
+      std::set<std::string> tasks;
+      if (asleep.size() == 2) tasks = {"detect", "classify", "recognize"};
+      if (asleep == std::set<std::string>{"cars"}) tasks = {"classify"};
+      if (asleep == std::set<std::string>{"faces"}) tasks = {"recognize"};
+      ASSERT_EQ(s.sleeping_tasks, tasks) << trial;
+      ASSERT_EQ(s.idle, tasks.size() == 3);
+    }
+  }
+}
+
+TEST(Idle, HeldRequestsArePlannedAsArrivalsOverTheShortRateWindow) {
+  const model::Pipeline p = Traffic(60);
+  model::MetricsSnapshot m = Rates(0.1, 3);
+  EXPECT_EQ(RatesWithHeld(p, m), m.path_rates_rps);
+  m.door_waiting = {{"cars", 50}};
+  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m).at("cars"), 0.1 + 5);
+  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m).at("faces"), 3);
+  // Naming no path: spread by the paths' weights (1 and 1 here).
+  m.door_waiting = {{"", 20}};
+  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m).at("cars"), 0.1 + 1);
+  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m).at("faces"), 3 + 1);
+}
+
+}  // namespace
+}  // namespace pipescale::reconciler
