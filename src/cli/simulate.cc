@@ -219,7 +219,14 @@ int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
   report.seed = f.seed;
   report.seconds = inputs->options.RunSeconds();
   std::vector<std::string> policies = f.policies;
-  if (policies.empty()) policies = {"", "hpa"};
+  if (policies.empty()) {
+    policies = {"", "hpa"};
+    // A pipeline that scales to zero is shown beside itself always warm: what it saves.
+    const nlohmann::json spec = Member(inputs->pipeline, "spec");
+    if (spec.is_object() && spec.contains("scaleToZero")) {
+      policies.insert(policies.begin() + 1, gym::kAlwaysWarm);
+    }
+  }
   if (f.tune > 0) {
     report.attainment = f.tune;
     if (auto tuned = TuneBaselines(*inputs, f, policies, report, err); !tuned) {

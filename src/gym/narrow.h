@@ -12,7 +12,7 @@ namespace pipescale::gym {
 
 // The named narrowings, for usage and error messages.
 inline constexpr const char* kNarrowedPolicies =
-    "loki-hardware-only, mark-reactive, OPTIMIZER@CLASS, operator-hpa";
+    "loki-hardware-only, mark-reactive, OPTIMIZER@CLASS, operator-hpa, always-warm";
 
 // The operator's `hpa` optimizer (spec.optimizer: hpa, what the cluster in a box runs) by the
 // name the simulator gives it: `hpa` alone is the HorizontalPodAutoscaler controller's port, a

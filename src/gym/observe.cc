@@ -101,11 +101,22 @@ void AddMinute(SecondCounts& into, const SecondCounts& s, double sign) {
 
 }  // namespace
 
-void World::RecordRequest(int path, int code, const std::string& reason, double ms) {
+void World::AtDoor(Walk& w, bool waiting) {
+  if (w.at_door == waiting) return;
+  w.at_door = waiting;
+  door_waiting[w.state.path] += waiting ? 1 : -1;
+}
+
+void World::RecordRequest(int path, int code, const std::string& reason, double ms, bool cold) {
   const auto at = static_cast<size_t>(path) + 1;
   current.requests[at][code] += 1;
   PathOutcome& out = path_outcomes[at];
   ++out.sent;
+  if (cold) {
+    ++out.cold;
+    if (code == 200) cold_ok_ms[at].push_back(ms);
+    if (code == 200 && (out.slo_ms <= 0 || ms <= out.slo_ms)) ++out.cold_within_slo;
+  }
   ++out.codes[std::to_string(code)];
   IntervalPath& row = interval_paths[at];
   ++row.sent;
@@ -160,6 +171,11 @@ model::MetricsSnapshot World::Snapshot() const {
   }
   // What metrics::ReadSnapshot reads only where it is used.
   if (!pipeline.spec.router) return m;
+  if (pipeline.spec.scale_to_zero) {
+    for (const auto& [path, n] : door_waiting) {
+      if (n > 0) m.door_waiting[graph->PathName(path)] = static_cast<double>(n);
+    }
+  }
   m.data_plane = DataPlane();
   if (optimizer != nullptr && optimizer->memory.measured_mix) m.query_sizes = QuerySizes();
   if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) m.batch_timings = Timings();
@@ -310,6 +326,7 @@ PolicyReport World::Finish() {
     out.p50_ms = Percentile(ok, 0.5);
     out.p99_ms = Percentile(ok, 0.99);
     out.mean_ms = ok.empty() ? 0 : std::accumulate(ok.begin(), ok.end(), 0.0) / ok.size();
+    out.cold_p99_ms = Percentile(cold_ok_ms[i], 0.99);
     report.paths[ReportedPath(pipeline, static_cast<int>(i) - 1)] = std::move(out);
   }
   report.accuracy = accuracy_count > 0 ? accuracy_sum / accuracy_count : 0;

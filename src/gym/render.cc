@@ -134,25 +134,35 @@ std::string DroppedCell(const PathOutcome& o) {
 }
 
 std::string PathTable(const Report& report, const std::string& path) {
+  // Cold requests (scale to zero) get columns of their own where any policy had one.
+  bool cold = false;
+  for (const PolicyReport& p : report.policies) {
+    const auto it = p.paths.find(path);
+    cold = cold || (it != p.paths.end() && it->second.cold > 0);
+  }
   Rows rows;
   for (const PolicyReport& p : report.policies) {
     const auto it = p.paths.find(path);
     if (it == p.paths.end()) continue;
     const PathOutcome& o = it->second;
-    rows.push_back({p.policy, StrFormat("%ld", o.sent), StrFormat("%ld", o.within_slo),
-                    StrFormat("%.1f%%", 100 * o.Attainment()), StrFormat("%.1f", o.p50_ms),
-                    StrFormat("%.1f", o.p99_ms), StrFormat("%g", o.slo_ms), DroppedCell(o)});
+    std::vector<std::string> row = {p.policy,
+                                    StrFormat("%ld", o.sent),
+                                    StrFormat("%ld", o.within_slo),
+                                    StrFormat("%.1f%%", 100 * o.Attainment()),
+                                    StrFormat("%.1f", o.p50_ms),
+                                    StrFormat("%.1f", o.p99_ms),
+                                    StrFormat("%g", o.slo_ms),
+                                    DroppedCell(o)};
+    if (cold) {
+      row.insert(row.end() - 1, {StrFormat("%ld", o.cold), StrFormat("%.1f", o.cold_p99_ms),
+                                 StrFormat("%.1f%%", 100 * o.WarmAttainment())});
+    }
+    rows.push_back(std::move(row));
   }
-  return "\npath " + path + "\n" +
-         Columns({{"POLICY", true},
-                  {"SENT"},
-                  {"WITHIN-SLO"},
-                  {"ATTAINMENT"},
-                  {"P50-MS"},
-                  {"P99-MS"},
-                  {"SLO-MS"},
-                  {"DROPPED", true}},
-                 rows);
+  std::vector<Column> columns = {{"POLICY", true}, {"SENT"},   {"WITHIN-SLO"}, {"ATTAINMENT"},
+                                 {"P50-MS"},       {"P99-MS"}, {"SLO-MS"},     {"DROPPED", true}};
+  if (cold) columns.insert(columns.end() - 1, {{"COLD"}, {"COLD-P99-MS"}, {"WARM-ATTAINMENT"}});
+  return "\npath " + path + "\n" + Columns(columns, rows);
 }
 
 std::string RatioCell(std::optional<double> ratio) {
@@ -613,17 +623,25 @@ std::string RenderTable(const Report& report) {
 namespace {
 
 nlohmann::json PathJson(const PathOutcome& o) {
-  return {{"sloMs", o.slo_ms},
-          {"sent", o.sent},
-          {"answered", o.answered},
-          {"withinSlo", o.within_slo},
-          {"codes", o.codes},
-          {"dropped", o.dropped},
-          {"meanMs", o.mean_ms},
-          {"p50Ms", o.p50_ms},
-          {"p99Ms", o.p99_ms},
-          {"sloAttainment", o.Attainment()},
-          {"admittedSloAttainment", o.AdmittedAttainment()}};
+  nlohmann::json out = {{"sloMs", o.slo_ms},
+                        {"sent", o.sent},
+                        {"answered", o.answered},
+                        {"withinSlo", o.within_slo},
+                        {"codes", o.codes},
+                        {"dropped", o.dropped},
+                        {"meanMs", o.mean_ms},
+                        {"p50Ms", o.p50_ms},
+                        {"p99Ms", o.p99_ms},
+                        {"sloAttainment", o.Attainment()},
+                        {"admittedSloAttainment", o.AdmittedAttainment()}};
+  // Only where a path slept (spec.scaleToZero): the rest are the load generator's names.
+  if (o.cold > 0) {
+    out.update({{"cold", o.cold},
+                {"coldWithinSlo", o.cold_within_slo},
+                {"coldP99Ms", o.cold_p99_ms},
+                {"warmSloAttainment", o.WarmAttainment()}});
+  }
+  return out;
 }
 
 nlohmann::json IntervalJson(const IntervalRow& row) {

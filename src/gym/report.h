@@ -21,11 +21,19 @@ struct PathOutcome {
   // reasons, "pool queue full", "deadline" (a 504 past the deadline).
   std::map<std::string, long> dropped;
   double mean_ms = 0, p50_ms = 0, p99_ms = 0;  // of the answers with 200, nearest rank
+  // Cold requests (held at the door while their path woke, spec.scaleToZero): how many, how many
+  // of them within the SLO, and the p99 of those answered 200. They are in the counts above too.
+  long cold = 0, cold_within_slo = 0;
+  double cold_p99_ms = 0;
 
   // Of all requests sent, the share answered within the SLO (the loadgen's sloAttainment).
   double Attainment() const { return sent > 0 ? static_cast<double>(within_slo) / sent : 0; }
   // Of the requests let in (all but 503s), the share within the SLO (admittedSloAttainment).
   double AdmittedAttainment() const;
+  // Of the requests that found their path awake, the share within the SLO.
+  double WarmAttainment() const {
+    return sent > cold ? static_cast<double>(within_slo - cold_within_slo) / (sent - cold) : 1;
+  }
 };
 
 // One interval of a run: the load, what ran, and what the clients saw in it.

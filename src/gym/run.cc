@@ -59,6 +59,7 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
   }
   interval_paths.resize(pipeline.spec.paths.size() + 1);
   all_ok_ms.resize(pipeline.spec.paths.size() + 1);
+  cold_ok_ms.resize(pipeline.spec.paths.size() + 1);
   for (const model::Path& path : pipeline.spec.paths) path_weight_total += path.weight;
   for (const model::QuerySize& q : pipeline.spec.query_sizes) size_weight_total += q.weight;
   const nlohmann::json& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();

@@ -49,7 +49,11 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   if (auto shape = TopLevelShape(pipeline_object); !shape) return shape.error();
   nlohmann::json object = pipeline_object;
   object.erase("status");
-  const std::string& policy = options.policy;
+  // kAlwaysWarm: the spec's own optimizer with spec.scaleToZero off, what scale to zero saves
+  // against.
+  const bool warm = options.policy == kAlwaysWarm;
+  if (warm && object.contains("spec")) object["spec"].erase("scaleToZero");
+  const std::string policy = warm ? "" : options.policy;
   const bool baseline = IsBaseline(policy);
   std::optional<BaselinePolicy> base;
   if (baseline) {
@@ -89,7 +93,9 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
     parsed->pipeline->spec.optimizer = name;
   }
   Options named = options;
-  named.policy = policy.empty() ? PolicyOf(parsed->pipeline->spec.optimizer) : policy;
+  named.policy = warm             ? options.policy
+                 : policy.empty() ? PolicyOf(parsed->pipeline->spec.optimizer)
+                                  : policy;
   World world(*parsed->pipeline, object, named);
   world.parsed = parsed;
   if (!baseline) {

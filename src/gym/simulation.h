@@ -61,6 +61,10 @@ struct Options {
 // `options`. kInvalid when the policy is unknown or the pipeline is not valid for it.
 Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options);
 
+// The policy that runs the spec's own optimizer with spec.scaleToZero off: what scale to zero
+// saves against, beside the pipeline's own row.
+inline constexpr const char* kAlwaysWarm = "always-warm";
+
 // The rest is the engine, exposed for its tests.
 namespace engine {
 
@@ -159,6 +163,7 @@ struct Walk {
   routing::Walk state;      // the router's own
   int pending = 0;          // visits not ended
   double accuracy_sum = 0;  // of the trails ended
+  bool at_door = false;     // waiting for a task's first Ready pod (counted in door_waiting)
 };
 
 }  // namespace engine

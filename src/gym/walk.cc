@@ -69,6 +69,7 @@ void World::OnArrival(int path, int rows) {
 void World::OnDoorPoll(std::int64_t id) {
   Walk& w = walks.at(id);
   const routing::DoorStep step = walker->AtDoor(loads_, w.state, now_ms_);
+  AtDoor(w, step.kind == routing::DoorStep::Kind::kWait);
   switch (step.kind) {
     case routing::DoorStep::Kind::kRefuse:
       current.shed[graph->PathName(w.state.path) + "/" + step.refusal.reason] += 1;
@@ -336,7 +337,8 @@ void World::EndWalk(std::int64_t id) {
   walks.Erase(id);
   const routing::Ending ending = walker->Finish(w.state, now_ms_);
   for (const routing::Ending::Count& count : ending.counts) {
-    RecordRequest(count.path, static_cast<int>(ending.status), ending.failure.reason, count.ms);
+    RecordRequest(count.path, static_cast<int>(ending.status), ending.failure.reason, count.ms,
+                  w.state.cold);
   }
   if (ending.status == 200 && !w.state.ended.empty()) {
     accuracy_sum += w.accuracy_sum / static_cast<double>(w.state.ended.size());

@@ -67,7 +67,9 @@ class World {
 
   // walk.cc
   void OnArrival(int path, int rows);
-  void RecordRequest(int path, int code, const std::string& reason, double ms);
+  void RecordRequest(int path, int code, const std::string& reason, double ms, bool cold);
+  // A walk starts or stops waiting at the door: the router's door-waiting gauge.
+  void AtDoor(Walk& w, bool waiting);
   void OnDoorPoll(std::int64_t id);  // a walk's
   void StartVisit(std::int64_t id);
   void OnCallDone(std::int64_t id, double queue_ms);
@@ -211,7 +213,9 @@ class World {
   // Batch service by (Deployment, rows) over the profiles' window: (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> profile_window;
   PolicyReport report;
-  std::vector<std::vector<double>> all_ok_ms;  // by path + 1
+  std::vector<std::vector<double>> all_ok_ms;   // by path + 1
+  std::vector<std::vector<double>> cold_ok_ms;  // by path + 1: of the cold requests
+  std::map<int, long> door_waiting;             // walks at the door now, by path (-1: none named)
   std::map<int, double> pool_waiting_max;
   double replica_seconds_ready = 0;
   struct IntervalPath {

@@ -78,7 +78,7 @@ double Pipeline::ColdHoldMs(size_t path) const {
       }
     }
   }
-  return 1000 * startup + spec.paths[path].slo_ms;
+  return 1000 * (startup + kWakeAllowanceSeconds) + spec.paths[path].slo_ms;
 }
 
 int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {

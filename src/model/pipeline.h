@@ -230,6 +230,12 @@ enum class WakeScope { kPath, kPipeline };
 // path needs go to 0 replicas; the router holds a request for a sleeping path until its pods are
 // Ready (at most `hold_seconds`; 0: its slowest class's start-up plus its SLO) and the operator
 // wakes the path at the first one. Off (nullopt) by default: spec.minRate keeps a warm floor.
+// What a wake takes besides the classes' startupSeconds, which the default hold allows for: the
+// router's scrape and the operator's look (a second or two each), the scheduler, the node
+// starting the container and the readiness probe. Measured at 3-5 s on the cluster in a box; a
+// request held this much longer is answered where a tighter hold would refuse it.
+inline constexpr double kWakeAllowanceSeconds = 30;
+
 struct ScaleToZero {
   double after_idle_seconds = 300;
   WakeScope wake = WakeScope::kPath;
@@ -276,7 +282,8 @@ struct Pipeline {
   bool RouterBatches() const;
   // spec.scaleToZero: how long the router holds a request for path `path` (an index of
   // spec.paths) while a task of it has no Ready pod: holdSeconds, else the slowest start-up among
-  // the classes its tasks' variants run on plus its SLO. 0 without scaleToZero.
+  // the classes its tasks' variants run on, plus kWakeAllowanceSeconds, plus its SLO. 0 without
+  // scaleToZero.
   double ColdHoldMs(size_t path) const;
 
   bool operator==(const Pipeline&) const = default;

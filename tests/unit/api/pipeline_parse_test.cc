@@ -429,7 +429,7 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
                                                          .wake = model::WakeScope::kPipeline,
                                                          .hold_seconds = 90}));
   EXPECT_EQ(set->ColdHoldMs(0), 90000);
-  // The default hold: the slowest class of the path (60 s) plus its SLO (250 ms).
+  // The default hold: the slowest class of the path (60 s), the wake's allowance and its SLO.
   const auto plain = ParsePipeline(ReplaceFirst(warm_floor_off, "  forecast:",
                                                 "  router: {}\n"
                                                 "  scaleToZero: {afterIdleSeconds: 120}\n"
@@ -437,7 +437,7 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
                          .pipeline;
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->spec.scale_to_zero->wake, model::WakeScope::kPath);
-  EXPECT_EQ(plain->ColdHoldMs(0), 60250);
+  EXPECT_EQ(plain->ColdHoldMs(0), 1000 * (60 + model::kWakeAllowanceSeconds) + 250);
   auto errors = Errors(ReplaceFirst(kValid, "  forecast:",
                                     "  scaleToZero: {wake: path, holdSeconds: 0, x: 1}\n"
                                     "  forecast:"));

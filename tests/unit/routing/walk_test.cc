@@ -124,7 +124,7 @@ TEST(WalkTest, AColdRequestWaitsForItsPathsPodsUpToItsColdHold) {
   const Graph graph(f.pipeline);
   const Walker walker(graph, nullptr, f.policy);
   const double hold = f.pipeline.ColdHoldMs(kCars);
-  EXPECT_EQ(hold, 30000 + 200);
+  EXPECT_EQ(hold, 1000 * (30 + model::kWakeAllowanceSeconds) + 200);
   EXPECT_EQ(graph.ColdHoldMs(kCars), hold);
   EXPECT_GE(graph.ColdHoldMs(-1), hold);  // the longest path's
   Loads loads;
