@@ -1,0 +1,135 @@
+// Scale to zero end to end on the local cluster, every part real (issue 47): a pipeline with
+// spec.scaleToZero goes to 0 model pods after its idle time, its router staying up; a burst of 50
+// requests after it is held at the router's door while the operator wakes the whole path, and
+// every one is answered 200, the slowest within the path's cold hold (its class's start-up, the
+// wake allowance and its SLO). The cold requests' latencies are printed: what a client sees.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "integration/harness/local_env.h"
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+#include "kube/client.h"
+#include "model/pipeline.h"
+#include "reconciler/reconciler.h"
+#include "support/text.h"
+
+namespace pipescale {
+namespace {
+
+using nlohmann::json;
+using testing::LocalEnv;
+using testing::PollUntil;
+using testing::Process;
+using testing::ReplaceFirst;
+using namespace std::chrono_literals;
+
+constexpr double kStartupSeconds = 2;
+constexpr double kSloMs = 400;
+
+constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
+kind: InferencePipeline
+metadata: {name: cold, namespace: NAMESPACE}
+spec:
+  interval: 2s
+  router: {}
+  scaleToZero: {afterIdleSeconds: 5}
+  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 2}]
+  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
+    - name: classify
+      variants:
+        - name: tiny
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
+  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
+  behavior: {scaleDown: {stabilizationWindowSeconds: 0}}
+  metrics:
+    prometheusURL: PROMETHEUS
+    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
+)";
+
+std::string Condition(const json& status, const std::string& type) {
+  for (const json& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == type) return c.value("status", "");
+  }
+  return "";
+}
+
+TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstThatWakesIt) {
+  if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+  const LocalEnv& env = LocalEnv::Get();
+  const kube::Client client(env.Config());
+  const std::string ns = env.FreshNamespace(client);
+  const std::string dir = ::testing::TempDir() + "/stz-" + ns;
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/pipeline.yaml";
+  std::ofstream(file) << ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
+                                      env.Var("PIPESCALE_PROMETHEUS"));
+  Process op(
+      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
+       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
+      dir + "/operator.log");
+  ASSERT_EQ(std::system(("kubectl --kubeconfig " + env.Var("KUBECONFIG") + " apply -f " + file +
+                         " >/dev/null")
+                            .c_str()),
+            0);
+  const auto status = [&] {
+    auto o = client.Get(kube::ObjectPath(reconciler::kInferencePipelines, ns, "cold"));
+    return o.ok() ? o->value("status", json::object()) : json::object();
+  };
+  // The model pods: those of the pipeline's model Deployments (the router's are labelled apart).
+  const auto model_pods = [&] {
+    auto pods = client.Get("/api/v1/namespaces/" + ns +
+                           "/pods?labelSelector=" + kube::QueryEscape("pipescale.io/task"));
+    return pods.ok() ? static_cast<int>((*pods)["items"].size()) : -1;
+  };
+  // No request: asleep after its 5 s (plus the first looks), no model pod left, the router up.
+  ASSERT_TRUE(PollUntil(
+      std::chrono::steady_clock::now() + 90s,
+      [&] {
+        const json s = status();
+        return Condition(s, "Idle") == "True" && s.value("totalReplicas", -1) == 0 &&
+               model_pods() == 0;
+      },
+      500ms))
+      << status().dump() << op.Log();
+
+  // 50 requests within half a second.
+  {
+    std::ofstream burst(dir + "/burst.csv");
+    for (int i = 0; i < 50; ++i) burst << i * 0.01 << "\n";
+  }
+  const std::string report = dir + "/report.json";
+  Process load({PIPESCALE_LOADGEN, "-f", file, "--kubeconfig", env.Var("KUBECONFIG"), "--trace",
+                "csv:" + dir + "/burst.csv", "--timeout-s", "120", "--report", report},
+               dir + "/loadgen.log");
+  ASSERT_EQ(load.Stop(0, 150s), 0) << load.Log();
+  std::ifstream in(report);
+  const json r = json::parse(in, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << load.Log();
+  const json& p = r["paths"]["p"];
+  EXPECT_EQ(p["sent"], 50);
+  EXPECT_EQ(p["codes"].value("200", 0), 50) << p.dump();
+  const double hold_ms = 1000 * (kStartupSeconds + model::kWakeAllowanceSeconds) + kSloMs;
+  EXPECT_LE(p["p99Ms"].get<double>(), hold_ms) << p.dump();
+  std::printf("cold burst of 50: p50 %.0f ms, p99 %.0f ms (start-up %.0f s + SLO %.0f ms = %.0f)\n",
+              p["p50Ms"].get<double>(), p["p99Ms"].get<double>(), kStartupSeconds, kSloMs,
+              1000 * kStartupSeconds + kSloMs);
+  const json woken = status();
+  EXPECT_EQ(Condition(woken, "Idle"), "False") << woken.dump();
+  EXPECT_GT(woken.value("totalReplicas", 0), 0);
+  EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();
+}
+
+}  // namespace
+}  // namespace pipescale
