@@ -169,6 +169,7 @@ json MemoryToJson(const model::StatusMemory& memory) {
   }
   if (!memory.profiles.empty()) out["profiles"] = CorrectionsToJson(memory.profiles);
   if (!memory.quiet_since.empty()) out["quietSince"] = memory.quiet_since;
+  if (!memory.held_since.empty()) out["heldSince"] = memory.held_since;
   if (!memory.sleeping_paths.empty()) out["sleepingPaths"] = memory.sleeping_paths;
   return out;
 }
@@ -668,13 +669,14 @@ void StatusReader::QueryMix(const json& m, const std::string& path, model::Statu
 model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
   r_.OnlyKnown(m, path,
                {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles",
-                "quietSince", "sleepingPaths"});
+                "quietSince", "heldSince", "sleepingPaths"});
   model::StatusMemory out;
   out.recommendations = Recommendations(m, path);
   Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
   QueryMix(m, path, out);
   out.profiles = Corrections(m, path);
   out.quiet_since = NumberMap(m, "quietSince", path);
+  out.held_since = NumberMap(m, "heldSince", path);
   if (const json* sleeping = r_.Array(m, "sleepingPaths", path, false, limits::kMaxPlanItems)) {
     for (size_t i = 0; i < sleeping->size(); ++i) {
       if (auto name =

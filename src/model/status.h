@@ -157,6 +157,8 @@ struct StatusMemory {
   // spec.scaleToZero: since when each quiet path has had no request (unix seconds, the first look
   // that saw none); a path with requests is absent.
   std::map<std::string, double> quiet_since;
+  // And since when requests have been held at the router's door, by path ("" for none named).
+  std::map<std::string, double> held_since;
   std::vector<std::string> sleeping_paths;  // those at 0 replicas when it was written
 
   bool operator==(const StatusMemory&) const = default;

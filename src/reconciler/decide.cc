@@ -437,6 +437,7 @@ void ReportSleep(const Context& c, const Sleep& sleep, Decision& d) {
                                                    Names(woke).c_str(), held)});
   }
   d.memory.quiet_since = sleep.quiet_since;
+  d.memory.held_since = sleep.held_since;
   d.memory.sleeping_paths = sleep.sleeping_paths;
 }
 
@@ -499,9 +500,17 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (LoadRising(d.status.observed, *o.metrics)) {
     d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kRisingLookSeconds);
   }
+  std::optional<Sleep> sleep;
+  if (c.pipeline.spec.scale_to_zero) {
+    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.quiet_since, o.memory.held_since, o.now);
+    if (sleep->look_after_seconds) {
+      d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
+    }
+  }
   // Requests held at the door are demand no rate has counted yet.
   model::MetricsSnapshot metrics = *o.metrics;
-  metrics.path_rates_rps = RatesWithHeld(c.pipeline, metrics);
+  metrics.path_rates_rps =
+      RatesWithHeld(c.pipeline, metrics, sleep ? sleep->held_since : o.memory.held_since, o.now);
   DemandStep step =
       StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;
@@ -524,13 +533,6 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (c.optimizer.memory.holds_applied_batches) {
     HoldAppliedBatches(measured, step.workload, *o.metrics,
                        o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);
-  }
-  std::optional<Sleep> sleep;
-  if (c.pipeline.spec.scale_to_zero) {
-    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.quiet_since, o.now);
-    if (sleep->look_after_seconds) {
-      d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
-    }
   }
   Enact(c, std::move(plan), step, sleep, d);
   return d;

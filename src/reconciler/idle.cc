@@ -9,6 +9,9 @@ namespace {
 // A held request counts as one over this window, the short one of the pathRate query
 // (metrics/source.cc), as it would once answered.
 constexpr double kHeldWindowSeconds = 10;
+// What passes between a request joining the door's queue and a look that reads it: the router's
+// scrape and the operator's look, a second each at most, half that on average.
+constexpr double kSeenLagSeconds = 1;
 constexpr double kMinLookSeconds = 0.5;
 
 double Held(const model::MetricsSnapshot& m, const std::string& path) {
@@ -58,9 +61,15 @@ std::set<std::string> SleepingTasks(const model::Pipeline& pipeline,
 }  // namespace
 
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
-                 const std::map<std::string, double>& quiet_before, double now) {
+                 const std::map<std::string, double>& quiet_before,
+                 const std::map<std::string, double>& held_before, double now) {
   const model::ScaleToZero& rule = *pipeline.spec.scale_to_zero;
   Sleep out;
+  for (const auto& [path, n] : metrics.door_waiting) {
+    if (n <= 0) continue;
+    const auto before = held_before.find(path);
+    out.held_since[path] = before == held_before.end() ? now : std::min(before->second, now);
+  }
   std::set<std::string> awake;
   double next_sleep = -1;
   for (const std::string& path : PathNames(pipeline)) {
@@ -95,17 +104,27 @@ Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& 
 }
 
 std::map<std::string, double> RatesWithHeld(const model::Pipeline& pipeline,
-                                            const model::MetricsSnapshot& metrics) {
+                                            const model::MetricsSnapshot& metrics,
+                                            const std::map<std::string, double>& held_since,
+                                            double now) {
   std::map<std::string, double> out = metrics.path_rates_rps;
   if (metrics.door_waiting.empty()) return out;
-  const double unnamed = Held(metrics, "");
+  // Held requests per second of holding, for a path (or "").
+  const auto held_rate = [&](const std::string& path) {
+    const auto since = held_since.find(path);
+    const double span = since == held_since.end()
+                            ? kHeldWindowSeconds
+                            : std::max(0.0, now - since->second) + kSeenLagSeconds;
+    return Held(metrics, path) / span;
+  };
+  const double unnamed = held_rate("");
   double weights = 0;
   for (const model::Path& p : pipeline.spec.paths) weights += p.weight;
   for (const model::Path& p : pipeline.spec.paths) {
     // Requests naming no path spread over the paths by weight, as spec.minRate is.
     const double share = weights > 0 ? p.weight / weights : 0;
-    const double held = Held(metrics, p.name) + unnamed * share;
-    if (held > 0) out[p.name] = Rate(out, p.name) + held / kHeldWindowSeconds;
+    const double held = held_rate(p.name) + unnamed * share;
+    if (held > 0) out[p.name] = Rate(out, p.name) + held;
   }
   return out;
 }

@@ -45,6 +45,7 @@ model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descri
   }
   out.profiles = memory.demand.profiles;
   out.quiet_since = memory.quiet_since;
+  out.held_since = memory.held_since;
   out.sleeping_paths.assign(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
   return out;
 }
@@ -64,6 +65,7 @@ Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rat
   }
   out.demand.profiles = memory.profiles;
   out.quiet_since = memory.quiet_since;
+  out.held_since = memory.held_since;
   out.sleeping_paths.insert(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
   return out;
 }

@@ -20,8 +20,10 @@ namespace pipescale::reconciler {
 struct Memory {
   std::vector<Recommendation> history;  // stabilization steps, oldest first
   Demand demand;
-  // spec.scaleToZero (reconciler/idle.h): each quiet path since when, and the paths asleep.
+  // spec.scaleToZero (reconciler/idle.h): since when each path is quiet or has requests held,
+  // and the paths asleep.
   std::map<std::string, double> quiet_since;
+  std::map<std::string, double> held_since;  // paths with requests held at the door
   std::set<std::string> sleeping_paths;
 
   bool operator==(const Memory&) const = default;

@@ -421,18 +421,20 @@ TEST(Decide, AnIdlePipelineSleepsAtZeroAndWakesForTheRequestsHeld) {
   EXPECT_EQ(reasons(recalled), "");
   EXPECT_TRUE(w.Step(Error{ErrorKind::kTransient, "down"}, 1073).writes.empty());
   EXPECT_EQ(w.Replicas(kDetect), 0);
-  // 50 requests held: woken, planned as 5 rps more.
+  // 200 requests held, seen at this look: woken, planned as 200 rps (held over the second it takes
+  // to see them).
   model::MetricsSnapshot held = Rate(0);
-  held.door_waiting = {{"p", 50}};
+  held.door_waiting = {{"p", 200}};
   const Decision woken = w.Step(held, 1080);
   World reference;
-  reference.Step(Rate(5), 1080);
+  reference.Step(Rate(200), 1080);
+  EXPECT_GT(reference.Replicas(kDetect), 1);  // a load that needs more than one
   EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect));
   EXPECT_EQ(w.Replicas(kClassify), reference.Replicas(kClassify));
   EXPECT_GE(w.Replicas(kDetect), 1);
   EXPECT_EQ(ConditionStatus(Json(woken)["conditions"], "Idle"), "False");
   EXPECT_EQ(reasons(woken), "Woken ");
-  EXPECT_NE(woken.notices[0].message.find("50 requests"), std::string::npos);
+  EXPECT_NE(woken.notices[0].message.find("200 requests"), std::string::npos);
   EXPECT_FALSE(Json(woken)["memory"].contains("quietSince"));
 }
 

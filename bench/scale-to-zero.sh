@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Scale to zero in the simulator (issue 47): fa2-gpu (deploy/examples, its minRate floor
+# replaced by spec.scaleToZero) beside itself always warm, on a trace idle for long stretches and
+# on the Azure LLM code trace (73% of its seconds without a request, in gaps of seconds to
+# minutes), over three seeds. Prints one line per run: trace, afterIdleSeconds, seed, and per
+# policy its replica-hours, cost, cold requests and their p99, the worst path's attainment
+# outside the cold requests, and requests not answered.
+#   bench/scale-to-zero.sh [BUILD_DIR]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cli=${1:-$root/build}/src/cli/pipescale
+work=$(mktemp -d "${TMPDIR:-/tmp}/stz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+code=$root/bench/traces/azure-llm-code.csv
+for idle in 60 300; do
+  sed -e '/^  minRate:/d' -e "s/^  router: {}.*/  router: {}\n  scaleToZero: {afterIdleSeconds: $idle}/" \
+    "$root/deploy/examples/fa2-gpu.yaml" >"$work/fa2-$idle.yaml"
+  # NAME|TRACE ARGS: 8/s for 2 minutes around a 15-minute gap; the code trace at fa2-gpu's own
+  # mean rate (17.5/s over its whole hour; gym-traces.sh's "1x").
+  while IFS='|' read -r name args; do
+    for seed in 1 7 42; do
+      # shellcheck disable=SC2086
+      "$cli" simulate --progress none -f "$work/fa2-$idle.yaml" $args --seed "$seed" \
+        --policy fa2,always-warm -o json |
+        jq -r --arg n "$name" --arg i "$idle" --arg s "$seed" '
+          [$n, $i, $s] + [.policies[] | .policy,
+            (.replicaHours | add | . * 100 | round / 100), (.totalCost * 1000 | round / 1000),
+            ([.paths[] | .cold // 0] | add), ([.paths[] | .coldP99Ms // 0] | max | round),
+            ([.paths[] | .warmSloAttainment // .sloAttainment] | min * 1000 | round / 10),
+            ([.paths[] | .sent - .answered] | add)] | @tsv'
+    done
+  done <<EOT
+gap|--trace 8:120,0:900,8:120
+azure-code|--trace csv:$code --scale 6.82 --duration 1200s
+EOT
+done
