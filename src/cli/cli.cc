@@ -180,6 +180,17 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
       << count(spec.tasks.size(), "task", "tasks") << ", "
       << count(spec.paths.size(), "path", "paths") << ", "
       << count(spec.hardware_classes.size(), "hardware class", "hardware classes") << ")\n";
+  // What a cold request may wait: the trade-off scale to zero makes, per path.
+  if (spec.scale_to_zero) {
+    out << StrFormat(
+        "  spec.scaleToZero: a path sleeps after %g s without a request; a request "
+        "for a sleeping path is held up to\n",
+        spec.scale_to_zero->after_idle_seconds);
+    for (size_t p = 0; p < spec.paths.size(); ++p) {
+      out << StrFormat("    %s: %.1f s\n", spec.paths[p].name.c_str(),
+                       pipeline->ColdHoldMs(p) / 1000);
+    }
+  }
   // Fitted profiles are where a user's data meets the model: show how well it fits.
   for (size_t t = 0; t < spec.tasks.size(); ++t) {
     for (size_t v = 0; v < spec.tasks[t].variants.size(); ++v) {

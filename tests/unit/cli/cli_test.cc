@@ -167,6 +167,17 @@ TEST(Cli, ValidatePrintsFitQuality) {
   EXPECT_NE(r.out.find("RMSE"), std::string::npos) << r.out;
 }
 
+// A pipeline that scales to zero: validate says what each path's cold request may wait.
+TEST(Cli, ValidatePrintsEachPathsColdHold) {
+  const Output r =
+      RunCli({"validate", "-f",
+              std::string(PIPESCALE_SOURCE_DIR) + "/deploy/examples/scale-to-zero.yaml"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("a path sleeps after 300 s without a request"), std::string::npos) << r.out;
+  // 10 s start-up, 30 s for the wake, 500 ms SLO.
+  EXPECT_NE(r.out.find("    images: 40.5 s\n"), std::string::npos) << r.out;
+}
+
 // The installed binary behaves like the in-process command.
 TEST(Cli, BinaryExitCodes) {
   const std::string cli = PIPESCALE_CLI;
