@@ -241,6 +241,9 @@ class StatusSampler {
       for (int b = Int(1, 4); b <= 32; b += Int(1, 8)) c.points.push_back({b, Real(0.1, 1000)});
       out.profiles.push_back(std::move(c));
     }
+    for (int i = Coin() ? Int(1, 3) : 0; i > 0; --i) out.quiet_since[Name("p")] = Real(0, 2e9);
+    for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) out.held_since[Name("p")] = Real(0, 2e9);
+    for (int i = Coin() ? Int(1, 3) : 0; i > 0; --i) out.sleeping_paths.push_back(Name("p"));
     return out;
   }
 
