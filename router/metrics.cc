@@ -30,6 +30,11 @@ prometheus::Histogram::BucketBoundaries CallBuckets() {
   return {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 }
 
+// Seconds a cold request waited at the door: start-ups run from seconds to minutes.
+prometheus::Histogram::BucketBoundaries ColdWaitBuckets() {
+  return {0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300};
+}
+
 // Rows of a batch the router forms.
 prometheus::Histogram::BucketBoundaries BatchBuckets() { return {1, 2, 4, 8, 16, 32, 64, 128}; }
 
@@ -188,6 +193,7 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
     for (const char* reason : routing::kShedReasons)
       shed_.Add(Labels({{"path", path}, {"reason", reason}}));
     door_waiting_.Add(Labels({{"path", path}}));
+    cold_wait_.Add(Labels({{"path", path}}), ColdWaitBuckets());
   }
   for (size_t t = 0; t < graph.tasks().size(); ++t) {
     const std::string& task = graph.tasks()[t];
@@ -214,9 +220,7 @@ prometheus::Gauge& RouterMetrics::DoorWaiting(const std::string& path) {
 
 void RouterMetrics::Cold(const std::string& path, double seconds) {
   Cached(cold_wait_, {path}, [&] {
-    return &cold_wait_.Add(
-        Labels({{"path", path}}),
-        prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300});
+    return &cold_wait_.Add(Labels({{"path", path}}), ColdWaitBuckets());
   }).Observe(seconds);
 }
 
