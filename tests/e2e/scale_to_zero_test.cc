@@ -2,7 +2,9 @@
 // spec.scaleToZero goes to 0 model pods after its idle time, its router staying up; a burst of 50
 // requests after it is held at the router's door while the operator wakes the whole path, and
 // every one is answered 200, the slowest within the path's cold hold (its class's start-up, the
-// wake allowance and its SLO). The cold requests' latencies are printed: what a client sees.
+// wake allowance and its SLO). The cold requests' latencies are printed: what a client sees. The
+// scale-down window is the default (300 s): the wake is planned for the held burst, and a window
+// of 0 would scale it back while the burst is in flight (46 of 50 answered 502 once in CI).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -52,7 +54,6 @@ spec:
           batchSize: {max: 8}
           profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
   paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-  behavior: {scaleDown: {stabilizationWindowSeconds: 0}}
   metrics:
     prometheusURL: PROMETHEUS
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
