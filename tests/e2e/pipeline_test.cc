@@ -14,12 +14,12 @@
 
 #include "api/deployment.h"
 #include "api/deployment_view.h"
+#include "e2e/chain_pipeline.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "kube/client.h"
 #include "reconciler/reconciler.h"
-#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -29,34 +29,7 @@ using testing::PollUntil;
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
-using testing::ReplaceFirst;
 using namespace std::chrono_literals;
-
-constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: e2e, namespace: NAMESPACE}
-spec:
-  interval: 2s
-  router: {}
-  hardwareClasses: [{name: cpu, costPerHour: 0.1}]
-  tasks:
-    - name: detect
-      next: [{task: classify}]
-      variants:
-        - name: small
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
-    - name: classify
-      variants:
-        - name: tiny
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-  behavior: {scaleDown: {stabilizationWindowSeconds: 0}}
-  metrics:
-    prometheusURL: PROMETHEUS
-    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
-)";
 
 // Pods of Deployment `d` that are Ready, not being deleted, bound to a node and addressed.
 int ReadyPods(const kube::Client& client, const std::string& ns, const json& d) {
@@ -87,17 +60,12 @@ TEST(EndToEnd, DeploymentsAndPodsFollowTheLoad) {
   const std::string dir = ::testing::TempDir() + "/e2e-" + ns;
   std::filesystem::create_directories(dir);
   const std::string file = dir + "/pipeline.yaml";
-  std::ofstream(file) << ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
-                                      env.Var("PIPESCALE_PROMETHEUS"));
+  std::ofstream(file) << testing::ChainPipeline(
+      "e2e", ns, env.Var("PIPESCALE_PROMETHEUS"), "",
+      "  behavior: {scaleDown: {stabilizationWindowSeconds: 0}}\n");
 
-  Process op(
-      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
-       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
-      dir + "/operator.log");
-  ASSERT_EQ(std::system(("kubectl --kubeconfig " + env.Var("KUBECONFIG") + " apply -f " + file +
-                         " >/dev/null")
-                            .c_str()),
-            0);
+  Process op = testing::StartOperator(env, ns, dir);
+  ASSERT_TRUE(testing::KubectlApply(env, file));
   // 15 rps for 30 s, 175 rps for 40 s, 15 rps for 20 s (the last check is 15 s into it). At 175 rps
   // FA2 runs three detect and two classify replicas from about 150 to 200 rps, so the noise of a 5
   // s rate window moves only batch sizes, which the operator holds while they meet the SLO; at 15

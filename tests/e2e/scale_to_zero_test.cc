@@ -12,13 +12,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/strings.h"
+#include "e2e/chain_pipeline.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
 #include "kube/client.h"
 #include "model/pipeline.h"
+#include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
-#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -27,44 +29,10 @@ using nlohmann::json;
 using testing::LocalEnv;
 using testing::PollUntil;
 using testing::Process;
-using testing::ReplaceFirst;
 using namespace std::chrono_literals;
 
 constexpr double kStartupSeconds = 2;
 constexpr double kSloMs = 400;
-
-constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: cold, namespace: NAMESPACE}
-spec:
-  interval: 2s
-  router: {}
-  scaleToZero: {afterIdleSeconds: 5}
-  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 2}]
-  tasks:
-    - name: detect
-      next: [{task: classify}]
-      variants:
-        - name: small
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
-    - name: classify
-      variants:
-        - name: tiny
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-  metrics:
-    prometheusURL: PROMETHEUS
-    pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
-)";
-
-std::string Condition(const json& status, const std::string& type) {
-  for (const json& c : status.value("conditions", json::array())) {
-    if (c.value("type", "") == type) return c.value("status", "");
-  }
-  return "";
-}
 
 TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstThatWakesIt) {
   if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
@@ -74,16 +42,11 @@ TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstTha
   const std::string dir = ::testing::TempDir() + "/stz-" + ns;
   std::filesystem::create_directories(dir);
   const std::string file = dir + "/pipeline.yaml";
-  std::ofstream(file) << ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
-                                      env.Var("PIPESCALE_PROMETHEUS"));
-  Process op(
-      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
-       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
-      dir + "/operator.log");
-  ASSERT_EQ(std::system(("kubectl --kubeconfig " + env.Var("KUBECONFIG") + " apply -f " + file +
-                         " >/dev/null")
-                            .c_str()),
-            0);
+  std::ofstream(file) << testing::ChainPipeline("cold", ns, env.Var("PIPESCALE_PROMETHEUS"),
+                                                StrFormat(", startupSeconds: %g", kStartupSeconds),
+                                                "  scaleToZero: {afterIdleSeconds: 5}\n");
+  Process op = testing::StartOperator(env, ns, dir);
+  ASSERT_TRUE(testing::KubectlApply(env, file));
   const auto status = [&] {
     auto o = client.Get(kube::ObjectPath(reconciler::kInferencePipelines, ns, "cold"));
     return o.ok() ? o->value("status", json::object()) : json::object();
@@ -99,8 +62,9 @@ TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstTha
       std::chrono::steady_clock::now() + 90s,
       [&] {
         const json s = status();
-        return Condition(s, "Idle") == "True" && s.value("totalReplicas", -1) == 0 &&
-               model_pods() == 0;
+        return reconciler::ConditionStatus(s.value("conditions", json::array()), "Idle") ==
+                   "True" &&
+               s.value("totalReplicas", -1) == 0 && model_pods() == 0;
       },
       500ms))
       << status().dump() << op.Log();
@@ -127,7 +91,8 @@ TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstTha
               p["p50Ms"].get<double>(), p["p99Ms"].get<double>(), kStartupSeconds, kSloMs,
               1000 * kStartupSeconds + kSloMs);
   const json woken = status();
-  EXPECT_EQ(Condition(woken, "Idle"), "False") << woken.dump();
+  EXPECT_EQ(reconciler::ConditionStatus(woken.value("conditions", json::array()), "Idle"), "False")
+      << woken.dump();
   EXPECT_GT(woken.value("totalReplicas", 0), 0);
   EXPECT_EQ(op.Stop(SIGTERM, 10s), 0) << op.Log();
 }
