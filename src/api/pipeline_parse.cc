@@ -41,6 +41,8 @@ constexpr Range kWindowRange{.min = 0, .max = limits::kMaxWindowSeconds};
 constexpr Range kBurstRange{.min = 0, .max = limits::kMaxBurstAllowance};
 constexpr Range kMinRateRange{.min = 0, .max = limits::kMaxRateRps};
 constexpr Range kIdleRange{.min = 1, .max = limits::kMaxHorizonSeconds};
+constexpr Range kPeriodRange{.min = 60, .max = 28 * 86400.0};
+constexpr int kMaxConfirmations = 14;
 constexpr Range kHoldRange{.min = 0, .max = limits::kMaxIntervalSeconds, .above_min = true};
 
 bool IsDnsLabel(std::string_view s) {
@@ -676,7 +678,7 @@ void ParseScaleToZero(Reader& r, const json& spec, model::PipelineSpec& out) {
   const json* stz = r.Object(spec, "scaleToZero", "spec", false);
   if (stz == nullptr) return;
   const std::string at = "spec.scaleToZero";
-  r.OnlyKnown(*stz, at, {"afterIdleSeconds", "wake", "holdSeconds"});
+  r.OnlyKnown(*stz, at, {"afterIdleSeconds", "wake", "holdSeconds", "wakeAhead"});
   model::ScaleToZero o;
   if (auto a = r.Number(*stz, "afterIdleSeconds", at, true, kIdleRange)) o.after_idle_seconds = *a;
   if (auto w = ParseEnum<model::WakeScope>(
@@ -685,6 +687,16 @@ void ParseScaleToZero(Reader& r, const json& spec, model::PipelineSpec& out) {
     o.wake = *w;
   }
   if (auto h = r.Number(*stz, "holdSeconds", at, false, kHoldRange)) o.hold_seconds = *h;
+  if (const json* ahead = r.Object(*stz, "wakeAhead", at, false)) {
+    const std::string wat = at + ".wakeAhead";
+    r.OnlyKnown(*ahead, wat, {"periodSeconds", "confirmations"});
+    if (auto p = r.Number(*ahead, "periodSeconds", wat, false, kPeriodRange)) {
+      o.wake_ahead.period_seconds = *p;
+    }
+    if (auto n = r.Integer(*ahead, "confirmations", wat, false, 0, kMaxConfirmations)) {
+      o.wake_ahead.confirmations = static_cast<int>(*n);
+    }
+  }
   if (out.min_rate_rps > 0) {
     r.Fail(at, "cannot be set with spec.minRate above 0 (" + Num(out.min_rate_rps) +
                    "): minRate keeps capacity warm at every load, scaleToZero removes it when "

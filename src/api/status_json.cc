@@ -171,6 +171,15 @@ json MemoryToJson(const model::StatusMemory& memory) {
   if (!memory.quiet_since.empty()) out["quietSince"] = memory.quiet_since;
   if (!memory.held_since.empty()) out["heldSince"] = memory.held_since;
   if (!memory.sleeping_paths.empty()) out["sleepingPaths"] = memory.sleeping_paths;
+  for (const auto& [path, returns] : memory.returns) {
+    json list = json::array();
+    for (const model::LoadReturn& r : returns)
+      list.push_back({{"at", r.at}, {"rateRps", r.rate_rps}});
+    out["returns"][path] = std::move(list);
+  }
+  for (const auto& [path, w] : memory.awake_ahead) {
+    out["awakeAhead"][path] = {{"until", w.until}, {"rateRps", w.rate_rps}};
+  }
   return out;
 }
 
@@ -273,6 +282,7 @@ class StatusReader {
   std::vector<model::ProfileCorrection> Corrections(const json& o, const std::string& path);
   std::vector<model::Recommendation> Recommendations(const json& m, const std::string& path);
   void QueryMix(const json& m, const std::string& path, model::StatusMemory& out);
+  void WakeAhead(const json& m, const std::string& path, model::StatusMemory& out);
   model::StatusMemory Memory(const json& m, const std::string& path);
 
   Reader& r_;
@@ -666,10 +676,41 @@ void StatusReader::QueryMix(const json& m, const std::string& path, model::Statu
   out.query_mix_for = *for_spec;
 }
 
+// returns and awakeAhead: an entry missing a number is dropped.
+void StatusReader::WakeAhead(const json& m, const std::string& path, model::StatusMemory& out) {
+  if (const json* returns = r_.Object(m, "returns", path, false)) {
+    for (const auto& [name, list] : returns->items()) {
+      const std::string at = Reader::At(Reader::At(path, "returns"), name);
+      if (!list.is_array() || list.size() > limits::kMaxPlanItems) {
+        r_.Fail(at, "must be an array of at most " + std::to_string(limits::kMaxPlanItems));
+        continue;
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string item = Reader::At(at, i);
+        if (!list[i].is_object()) continue;
+        r_.OnlyKnown(list[i], item, {"at", "rateRps"});
+        auto when = Number(list[i], "at", item);
+        auto rate = Number(list[i], "rateRps", item);
+        if (when && rate) out.returns[name].push_back({.at = *when, .rate_rps = *rate});
+      }
+    }
+  }
+  if (const json* ahead = r_.Object(m, "awakeAhead", path, false)) {
+    for (const auto& [name, w] : ahead->items()) {
+      const std::string at = Reader::At(Reader::At(path, "awakeAhead"), name);
+      if (!w.is_object()) continue;
+      r_.OnlyKnown(w, at, {"until", "rateRps"});
+      auto until = Number(w, "until", at);
+      auto rate = Number(w, "rateRps", at);
+      if (until && rate) out.awake_ahead[name] = {.until = *until, .rate_rps = *rate};
+    }
+  }
+}
+
 model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
   r_.OnlyKnown(m, path,
                {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles",
-                "quietSince", "heldSince", "sleepingPaths"});
+                "quietSince", "heldSince", "sleepingPaths", "returns", "awakeAhead"});
   model::StatusMemory out;
   out.recommendations = Recommendations(m, path);
   Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
@@ -685,6 +726,7 @@ model::StatusMemory StatusReader::Memory(const json& m, const std::string& path)
       }
     }
   }
+  WakeAhead(m, path, out);
   return out;
 }
 

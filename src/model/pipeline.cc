@@ -66,10 +66,16 @@ bool Pipeline::RouterBatches() const {
 double Pipeline::ColdHoldMs(size_t path) const {
   if (!spec.scale_to_zero || path >= spec.paths.size()) return 0;
   if (spec.scale_to_zero->hold_seconds > 0) return 1000 * spec.scale_to_zero->hold_seconds;
+  return 1000 * WakeSeconds(path) + spec.paths[path].slo_ms;
+}
+
+double Pipeline::WakeSeconds(size_t path) const {
   double startup = 0;
-  for (const std::string& task : spec.paths[path].tasks) {
-    const int t = TaskIndex(task);
-    if (t < 0) continue;
+  for (size_t t = 0; t < spec.tasks.size(); ++t) {
+    if (path < spec.paths.size() && std::ranges::find(spec.paths[path].tasks, spec.tasks[t].name) ==
+                                        spec.paths[path].tasks.end()) {
+      continue;
+    }
     for (const Variant& v : spec.tasks[t].variants) {
       for (const Profile& p : v.profiles) {
         if (const int c = HardwareClassIndex(p.hardware_class); c >= 0) {
@@ -78,7 +84,7 @@ double Pipeline::ColdHoldMs(size_t path) const {
       }
     }
   }
-  return 1000 * (startup + kWakeAllowanceSeconds) + spec.paths[path].slo_ms;
+  return startup + kWakeAllowanceSeconds;
 }
 
 int Pipeline::HardwareClassIndex(const std::string& hardware_class) const {

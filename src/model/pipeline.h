@@ -236,10 +236,21 @@ enum class WakeScope { kPath, kPipeline };
 // request held this much longer is answered where a tighter hold would refuse it.
 inline constexpr double kWakeAllowanceSeconds = 30;
 
+// spec.scaleToZero.wakeAhead: a sleeping path wakes ahead of load that returned at this time of
+// the period in each of the last `confirmations` periods (0: never), so its first requests find
+// it warm (reconciler/wake_ahead.h). A daily period by default.
+struct WakeAhead {
+  double period_seconds = 86400;
+  int confirmations = 2;
+
+  bool operator==(const WakeAhead&) const = default;
+};
+
 struct ScaleToZero {
   double after_idle_seconds = 300;
   WakeScope wake = WakeScope::kPath;
   double hold_seconds = 0;
+  WakeAhead wake_ahead;
 
   bool operator==(const ScaleToZero&) const = default;
 };
@@ -285,6 +296,9 @@ struct Pipeline {
   // the classes its tasks' variants run on, plus kWakeAllowanceSeconds, plus its SLO. 0 without
   // scaleToZero.
   double ColdHoldMs(size_t path) const;
+  // What waking path `path` takes: the slowest start-up among the classes its tasks' variants
+  // run on (every task's for an index past spec.paths), plus kWakeAllowanceSeconds.
+  double WakeSeconds(size_t path) const;
 
   bool operator==(const Pipeline&) const = default;
 };

@@ -143,6 +143,24 @@ struct ProfileCorrection {
   bool operator==(const ProfileCorrection&) const = default;
 };
 
+// spec.scaleToZero.wakeAhead: load returning to a sleeping path, at `at` (unix seconds), and the
+// highest rate of the path in the minute after (requests per second).
+struct LoadReturn {
+  double at = 0;
+  double rate_rps = 0;
+
+  bool operator==(const LoadReturn&) const = default;
+};
+
+// A path woken ahead of the load a forecast expects: it stays awake without a request until
+// `until` (unix seconds), planned for `rate_rps`.
+struct WakeForecast {
+  double until = 0;
+  double rate_rps = 0;
+
+  bool operator==(const WakeForecast&) const = default;
+};
+
 // What a new leader cannot rebuild from Prometheus, bounded in size.
 struct StatusMemory {
   std::vector<Recommendation> recommendations;  // oldest first
@@ -160,6 +178,10 @@ struct StatusMemory {
   // And since when requests have been held at the router's door, by path ("" for none named).
   std::map<std::string, double> held_since;
   std::vector<std::string> sleeping_paths;  // those at 0 replicas when it was written
+  // spec.scaleToZero.wakeAhead: each path's recent returns of load after sleep, oldest first,
+  // and the paths awake ahead of a forecast return.
+  std::map<std::string, std::vector<LoadReturn>> returns;
+  std::map<std::string, WakeForecast> awake_ahead;
 
   bool operator==(const StatusMemory&) const = default;
 };

@@ -49,6 +49,9 @@ inline constexpr const char* kNoRequests = "NoRequests";
 inline constexpr const char* kSleeping = "Sleeping";
 inline constexpr const char* kServing = "Serving";
 inline constexpr const char* kWoken = "Woken";
+inline constexpr const char* kAwakeAhead = "AwakeAhead";
+inline constexpr const char* kWokenAhead = "WokenAhead";
+inline constexpr const char* kForecastMissed = "ForecastMissed";
 }  // namespace reason
 
 // Sets condition `type` in `conditions`. lastTransitionTime changes only when the status flips,

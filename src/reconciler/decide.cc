@@ -399,8 +399,7 @@ std::string Names(const std::set<std::string>& names) {
   return out;
 }
 
-// Idle, and an event for the paths that fell asleep or woke since the last decision.
-void ReportSleep(const Context& c, const Sleep& sleep, Decision& d) {
+void SetIdleCondition(const Context& c, const Sleep& sleep, Decision& d) {
   const model::ScaleToZero& rule = *c.pipeline.spec.scale_to_zero;
   std::vector<model::Condition>& conditions = d.status.conditions;
   if (sleep.idle) {
@@ -409,19 +408,38 @@ void ReportSleep(const Context& c, const Sleep& sleep, Decision& d) {
                            "holds the next request while its path wakes",
                            rule.after_idle_seconds),
                  c.generation, c.o.now);
-  } else {
-    SetCondition(conditions, "Idle", false,
-                 sleep.sleeping_tasks.empty() ? reason::kServing : reason::kSleeping,
-                 sleep.sleeping_tasks.empty()
-                     ? ""
-                     : "paths " + Names(sleep.sleeping_paths) + " sleep: tasks " +
-                           Names(sleep.sleeping_tasks) + " at 0",
-                 c.generation, c.o.now);
+    return;
   }
-  const std::set<std::string>& before = c.o.memory.sleeping_paths;
-  std::set<std::string> fell, woke;
-  std::ranges::set_difference(sleep.sleeping_paths, before, std::inserter(fell, fell.end()));
-  std::ranges::set_difference(before, sleep.sleeping_paths, std::inserter(woke, woke.end()));
+  std::string message;
+  if (!sleep.sleeping_tasks.empty()) {
+    message = "paths " + Names(sleep.memory.sleeping_paths) + " sleep: tasks " +
+              Names(sleep.sleeping_tasks) + " at 0";
+  }
+  std::set<std::string> ahead;
+  for (const auto& [path, w] : sleep.memory.awake_ahead) ahead.insert(path);
+  if (!ahead.empty()) {
+    message += (message.empty() ? "" : "; ") + std::string("paths ") + Names(ahead) +
+               " awake ahead of the load their forecast expects";
+  }
+  const char* why = !ahead.empty()                 ? reason::kAwakeAhead
+                    : sleep.sleeping_tasks.empty() ? reason::kServing
+                                                   : reason::kSleeping;
+  SetCondition(conditions, "Idle", false, why, message, c.generation, c.o.now);
+}
+
+// Events for the paths that fell asleep, woke, woke ahead of a forecast or saw it missed.
+void NoticeSleep(const Context& c, const Sleep& sleep, Decision& d) {
+  const model::ScaleToZero& rule = *c.pipeline.spec.scale_to_zero;
+  const std::set<std::string>& before = c.o.memory.sleep.sleeping_paths;
+  std::set<std::string> fell, woke;  // a forecast's wake and its miss have their own events
+  for (const std::string& path : sleep.memory.sleeping_paths) {
+    if (!before.contains(path) && !sleep.forecast_missed.contains(path)) fell.insert(path);
+  }
+  for (const std::string& path : before) {
+    if (!sleep.memory.sleeping_paths.contains(path) && !sleep.woke_ahead.contains(path)) {
+      woke.insert(path);
+    }
+  }
   if (!fell.empty()) {
     d.notices.push_back(
         {reason::kSleeping,
@@ -436,9 +454,23 @@ void ReportSleep(const Context& c, const Sleep& sleep, Decision& d) {
     d.notices.push_back({reason::kWoken, StrFormat("paths %s woke: %.0f requests held at the door",
                                                    Names(woke).c_str(), held)});
   }
-  d.memory.quiet_since = sleep.quiet_since;
-  d.memory.held_since = sleep.held_since;
-  d.memory.sleeping_paths = sleep.sleeping_paths;
+  for (const std::string& path : sleep.woke_ahead) {
+    const model::WakeForecast& w = sleep.memory.awake_ahead.at(path);
+    d.notices.push_back(
+        {reason::kWokenAhead,
+         StrFormat("path %s woke ahead of its load: it returned at this time in each of the "
+                   "last %d periods of %.0f s; planned for %.3g requests per second, awake "
+                   "without a request for %.0f s at most",
+                   Names({path}).c_str(), rule.wake_ahead.confirmations,
+                   rule.wake_ahead.period_seconds, w.rate_rps, w.until - c.o.now)});
+  }
+  for (const std::string& path : sleep.forecast_missed) {
+    d.notices.push_back(
+        {reason::kForecastMissed,
+         StrFormat("no request came to path %s in its forecast window: it sleeps again, and "
+                   "wakes ahead at this time only after the load has returned at it again",
+                   Names({path}).c_str())});
+  }
 }
 
 // The tasks no awake path needs go to 0 at once: the idle time was their window.
@@ -468,7 +500,9 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   SetCondition(d.status.conditions, "Ready", true, reason::kReconciled, "", c.generation, o.now);
   Report(c, plan, planned, spend, step, d);
   if (sleep) {
-    ReportSleep(c, *sleep, d);
+    SetIdleCondition(c, *sleep, d);
+    NoticeSleep(c, *sleep, d);
+    d.memory.sleep = sleep->memory;
   } else {
     RemoveCondition(d.status.conditions, "Idle");
   }
@@ -502,7 +536,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   std::optional<Sleep> sleep;
   if (c.pipeline.spec.scale_to_zero) {
-    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.quiet_since, o.memory.held_since, o.now);
+    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.sleep, o.now);
     if (sleep->look_after_seconds) {
       d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
     }
@@ -510,7 +544,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   // Requests held at the door are demand no rate has counted yet.
   model::MetricsSnapshot metrics = *o.metrics;
   metrics.path_rates_rps =
-      RatesWithHeld(c.pipeline, metrics, sleep ? sleep->held_since : o.memory.held_since, o.now);
+      PlannedRates(c.pipeline, metrics, sleep ? sleep->memory : o.memory.sleep, o.now);
+  if (sleep) NoteReturnRates(c.pipeline, metrics.path_rates_rps, metrics, o.now, sleep->memory);
   DemandStep step =
       StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "reconciler/wake_ahead.h"
+
 namespace pipescale::reconciler {
 namespace {
 
@@ -58,61 +60,98 @@ std::set<std::string> SleepingTasks(const model::Pipeline& pipeline,
   return out;
 }
 
+// Whether quiet `path` (index `i` of PathNames) sleeps: after afterIdleSeconds, unless it is awake
+// ahead of a forecast return, or one wakes it now.
+bool Sleeps(const model::Pipeline& pipeline, const SleepMemory& before, const std::string& path,
+            size_t i, double quiet_since, double now, Sleep& out) {
+  const model::ScaleToZero& rule = *pipeline.spec.scale_to_zero;
+  if (now - quiet_since < rule.after_idle_seconds) return false;
+  const auto ahead = before.awake_ahead.find(path);
+  if (ahead != before.awake_ahead.end() && now < ahead->second.until) {
+    out.memory.awake_ahead.insert(*ahead);
+    return false;
+  }
+  if (ahead != before.awake_ahead.end()) out.forecast_missed.insert(path);
+  const auto returns = before.returns.find(path);
+  if (returns == before.returns.end()) return true;
+  const auto forecast =
+      ForecastReturn(returns->second, rule.wake_ahead, pipeline.WakeSeconds(i), now);
+  if (!forecast) return true;
+  out.memory.awake_ahead[path] = *forecast;
+  out.woke_ahead.insert(path);
+  out.forecast_missed.erase(path);
+  return false;
+}
+
+std::optional<double> LookAfter(const Sleep& s, double next_sleep, double now) {
+  if (!s.memory.sleeping_paths.empty()) return kSleepingLookSeconds;
+  for (const auto& [path, w] : s.memory.awake_ahead) {
+    const double left = w.until - now;
+    next_sleep = next_sleep < 0 ? left : std::min(next_sleep, left);
+  }
+  if (next_sleep < 0) return std::nullopt;
+  return std::max(next_sleep, kMinLookSeconds);
+}
+
 }  // namespace
 
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
-                 const std::map<std::string, double>& quiet_before,
-                 const std::map<std::string, double>& held_before, double now) {
+                 const SleepMemory& before, double now) {
   const model::ScaleToZero& rule = *pipeline.spec.scale_to_zero;
   Sleep out;
+  out.memory.returns = before.returns;
   for (const auto& [path, n] : metrics.door_waiting) {
     if (n <= 0) continue;
-    const auto before = held_before.find(path);
-    out.held_since[path] = before == held_before.end() ? now : std::min(before->second, now);
+    const auto since = before.held_since.find(path);
+    out.memory.held_since[path] =
+        since == before.held_since.end() ? now : std::min(since->second, now);
   }
   std::set<std::string> awake;
   double next_sleep = -1;
-  for (const std::string& path : PathNames(pipeline)) {
+  const std::vector<std::string> paths = PathNames(pipeline);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     if (!Quiet(pipeline, metrics, path)) {
       awake.insert(path);
+      if (before.sleeping_paths.contains(path) || before.awake_ahead.contains(path)) {
+        NoteReturn(out.memory.returns[path], rule.wake_ahead, now);
+      }
       continue;
     }
-    const auto before = quiet_before.find(path);
+    const auto quiet = before.quiet_since.find(path);
     // A time from a clock ahead of this one is read as now: never as quiet for longer.
-    const double since = before == quiet_before.end() ? now : std::min(before->second, now);
-    out.quiet_since[path] = since;
-    if (now - since >= rule.after_idle_seconds) {
-      out.sleeping_paths.insert(path);
-    } else {
-      awake.insert(path);
-      const double left = since + rule.after_idle_seconds - now;
-      next_sleep = next_sleep < 0 ? left : std::min(next_sleep, left);
+    const double since = quiet == before.quiet_since.end() ? now : std::min(quiet->second, now);
+    out.memory.quiet_since[path] = since;
+    if (Sleeps(pipeline, before, path, i, since, now, out)) {
+      out.memory.sleeping_paths.insert(path);
+      continue;
     }
+    awake.insert(path);
+    const double left = since + rule.after_idle_seconds - now;
+    if (left > 0) next_sleep = next_sleep < 0 ? left : std::min(next_sleep, left);
   }
   if (rule.wake == model::WakeScope::kPipeline && !awake.empty()) {
-    out.sleeping_paths.clear();
-    for (const std::string& path : PathNames(pipeline)) awake.insert(path);
+    out.memory.sleeping_paths.clear();
+    awake.insert(paths.begin(), paths.end());
   }
   out.sleeping_tasks = SleepingTasks(pipeline, awake);
   out.idle = out.sleeping_tasks.size() == pipeline.spec.tasks.size();
-  if (!out.sleeping_paths.empty()) {
-    out.look_after_seconds = kSleepingLookSeconds;
-  } else if (next_sleep >= 0) {
-    out.look_after_seconds = std::max(next_sleep, kMinLookSeconds);
-  }
+  out.look_after_seconds = LookAfter(out, next_sleep, now);
   return out;
 }
 
-std::map<std::string, double> RatesWithHeld(const model::Pipeline& pipeline,
-                                            const model::MetricsSnapshot& metrics,
-                                            const std::map<std::string, double>& held_since,
-                                            double now) {
+std::map<std::string, double> PlannedRates(const model::Pipeline& pipeline,
+                                           const model::MetricsSnapshot& metrics,
+                                           const SleepMemory& sleep, double now) {
   std::map<std::string, double> out = metrics.path_rates_rps;
+  for (const auto& [path, w] : sleep.awake_ahead) {
+    if (!path.empty()) out[path] = std::max(Rate(out, path), w.rate_rps);
+  }
   if (metrics.door_waiting.empty()) return out;
   // Held requests per second of holding, for a path (or "").
   const auto held_rate = [&](const std::string& path) {
-    const auto since = held_since.find(path);
-    const double span = since == held_since.end()
+    const auto since = sleep.held_since.find(path);
+    const double span = since == sleep.held_since.end()
                             ? kHeldWindowSeconds
                             : std::max(0.0, now - since->second) + kSeenLagSeconds;
     return Held(metrics, path) / span;
@@ -127,6 +166,15 @@ std::map<std::string, double> RatesWithHeld(const model::Pipeline& pipeline,
     if (held > 0) out[p.name] = Rate(out, p.name) + held;
   }
   return out;
+}
+
+void NoteReturnRates(const model::Pipeline& pipeline, const std::map<std::string, double>& rates,
+                     const model::MetricsSnapshot& metrics, double now, SleepMemory& sleep) {
+  for (auto& [path, returns] : sleep.returns) {
+    const double rate =
+        pipeline.spec.paths.empty() ? metrics.arrival_rate_rps.value_or(0) : Rate(rates, path);
+    NoteReturnRate(returns, rate, now);
+  }
 }
 
 }  // namespace pipescale::reconciler

@@ -7,9 +7,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
+#include "model/status.h"
 
 namespace pipescale::reconciler {
 
@@ -17,36 +19,55 @@ namespace pipescale::reconciler {
 // not an interval, since the request waits at the door for the whole wake.
 inline constexpr double kSleepingLookSeconds = 1;
 
-struct Sleep {
-  // Each quiet path since when (kept from `quiet_before`, or now for a path quiet from now on).
+// What one decision hands the next about sleep (status.memory keeps it through a restart).
+struct SleepMemory {
+  // Each quiet path since when (kept from the last decision, or now for a path quiet from now).
   std::map<std::string, double> quiet_since;
   // Each path ("" for requests naming none) with requests held at the door, since when: the
-  // first look that saw them (kept from `held_before`).
+  // first look that saw them.
   std::map<std::string, double> held_since;
-  std::set<std::string> sleeping_paths;  // quiet for afterIdleSeconds
+  std::set<std::string> sleeping_paths;  // quiet for afterIdleSeconds and not awake ahead
+  // spec.scaleToZero.wakeAhead (reconciler/wake_ahead.h): when load returned to each path after
+  // it slept, and the paths awake ahead of a forecast return.
+  std::map<std::string, std::vector<model::LoadReturn>> returns;
+  std::map<std::string, model::WakeForecast> awake_ahead;
+
+  bool operator==(const SleepMemory&) const = default;
+};
+
+struct Sleep {
+  SleepMemory memory;
   std::set<std::string> sleeping_tasks;  // on no awake path: 0 replicas
   bool idle = false;                     // every task sleeps
+  // The paths this look woke ahead of a forecast, and those whose forecast window ended with no
+  // request (they sleep again).
+  std::set<std::string> woke_ahead;
+  std::set<std::string> forecast_missed;
   // When to look again for the rule's sake (seconds from now): soon while a path sleeps, else
-  // when the next quiet path falls asleep; nullopt when nothing is quiet.
+  // when the next quiet path falls asleep or a forecast window ends; nullopt when nothing is
+  // quiet.
   std::optional<double> look_after_seconds;
 };
 
 // The rule for `pipeline` (which has spec.scaleToZero) at `now` (unix seconds), from a complete
-// snapshot and the quiet and holding times the last decision kept. A path is quiet when its rate
-// reads 0 and the router holds nothing for it (nor any request naming no path). A pipeline
-// without paths is one path, named "", measured by its arrival rate.
+// snapshot and what the last decision kept. A path is quiet when its rate reads 0 and the router
+// holds nothing for it (nor any request naming no path). A pipeline without paths is one path,
+// named "", measured by its arrival rate. A quiet path sleeps after afterIdleSeconds unless a
+// forecast wakes it ahead; a request for a sleeping (or awake-ahead) path is a return of load.
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
-                 const std::map<std::string, double>& quiet_before,
-                 const std::map<std::string, double>& held_before, double now);
+                 const SleepMemory& before, double now);
 
-// The path rates a plan is made for, with the requests held at the router's door counted as
-// arrivals (they are in no rate until answered): over the time since they were first seen held
-// (`held_since`, plus the second the scrape and the look take to see them), else over the rate's
-// short window. A wake is sized for the rate at which requests wait, from its first look on, not
-// for the one request the rate window has seen.
-std::map<std::string, double> RatesWithHeld(const model::Pipeline& pipeline,
-                                            const model::MetricsSnapshot& metrics,
-                                            const std::map<std::string, double>& held_since,
-                                            double now);
+// The path rates a plan is made for. The requests held at the router's door count as arrivals
+// (they are in no rate until answered): over the time since they were first seen held (plus the
+// second the scrape and the look take to see them), else over the rate's short window; a wake
+// is sized for the rate at which requests wait, not for the one request the rate window has
+// seen. A path awake ahead of a forecast is planned for the rate the forecast expects.
+std::map<std::string, double> PlannedRates(const model::Pipeline& pipeline,
+                                           const model::MetricsSnapshot& metrics,
+                                           const SleepMemory& sleep, double now);
+
+// Raises the rate of each path's returns of the last minute to `rates` (the planned rates).
+void NoteReturnRates(const model::Pipeline& pipeline, const std::map<std::string, double>& rates,
+                     const model::MetricsSnapshot& metrics, double now, SleepMemory& sleep);
 
 }  // namespace pipescale::reconciler

@@ -44,9 +44,11 @@ model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descri
     out.query_mix_for = memory.demand.query_mix.adopted_for;
   }
   out.profiles = memory.demand.profiles;
-  out.quiet_since = memory.quiet_since;
-  out.held_since = memory.held_since;
-  out.sleeping_paths.assign(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
+  out.quiet_since = memory.sleep.quiet_since;
+  out.held_since = memory.sleep.held_since;
+  out.sleeping_paths.assign(memory.sleep.sleeping_paths.begin(), memory.sleep.sleeping_paths.end());
+  out.returns = memory.sleep.returns;
+  out.awake_ahead = memory.sleep.awake_ahead;
   return out;
 }
 
@@ -64,9 +66,11 @@ Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rat
     out.demand.query_mix = {.adopted = memory.query_mix, .adopted_for = memory.query_mix_for};
   }
   out.demand.profiles = memory.profiles;
-  out.quiet_since = memory.quiet_since;
-  out.held_since = memory.held_since;
-  out.sleeping_paths.insert(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
+  out.sleep.quiet_since = memory.quiet_since;
+  out.sleep.held_since = memory.held_since;
+  out.sleep.sleeping_paths.insert(memory.sleeping_paths.begin(), memory.sleeping_paths.end());
+  out.sleep.returns = memory.returns;
+  out.sleep.awake_ahead = memory.awake_ahead;
   return out;
 }
 

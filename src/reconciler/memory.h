@@ -13,6 +13,7 @@
 #include "model/status.h"
 #include "optimizer/registry.h"
 #include "reconciler/demand.h"
+#include "reconciler/idle.h"
 #include "reconciler/stabilize.h"
 
 namespace pipescale::reconciler {
@@ -20,11 +21,7 @@ namespace pipescale::reconciler {
 struct Memory {
   std::vector<Recommendation> history;  // stabilization steps, oldest first
   Demand demand;
-  // spec.scaleToZero (reconciler/idle.h): since when each path is quiet or has requests held,
-  // and the paths asleep.
-  std::map<std::string, double> quiet_since;
-  std::map<std::string, double> held_since;  // paths with requests held at the door
-  std::set<std::string> sleeping_paths;
+  SleepMemory sleep;  // spec.scaleToZero (reconciler/idle.h)
 
   bool operator==(const Memory&) const = default;
 };

@@ -421,13 +421,15 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
       ParsePipeline(ReplaceFirst(warm_floor_off, "  forecast:",
                                  "  router: {}\n"
                                  "  scaleToZero: {afterIdleSeconds: 120, wake: Pipeline, "
-                                 "holdSeconds: 90}\n"
+                                 "holdSeconds: 90, wakeAhead: {periodSeconds: 604800, "
+                                 "confirmations: 3}}\n"
                                  "  forecast:"))
           .pipeline;
   ASSERT_TRUE(set);
   EXPECT_EQ(set->spec.scale_to_zero, (model::ScaleToZero{.after_idle_seconds = 120,
                                                          .wake = model::WakeScope::kPipeline,
-                                                         .hold_seconds = 90}));
+                                                         .hold_seconds = 90,
+                                                         .wake_ahead = {604800, 3}}));
   EXPECT_EQ(set->ColdHoldMs(0), 90000);
   // The default hold: the slowest class of the path (60 s), the wake's allowance and its SLO.
   const auto plain = ParsePipeline(ReplaceFirst(warm_floor_off, "  forecast:",
@@ -437,9 +439,11 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
                          .pipeline;
   ASSERT_TRUE(plain);
   EXPECT_EQ(plain->spec.scale_to_zero->wake, model::WakeScope::kPath);
+  EXPECT_EQ(plain->spec.scale_to_zero->wake_ahead, (model::WakeAhead{86400, 2}));  // daily, on
   EXPECT_EQ(plain->ColdHoldMs(0), 1000 * (60 + model::kWakeAllowanceSeconds) + 250);
   auto errors = Errors(ReplaceFirst(kValid, "  forecast:",
-                                    "  scaleToZero: {wake: path, holdSeconds: 0, x: 1}\n"
+                                    "  scaleToZero: {wake: path, holdSeconds: 0, x: 1, wakeAhead: "
+                                    "{periodSeconds: 59, confirmations: 1.5}}\n"
                                     "  forecast:"));
   for (const char* wanted :
        {"spec.scaleToZero: cannot be set with spec.minRate above 0 (12): minRate keeps capacity "
@@ -448,7 +452,9 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
         "the pods start, and its count of them wakes the pipeline",
         "spec.scaleToZero.afterIdleSeconds: required",
         "spec.scaleToZero.wake: must be one of Path, Pipeline, got \"path\"",
-        "spec.scaleToZero.holdSeconds: must be > 0, got 0"}) {
+        "spec.scaleToZero.holdSeconds: must be > 0, got 0",
+        "spec.scaleToZero.wakeAhead.periodSeconds: must be at least 60, got 59",
+        "spec.scaleToZero.wakeAhead.confirmations: must be an integer, got 1.5"}) {
     EXPECT_TRUE(Has(errors, wanted)) << wanted << Dump(errors);
   }
   EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {

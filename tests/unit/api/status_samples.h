@@ -244,6 +244,13 @@ class StatusSampler {
     for (int i = Coin() ? Int(1, 3) : 0; i > 0; --i) out.quiet_since[Name("p")] = Real(0, 2e9);
     for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) out.held_since[Name("p")] = Real(0, 2e9);
     for (int i = Coin() ? Int(1, 3) : 0; i > 0; --i) out.sleeping_paths.push_back(Name("p"));
+    for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) {
+      std::vector<model::LoadReturn>& returns = out.returns[Name("p")];
+      for (int j = Int(1, 4); j > 0; --j) returns.push_back({Real(0, 2e9), Real(0, 1e4)});
+    }
+    for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) {
+      out.awake_ahead[Name("p")] = {.until = Real(0, 2e9), .rate_rps = Real(0, 1e4)};
+    }
     return out;
   }
 

@@ -438,6 +438,56 @@ TEST(Decide, AnIdlePipelineSleepsAtZeroAndWakesForTheRequestsHeld) {
   EXPECT_FALSE(Json(woken)["memory"].contains("quietSince"));
 }
 
+// Load that returned at the same time of the period twice wakes the sleeping pipeline ahead of
+// the third return, planned for the rate the returns saw, with an event; with no request in the
+// window it sleeps again at its end, and a failover in between keeps the forecast.
+TEST(Decide, APipelineWakesAheadOfLoadThatReturnedAtThisTimeAndSleepsWhenItDoesNot) {
+  World w;
+  w.object["spec"]["router"] = json::object();
+  w.object["spec"]["scaleToZero"] = {
+      {"afterIdleSeconds", 60}, {"wakeAhead", {{"periodSeconds", 1200}, {"confirmations", 2}}}};
+  const double lead = w.Parsed().pipeline->WakeSeconds(0);
+  const auto reasons = [](const Decision& d) {
+    std::string out;
+    for (const Event& e : d.notices) out += e.reason + " ";
+    return out;
+  };
+  // Two periods: asleep, then 200 requests held at 300 s in, served at 200 rps for a minute.
+  for (double start : {1000.0, 2200.0}) {
+    w.Step(Rate(0), start);
+    w.Step(Rate(0), start + 60);
+    ASSERT_EQ(w.Replicas(kDetect), 0) << start;
+    model::MetricsSnapshot held = Rate(0);
+    held.door_waiting = {{"p", 1}};
+    w.Step(held, start + 300);
+    w.Step(Rate(200), start + 330);
+    w.Step(Rate(0), start + 400);
+  }
+  w.Step(Rate(0), 3400);
+  ASSERT_EQ(w.Replicas(kDetect), 0);
+  const double ahead = 3400 + 300 - 60 - lead;  // a tolerance of 60 s and the lead
+  EXPECT_EQ(reasons(w.Step(Rate(0), ahead - 1)), "");
+  EXPECT_EQ(w.Replicas(kDetect), 0);
+  const Decision woke = w.Step(Rate(0), ahead);
+  EXPECT_EQ(reasons(woke), "WokenAhead ");
+  World reference;
+  reference.Step(Rate(200), ahead);
+  EXPECT_GT(reference.Replicas(kDetect), 1);
+  EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect));
+  EXPECT_EQ(ConditionStatus(Json(woke)["conditions"], "Idle"), "False");
+  EXPECT_EQ(Json(woke)["memory"]["awakeAhead"]["p"]["until"], 3400 + 300 + 60);
+  EXPECT_LE(woke.requeue_after_seconds, 3760 - ahead);
+  w.FailOver();
+  EXPECT_EQ(reasons(w.Step(Rate(0), ahead + 10)), "");
+  EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect));  // still awake ahead
+  const Decision missed = w.Step(Rate(0), 3760);
+  EXPECT_EQ(reasons(missed), "ForecastMissed ");
+  EXPECT_EQ(w.Replicas(kDetect), 0);
+  // The next period's return is no forecast: the last one did not come.
+  EXPECT_EQ(reasons(w.Step(Rate(0), ahead + 1200)), "");
+  EXPECT_EQ(w.Replicas(kDetect), 0);
+}
+
 // Without metrics a pipeline never falls asleep, however long it has been quiet.
 TEST(Decide, MissingMetricsNeverPutAPipelineToSleep) {
   World w;

@@ -23,22 +23,22 @@ model::MetricsSnapshot Rates(double cars, double faces) {
 
 TEST(Idle, APathSleepsAfterItsIdleTimeAndItsOwnTasksWithIt) {
   const model::Pipeline p = Traffic(60);
-  Sleep s = JudgeSleep(p, Rates(0, 5), {}, {}, 1000);
-  EXPECT_EQ(s.quiet_since, (std::map<std::string, double>{{"cars", 1000}}));
-  EXPECT_TRUE(s.sleeping_paths.empty());
+  Sleep s = JudgeSleep(p, Rates(0, 5), {}, 1000);
+  EXPECT_EQ(s.memory.quiet_since, (std::map<std::string, double>{{"cars", 1000}}));
+  EXPECT_TRUE(s.memory.sleeping_paths.empty());
   EXPECT_EQ(s.look_after_seconds, 60);  // when cars would fall asleep
-  s = JudgeSleep(p, Rates(0, 5), s.quiet_since, {}, 1059);
-  EXPECT_TRUE(s.sleeping_paths.empty());
+  s = JudgeSleep(p, Rates(0, 5), {.quiet_since = s.memory.quiet_since}, 1059);
+  EXPECT_TRUE(s.memory.sleeping_paths.empty());
   EXPECT_EQ(s.look_after_seconds, 1);
-  s = JudgeSleep(p, Rates(0, 5), s.quiet_since, {}, 1060);
-  EXPECT_EQ(s.sleeping_paths, std::set<std::string>{"cars"});
+  s = JudgeSleep(p, Rates(0, 5), {.quiet_since = s.memory.quiet_since}, 1060);
+  EXPECT_EQ(s.memory.sleeping_paths, std::set<std::string>{"cars"});
   // detect also serves faces: only classify sleeps.
   EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
   EXPECT_FALSE(s.idle);
   EXPECT_EQ(s.look_after_seconds, kSleepingLookSeconds);
-  s = JudgeSleep(p, Rates(0, 0), s.quiet_since, {}, 1070);
+  s = JudgeSleep(p, Rates(0, 0), {.quiet_since = s.memory.quiet_since}, 1070);
   EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
-  s = JudgeSleep(p, Rates(0, 0), s.quiet_since, {}, 1130);
+  s = JudgeSleep(p, Rates(0, 0), {.quiet_since = s.memory.quiet_since}, 1130);
   EXPECT_TRUE(s.idle);
   EXPECT_EQ(s.sleeping_tasks.size(), 3u);
 }
@@ -47,31 +47,32 @@ TEST(Idle, ARequestHeldAtTheDoorWakesItsPathAndOneNamingNoneWakesEvery) {
   const model::Pipeline p = Traffic(60);
   const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
   model::MetricsSnapshot m = Rates(0, 0);
-  EXPECT_TRUE(JudgeSleep(p, m, long_quiet, {}, 1000).idle);
+  EXPECT_TRUE(JudgeSleep(p, m, {.quiet_since = long_quiet}, 1000).idle);
   m.door_waiting = {{"faces", 2}};
-  Sleep s = JudgeSleep(p, m, long_quiet, {}, 1000);
-  EXPECT_EQ(s.sleeping_paths, std::set<std::string>{"cars"});
+  Sleep s = JudgeSleep(p, m, {.quiet_since = long_quiet}, 1000);
+  EXPECT_EQ(s.memory.sleeping_paths, std::set<std::string>{"cars"});
   EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
-  EXPECT_FALSE(s.quiet_since.contains("faces"));  // its quiet time starts over
+  EXPECT_FALSE(s.memory.quiet_since.contains("faces"));  // its quiet time starts over
   m.door_waiting = {{"", 1}};
-  EXPECT_TRUE(JudgeSleep(p, m, long_quiet, {}, 1000).sleeping_tasks.empty());
+  EXPECT_TRUE(JudgeSleep(p, m, {.quiet_since = long_quiet}, 1000).sleeping_tasks.empty());
 }
 
 TEST(Idle, WakePipelineSleepsAndWakesEveryTaskTogether) {
   const model::Pipeline p = Traffic(60, model::WakeScope::kPipeline);
   const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
-  EXPECT_TRUE(JudgeSleep(p, Rates(0, 0), long_quiet, {}, 1000).idle);
-  const Sleep s = JudgeSleep(p, Rates(0, 1), long_quiet, {}, 1000);
+  EXPECT_TRUE(JudgeSleep(p, Rates(0, 0), {.quiet_since = long_quiet}, 1000).idle);
+  const Sleep s = JudgeSleep(p, Rates(0, 1), {.quiet_since = long_quiet}, 1000);
   EXPECT_TRUE(s.sleeping_tasks.empty());
-  EXPECT_TRUE(s.sleeping_paths.empty());
+  EXPECT_TRUE(s.memory.sleeping_paths.empty());
 }
 
 // A quiet time from a clock ahead of this one is read as now: never as quiet for longer.
 TEST(Idle, AQuietTimeInTheFutureCountsFromNow) {
   const model::Pipeline p = Traffic(60);
-  const Sleep s = JudgeSleep(p, Rates(0, 0), {{"cars", 5000}, {"faces", 5000}}, {}, 1000);
+  const Sleep s =
+      JudgeSleep(p, Rates(0, 0), {.quiet_since = {{"cars", 5000}, {"faces", 5000}}}, 1000);
   EXPECT_FALSE(s.idle);
-  EXPECT_EQ(s.quiet_since.at("cars"), 1000);
+  EXPECT_EQ(s.memory.quiet_since.at("cars"), 1000);
 }
 
 // Against a direct rule on random histories: a path sleeps exactly when every look over the
@@ -91,8 +92,8 @@ TEST(Idle, MatchesTheDirectRuleOnRandomHistories) {
       now += std::uniform_int_distribution<int>(1, 10)(rng);
       model::MetricsSnapshot m = Rates(rng() % 4 == 0 ? 1 : 0, rng() % 5 == 0 ? 2 : 0);
       if (rng() % 10 == 0) m.door_waiting[rng() % 2 ? "cars" : "faces"] = 1;
-      const Sleep s = JudgeSleep(p, m, kept, {}, now);
-      kept = s.quiet_since;
+      const Sleep s = JudgeSleep(p, m, {.quiet_since = kept}, now);
+      kept = s.memory.quiet_since;
       std::set<std::string> asleep;
       for (const char* path : {"cars", "faces"}) {
         const bool quiet = m.path_rates_rps.at(path) <= 0 && !m.door_waiting.contains(path);
@@ -105,7 +106,7 @@ TEST(Idle, MatchesTheDirectRuleOnRandomHistories) {
         if (since >= 0 && now - since >= after) asleep.insert(path);
       }
       if (wake == model::WakeScope::kPipeline && asleep.size() < 2) asleep.clear();
-      ASSERT_EQ(s.sleeping_paths, asleep) << trial << " at " << now;
+      ASSERT_EQ(s.memory.sleeping_paths, asleep) << trial << " at " << now;
       std::set<std::string> tasks;
       if (asleep.size() == 2) tasks = {"detect", "classify", "recognize"};
       if (asleep == std::set<std::string>{"cars"}) tasks = {"classify"};
@@ -121,23 +122,23 @@ TEST(Idle, MatchesTheDirectRuleOnRandomHistories) {
 TEST(Idle, HeldRequestsArePlannedAsArrivalsOverTheTimeTheyWaited) {
   const model::Pipeline p = Traffic(60);
   model::MetricsSnapshot m = Rates(0.1, 3);
-  EXPECT_EQ(RatesWithHeld(p, m, {}, 100), m.path_rates_rps);
+  EXPECT_EQ(PlannedRates(p, m, {}, 100), m.path_rates_rps);
   m.door_waiting = {{"cars", 50}};
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {}, 100).at("cars"), 0.1 + 5);
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {}, 100).at("faces"), 3);
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {{"cars", 100}}, 100).at("cars"), 0.1 + 50);
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {{"cars", 100}}, 104).at("cars"), 0.1 + 10);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {}, 100).at("cars"), 0.1 + 5);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {}, 100).at("faces"), 3);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {.held_since = {{"cars", 100}}}, 100).at("cars"), 0.1 + 50);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {.held_since = {{"cars", 100}}}, 104).at("cars"), 0.1 + 10);
   // Naming no path: spread by the paths' weights (1 and 1 here).
   m.door_waiting = {{"", 20}};
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {}, 100).at("cars"), 0.1 + 1);
-  EXPECT_DOUBLE_EQ(RatesWithHeld(p, m, {}, 100).at("faces"), 3 + 1);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {}, 100).at("cars"), 0.1 + 1);
+  EXPECT_DOUBLE_EQ(PlannedRates(p, m, {}, 100).at("faces"), 3 + 1);
   // The first look that sees them starts their time, kept while any is held.
-  Sleep s = JudgeSleep(p, m, {}, {}, 100);
-  EXPECT_EQ(s.held_since, (std::map<std::string, double>{{"", 100}}));
-  s = JudgeSleep(p, m, s.quiet_since, s.held_since, 103);
-  EXPECT_EQ(s.held_since.at(""), 100);
+  Sleep s = JudgeSleep(p, m, {}, 100);
+  EXPECT_EQ(s.memory.held_since, (std::map<std::string, double>{{"", 100}}));
+  s = JudgeSleep(p, m, s.memory, 103);
+  EXPECT_EQ(s.memory.held_since.at(""), 100);
   m.door_waiting.clear();
-  EXPECT_TRUE(JudgeSleep(p, m, s.quiet_since, s.held_since, 104).held_since.empty());
+  EXPECT_TRUE(JudgeSleep(p, m, s.memory, 104).memory.held_since.empty());
 }
 
 }  // namespace
