@@ -130,6 +130,52 @@ TEST(SimulationTest, AnIdlePipelineSleepsAndAnswersTheBurstThatWakesIt) {
   EXPECT_GT(asleep, 60);
 }
 
+// spec.scaleToZero.wakeAhead in the loop: load for a minute every 600 s. Seen returning twice,
+// it finds the pipeline Ready on the third return (no cold request there, where the reactive
+// wake holds every request of it); when a return does not come, the pipeline sleeps again at the
+// window's end and does not wake ahead of the next one.
+TEST(SimulationTest, ASleepingPipelineWakesAheadOfLoadThatReturnsOnScheduleAndNotAfterAMiss) {
+  json pipeline = Chain({"a", "b"}, 20, 500, 2, 10);
+  pipeline["spec"]["scaleToZero"] = {{"afterIdleSeconds", 60},
+                                     {"wakeAhead", {{"periodSeconds", 600}}}};
+  json reactive = pipeline;
+  reactive["spec"]["scaleToZero"]["wakeAhead"]["confirmations"] = 0;
+  const auto ready = [](const PolicyReport& r, double at_s) {
+    for (const IntervalRow& row : r.intervals) {
+      if (row.at_s == at_s) return row.replicas.at("a");
+    }
+    ADD_FAILURE() << "no interval ends at " << at_s;
+    return -1;
+  };
+  const auto cold = [](const PolicyReport& r) { return r.paths.at("p").cold; };
+  const std::string on_time = "5:60,0:540,5:60,0:540,5:60,0:540,5:60,0:60";
+  auto ahead = Simulate(pipeline, With("fa2", on_time));
+  auto late = Simulate(reactive, With("fa2", on_time));
+  ASSERT_TRUE(ahead.ok() && late.ok());
+  EXPECT_GT(ready(*ahead, 1800), 0);  // Ready as the third return comes
+  EXPECT_EQ(ready(*late, 1800), 0);
+  EXPECT_GT(cold(*late), cold(*ahead) + 50);  // that minute's first requests, held
+  // Load at 0, 600 and 1200, none at 1800, again at 2400.
+  const std::string missed = "5:60,0:540,5:60,0:540,5:60,0:540,0:600,5:60,0:60";
+  ahead = Simulate(pipeline, With("fa2", missed));
+  late = Simulate(reactive, With("fa2", missed));
+  ASSERT_TRUE(ahead.ok() && late.ok());
+  EXPECT_EQ(ready(*ahead, 1700), 0);
+  EXPECT_GT(ready(*ahead, 1800), 0);  // woken ahead of a return that does not come
+  EXPECT_EQ(ready(*ahead, 1900), 0);  // asleep again at the window's end (1830)
+  EXPECT_EQ(ready(*ahead, 2400), 0);  // and not woken ahead of the next
+  EXPECT_LE(cold(*ahead), cold(*late) * 1.1);
+  // What the miss cost: the window's replica-hours, a few minutes of the plan.
+  const double hours = [&] {
+    double sum = 0;
+    for (const auto& [cls, h] : ahead->replica_hours) sum += h;
+    for (const auto& [cls, h] : late->replica_hours) sum -= h;
+    return sum;
+  }();
+  EXPECT_GT(hours, 0);
+  EXPECT_LT(hours, 0.2);
+}
+
 // KEDA's target is what one replica serves of the traffic as it comes: queries of 5 rows take
 // d(5) = 50 ms, so 40 queries/s need 3 replicas at its 70% (a target from one row would hold 1,
 // which serves 20 queries/s).
