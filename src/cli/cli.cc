@@ -190,6 +190,14 @@ int Validate(const Flags& flags, std::ostream& out, std::ostream& err) {
       out << StrFormat("    %s: %.1f s\n", spec.paths[p].name.c_str(),
                        pipeline->ColdHoldMs(p) / 1000);
     }
+    const model::WakeAhead& ahead = spec.scale_to_zero->wake_ahead;
+    if (ahead.confirmations > 0) {
+      out << StrFormat(
+          "  spec.scaleToZero.wakeAhead: a sleeping path wakes ahead of load that returned at "
+          "this time (within %g s) in each of the last %d periods of %g s, its wake time plus "
+          "that ahead\n",
+          ahead.ToleranceSeconds(), ahead.confirmations, ahead.period_seconds);
+    }
   }
   // Fitted profiles are where a user's data meets the model: show how well it fits.
   for (size_t t = 0; t < spec.tasks.size(); ++t) {

@@ -243,6 +243,10 @@ struct WakeAhead {
   double period_seconds = 86400;
   int confirmations = 2;
 
+  // How far from this time of the period a return still counts as the same one: a twentieth of
+  // the period, at most 10 minutes (a daily pattern's morning varies by minutes, not hours).
+  double ToleranceSeconds() const { return period_seconds / 20 < 600 ? period_seconds / 20 : 600; }
+
   bool operator==(const WakeAhead&) const = default;
 };
 

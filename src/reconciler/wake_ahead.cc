@@ -5,15 +5,11 @@
 
 namespace pipescale::reconciler {
 
-double WakeToleranceSeconds(const model::WakeAhead& rule) {
-  return std::min(600.0, rule.period_seconds / 20);
-}
-
 std::optional<model::WakeForecast> ForecastReturn(const std::vector<model::LoadReturn>& returns,
                                                   const model::WakeAhead& rule, double lead_seconds,
                                                   double now) {
   if (rule.confirmations <= 0) return std::nullopt;
-  const double tolerance = WakeToleranceSeconds(rule);
+  const double tolerance = rule.ToleranceSeconds();
   const double expected = now + lead_seconds;
   model::WakeForecast out{.until = expected};
   for (int k = 1; k <= rule.confirmations; ++k) {
@@ -31,7 +27,7 @@ std::optional<model::WakeForecast> ForecastReturn(const std::vector<model::LoadR
 }
 
 void NoteReturn(std::vector<model::LoadReturn>& returns, const model::WakeAhead& rule, double now) {
-  const double oldest = now - rule.confirmations * rule.period_seconds - WakeToleranceSeconds(rule);
+  const double oldest = now - rule.confirmations * rule.period_seconds - rule.ToleranceSeconds();
   std::erase_if(returns, [&](const model::LoadReturn& r) { return r.at < oldest || r.at > now; });
   returns.push_back({.at = now});
   if (returns.size() > kMaxReturns) {

@@ -12,10 +12,6 @@
 
 namespace pipescale::reconciler {
 
-// How far from this time of the period a return still counts as the same one: a twentieth of
-// the period, at most 10 minutes (a daily pattern's morning varies by minutes, not hours).
-double WakeToleranceSeconds(const model::WakeAhead& rule);
-
 // The forecast for a sleeping path whose wake takes `lead_seconds`, at `now` (unix seconds): a
 // wake when, for every k from 1 to the rule's confirmations, a return lies within the tolerance
 // of `now + lead_seconds` k periods ago. It lasts until the latest of those returns a period on

@@ -19,7 +19,7 @@ const model::WakeAhead kDaily{.period_seconds = kDay, .confirmations = 2};
 TEST(WakeAhead, WakesItsLeadAndToleranceAheadOfLoadThatReturnedOnEachOfTheLastDays) {
   const std::vector<model::LoadReturn> returns = {{.at = kEight + kDay, .rate_rps = 3},
                                                   {.at = kEight + 2 * kDay + 60, .rate_rps = 5}};
-  const double tolerance = WakeToleranceSeconds(kDaily);
+  const double tolerance = kDaily.ToleranceSeconds();
   EXPECT_EQ(tolerance, 600);
   const double lead = 32;
   // Day 3: the earliest moment both days' returns lie within the tolerance of now + lead.
@@ -43,7 +43,7 @@ TEST(WakeAhead, WakesItsLeadAndToleranceAheadOfLoadThatReturnedOnEachOfTheLastDa
 TEST(WakeAhead, AForecastStandsOnEveryPeriodOfItsConfirmationsOnRandomHistories) {
   std::mt19937 rng(48);
   const model::WakeAhead rule{.period_seconds = 1200, .confirmations = 3};
-  const double tolerance = WakeToleranceSeconds(rule);
+  const double tolerance = rule.ToleranceSeconds();
   int forecasts = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     std::vector<model::LoadReturn> returns;
@@ -101,7 +101,7 @@ TEST(WakeAhead, ThroughTheSleepRuleAWrongForecastIsNeverKeptNorRepeated) {
   p.spec.scale_to_zero = model::ScaleToZero{
       .after_idle_seconds = 60, .wake_ahead = {.period_seconds = 1200, .confirmations = 2}};
   const double lead = p.WakeSeconds(0);
-  const double tolerance = WakeToleranceSeconds(p.spec.scale_to_zero->wake_ahead);
+  const double tolerance = p.spec.scale_to_zero->wake_ahead.ToleranceSeconds();
   const auto busy = [](double t) {
     const double in = std::fmod(t, 1200);
     const int period = static_cast<int>(t / 1200);
