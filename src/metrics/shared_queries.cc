@@ -8,7 +8,8 @@ template <class T, class Ask>
 Result<std::vector<T>> SharedQueries::Shared(Answers<T>& answers, const std::string& key,
                                              const std::string& range, const Ask& ask,
                                              const std::string& namespace_name,
-                                             const std::string& name) {
+                                             const std::string& name,
+                                             std::chrono::milliseconds max_age) {
   std::shared_ptr<Answer<T>> answer;
   {
     std::lock_guard lock(mu_);
@@ -21,7 +22,7 @@ Result<std::vector<T>> SharedQueries::Shared(Answers<T>& answers, const std::str
   {
     std::lock_guard fetching(answer->fetching);
     const auto now = std::chrono::steady_clock::now();
-    if (!answer->series || now - answer->at >= max_age_ || answer->range != range) {
+    if (!answer->series || now - answer->at >= max_age || answer->range != range) {
       ++sent_;
       Result<std::vector<T>> got = ask();
       if (got) {
@@ -47,10 +48,11 @@ Result<std::vector<T>> SharedQueries::Shared(Answers<T>& answers, const std::str
 Result<std::vector<Sample>> SharedQueries::Read(const PrometheusClient& prometheus,
                                                 const std::string& query,
                                                 const std::string& namespace_name,
-                                                const std::string& name) {
+                                                const std::string& name,
+                                                std::optional<std::chrono::milliseconds> max_age) {
   return Shared(
       instant_, prometheus.base_url() + "\n" + query, "", [&] { return prometheus.Query(query); },
-      namespace_name, name);
+      namespace_name, name, max_age.value_or(max_age_));
 }
 
 Result<std::vector<Series>> SharedQueries::ReadRange(const PrometheusClient& prometheus,
@@ -63,7 +65,8 @@ Result<std::vector<Series>> SharedQueries::ReadRange(const PrometheusClient& pro
   std::snprintf(range, sizeof range, "%.3f,%.3f", start, end);
   return Shared(
       ranges_, prometheus.base_url() + "\n" + query + shape, range,
-      [&] { return prometheus.QueryRange(query, start, end, step); }, namespace_name, name);
+      [&] { return prometheus.QueryRange(query, start, end, step); }, namespace_name, name,
+      max_age_);
 }
 
 }  // namespace pipescale::metrics

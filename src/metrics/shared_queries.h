@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,9 +25,11 @@ class SharedQueries {
   // The series of pipeline `namespace_name`/`name` in the answer to `query`, a query grouped by
   // (namespace, pipeline, ...): sent when no answer younger than max_age is kept. A failure is
   // kept as long, so a Prometheus that is down is asked once, not once per pipeline. Callers
-  // asking for the same query at once wait for one answer. Thread-safe.
+  // asking for the same query at once wait for one answer. `max_age`, when given, replaces
+  // max_age for this query. Thread-safe.
   Result<std::vector<Sample>> Read(const PrometheusClient& prometheus, const std::string& query,
-                                   const std::string& namespace_name, const std::string& name);
+                                   const std::string& namespace_name, const std::string& name,
+                                   std::optional<std::chrono::milliseconds> max_age = {});
 
   // The same for a range query over [start, end] every `step` seconds: pipelines that ask for
   // the same range (a leader rebuilding every pipeline's memory, on a grid of the interval)
@@ -57,7 +60,8 @@ class SharedQueries {
   template <class T, class Ask>
   Result<std::vector<T>> Shared(Answers<T>& answers, const std::string& key,
                                 const std::string& range, const Ask& ask,
-                                const std::string& namespace_name, const std::string& name);
+                                const std::string& namespace_name, const std::string& name,
+                                std::chrono::milliseconds max_age);
 
   const std::chrono::milliseconds max_age_;
   std::mutex mu_;  // guards the maps, not the answers

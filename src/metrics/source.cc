@@ -1,7 +1,9 @@
 #include "metrics/source.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "model/limits.h"
 #include "optimizer/registry.h"
@@ -16,7 +18,13 @@ namespace {
 struct DefaultQuery {
   const char* text;
   bool per_path = false;
+  // How old a shared answer may be, when not SharedQueries' own max age (-1).
+  double max_age_seconds = -1;
 };
+
+// Requests held at the door wait for the wake that reading them starts: a shared answer at most
+// this old, so the wake waits on the routers' scrape, not on the other pipelines' looks.
+constexpr double kDoorMaxAgeSeconds = 0.25;
 
 const std::map<std::string, DefaultQuery>& Defaults() {
   static const std::map<std::string, DefaultQuery> kQueries = {
@@ -50,7 +58,8 @@ const std::map<std::string, DefaultQuery>& Defaults() {
       // Requests held at the router's door for a task without a Ready pod, by path ("" for those
       // naming none): what wakes a pipeline at zero (spec.scaleToZero).
       {"doorWaiting",
-       {R"(sum by ({{by}}path) (pipescale_router_door_waiting_requests{{{selector}}}))"}},
+       {R"(sum by ({{by}}path) (pipescale_router_door_waiting_requests{{{selector}}}))", false,
+        kDoorMaxAgeSeconds}},
       {"routerBatchRows",
        {R"(sum by ({{by}}task) (rate(pipescale_router_batch_rows_sum{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_batch_rows_count{{{selector}}}[1m])))"}},
       {"routerVariantRate",
@@ -151,8 +160,11 @@ class Reader {
       if (!samples) return Named(name, samples.error());
       return samples;
     }
-    auto all = shared_->Read(prometheus_, Render(AllPipelinesQuery(name), values),
-                             pipeline_.namespace_name, pipeline_.name);
+    const double age = Defaults().at(name).max_age_seconds;
+    auto all = shared_->Read(
+        prometheus_, Render(AllPipelinesQuery(name), values), pipeline_.namespace_name,
+        pipeline_.name,
+        age < 0 ? std::nullopt : std::optional(std::chrono::milliseconds(std::lround(1000 * age))));
     if (!all) return Named(name, all.error());
     const auto path = values.find("path");
     if (path == values.end()) return all;

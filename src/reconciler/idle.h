@@ -15,9 +15,10 @@
 
 namespace pipescale::reconciler {
 
-// Looks this often while a path sleeps: its first request should wake it within a scrape or two,
-// not an interval, since the request waits at the door for the whole wake.
-inline constexpr double kSleepingLookSeconds = 1;
+// Looks this often while a path sleeps: its first request should wake it within a scrape, not an
+// interval, since the request waits at the door for the whole wake. The door's count is read at
+// most 250 ms old (metrics/source.cc), so a look costs the routers' scrape and half a second.
+inline constexpr double kSleepingLookSeconds = 0.5;
 
 // What one decision hands the next about sleep (status.memory keeps it through a restart).
 struct SleepMemory {

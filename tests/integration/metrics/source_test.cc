@@ -167,6 +167,26 @@ TEST(MetricsSource, ManyPipelinesShareOneQueryPerMetric) {
   EXPECT_EQ(all.queries_sent(), one.queries_sent());
 }
 
+// The door's count is what a wake waits on: its shared answer is asked again once it is 250 ms
+// old, while the other default queries are kept for the shared max age.
+TEST(MetricsSource, TheDoorsCountIsReadFreshWhereTheOtherQueriesAreShared) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  model::Pipeline pipeline = ThreePaths("door-fresh");
+  pipeline.spec.router = model::RouterSpec{};
+  pipeline.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = 60};
+  SharedQueries shared(60s);
+  ASSERT_TRUE(ReadSnapshot(prometheus, pipeline, &shared).ok());
+  const long first = shared.queries_sent();
+  ASSERT_TRUE(ReadSnapshot(prometheus, pipeline, &shared).ok());
+  std::this_thread::sleep_for(300ms);  // the age under test, not a wait for a condition
+  ASSERT_TRUE(ReadSnapshot(prometheus, pipeline, &shared).ok());
+  // At most one more for the read at once (it may land past 250 ms on a slow machine), exactly
+  // one for the read 300 ms on.
+  EXPECT_GE(shared.queries_sent(), first + 1);
+  EXPECT_LE(shared.queries_sent(), first + 2);
+}
+
 // A leader rebuilding the memory of many pipelines: each reads its own rate history, from one
 // all-pipelines range query when read within one interval's grid step of the others, the same
 // points it would read alone (their rates differ twofold: another's series would fail this).
