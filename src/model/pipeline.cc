@@ -70,13 +70,15 @@ double Pipeline::ColdHoldMs(size_t path) const {
 }
 
 double Pipeline::WakeSeconds(size_t path) const {
+  const auto on_path = [&](const Task& task) {
+    if (path >= spec.paths.size()) return true;  // every task's
+    const std::vector<std::string>& tasks = spec.paths[path].tasks;
+    return std::ranges::find(tasks, task.name) != tasks.end();
+  };
   double startup = 0;
-  for (size_t t = 0; t < spec.tasks.size(); ++t) {
-    if (path < spec.paths.size() && std::ranges::find(spec.paths[path].tasks, spec.tasks[t].name) ==
-                                        spec.paths[path].tasks.end()) {
-      continue;
-    }
-    for (const Variant& v : spec.tasks[t].variants) {
+  for (const Task& task : spec.tasks) {
+    if (!on_path(task)) continue;
+    for (const Variant& v : task.variants) {
       for (const Profile& p : v.profiles) {
         if (const int c = HardwareClassIndex(p.hardware_class); c >= 0) {
           startup = std::max(startup, spec.hardware_classes[c].startup_seconds);
