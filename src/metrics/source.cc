@@ -18,13 +18,13 @@ namespace {
 struct DefaultQuery {
   const char* text;
   bool per_path = false;
-  // How old a shared answer may be, when not SharedQueries' own max age (-1).
-  double max_age_seconds = -1;
+  // How old a shared answer may be, when not SharedQueries' own max age.
+  std::optional<std::chrono::milliseconds> max_age;
 };
 
 // Requests held at the door wait for the wake that reading them starts: a shared answer at most
 // this old, so the wake waits on the routers' scrape, not on the other pipelines' looks.
-constexpr double kDoorMaxAgeSeconds = 0.25;
+constexpr std::chrono::milliseconds kDoorMaxAge(250);
 
 const std::map<std::string, DefaultQuery>& Defaults() {
   static const std::map<std::string, DefaultQuery> kQueries = {
@@ -59,7 +59,7 @@ const std::map<std::string, DefaultQuery>& Defaults() {
       // naming none): what wakes a pipeline at zero (spec.scaleToZero).
       {"doorWaiting",
        {R"(sum by ({{by}}path) (pipescale_router_door_waiting_requests{{{selector}}}))", false,
-        kDoorMaxAgeSeconds}},
+        kDoorMaxAge}},
       {"routerBatchRows",
        {R"(sum by ({{by}}task) (rate(pipescale_router_batch_rows_sum{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_batch_rows_count{{{selector}}}[1m])))"}},
       {"routerVariantRate",
@@ -160,11 +160,8 @@ class Reader {
       if (!samples) return Named(name, samples.error());
       return samples;
     }
-    const double age = Defaults().at(name).max_age_seconds;
-    auto all = shared_->Read(
-        prometheus_, Render(AllPipelinesQuery(name), values), pipeline_.namespace_name,
-        pipeline_.name,
-        age < 0 ? std::nullopt : std::optional(std::chrono::milliseconds(std::lround(1000 * age))));
+    auto all = shared_->Read(prometheus_, Render(AllPipelinesQuery(name), values),
+                             pipeline_.namespace_name, pipeline_.name, Defaults().at(name).max_age);
     if (!all) return Named(name, all.error());
     const auto path = values.find("path");
     if (path == values.end()) return all;
