@@ -13,6 +13,15 @@ cli=${1:-$root/build}/src/cli/pipescale
 work=$(mktemp -d "${TMPDIR:-/tmp}/stz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 code=$root/bench/traces/azure-llm-code.csv
+# The line of a run whose JSON report is on stdin: NAME VARIANT SEED and the columns above.
+line() {
+  jq -r --arg n "$1" --arg i "$2" --arg s "$3" '
+    [$n, $i, $s] + [.policies[] | .policy,
+      (.replicaHours | add | . * 100 | round / 100), (.totalCost * 1000 | round / 1000),
+      ([.paths[] | .cold // 0] | add), ([.paths[] | .coldP99Ms // 0] | max | round),
+      ([.paths[] | .warmSloAttainment // .sloAttainment] | min * 1000 | round / 10),
+      ([.paths[] | .sent - .answered] | add)] | @tsv'
+}
 for idle in 60 300; do
   sed -e '/^  minRate:/d' -e "s/^  router: {}.*/  router: {}\n  scaleToZero: {afterIdleSeconds: $idle}/" \
     "$root/deploy/examples/fa2-gpu.yaml" >"$work/fa2-$idle.yaml"
@@ -22,13 +31,7 @@ for idle in 60 300; do
     for seed in 1 7 42; do
       # shellcheck disable=SC2086
       "$cli" simulate --progress none -f "$work/fa2-$idle.yaml" $args --seed "$seed" \
-        --policy fa2,always-warm -o json |
-        jq -r --arg n "$name" --arg i "$idle" --arg s "$seed" '
-          [$n, $i, $s] + [.policies[] | .policy,
-            (.replicaHours | add | . * 100 | round / 100), (.totalCost * 1000 | round / 1000),
-            ([.paths[] | .cold // 0] | add), ([.paths[] | .coldP99Ms // 0] | max | round),
-            ([.paths[] | .warmSloAttainment // .sloAttainment] | min * 1000 | round / 10),
-            ([.paths[] | .sent - .answered] | add)] | @tsv'
+        --policy fa2,always-warm -o json | line "$name" "$idle" "$seed"
     done
   done <<EOT
 gap|--trace 8:120,0:900,8:120
@@ -45,12 +48,6 @@ for confirmations in 2 0; do
     "$root/deploy/examples/fa2-gpu.yaml" >"$work/fa2-ahead-$confirmations.yaml"
   for seed in 1 7 42; do
     "$cli" simulate --progress none -f "$work/fa2-ahead-$confirmations.yaml" --trace "$periodic" \
-      --seed "$seed" --policy fa2,always-warm -o json |
-      jq -r --arg n "periodic" --arg i "ahead-$confirmations" --arg s "$seed" '
-        [$n, $i, $s] + [.policies[] | .policy,
-          (.replicaHours | add | . * 100 | round / 100), (.totalCost * 1000 | round / 1000),
-          ([.paths[] | .cold // 0] | add), ([.paths[] | .coldP99Ms // 0] | max | round),
-          ([.paths[] | .warmSloAttainment // .sloAttainment] | min * 1000 | round / 10),
-          ([.paths[] | .sent - .answered] | add)] | @tsv'
+      --seed "$seed" --policy fa2,always-warm -o json | line periodic "ahead-$confirmations" "$seed"
   done
 done
