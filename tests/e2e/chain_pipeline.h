@@ -11,6 +11,22 @@
 
 namespace pipescale::testing {
 
+// The chain's tasks and path, as spec lines: detect -> classify on the class `cpu`, path p.
+inline constexpr const char* kChainTasks = R"(  tasks:
+    - name: detect
+      next: [{task: classify}]
+      variants:
+        - name: small
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
+    - name: classify
+      variants:
+        - name: tiny
+          batchSize: {max: 8}
+          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
+  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
+)";
+
 // The pipeline `name` in `ns`, read from `prometheus`; `class_fields` go into the hardware class
 // (", startupSeconds: 2"), `spec_lines` into the spec (each line indented two spaces).
 inline std::string ChainPipeline(const std::string& name, const std::string& ns,
@@ -24,22 +40,8 @@ inline std::string ChainPipeline(const std::string& name, const std::string& ns,
          "spec:\n"
          "  interval: 2s\n"
          "  router: {}\n" +
-         spec_lines + "  hardwareClasses: [{name: cpu, costPerHour: 0.1" + class_fields +
-         "}]\n"
-         R"(  tasks:
-    - name: detect
-      next: [{task: classify}]
-      variants:
-        - name: small
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
-    - name: classify
-      variants:
-        - name: tiny
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-  metrics:
+         spec_lines + "  hardwareClasses: [{name: cpu, costPerHour: 0.1" + class_fields + "}]\n" +
+         kChainTasks + R"(  metrics:
     prometheusURL: )" +
          prometheus + R"(
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'

@@ -14,12 +14,12 @@
 
 #include "api/document.h"
 #include "api/nodes_file.h"
+#include "e2e/chain_pipeline.h"
 #include "gym/simulation.h"
 #include "gym/validate.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "kube/client.h"
-#include "support/text.h"
 
 namespace pipescale {
 namespace {
@@ -27,35 +27,26 @@ namespace {
 using nlohmann::json;
 using testing::LocalEnv;
 using testing::Process;
-using testing::ReplaceFirst;
 using namespace std::chrono_literals;
 
 // Default metrics queries (the simulator reads what they would), a 5 s interval and a scale-down
 // window short enough that the run sees the plan follow the load both ways.
-constexpr const char* kPipeline = R"(apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: gym, namespace: NAMESPACE}
-spec:
-  interval: 5s
-  minRate: 10
-  router: {}
-  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 3}]
-  tasks:
-    - name: detect
-      next: [{task: classify}]
-      variants:
-        - name: small
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 10, c: 30}}}]
-    - name: classify
-      variants:
-        - name: tiny
-          batchSize: {max: 8}
-          profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-  behavior: {scaleDown: {stabilizationWindowSeconds: 20}}
-  metrics: {prometheusURL: PROMETHEUS}
-)";
+std::string Pipeline(const std::string& ns, const std::string& prometheus) {
+  return "apiVersion: pipescale.io/v1alpha1\n"
+         "kind: InferencePipeline\n"
+         "metadata: {name: gym, namespace: " +
+         ns +
+         "}\n"
+         "spec:\n"
+         "  interval: 5s\n"
+         "  minRate: 10\n"
+         "  router: {}\n"
+         "  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 3}]\n" +
+         std::string(testing::kChainTasks) +
+         "  behavior: {scaleDown: {stabilizationWindowSeconds: 20}}\n"
+         "  metrics: {prometheusURL: " +
+         prometheus + "}\n";
+}
 constexpr const char* kTrace = "10:40,120:60,10:40";
 
 std::string Kubectl(const LocalEnv& env, const std::string& args) {
@@ -84,14 +75,10 @@ TEST(GymValidation, TheSimulatorAgreesWithTheClusterInABox) {
   const std::string ns = env.FreshNamespace(client);
   const std::string dir = ::testing::TempDir() + "/gym-" + ns;
   std::filesystem::create_directories(dir);
-  const std::string yaml = ReplaceFirst(ReplaceFirst(kPipeline, "NAMESPACE", ns), "PROMETHEUS",
-                                        env.Var("PIPESCALE_PROMETHEUS"));
+  const std::string yaml = Pipeline(ns, env.Var("PIPESCALE_PROMETHEUS"));
   std::ofstream(dir + "/pipeline.yaml") << yaml;
 
-  Process op(
-      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
-       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
-      dir + "/operator.log");
+  Process op = testing::StartOperator(env, ns, dir);
   ASSERT_EQ(std::system(Kubectl(env, "apply -f " + dir + "/pipeline.yaml").c_str()), 0);
   // As hack/run.sh: the clients start once the router says every task has a Ready pod.
   Process load(
