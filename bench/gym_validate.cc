@@ -1,14 +1,13 @@
 // pipescale simulate against the cluster in a box: reads a hack/run.sh run (the load generator's
 // report and the Ready-replicas timeline in its directory), simulates the same pipeline, trace,
-// seed and nodes file, and prints how they agree (src/gym/validate.h), as a Markdown table.
+// requests and nodes file, and prints how they agree (src/gym/validate.h), as a Markdown table.
 //
 //   gym_validate -f PIPELINE.yaml --trace SPEC --nodes FILE --box DIR [--seeds 8]
-// The simulated side is the mean of --seeds runs (seeds 1..N).
+// The simulated side is the mean of --seeds runs of the requests the box's clients sent (the seed
+// in its report), each under another draw of the world's chance (gym::SimulateBox).
 // Exit 0 when every figure is within the tolerance, 1 when one is not, 2 for bad input.
 #include <iostream>
-#include <limits>
 #include <map>
-#include <tuple>
 
 #include "api/document.h"
 #include "api/nodes_file.h"
@@ -29,7 +28,6 @@ std::string Read(const std::string& file) {
 
 // The numeric flags, checked before anything is read: seeds and the round trip's parts in ms.
 struct Numbers {
-  unsigned seed = 42;
   unsigned seeds = 8;
   double overhead_ms = 2, to_pod_ms = 0, from_pod_ms = 0;
 };
@@ -38,13 +36,9 @@ Result<Numbers> ReadNumbers(const std::map<std::string, std::string>& flags) {
   Numbers n;
   constexpr unsigned kMaxSeeds = 1000;
   constexpr double kMaxMs = 60000;
-  for (const auto& [name, value, min, max] :
-       {std::tuple{"--seed", &n.seed, 0U, std::numeric_limits<unsigned>::max()},
-        std::tuple{"--seeds", &n.seeds, 1U, kMaxSeeds}}) {
-    auto parsed = ParseInteger(name, flags.at(name), min, max);
-    if (!parsed) return parsed.error();
-    *value = *parsed;
-  }
+  auto seeds = ParseInteger("--seeds", flags.at("--seeds"), 1U, kMaxSeeds);
+  if (!seeds) return seeds.error();
+  n.seeds = *seeds;
   for (const auto& [name, value] :
        {std::pair{"--overhead-ms", &n.overhead_ms}, std::pair{"--to-pod-ms", &n.to_pod_ms},
         std::pair{"--from-pod-ms", &n.from_pod_ms}}) {
@@ -62,10 +56,6 @@ int Main(const std::map<std::string, std::string>& flags, const Numbers& numbers
                              Read(flags.at("--box") + "/timeline.csv"));
   if (!box) return std::cerr << box.error().message << "\n", 2;
   gym::Options options;
-  options.seed = numbers.seed;
-  auto trace = trace::ParseTrace(flags.at("--trace"), options.seed);
-  if (!trace) return std::cerr << trace.error().message << "\n", 2;
-  options.trace = *trace;
   options.interval_row_s = 5;  // hack/run.sh samples every 5 s
   // Where the round trip falls (gym::Options): to weigh the simulator's model of it.
   options.call_overhead_ms = numbers.overhead_ms;
@@ -76,17 +66,10 @@ int Main(const std::map<std::string, std::string>& flags, const Numbers& numbers
     if (!nodes) return std::cerr << nodes.error().message << "\n", 2;
     options.nodes = *nodes;
   }
-  // The simulator's mean over seeds: the box is one sample of its own.
-  std::vector<gym::PolicyReport> runs;
-  for (unsigned seed = 1; seed <= numbers.seeds; ++seed) {
-    options.seed = seed;
-    auto trace_for_seed = trace::ParseTrace(flags.at("--trace"), seed);
-    if (trace_for_seed) options.trace = *trace_for_seed;
-    auto sim = gym::Simulate(*pipeline, options);
-    if (!sim) return std::cerr << sim.error().message << "\n", 2;
-    runs.push_back(std::move(*sim));
-  }
-  const auto agreements = gym::Compare(*box, runs);
+  auto runs = gym::SimulateBox(*pipeline, *box, flags.at("--trace"), options,
+                               static_cast<int>(numbers.seeds));
+  if (!runs) return std::cerr << runs.error().message << "\n", 2;
+  const auto agreements = gym::Compare(*box, *runs);
   std::cout << gym::RenderAgreement(agreements);
   for (const gym::Agreement& a : agreements) {
     if (!a.within) return 1;
@@ -97,15 +80,10 @@ int Main(const std::map<std::string, std::string>& flags, const Numbers& numbers
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = {{"-f", ""},
-                                              {"--trace", "8:60,27:90,8:90"},
-                                              {"--nodes", ""},
-                                              {"--box", ""},
-                                              {"--seed", "42"},
-                                              {"--seeds", "8"},
-                                              {"--overhead-ms", "2"},
-                                              {"--to-pod-ms", "0"},
-                                              {"--from-pod-ms", "0"}};
+  std::map<std::string, std::string> flags = {{"-f", ""},           {"--trace", "8:60,27:90,8:90"},
+                                              {"--nodes", ""},      {"--box", ""},
+                                              {"--seeds", "8"},     {"--overhead-ms", "2"},
+                                              {"--to-pod-ms", "0"}, {"--from-pod-ms", "0"}};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "unknown flag " << argv[i] << "\n";

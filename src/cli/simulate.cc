@@ -48,7 +48,9 @@ alone is the HPA controller's port on utilisation).
 --trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
 diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE; --scale multiplies its rates. --duration (90s, 10m, 24h) cuts or extends
 it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,
-room is unbounded. -o csv prints one row per policy and interval; --plot writes an SVG.
+room is unbounded. --seed N (default 42) sends the requests pipescale-loadgen --seed N sends:
+every policy meets the same ones. -o csv prints one row per policy and interval; --plot writes
+an SVG.
 )";
 
 // "90s", "10m", "24h" or a number of seconds, the number as strictly as every flag's

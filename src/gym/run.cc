@@ -18,6 +18,15 @@
 namespace pipescale::gym::engine {
 namespace {
 
+// The world's stream of chance, apart from the clients' (trace::ArrivalStream draws theirs from
+// the seed itself): a run's requests are the same whatever its world draws.
+std::mt19937_64 WorldRng(const Options& o) {
+  const std::uint64_t seed = o.world_seed.value_or(o.seed);
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                    0x5eedu};
+  return std::mt19937_64(seq);
+}
+
 constexpr double kEpoch = 1.8e9;  // the unix time the run starts at
 // hack/run.sh waits up to 180 s for the planned pods, then the load generator up to 120 s for a
 // Ready pod per task.
@@ -41,7 +50,7 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
     : pipeline(std::move(p)),
       object(std::move(o)),
       options(opts),
-      rng(opts.seed),
+      rng(WorldRng(opts)),
       nodes(opts.nodes) {
   graph = std::make_unique<routing::Graph>(pipeline);
   for (const nlohmann::json& n : nodes) node_free.push_back(Allocatable(n));
@@ -60,8 +69,9 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
   interval_paths.resize(pipeline.spec.paths.size() + 1);
   all_ok_ms.resize(pipeline.spec.paths.size() + 1);
   cold_ok_ms.resize(pipeline.spec.paths.size() + 1);
-  for (const model::Path& path : pipeline.spec.paths) path_weight_total += path.weight;
-  for (const model::QuerySize& q : pipeline.spec.query_sizes) size_weight_total += q.weight;
+  // The clients' requests as pipescale-loadgen draws them for the seed; their own stream, so
+  // every policy of a run meets the same requests whatever the world draws.
+  arrivals.emplace(options.trace, trace::ClientMix(pipeline), options.seed);
   const nlohmann::json& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
   pipeline_key = meta.value("namespace", "default") + "/" + meta.value("name", "");
   // Its own stream: the arrivals and picks of a seed stay as they were.
@@ -74,52 +84,9 @@ void World::At(double at_ms, EventKind kind, std::int64_t a, std::int64_t b) {
 }
 
 void World::ScheduleArrival() {
-  const trace::Trace& t = options.trace;
-  double at_s = 0;
-  if (!t.arrivals.empty()) {
-    if (arrival_index >= t.arrivals.size()) return;
-    at_s = t.arrivals[arrival_index++];
-  } else {
-    // Poisson at each step's rate: an exponential gap, carried over into the next step by the
-    // memorylessness of the process (what is left of a gap restarts at the next rate).
-    while (step_index < t.steps.size()) {
-      const trace::Step& step = t.steps[step_index];
-      const double end = step_start_s + step.seconds;
-      if (step.rps > 0) {
-        std::exponential_distribution<double> gap(step.rps);
-        const double next = trace_clock_s + gap(rng);
-        if (next < end) {
-          trace_clock_s = next;
-          break;
-        }
-      }
-      trace_clock_s = end;
-      step_start_s = end;
-      ++step_index;
-    }
-    if (step_index >= t.steps.size()) return;
-    at_s = trace_clock_s;
+  if (const auto a = arrivals->Next()) {
+    At(trace_start_ms + 1000 * a->at_s, EventKind::kArrival, a->path, a->rows);
   }
-  // The path by the paths' weights, the size by spec.querySizes, as pipescale-loadgen draws.
-  std::uniform_real_distribution<double> u(0, 1);
-  int path = -1;
-  if (!pipeline.spec.paths.empty()) {
-    double x = u(rng) * path_weight_total;
-    path = 0;
-    for (size_t i = 0; i < pipeline.spec.paths.size(); ++i) {
-      path = static_cast<int>(i);
-      if ((x -= pipeline.spec.paths[i].weight) < 0) break;
-    }
-  }
-  int rows = 1;
-  if (!pipeline.spec.query_sizes.empty()) {
-    double x = u(rng) * size_weight_total;
-    for (const model::QuerySize& q : pipeline.spec.query_sizes) {
-      rows = q.size;
-      if ((x -= q.weight) < 0) break;
-    }
-  }
-  At(trace_start_ms + 1000 * at_s, EventKind::kArrival, path, rows);
 }
 
 void World::OperatorStep() {

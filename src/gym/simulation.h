@@ -37,14 +37,18 @@ struct Options {
   trace::Trace trace;
   double seconds = 0;  // simulated; 0: the trace's length
   double RunSeconds() const { return seconds > 0 ? seconds : trace.Seconds(); }
-  unsigned seed = 42;
+  // The clients' requests are pipescale-loadgen's for this seed (trace/arrivals.h): the same
+  // requests on the cluster and here. The rest of the run's chance (start-ups, picks among equal
+  // pods, objects found) is drawn from `world_seed` where given, else from the seed too.
+  std::uint64_t seed = 42;
+  std::optional<std::uint64_t> world_seed;
   std::vector<nlohmann::json> nodes;  // Node objects (api::ParseNodesFile); none: unbounded room
-  // Scheduling, image and container start before a pod's class startupSeconds begin: what the
-  // cluster in a box adds (its node agent's poll and the readiness probe's period).
-  double pod_start_overhead_s = 1.5;
-  // And then a uniform share of this many seconds, each pod its own: on the box the pods of one
-  // scale-out turn Ready over a few seconds, not at once.
-  double pod_start_spread_s = 3;
+  // What a scaled-out pod takes past its class's startupSeconds to turn Ready for the router:
+  // the ReplicaSet's create, the scheduler's bind, the node agent's start, the first readiness
+  // probe to pass (1 s period). The cluster in a box measures 0.39-0.69 s, mean 0.55
+  // (bench/pod-start.sh): this much, and then a uniform share of the spread, each pod its own.
+  double pod_start_overhead_s = 0.4;
+  double pod_start_spread_s = 0.3;
   // What a call takes past its batch's d(b): the HTTP round trip and the server's timer overshoot,
   // measured at 1-3 ms on this machine (tests/integration/router/batch_service_test.cc prints it).
   // Counted in the pod's time, as a longer batch.

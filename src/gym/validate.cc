@@ -126,8 +126,31 @@ Result<BoxRun> ReadBoxRun(const std::string& loadgen_json, const std::string& ti
     if (!path) return path.error();
     run.paths[name] = std::move(*path);
   }
+  if (report.contains("seed")) {
+    if (!report["seed"].is_number_unsigned()) {
+      return Error{ErrorKind::kInvalid, "the load generator's report: seed is a whole number >= 0"};
+    }
+    run.seed = report["seed"].get<std::uint64_t>();
+  }
   if (Status s = ReadTimeline(timeline_csv, run); !s) return s.error();
   return run;
+}
+
+Result<std::vector<PolicyReport>> SimulateBox(const nlohmann::json& pipeline_object,
+                                              const BoxRun& box, const std::string& trace_spec,
+                                              Options options, int runs) {
+  options.seed = box.seed;
+  auto trace = trace::ParseTrace(trace_spec, box.seed);
+  if (!trace) return trace.error();
+  options.trace = std::move(*trace);
+  std::vector<PolicyReport> out;
+  for (int world = 1; world <= runs; ++world) {
+    options.world_seed = static_cast<std::uint64_t>(world);
+    auto sim = Simulate(pipeline_object, options);
+    if (!sim) return sim.error();
+    out.push_back(std::move(*sim));
+  }
+  return out;
 }
 
 std::vector<Agreement> Compare(const BoxRun& box, const std::vector<PolicyReport>& runs,

@@ -3,23 +3,29 @@
 // and trace compares on what the clients and the bill see (issue: within 10%).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "gym/report.h"
+#include "gym/simulation.h"
 
 namespace pipescale::gym {
 
 struct BoxRun {
+  // The seed of the requests the load generator sent (trace/arrivals.h); 42, its default, where
+  // the report does not say.
+  std::uint64_t seed = 42;
   std::map<std::string, PathOutcome> paths;  // by path, from the load generator's report
   // Ready replicas by task, sampled over the run: (seconds from the trace's start, by task).
   std::vector<std::pair<double, std::map<std::string, int>>> replicas;
 };
 
-// `loadgen_json`: pipescale-loadgen --report's text; `timeline_csv`: lines "seconds,task,ready"
-// after a header (hack/run.sh's timeline.csv). kInvalid names what does not parse.
+// `loadgen_json`: pipescale-loadgen --report's text (its paths and seed); `timeline_csv`: lines
+// "seconds,task,ready" after a header (hack/run.sh's timeline.csv). kInvalid names what does not
+// parse.
 Result<BoxRun> ReadBoxRun(const std::string& loadgen_json, const std::string& timeline_csv);
 
 struct Agreement {
@@ -30,6 +36,14 @@ struct Agreement {
   double noise = 0;       // a share's: two standard deviations of one run's, in points
   bool within = false;
 };
+
+// `runs` simulations of the box's run: the requests the box's clients sent (its seed, on
+// `trace_spec`), each under another draw of the world's chance (Options::world_seed 1..runs), on
+// `options`' nodes and round trip. The simulator and the box then meet the same requests, and
+// what differs is the system's. kInvalid for a trace that does not parse; the simulator's errors.
+Result<std::vector<PolicyReport>> SimulateBox(const nlohmann::json& pipeline_object,
+                                              const BoxRun& box, const std::string& trace_spec,
+                                              Options options, int runs);
 
 // Several simulations of one pipeline and trace (seeds) as one: per path the counts and p99
 // averaged, the interval rows' replicas averaged row by row. The box is one sample; the

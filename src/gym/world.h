@@ -13,6 +13,7 @@
 #include "gym/slab.h"
 #include "reconciler/capacity.h"
 #include "routing/walk.h"
+#include "trace/arrivals.h"
 
 namespace pipescale::gym::engine {
 
@@ -139,7 +140,7 @@ class World {
   model::Pipeline pipeline;
   nlohmann::json object;
   Options options;
-  std::mt19937_64 rng;
+  std::mt19937_64 rng;  // the world's chance (start-ups, picks, objects found), not the clients'
   double now_ms_ = 0, end_ms_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   std::uint64_t seq = 0;
@@ -170,7 +171,6 @@ class World {
   std::map<int, std::shared_ptr<routing::KairosQueue>> kairos_queues;  // kept across rebuilds
   std::optional<std::pair<optimizer::DataPlane, model::PoolPlan>> pool_plan;
   std::string data_plane_text;  // the ConfigMap's parts last read
-  double path_weight_total = 0, size_weight_total = 0;
   struct Batcher {
     int task = 0, variant = 0;
     std::unique_ptr<routing::BatchFormer> former;
@@ -226,9 +226,8 @@ class World {
   std::vector<PathOutcome> path_outcomes;    // by path + 1
   long arrivals_in_row = 0;
   double last_row_ms = 0;
-  double trace_start_ms = -1;  // when the first request may go (every task Ready)
-  size_t arrival_index = 0, step_index = 0;
-  double trace_clock_s = 0, step_start_s = 0;
+  double trace_start_ms = -1;                    // when the first request may go (every task Ready)
+  std::optional<trace::ArrivalStream> arrivals;  // pipescale-loadgen's for options.seed
   double accuracy_sum = 0, accuracy_count = 0;
 
  private:

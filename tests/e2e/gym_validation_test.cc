@@ -110,23 +110,20 @@ TEST(GymValidation, TheSimulatorAgreesWithTheClusterInABox) {
 
   auto nodes = api::ReadNodesFile(std::string(PIPESCALE_SOURCE_DIR) + "/hack/nodes.yaml");
   ASSERT_TRUE(nodes.ok()) << nodes.error().message;
-  std::vector<gym::PolicyReport> runs;
-  for (unsigned seed = 1; seed <= 4; ++seed) {
-    gym::Options options;
-    options.trace = *trace::ParseTrace(kTrace, seed);
-    options.seed = seed;
-    options.nodes = *nodes;
-    options.interval_row_s = 5;
-    auto sim = gym::Simulate(*api::ParseDocument(yaml), options);
-    ASSERT_TRUE(sim.ok()) << sim.error().message;
-    runs.push_back(std::move(*sim));
-  }
-  // Shares within 5 points, not validate.h's 1: in overload the simulator refuses 2-3 points more
-  // at the door than the box does (bench/README.md, "pipescale simulate against the box"), a gap
-  // still to explain; the test holds it from growing. p99 and the replicas within 15%, not 10%:
-  // the box's p99 is one short run's, and on a quiet CI machine it once came out 10.3% below
-  // the simulator's; the bench's full comparison (bench/gym-validation.sh) holds 10%.
-  const auto agreements = gym::Compare(*box, runs, gym::Tolerance{.relative = 0.15, .points = 5});
+  gym::Options options;
+  options.nodes = *nodes;
+  options.interval_row_s = 5;
+  auto runs = gym::SimulateBox(*api::ParseDocument(yaml), *box, kTrace, options, 4);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  // Shares within 3 points, not validate.h's 1: the box is one short run in overload, where its
+  // refusals come in bursts. With the box's own requests simulated and the pods' start measured
+  // (bench/pod-start.sh) one run put them 0.7 (within the SLO) and 1.7 (not 200) points apart;
+  // with other requests and a
+  // start 2.5 s too slow the simulator refused 2-5 points more (bench/README.md, "The door's
+  // bias was the clients' draw"). p99 and the replicas within 15%, not 10%: the box's p99 is one
+  // short run's (the simulator's has come out 10.3% and 11.0% above it); the
+  // bench's full comparison (bench/gym-validation.sh) holds 10%.
+  const auto agreements = gym::Compare(*box, *runs, gym::Tolerance{.relative = 0.15, .points = 3});
   const std::string table = gym::RenderAgreement(agreements);
   std::fprintf(stderr, "%s", table.c_str());
   ASSERT_GE(agreements.size(), 4u);

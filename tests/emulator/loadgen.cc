@@ -3,7 +3,8 @@
 // Poisson arrivals at the rates of a trace (trace.h) or at a CSV's exact times, naming each
 // request's execution path by the paths' weights (or leaving the path to the models), and
 // reports what it sent and measured: the achieved rate, per-path latency percentiles and SLO
-// attainment, as JSON. Each query's size is drawn from the pipeline's spec.querySizes.
+// attainment, as JSON. Each query's size is drawn from the pipeline's spec.querySizes. The
+// requests are trace/arrivals.h's for --seed: `pipescale simulate --seed` replays the same ones.
 //
 //   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
 //       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
@@ -21,7 +22,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -35,6 +35,7 @@
 #include "kube/informer.h"
 #include "router/upstream.h"
 #include "routing/endpoints.h"
+#include "trace/arrivals.h"
 #include "trace/trace.h"
 
 namespace {
@@ -163,7 +164,6 @@ class LoadGenerator {
         pipeline_(pipeline),
         trace_(std::move(trace)),
         routers_(flags, pipeline),
-        rng_(numbers.seed),
         timeout_(std::chrono::seconds(numbers.timeout_s)) {
     for (const model::Path& p : pipeline.spec.paths) stats_[p.name].slo_ms = p.slo_ms;
   }
@@ -179,6 +179,8 @@ class LoadGenerator {
     asio::co_spawn(context_, Start(), asio::detached);
     context_.run();
     json report = Report(stats_, sent_seconds_);
+    report["seed"] =
+        numbers_.seed;  // the requests' (trace/arrivals.h): a simulation can replay them
     report["phases"] = json::array();
     for (size_t i = 0; i < phases_.size() && i < trace_.steps.size(); ++i) {
       json phase = Report(phases_[i], trace_.steps[i].seconds);
@@ -189,30 +191,6 @@ class LoadGenerator {
   }
 
  private:
-  std::string PickPath() {
-    if (flags_.at("--mix") == "models" || pipeline_.spec.paths.empty()) return "";
-    double total = 0;
-    for (const model::Path& p : pipeline_.spec.paths) total += p.weight;
-    double pick = std::uniform_real_distribution<double>(0, total)(rng_);
-    for (const model::Path& p : pipeline_.spec.paths) {
-      if ((pick -= p.weight) < 0) return p.name;
-    }
-    return pipeline_.spec.paths.back().name;
-  }
-
-  // A query's size, drawn from the pipeline's spec.querySizes (1 when it lists none).
-  int PickRows() {
-    const auto& sizes = pipeline_.spec.query_sizes;
-    if (sizes.empty()) return 1;
-    double total = 0;
-    for (const model::QuerySize& q : sizes) total += q.weight;
-    double pick = std::uniform_real_distribution<double>(0, total)(rng_);
-    for (const model::QuerySize& q : sizes) {
-      if ((pick -= q.weight) < 0) return q.size;
-    }
-    return sizes.back().size;
-  }
-
   asio::awaitable<void> Start() {
     co_await WaitForModels();
     start_ = Clock::now();
@@ -240,43 +218,42 @@ class LoadGenerator {
     }
   }
 
+  // The requests trace::ArrivalStream draws for the seed: what `pipescale simulate --seed` replays.
   asio::awaitable<void> Arrivals() {
     asio::steady_timer timer(context_);
-    auto at = start_;
-    auto send = [&](Clock::time_point when) -> asio::awaitable<void> {
-      timer.expires_at(when);
+    trace::Mix mix = trace::ClientMix(pipeline_);
+    if (flags_.at("--mix") == "models") mix.path_weights.clear();
+    trace::ArrivalStream arrivals(trace_, std::move(mix), numbers_.seed);
+    int step = -1;  // the last step announced
+    auto announce = [&](int up_to) {
+      for (; step < up_to && step + 1 < static_cast<int>(trace_.steps.size()); ++step) {
+        const trace::Step& s = trace_.steps[step + 1];
+        std::cerr << "loadgen: " << s.rps << " requests/s for " << s.seconds << " s\n";
+      }
+    };
+    auto at = [&](double seconds) {
+      return start_ +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    };
+    while (const auto a = arrivals.Next()) {
+      announce(a->step);
+      timer.expires_at(at(a->at_s));
       co_await timer.async_wait(asio::use_awaitable);
       ++outstanding_;
       // Named values only: GCC 12 destroys a coroutine's prvalue argument twice.
-      std::string path = PickPath();
-      const int rows = PickRows();
-      asio::co_spawn(context_, Send(std::move(path), rows), asio::detached);
-    };
-    for (double s : trace_.arrivals) {
-      co_await send(start_ +
-                    std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
+      std::string path = a->path < 0 ? "" : pipeline_.spec.paths[a->path].name;
+      const int rows = a->rows;
+      const int phase = a->step;
+      asio::co_spawn(context_, Send(std::move(path), rows, phase), asio::detached);
     }
-    std::exponential_distribution<double> gap(1);
-    for (const trace::Step& step : trace_.steps) {
-      ++phase_;
-      std::cerr << "loadgen: " << step.rps << " requests/s for " << step.seconds << " s\n";
-      const auto end = at + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(step.seconds));
-      while (step.rps > 0) {
-        at += std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(gap(rng_) / step.rps));
-        if (at >= end) break;
-        co_await send(at);
-      }
-      at = end;
-    }
-    timer.expires_at(at);  // a quiet last step still lasts its time
+    announce(static_cast<int>(trace_.steps.size()));
+    timer.expires_at(at(trace_.Seconds()));  // a quiet last step still lasts its time
     co_await timer.async_wait(asio::use_awaitable);
     sent_seconds_ = trace_.Seconds();
   }
 
-  asio::awaitable<void> Send(std::string path, int rows) {
-    const int phase = phase_;
+  // `phase`: the trace's step it is sent in (-1: a CSV's times).
+  asio::awaitable<void> Send(std::string path, int rows, int phase) {
     const std::string router = routers_.Next();
     const auto sent = Clock::now();
     int code = 0;
@@ -316,7 +293,6 @@ class LoadGenerator {
   const model::Pipeline& pipeline_;
   trace::Trace trace_;
   Routers routers_;
-  std::mt19937_64 rng_;
   std::chrono::milliseconds timeout_;
   asio::io_context context_{1};
   router::UpstreamPool pool_{context_.get_executor()};
@@ -324,7 +300,6 @@ class LoadGenerator {
   std::map<std::string, PathStats> stats_;
   // The same per step of the trace, by the step a request was sent in.
   std::vector<std::map<std::string, PathStats>> phases_;
-  int phase_ = -1;  // the step sending now; -1 while a csv trace's arrivals are replayed
   int outstanding_ = 0;
   double sent_seconds_ = 0;
   std::set<std::string> errors_;  // said once each

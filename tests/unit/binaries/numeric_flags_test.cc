@@ -120,9 +120,7 @@ TEST(NumericFlags, ModelServer) {
 #ifdef PIPESCALE_GYM_VALIDATE
 TEST(NumericFlags, Benches) {
   const std::string gym = "-f " + kPipeline + " --box /nonexistent";
-  for (const char* flag : {"--seed", "--seeds"}) {
-    ExpectRefused(PIPESCALE_GYM_VALIDATE, gym, flag, kJunkIntegers);
-  }
+  ExpectRefused(PIPESCALE_GYM_VALIDATE, gym, "--seeds", kJunkIntegers);
   ExpectRefused(PIPESCALE_GYM_VALIDATE, gym, "--seeds", {"0"});
   for (const char* flag : {"--overhead-ms", "--to-pod-ms", "--from-pod-ms"}) {
     ExpectRefused(PIPESCALE_GYM_VALIDATE, gym, flag, kJunkNumbers);

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "support/gym_pipelines.h"
+#include "trace/arrivals.h"
+
 namespace pipescale::gym {
 namespace {
 
@@ -48,9 +51,44 @@ TEST(GymValidate, ReadsTheBoxRunAndNamesWhatDoesNotParse) {
   ASSERT_EQ(run->replicas.size(), 2u);
   EXPECT_EQ(run->replicas[1].second.at("a"), 2);
 
+  EXPECT_EQ(run->seed, 42u) << "pipescale-loadgen's default, for a report that does not say";
+
   auto bad = ReadBoxRun(R"({"paths": {"p": {"sent": -1}}})", "seconds,task,ready\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("paths.p.sent"), std::string::npos) << bad.error().message;
+}
+
+// The seed of the requests the box's clients sent: the simulation replays them.
+TEST(GymValidate, ReadsTheSeedOfTheBoxsRequests) {
+  auto run = ReadBoxRun(R"({"paths": {}, "seed": 18446744073709551615})", "seconds,task,ready\n");
+  ASSERT_TRUE(run.ok()) << run.error().message;
+  EXPECT_EQ(run->seed, 18446744073709551615u);
+  for (const char* seed : {"-1", "1.5", "\"7\"", "null"}) {
+    auto bad = ReadBoxRun(std::string(R"({"paths": {}, "seed": )") + seed + "}", "");
+    ASSERT_FALSE(bad.ok()) << seed;
+    EXPECT_NE(bad.error().message.find("seed"), std::string::npos) << bad.error().message;
+  }
+}
+
+// The box's run simulated: its clients' requests (its seed) in every run, each run under another
+// draw of the world.
+TEST(GymValidate, SimulatesTheRequestsTheBoxsClientsSent) {
+  BoxRun box;
+  box.seed = 5;
+  Options options = testing::With("fixed:1", "20:30", 1);
+  auto runs = SimulateBox(testing::Chain({"a"}, 10, 1000), box, "20:30", options, 3);
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_EQ(runs->size(), 3u);
+  const trace::Trace trace = *trace::ParseTrace("20:30", 5);
+  auto count = [&](std::uint64_t seed) {
+    long n = 0;
+    trace::ArrivalStream stream(trace, {.path_weights = {1}}, seed);  // the chain's one path
+    while (stream.Next()) ++n;
+    return n;
+  };
+  for (const PolicyReport& run : *runs) EXPECT_EQ(run.paths.at("p").sent, count(5));
+  EXPECT_NE(count(5), count(1)) << "the options' own seed would have sent other requests";
+  EXPECT_FALSE(SimulateBox(testing::Chain({"a"}, 10, 1000), box, "20:x", options, 1).ok());
 }
 
 // Seeds that agree exactly leave the box's binomial noise: 90% of 400 requests, 3.0 points.
