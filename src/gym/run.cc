@@ -23,7 +23,7 @@ namespace {
 std::mt19937_64 WorldRng(const Options& o) {
   const std::uint64_t seed = o.world_seed.value_or(o.seed);
   std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                    0x5eedu};
+                    0x5eedU};
   return std::mt19937_64(seq);
 }
 
