@@ -66,12 +66,18 @@ bool Sleeps(const model::Pipeline& pipeline, const SleepMemory& before, const st
             size_t i, double quiet_since, double now, Sleep& out) {
   const model::ScaleToZero& rule = *pipeline.spec.scale_to_zero;
   if (now - quiet_since < rule.after_idle_seconds) return false;
-  const auto ahead = before.awake_ahead.find(path);
-  if (ahead != before.awake_ahead.end() && now < ahead->second.until) {
-    out.memory.awake_ahead.insert(*ahead);
-    return false;
+  if (const auto ahead = before.awake_ahead.find(path); ahead != before.awake_ahead.end()) {
+    // A forecast's window lasts at most the wake's lead and twice the tolerance from when it is
+    // made (ForecastReturn). One with more left is none of this rule's (a status edited by hand,
+    // or a period since shortened): it keeps nothing awake, and no forecast missed.
+    const double left = ahead->second.until - now;
+    const double longest = pipeline.WakeSeconds(i) + 2 * rule.wake_ahead.ToleranceSeconds();
+    if (left > 0 && left <= longest) {
+      out.memory.awake_ahead.insert(*ahead);
+      return false;
+    }
+    if (left <= 0) out.forecast_missed.insert(path);
   }
-  if (ahead != before.awake_ahead.end()) out.forecast_missed.insert(path);
   const auto returns = before.returns.find(path);
   if (returns == before.returns.end()) return true;
   const auto forecast =

@@ -66,6 +66,32 @@ TEST(Idle, WakePipelineSleepsAndWakesEveryTaskTogether) {
   EXPECT_TRUE(s.memory.sleeping_paths.empty());
 }
 
+// A window kept awake ahead of a forecast return holds the path until it ends, then counts as a
+// forecast missed; one with more left than any forecast gives (the wake's lead and twice the
+// tolerance: a status edited by hand) keeps nothing awake and is no miss.
+TEST(Idle, AnAwakeWindowLastsNoLongerThanAForecastCanMakeIt) {
+  const model::Pipeline p = Traffic(60);
+  const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
+  const double longest = p.WakeSeconds(0) + 2 * p.spec.scale_to_zero->wake_ahead.ToleranceSeconds();
+  auto judge = [&](double until) {
+    SleepMemory before{.quiet_since = long_quiet};
+    before.awake_ahead["cars"] = {.until = until, .rate_rps = 5};
+    return JudgeSleep(p, Rates(0, 0), before, 1000);
+  };
+  Sleep s = judge(1000 + longest);
+  EXPECT_TRUE(s.memory.awake_ahead.contains("cars"));
+  EXPECT_FALSE(s.memory.sleeping_paths.contains("cars"));
+  s = judge(1000);
+  EXPECT_TRUE(s.memory.sleeping_paths.contains("cars"));
+  EXPECT_TRUE(s.forecast_missed.contains("cars"));
+  for (const double until : {1000 + longest + 1, 1000 + 10 * 86400.0, 1e300}) {
+    s = judge(until);
+    EXPECT_TRUE(s.idle) << until;
+    EXPECT_TRUE(s.memory.awake_ahead.empty()) << until;
+    EXPECT_FALSE(s.forecast_missed.contains("cars")) << until;
+  }
+}
+
 // A quiet time from a clock ahead of this one is read as now: never as quiet for longer.
 TEST(Idle, AQuietTimeInTheFutureCountsFromNow) {
   const model::Pipeline p = Traffic(60);
