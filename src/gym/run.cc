@@ -74,7 +74,7 @@ World::World(model::Pipeline p, nlohmann::json o, const Options& opts)
   arrivals.emplace(options.trace, trace::ClientMix(pipeline), options.seed);
   const nlohmann::json& meta = object.contains("metadata") ? object["metadata"] : nlohmann::json();
   pipeline_key = meta.value("namespace", "default") + "/" + meta.value("name", "");
-  // Its own stream: the arrivals and picks of a seed stay as they were.
+  // Its own stream, apart from the clients' and the world's: neither moves with the clock.
   std::mt19937_64 clock_rng(opts.seed ^ 0x9e3779b97f4a7c15ULL);
   steady_clock_at_start_ms = std::uniform_real_distribution<double>(0, 86400e3)(clock_rng);
 }
