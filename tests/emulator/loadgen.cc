@@ -218,26 +218,33 @@ class LoadGenerator {
     }
   }
 
+  // When `seconds` from the trace's start is.
+  Clock::time_point At(double seconds) const {
+    return start_ +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
+  // Says each step of the trace up to `step` as it starts (a person reading the log, and the
+  // tests that start their clock at the first one, see when each begins).
+  asio::awaitable<void> AnnounceUpTo(int step, asio::steady_timer& timer) {
+    for (; announced_ < step && announced_ + 1 < static_cast<int>(trace_.steps.size());) {
+      const trace::Step& s = trace_.steps[++announced_];
+      timer.expires_at(At(next_step_s_));
+      co_await timer.async_wait(asio::use_awaitable);
+      next_step_s_ += s.seconds;
+      std::cerr << "loadgen: " << s.rps << " requests/s for " << s.seconds << " s\n";
+    }
+  }
+
   // The requests trace::ArrivalStream draws for the seed: what `pipescale simulate --seed` replays.
   asio::awaitable<void> Arrivals() {
     asio::steady_timer timer(context_);
     trace::Mix mix = trace::ClientMix(pipeline_);
     if (flags_.at("--mix") == "models") mix.path_weights.clear();
     trace::ArrivalStream arrivals(trace_, std::move(mix), numbers_.seed);
-    int step = -1;  // the last step announced
-    auto announce = [&](int up_to) {
-      for (; step < up_to && step + 1 < static_cast<int>(trace_.steps.size()); ++step) {
-        const trace::Step& s = trace_.steps[step + 1];
-        std::cerr << "loadgen: " << s.rps << " requests/s for " << s.seconds << " s\n";
-      }
-    };
-    auto at = [&](double seconds) {
-      return start_ +
-             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    };
     while (const auto a = arrivals.Next()) {
-      announce(a->step);
-      timer.expires_at(at(a->at_s));
+      co_await AnnounceUpTo(a->step, timer);
+      timer.expires_at(At(a->at_s));
       co_await timer.async_wait(asio::use_awaitable);
       ++outstanding_;
       // Named values only: GCC 12 destroys a coroutine's prvalue argument twice.
@@ -246,8 +253,8 @@ class LoadGenerator {
       const int phase = a->step;
       asio::co_spawn(context_, Send(std::move(path), rows, phase), asio::detached);
     }
-    announce(static_cast<int>(trace_.steps.size()));
-    timer.expires_at(at(trace_.Seconds()));  // a quiet last step still lasts its time
+    co_await AnnounceUpTo(static_cast<int>(trace_.steps.size()), timer);
+    timer.expires_at(At(trace_.Seconds()));  // a quiet last step still lasts its time
     co_await timer.async_wait(asio::use_awaitable);
     sent_seconds_ = trace_.Seconds();
   }
@@ -302,6 +309,8 @@ class LoadGenerator {
   std::vector<std::map<std::string, PathStats>> phases_;
   int outstanding_ = 0;
   double sent_seconds_ = 0;
+  int announced_ = -1;            // the last step said in the log
+  double next_step_s_ = 0;        // when the step after it starts
   std::set<std::string> errors_;  // said once each
 };
 
