@@ -41,6 +41,12 @@ struct SecondCounts {
 class World {
  public:
   World(model::Pipeline p, nlohmann::json o, const Options& opts);
+  // Pinned where it is built: `arrivals` reads the trace in this World's own `options`.
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  World(World&&) = delete;
+  World& operator=(World&&) = delete;
+  ~World() = default;
 
   // Runs to the end; the report of what happened.
   PolicyReport Run();
