@@ -14,6 +14,7 @@
 
 #include "common/strings.h"
 #include "e2e/chain_pipeline.h"
+#include "integration/harness/events.h"
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
 #include "integration/harness/wait.h"
@@ -84,7 +85,9 @@ TEST(ScaleToZero, AnIdlePipelineHasNoModelPodAndAnswersEveryRequestOfTheBurstTha
   ASSERT_TRUE(r.is_object()) << load.Log();
   const json& p = r["paths"]["p"];
   EXPECT_EQ(p["sent"], 50);
-  EXPECT_EQ(p["codes"].value("200", 0), 50) << p.dump();
+  EXPECT_EQ(p["codes"].value("200", 0), 50)
+      << p.dump() << "\n"
+      << load.Log() << testing::EventsOf(client, ns) << op.Log();
   const double hold_ms = 1000 * (kStartupSeconds + model::kWakeAllowanceSeconds) + kSloMs;
   EXPECT_LE(p["p99Ms"].get<double>(), hold_ms) << p.dump();
   std::printf("cold burst of 50: p50 %.0f ms, p99 %.0f ms (start-up %.0f s + SLO %.0f ms = %.0f)\n",

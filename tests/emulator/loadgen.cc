@@ -259,6 +259,18 @@ class LoadGenerator {
     sent_seconds_ = trace_.Seconds();
   }
 
+  // A failed request's reason, said once per status and message (and at most 20 in all): what a
+  // run's 502s or 503s were is then in its log.
+  void SayFailure(int code, const json& body) {
+    const std::string error =
+        body.is_object() && body.contains("error") && body["error"].is_string()
+            ? body["error"].get<std::string>()
+            : std::string("(no error in the body)");
+    if (errors_.size() < 20 && errors_.insert(std::to_string(code) + " " + error).second) {
+      std::cerr << "loadgen: " << code << " from the router: " << error << "\n";
+    }
+  }
+
   // `phase`: the trace's step it is sent in (-1: a CSV's times).
   asio::awaitable<void> Send(std::string path, int rows, int phase) {
     const std::string router = routers_.Next();
@@ -274,6 +286,7 @@ class LoadGenerator {
       if (reply.ok()) {
         code = static_cast<int>(reply->status);
         const json body = json::parse(reply->body, nullptr, false);
+        if (code != 200) SayFailure(code, body);
         if (path.empty() && body.is_object() && body.contains("parameters")) {
           const json named = body["parameters"].value("pipescale_paths", json::array());
           if (named.is_array() && !named.empty()) taken = named.get<std::vector<std::string>>();

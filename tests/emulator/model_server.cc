@@ -16,7 +16,7 @@
 //   pipescale-model-server [--model NAME] [--host ADDR] [--port 8080] [--port-file F]
 //       [--latency-ms a,b,c] [--latency-scale 1] [--startup-seconds S] [--batch-env NAME]
 //       [--max-wait-ms 1000] [--queue-timeout-ms 0] [--factor 1.0]
-//       [--next TASK=RATIO[,TASK=RATIO...]] [--max-body-bytes 4194304]
+//       [--next TASK=RATIO[,TASK=RATIO...]] [--max-body-bytes 4194304] [--drain-quiet-ms 1000]
 // Flags may be written --flag=value. Defaults come from the environment the operator and the
 // node agent set: PIPESCALE_TASK (model name), POD_IP (host), PIPESCALE_LATENCY_MS (the
 // emulated hardware's profile), PIPESCALE_STARTUP_SECONDS, PIPESCALE_MULTIPLICATIVE_FACTOR and
@@ -32,6 +32,11 @@
 // are checked against their shapes and the body, and echoed back as binary outputs; JSON inputs
 // are answered in binary too when the request asks (binary_data_output, or an output's
 // binary_data). A body past --max-body-bytes (default 4 MiB) is refused 413.
+// On SIGTERM it drains, as a pod behind a Service should (Triton's wait for in-flight requests
+// with the usual preStop grace): it answers not-ready at once, so that no router picks it again,
+// and goes on serving what is in flight and what a router had already sent it, stopping once
+// nothing is in flight and neither the signal nor a request came for --drain-quiet-ms (at most
+// 20 s: within the default grace of 30 s). A second signal stops it at once.
 #include <civetweb.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -82,7 +87,8 @@ struct Options {
   int queue_timeout_ms = 0;  // a request not in a batch by then is refused 503 (0: never)
   int max_queue = 0;         // requests waiting or running at once; set from the thread count
   double factor = 1.0;       // objects found per request served, on average
-  size_t max_body_bytes = 4 << 20;                   // a request past this is refused 413
+  size_t max_body_bytes = 4 << 20;  // a request past this is refused 413
+  int drain_quiet_ms = 1000;        // on SIGTERM, stop once no request came for this long
   std::vector<std::pair<std::string, double>> next;  // the task's edges: (task, ratio)
 };
 
@@ -155,9 +161,24 @@ class Server {
 
   const Options& options() const { return options_; }
   int batch() const { return batch_; }
-  bool Ready() const {
+  // Serving: its start-up has passed (draining or not).
+  bool Started() const {
     return Clock::now() - started_ >= std::chrono::duration<double>(options_.startup_seconds);
   }
+  // What its readiness probe says: started and not draining.
+  bool Ready() const { return Started() && !draining_; }
+  // From now on, not ready; the quiet time counts from now at the earliest: a router may send a
+  // request before it learns of the deletion.
+  void Drain() {
+    draining_ = true;
+    Arrived();
+  }
+  // While draining: nothing in flight and no request for `quiet`.
+  bool Drained(std::chrono::milliseconds quiet) const {
+    const Clock::time_point last{Clock::duration(last_arrival_.load())};
+    return in_flight_.load() == 0 && Clock::now() - last >= quiet;
+  }
+  void Arrived() { last_arrival_ = Clock::now().time_since_epoch().count(); }
   void CountFailure() { failures_->Increment(); }
   // Takes a place in the queue; false when it is full.
   bool Admit() {
@@ -278,6 +299,8 @@ class Server {
   std::deque<std::shared_ptr<Ticket>> queue_;
   bool stop_ = false;
   std::atomic<int> in_flight_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<Clock::rep> last_arrival_{0};
   std::mutex rng_mu_;
   std::mt19937_64 rng_{std::random_device{}()};
   std::thread worker_;
@@ -505,6 +528,7 @@ json Outputs(const json& inputs, std::string_view request_binary, bool wants_bin
 // POST /v2/models/{model}/infer: an identity model. The response carries one output per
 // input, with its shape, type and data, in JSON or in the binary data extension.
 int OnInfer(mg_connection* conn, Server& server) {
+  server.Arrived();
   std::string body;
   const size_t limit = server.options().max_body_bytes;
   if (ReadBody(conn, limit, body)) {
@@ -522,7 +546,7 @@ int OnInfer(mg_connection* conn, Server& server) {
   if (auto error = CheckRequest(request, split->second)) {
     return ReplyError(conn, server, 400, *error);
   }
-  if (!server.Ready()) {
+  if (!server.Started()) {
     return ReplyError(conn, server, 503, "model '" + server.options().model + "' is not ready");
   }
   // A bounded queue, as a real server has (Triton's max_queue_size): past it the request is
@@ -725,6 +749,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       if (!Read(flag, value, 0, 3600000, o.queue_timeout_ms)) return std::nullopt;
     } else if (flag == "--max-body-bytes") {
       if (!Read(flag, value, size_t{1024}, size_t{1} << 30, o.max_body_bytes)) return std::nullopt;
+    } else if (flag == "--drain-quiet-ms") {
+      if (!Read(flag, value, 0, 20000, o.drain_quiet_ms)) return std::nullopt;
     } else if (flag == "--factor") {
       if (!Read(flag, value, 0.0, kMaxRatio, o.factor)) return std::nullopt;
     } else if (flag == "--next" && !ParseNext(value, o)) {
@@ -736,6 +762,16 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
     }
   }
   return o;
+}
+
+// After SIGTERM: serves on until drained (at most 20 s) or told again to stop.
+void Drain(Server& server, const sigset_t& signals, std::chrono::milliseconds quiet) {
+  server.Drain();
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  const timespec poll{.tv_sec = 0, .tv_nsec = 20'000'000};
+  while (!server.Drained(quiet) && Clock::now() < deadline) {
+    if (sigtimedwait(&signals, nullptr, &poll) > 0) return;
+  }
 }
 
 }  // namespace
@@ -786,6 +822,7 @@ int main(int argc, char** argv) {
   }
   int signal = 0;
   sigwait(&signals, &signal);
+  Drain(server, signals, std::chrono::milliseconds(o->drain_quiet_ms));
   mg_stop(ctx);
   return 0;
 }

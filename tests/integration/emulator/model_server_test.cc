@@ -1,8 +1,10 @@
 // The emulated model server (a process of ours standing in for Triton) speaks the binary data
 // extension as the router expects a model server to: binary inputs are checked against their
 // shapes and the body, and come back as binary outputs; --max-body-bytes bounds a request; the
-// queue timeout the operator sets (PIPESCALE_QUEUE_TIMEOUT_MS) refuses what waited past it.
+// queue timeout the operator sets (PIPESCALE_QUEUE_TIMEOUT_MS) refuses what waited past it; on
+// SIGTERM it drains, serving what was sent to it before it stops.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "integration/harness/loopback.h"
 #include "integration/harness/test_dir.h"
+#include "integration/harness/wait.h"
 #include "support/shell.h"
 #include "support/text.h"
 
@@ -132,6 +135,41 @@ TEST_F(ModelServerTest, TheQueueTimeoutRefusesWhatWaitedPastIt) {
   EXPECT_EQ(Occurrences(bounded, "503"), 3u) << bounded;
   const std::string unbounded = codes(nullptr);
   EXPECT_EQ(Occurrences(unbounded, "200"), 4u) << unbounded;
+}
+
+// A pod being deleted keeps serving while the routers learn of it: after SIGTERM its readiness
+// fails at once, a request in flight (800 ms a batch) and one sent after the signal (by a router
+// that had not yet seen the deletion) are both answered 200, and it exits once drained.
+TEST_F(ModelServerTest, OnSigtermItServesWhatWasSentToItAndThenStops) {
+  testing::Started server = testing::StartModelServer(
+      {.task = "m", .latency_ms = "0,0,800", .max_wait_ms = 0}, "127.0.8.1", dir_);
+  ASSERT_FALSE(server.ports.empty()) << server.process->Log();
+  const std::string base = "http://127.0.8.1:" + std::to_string(server.ports[0]);
+  const std::string infer =
+      " -d '{\"inputs\": [{\"name\": \"x\", \"datatype\": \"FP32\", \"shape\": [1], "
+      "\"data\": [1]}]}' " +
+      base + "/v2/models/m/infer";
+  const auto code_of = [&](const std::string& name) {
+    return testing::ReadFile(dir_ + "/" + name);
+  };
+  const auto send = [&](const std::string& name) {
+    const std::string file = dir_ + "/" + name;
+    testing::RunShell("(curl -s -o /dev/null -w '%{http_code}' " + infer + " > " + file +
+                      ".tmp && mv " + file + ".tmp " + file + ") > /dev/null 2>&1 &");
+  };
+  const auto ready = [&] {
+    return testing::RunShell("curl -s -o /dev/null -w '%{http_code}' " + base + "/v2/health/ready")
+        .out;
+  };
+  ASSERT_EQ(ready(), "200");
+  send("before");
+  ASSERT_EQ(kill(server.process->pid(), SIGTERM), 0);
+  EXPECT_TRUE(testing::Eventually([&] { return ready() == "400"; }, std::chrono::seconds(5)));
+  send("after");
+  EXPECT_TRUE(testing::Eventually([&] { return !code_of("after").empty(); }));
+  EXPECT_EQ(code_of("before"), "200");
+  EXPECT_EQ(code_of("after"), "200");
+  EXPECT_EQ(server.process->Stop(0, std::chrono::seconds(10)), 0) << server.process->Log();
 }
 
 }  // namespace
