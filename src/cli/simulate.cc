@@ -43,8 +43,8 @@ it, under a name that can be copied.
 The papers' comparison points run in the operator's loop too: ds2, inferline, grandslam, exact
 (FA2's), loki-hardware-only (most accurate variants only), mark-reactive (no forecast), and
 OPTIMIZER@CLASS (the optimizer on one hardware class: a homogeneous pool, e.g. kairos@r5n-large),
-and operator-hpa (spec.optimizer: hpa, the HPA's rule on the rate the operator measures; hpa
-alone is the HPA controller's port on utilisation).
+and operator-hpa (spec.optimizer: hpa: the HPA's replica calculator on the pods' utilisation,
+as hpa's, in the operator's loop; hpa alone is the HPA controller's own loop).
 --trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
 diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE; --scale multiplies its rates. --duration (90s, 10m, 24h) cuts or extends
 it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "optimizer/hpa.h"
+
 namespace pipescale::gym {
 namespace {
 
@@ -94,12 +96,12 @@ class History {
 
 // ---- The HPA's controller loop, shared by MakeHpa and MakeKeda (KEDA creates an HPA).
 
-// kube-controller-manager flag defaults: --horizontal-pod-autoscaler-sync-period,
-// --horizontal-pod-autoscaler-tolerance; the downscale stabilization is the target's (the
-// behaviour's window, or the flag's 300 s default that maybeInitScaleDownStabilizationWindow in
-// horizontal.go puts into the behaviour).
+// kube-controller-manager flag defaults: --horizontal-pod-autoscaler-sync-period (and
+// optimizer::kHpaTolerance, --horizontal-pod-autoscaler-tolerance's); the downscale
+// stabilization is the target's (the behaviour's window, or the flag's 300 s default that
+// maybeInitScaleDownStabilizationWindow in horizontal.go puts into the behaviour).
 constexpr double kHpaSyncS = 15;
-constexpr double kHpaTolerance = 0.1;
+using optimizer::kHpaTolerance;
 // pkg/apis/autoscaling/v2/defaults.go: no scale-up stabilization.
 constexpr double kScaleUpWindowS = 0;
 
@@ -268,38 +270,16 @@ class HpaController : public Autoscaler {
 // port reads them as of the decision: the up to 15 s a real read lags is left out.
 constexpr double kMetricsWindowS = 15;
 
-// GetResourceUtilizationRatio (metrics/utilization.go): usage over requests in whole percent,
-// truncated, over the target percent. Each pod requests 1000m, the CPU a busy share of 1 uses.
-double UtilizationRatio(int64_t usage_milli, int pods, int target_percent) {
-  const int64_t percent = usage_milli * 100 / (int64_t{pods} * 1000);
-  return static_cast<double>(percent) / target_percent;
-}
-
-// GetResourceReplicas (replica_calculator.go), with groupPods reduced to counts: the Ready pods
-// have metrics; the Deployment's other pods (current - Ready) are its pending or unready ones,
-// left out of the ratio. On a scale-up (ratio > 1) they count at 0% ("rebalanceIgnored"), and
-// the scale-up is dropped if that brings the ratio within tolerance or below 1, or would shrink.
-// Left out: missing pods (a Ready pod always has its metric here) and the CPU initialization
-// period's per-pod readiness timing (samples carry counts, not pods).
+// The shared rule (optimizer::HpaUtilizationReplicas) on the window's mean busy share of the
+// Ready pods. Left out: missing pods (a Ready pod always has its metric here) and the CPU
+// initialization period's per-pod readiness timing (samples carry counts, not pods).
 std::optional<int> UtilizationProposal(const History& history, double now_s, double utilization,
                                        int current) {
   const std::optional<TaskSample> latest = history.Latest();
   const Totals window = history.Sum(now_s, kMetricsWindowS);
-  // Pods being deleted are skipped by groupPods, so no more than `current` count.
-  const int ready = latest ? std::min(latest->ready, current) : 0;
-  if (ready <= 0 || window.ready <= 0) return std::nullopt;  // "no metrics for any ready pods"
-  const auto usage_milli = std::llround(window.busy / window.ready * ready * 1000);
-  const int target_percent = std::max(1, static_cast<int>(std::lround(utilization * 100)));
-  const double ratio = UtilizationRatio(usage_milli, ready, target_percent);
-  const int unready = current - ready;
-  if (unready == 0 || ratio <= 1.0) {
-    if (std::abs(1.0 - ratio) <= kHpaTolerance) return current;
-    return static_cast<int>(std::ceil(ratio * ready));
-  }
-  const double rebalanced = UtilizationRatio(usage_milli, current, target_percent);
-  if (std::abs(1.0 - rebalanced) <= kHpaTolerance || rebalanced < 1.0) return current;
-  const int replicas = static_cast<int>(std::ceil(rebalanced * current));
-  return std::max(replicas, current);
+  if (!latest || window.ready <= 0) return std::nullopt;  // "no metrics for any ready pods"
+  return optimizer::HpaUtilizationReplicas(window.busy / window.ready, latest->ready, current,
+                                           utilization);
 }
 
 class Hpa final : public HpaController {

@@ -170,6 +170,7 @@ model::MetricsSnapshot World::Snapshot() const {
     }
   }
   // What metrics::ReadSnapshot reads only where it is used.
+  if (optimizer != nullptr && optimizer->memory.reads_utilization) m.utilization = Utilization();
   if (!pipeline.spec.router) return m;
   if (pipeline.spec.scale_to_zero) {
     for (const auto& [path, n] : door_waiting) {
@@ -208,6 +209,18 @@ model::DataPlaneSnapshot World::DataPlane() const {
     }
   }
   return d;
+}
+
+std::map<std::string, double> World::Utilization() const {
+  std::map<std::pair<int, int>, std::pair<double, double>> sums;
+  ForSeconds(kUtilizationWindowS, [&](const SecondCounts& s) { AddPairs(sums, s.busy_ready, 1); });
+  std::map<std::string, double> out;
+  for (const auto& [k, v] : sums) {
+    if (v.second <= 0) continue;  // no Ready pod: no reading, as the query's division by 0
+    out[pipeline.spec.tasks[k.first].name + "/" + pipeline.spec.hardware_classes[k.second].name] =
+        v.first / v.second;
+  }
+  return out;
 }
 
 std::map<double, double> World::QuerySizes() const {
@@ -258,6 +271,9 @@ void World::EndSecond() {
       TaskSample& s = samples[d.task];
       ++s.ready;
       s.busy += std::min(1.0, p.busy_ms / 1000);
+      auto& pool = current.busy_ready[{d.task, d.hw_class}];
+      pool.first += std::min(1.0, p.busy_ms / 1000);
+      pool.second += 1;
       s.concurrency += p.held_ms_area / 1000;
       replica_seconds_ready += 1;
     }

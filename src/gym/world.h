@@ -34,6 +34,8 @@ struct SecondCounts {
   std::map<int, double> query_rows;                     // requests by their rows
   // Batch service by (Deployment, rows): (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> batch_service;
+  // Ready pods' busy seconds and Ready pod-seconds by (task, class): HPA's utilisation.
+  std::map<std::pair<int, int>, std::pair<double, double>> busy_ready;
 
   explicit SecondCounts(size_t paths = 0) : requests(paths + 1), ok_buckets(paths + 1) {}
 };
@@ -129,6 +131,9 @@ class World {
   double Rate(int path, double window) const;  // path -2: every path
   model::DataPlaneSnapshot DataPlane() const;
   std::map<double, double> QuerySizes() const;
+  // By "task/class": the mean busy share of a Ready pod over the last kUtilizationWindowS, as
+  // the operator's `utilization` query reads it.
+  std::map<std::string, double> Utilization() const;
   model::BatchTimings Timings() const;
   // run.cc
   void Control();
@@ -215,6 +220,7 @@ class World {
   // The counts the operator's queries read over the last kMinute seconds, kept as a running sum
   // (whole counts, so adding and taking away is exact): a reconcile reads them at once.
   static constexpr size_t kMinute = 60;
+  static constexpr double kUtilizationWindowS = 15;
   SecondCounts last_minute;
   // Batch service by (Deployment, rows) over the profiles' window: (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> profile_window;

@@ -70,6 +70,11 @@ const std::map<std::string, DefaultQuery>& Defaults() {
        {R"(sum by ({{by}}task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_sum{{{selector}}}[{{window}}])))"}},
       {"profileBatches",
        {R"(sum by ({{by}}task, variant, hardware_class, rows) (increase(pipescale_router_batch_service_seconds_count{{{selector}}}[{{window}}])))"}},
+      // HPA's utilisation: busy seconds per Ready pod-second of each (task, class), over the
+      // last 15 s as metrics-server's resolution gives it, or the last minute where 15 s holds
+      // fewer than two scrapes (the chart scrapes model pods every 30 s).
+      {"utilization",
+       {R"(sum by ({{by}}task, hardware_class) (rate(pipescale_model_busy_seconds_total{{{selector}}}[15s])) / sum by ({{by}}task, hardware_class) (avg_over_time(pipescale_model_ready{{{selector}}}[15s])) or sum by ({{by}}task, hardware_class) (rate(pipescale_model_busy_seconds_total{{{selector}}}[1m])) / sum by ({{by}}task, hardware_class) (avg_over_time(pipescale_model_ready{{{selector}}}[1m])))"}},
       // Kairos's query-size mix: queries by size bucket over two minutes, every path's.
       {"querySizes",
        {R"(sum by ({{by}}le) (increase(pipescale_router_query_rows_bucket{{{selector}}}[2m])))"}},
@@ -343,6 +348,11 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
       if (task == s.labels.end() || variant == s.labels.end() || !std::isfinite(s.value)) continue;
       snapshot.multiplicative_factors[task->second + "/" + variant->second] = s.value;
     }
+  }
+  if (optimizer::OptimizerOf(pipeline.spec).memory.reads_utilization) {
+    auto busy = reader.ByLabels("utilization", {"task", "hardware_class"});
+    if (!busy) return busy.error();
+    snapshot.utilization = std::move(*busy);
   }
   if (pipeline.spec.router) {
     if (Status router = ReadRouter(reader, snapshot); !router) return router.error();

@@ -58,6 +58,9 @@ struct MetricsSnapshot {
   // that name none): demand not yet in any rate, and what wakes a sleeping path. Absent series
   // are none held (the router exports one per path once it has read the pipeline).
   std::map<std::string, double> door_waiting;
+  // The mean busy share of a Ready model pod over the last 15 s, by "task/hardware class" (the
+  // utilisation HPA reads; read where the optimizer does). Absent: no reading, never 0.
+  std::map<std::string, double> utilization;
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "optimizer/graph.h"
 #include "optimizer/pool.h"
@@ -11,19 +12,53 @@
 namespace pipescale::optimizer {
 namespace {
 
-// The HPA's step for one task: the running replicas, or the desired count.
-int DesiredReplicas(double rate_rps, double replica_rps, double target, int current) {
-  // In doubles first: a rate far past any cluster must not overflow an int.
-  const auto count = [](double replicas) {
-    return static_cast<int>(std::clamp(std::ceil(replicas), 1.0, 1.0 * kMaxReplicas));
-  };
-  if (current <= 0) return count(rate_rps / (target * replica_rps));
-  const double ratio = rate_rps / (current * replica_rps) / target;
-  if (std::abs(ratio - 1) <= kHpaTolerance) return current;
-  return count(current * ratio);
+// GetResourceUtilizationRatio (metrics/utilization.go): usage over requests in whole percent,
+// truncated, over the target percent. Each pod requests 1000m, the CPU a busy share of 1 uses.
+double UtilizationRatio(int64_t usage_milli, int pods, int target_percent) {
+  const int64_t percent = usage_milli * 100 / (int64_t{pods} * 1000);
+  return static_cast<double>(percent) / target_percent;
+}
+
+// The HPA's step for one task: from its reading when it runs, else from its rate.
+int DesiredReplicas(const PlannerInput& input, const std::string& key, double rate_rps,
+                    double replica_rps, double target) {
+  const auto running = input.running.find(key);
+  const int current = running == input.running.end() ? 0 : running->second;
+  if (current <= 0) {
+    // In doubles first: a rate far past any cluster must not overflow an int.
+    const double replicas = std::ceil(rate_rps / (target * replica_rps));
+    return static_cast<int>(std::clamp(replicas, 1.0, 1.0 * kMaxReplicas));
+  }
+  const auto busy = input.utilization.find(key);
+  const auto ready = input.ready.find(key);
+  if (busy == input.utilization.end() || ready == input.ready.end()) return current;
+  return HpaUtilizationReplicas(busy->second, ready->second, current, target).value_or(current);
 }
 
 }  // namespace
+
+std::optional<int> HpaUtilizationReplicas(double busy_share, int ready, int current,
+                                          double target) {
+  // Pods being deleted are skipped by groupPods, so no more than `current` count.
+  ready = std::min(ready, current);
+  if (ready <= 0 || !std::isfinite(busy_share) || busy_share < 0) return std::nullopt;
+  // In doubles first: a reading far past any pod's must not overflow.
+  const auto usage_milli =
+      static_cast<int64_t>(std::llround(std::min(busy_share, 1e6) * ready * 1000));
+  const int target_percent = std::max(1, static_cast<int>(std::lround(target * 100)));
+  const auto count = [](double replicas) {
+    return static_cast<int>(std::clamp(std::ceil(replicas), 1.0, 1.0 * kMaxReplicas));
+  };
+  const double ratio = UtilizationRatio(usage_milli, ready, target_percent);
+  const int unready = current - ready;
+  if (unready == 0 || ratio <= 1.0) {
+    if (std::abs(1.0 - ratio) <= kHpaTolerance) return current;
+    return count(ratio * ready);
+  }
+  const double rebalanced = UtilizationRatio(usage_milli, current, target_percent);
+  if (std::abs(1.0 - rebalanced) <= kHpaTolerance || rebalanced < 1.0) return current;
+  return std::max(count(rebalanced * current), current);
+}
 
 model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& workload,
                      const PlannerInput& input, const BaselineKnobs& knobs) {
@@ -36,11 +71,9 @@ model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& wor
     const BaselineTask& d = deployed[i];
     const model::Variant& v = spec.tasks[i].variants[d.variant];
     const model::HardwareClass& hw = spec.hardware_classes[d.hw_class];
-    const auto running = input.running.find(PoolKey(spec.tasks[i].name, hw.name));
-    const int replicas =
-        std::min(DesiredReplicas(rates[i], d.replica_rps, knobs.target,
-                                 running == input.running.end() ? 0 : running->second),
-                 d.max_replicas);
+    const int replicas = std::min(DesiredReplicas(input, PoolKey(spec.tasks[i].name, hw.name),
+                                                  rates[i], d.replica_rps, knobs.target),
+                                  d.max_replicas);
     const double one_ms = BatchMs(spec, v.FindProfile(hw.name)->latency, 1);
     const TailLatency tail = TaskTailLatency({.rate_rps = rates[i],
                                               .replicas = replicas,

@@ -76,8 +76,9 @@ const std::array kOptimizers = {
                .solve = SolveMark},
     Descriptor{
         .name = "hpa",
-        .summary = "baseline: the Kubernetes HPA's rule per task, 70% of a batching replica",
+        .summary = "baseline: the Kubernetes HPA per task, 70% utilisation of a batching replica",
         .in_spec = true,
+        .memory = {.reads_utilization = true},
         .solve = [](const model::Pipeline& pipeline, const model::Workload& workload,
                     const PlannerInput& input) { return SolveHpa(pipeline, workload, input); }},
     Descriptor{.name = kDs2,

@@ -52,6 +52,10 @@ struct PlannerInput {
   // Some of their pods are not Ready (starting, or Pending for room): Loki keeps to them until
   // they are, as a change of variants before the last one serves restarts what has not served.
   bool variants_starting = false;
+  // By "task/hardware class": the mean busy share of a Ready pod over the last 15 s and the
+  // Ready pods (hpa's metric, HPA's utilisation); a pool without them has no reading.
+  std::map<std::string, double> utilization;
+  std::map<std::string, int> ready;
   // Paths whose measured tail latency missed the SLO: the SLO guard adds replicas now.
   std::set<std::string> late_paths;
   int guard_step = 1;      // replicas the guard adds to the busiest task of a late path
@@ -72,6 +76,8 @@ struct Memory {
   bool holds_applied_batches = false;
   // Reads the variants running now, and keeps them on near-ties (Loki).
   bool holds_running_variants = false;
+  // Reads the running replicas and their measured utilisation (hpa).
+  bool reads_utilization = false;
 };
 
 using SolveFn = model::Plan (*)(const model::Pipeline&, const model::Workload&,

@@ -40,8 +40,8 @@ void AllowForBursts(const model::Pipeline& pipeline, DemandStep& step) {
   }
 }
 
-// Replicas and batch sizes running per (task, class) of each task's most accurate variant, and
-// every (task, variant, class) that has replicas.
+// Replicas, Ready pods and batch sizes running per (task, class) of each task's most accurate
+// variant, and every (task, variant, class) that has replicas.
 void ReadRunning(const model::Pipeline& pipeline,
                  const std::map<std::string, api::DeploymentView>& deployments, DemandStep& step) {
   for (const model::Task& task : pipeline.spec.tasks) {
@@ -62,6 +62,7 @@ void ReadRunning(const model::Pipeline& pipeline,
         const std::string key = optimizer::PoolKey(task.name, profile.hardware_class);
         if (f.replicas) step.input.running[key] = *f.replicas;
         if (f.batch_size) step.input.running_batch[key] = *f.batch_size;
+        step.input.ready[key] = it->second.ready_replicas;
       }
     }
   }
@@ -104,9 +105,10 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   if (optimizer.memory.rate_history) step.input.history = step.demand.series;  // MArk forecasts
   if (optimizer.memory.burst_allowance) AllowForBursts(pipeline, step);
   if (optimizer.memory.rate_history || optimizer.memory.slo_guard ||
-      optimizer.memory.holds_running_variants) {
+      optimizer.memory.holds_running_variants || optimizer.memory.reads_utilization) {
     ReadRunning(pipeline, deployments, step);
   }
+  if (optimizer.memory.reads_utilization) step.input.utilization = metrics.utilization;
   if (optimizer.memory.slo_guard) GuardLatePaths(pipeline, metrics, now, step);
   if (optimizer.memory.measured_mix) {
     step.mix = StepMix(pipeline, before.query_mix, metrics.query_sizes, now);

@@ -39,6 +39,7 @@
 // 20 s: within the default grace of 30 s). A second signal stops it at once.
 #include <civetweb.h>
 #include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -142,6 +143,18 @@ class Server {
                     .Register(*registry_)
                     .Add(labels, prometheus::Histogram::BucketBoundaries{
                                      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
+    // The HPA's metric, as CPU usage is for a CPU-bound server: the seconds spent running
+    // batches, and whether the pod is Ready (its busy share is per Ready pod).
+    busy_ = &prometheus::BuildCounter()
+                 .Name("pipescale_model_busy_seconds_total")
+                 .Help("Seconds spent running batches (the utilisation HPA reads)")
+                 .Register(*registry_)
+                 .Add(labels);
+    ready_ = &prometheus::BuildGauge()
+                  .Name("pipescale_model_ready")
+                  .Help("1 while the model answers ready (started, not draining)")
+                  .Register(*registry_)
+                  .Add(labels);
     batches_ = &prometheus::BuildHistogram()
                     .Name("pipescale_model_batch_size")
                     .Help("Requests per executed batch")
@@ -223,6 +236,7 @@ class Server {
   }
 
   std::string Metrics() const {
+    ready_->Set(Ready() ? 1 : 0);
     return prometheus::TextSerializer().Serialize(registry_->Collect());
   }
 
@@ -272,6 +286,7 @@ class Server {
       std::this_thread::sleep_for(
           std::chrono::microseconds(static_cast<long>(BatchMs(rows) * 1000)));
       const auto now = Clock::now();
+      busy_->Increment(std::chrono::duration<double>(now - batched).count());
       batches_->Observe(static_cast<double>(batch.size()));
       for (auto& t : batch) {
         t->batch_rows = rows;
@@ -292,6 +307,8 @@ class Server {
   prometheus::Counter* rows_;
   prometheus::Counter* failures_;
   prometheus::Counter* emitted_;
+  prometheus::Counter* busy_;
+  prometheus::Gauge* ready_;
   prometheus::Histogram* latency_;
   prometheus::Histogram* batches_;
   std::mutex mu_;

@@ -3,11 +3,14 @@
 #include "metrics/source.h"
 
 #include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/summary.h>
 
 #include <cmath>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "integration/harness/load.h"
 #include "integration/harness/local_env.h"
@@ -123,6 +126,62 @@ TEST(MetricsSource, ReadsTheRoutersBatchTimesPerProfileAndBatchSize) {
   auto off = ReadSnapshot(prometheus, pipeline);
   ASSERT_TRUE(off.ok()) << off.error().message;
   EXPECT_TRUE(off->batch_timings.empty());
+}
+
+// HPA's utilisation as the model servers export it: busy seconds and readiness per pod, read as
+// busy seconds per Ready pod-second of each (task, class). Two Ready pods busy 60% and 20% of
+// the time and one starting (not Ready, idle): 40%, not 27%. Read only for hpa, which uses it.
+TEST(MetricsSource, ReadsTheBusyShareOfTheReadyPodsForHpa) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  model::Pipeline pipeline = ThreePaths("busy");
+  pipeline.spec.optimizer = "hpa";
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 5}});
+  auto& busy = prometheus::BuildCounter()
+                   .Name("pipescale_model_busy_seconds_total")
+                   .Help("test")
+                   .Register(load.registry());
+  auto& ready =
+      prometheus::BuildGauge().Name("pipescale_model_ready").Help("test").Register(load.registry());
+  struct Pod {
+    prometheus::Counter* busy;
+    double share;
+  };
+  std::vector<Pod> pods;
+  for (const auto& [name, share, is_ready] :
+       {std::tuple{"a", 0.6, 1.0}, std::tuple{"b", 0.2, 1.0}, std::tuple{"c", 0.0, 0.0}}) {
+    const std::map<std::string, std::string> labels = {{"namespace", pipeline.namespace_name},
+                                                       {"pipeline", pipeline.name},
+                                                       {"task", "detect"},
+                                                       {"hardware_class", "gpu"},
+                                                       {"pod", name}};
+    pods.push_back({&busy.Add(labels), share});
+    ready.Add(labels).Set(is_ready);
+  }
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  auto last = std::chrono::steady_clock::now();
+  std::map<std::string, double> utilization;
+  // The counters grow while Prometheus scrapes (each poll adds the time since the last).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const auto now = std::chrono::steady_clock::now();
+        for (Pod& pod : pods) {
+          pod.busy->Increment(pod.share * std::chrono::duration<double>(now - last).count());
+        }
+        last = now;
+        auto snapshot = ReadSnapshot(prometheus, pipeline);
+        EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
+        if (snapshot.ok()) utilization = snapshot->utilization;
+        return utilization.contains("detect/gpu") &&
+               std::abs(utilization.at("detect/gpu") - 0.4) < 0.04;
+      },
+      40s, 250ms))
+      << (utilization.contains("detect/gpu") ? utilization.at("detect/gpu") : -1);
+  EXPECT_EQ(utilization.size(), 1u);
+
+  pipeline.spec.optimizer = "fa2";
+  auto fa2 = ReadSnapshot(prometheus, pipeline);
+  ASSERT_TRUE(fa2.ok()) << fa2.error().message;
+  EXPECT_TRUE(fa2->utilization.empty());
 }
 
 // The default queries asked once for all pipelines: each pipeline reads from the shared

@@ -277,6 +277,27 @@ TEST(SimulationTest, TheOperatorsHpaAndTheHpaPortAreNamedApart) {
   EXPECT_EQ(named->pod_starts, spec->pod_starts);
 }
 
+// One rule, two loops: on a load that steps up and then holds, the operator's hpa and the HPA
+// controller's port read the same utilisation of the same pods and settle on the same replicas
+// per task (within one: the tolerance band lets either stop anywhere in it), after both scaled
+// out from the floor. The servers gain nothing from a batch (20 ms a row), so utilisation is
+// 80 x 20 ms over the replicas; a 60 s scale-down window lets an overshoot on the way go.
+TEST(SimulationTest, TheOperatorsHpaAndTheHpaPortSettleOnTheSameReplicas) {
+  json hpa_spec = Chain({"a", "b"}, 20, 400, 20);
+  hpa_spec["spec"]["optimizer"] = "hpa";
+  hpa_spec["spec"]["behavior"] = {{"scaleDown", {{"stabilizationWindowSeconds", 60}}}};
+  auto loop = Simulate(hpa_spec, With("", "10:60,80:240"));
+  auto port = Simulate(hpa_spec, With("hpa", "10:60,80:240"));
+  ASSERT_TRUE(loop.ok() && port.ok());
+  ASSERT_FALSE(loop->intervals.empty() || port->intervals.empty());
+  const auto& first = loop->intervals.front().replicas;
+  for (const char* task : {"a", "b"}) {
+    const int settled = loop->intervals.back().replicas.at(task);
+    EXPECT_GT(settled, first.at(task)) << task;
+    EXPECT_NEAR(settled, port->intervals.back().replicas.at(task), 1) << task;
+  }
+}
+
 // A file from outside may hold anything: a document that is no object, or whose metadata or
 // spec is none, is an error for every kind of policy, never a throw out of the JSON library.
 TEST(SimulationTest, APipelineThatIsNoObjectIsAClearErrorForEveryPolicy) {

@@ -23,18 +23,26 @@ model::Pipeline OneTask(std::optional<int> max_replicas = std::nullopt) {
   return p;
 }
 
-int Replicas(double rps, int running, std::optional<int> max_replicas = std::nullopt) {
-  PlannerInput input;
-  if (running > 0) input.running[PoolKey("m", "gpu")] = running;
-  const model::Plan plan =
-      SolveHpa(OneTask(max_replicas), {{{"only", rps}}}, input, {.max_batch = 1});
+// From scratch (nothing running): sized from the rate.
+int Replicas(double rps, std::optional<int> max_replicas = std::nullopt) {
+  const model::Plan plan = SolveHpa(OneTask(max_replicas), {{{"only", rps}}}, {}, {.max_batch = 1});
   EXPECT_EQ(plan.tasks[0].batch_size, 1);
   return plan.tasks[0].replicas;
 }
 
+// `running` replicas of which `ready` Ready, busy `busy_share` of the time on average (a 70%
+// target): what the HPA asks for, whatever the rate.
+int ReplicasAt(double busy_share, int ready, int running, double rps = 1000) {
+  PlannerInput input;
+  input.running[PoolKey("m", "gpu")] = running;
+  input.ready[PoolKey("m", "gpu")] = ready;
+  input.utilization[PoolKey("m", "gpu")] = busy_share;
+  return SolveHpa(OneTask(), {{{"only", rps}}}, input, {.max_batch = 1}).tasks[0].replicas;
+}
+
 TEST(Hpa, FromScratchItSizesEachTaskToTheTarget) {
   for (double rps : {0.5, 7.0, 7.1, 20.0, 69.9, 70.0, 70.1}) {
-    EXPECT_EQ(Replicas(rps, 0), std::max(1, static_cast<int>(std::ceil(rps / 7 - 1e-9)))) << rps;
+    EXPECT_EQ(Replicas(rps), std::max(1, static_cast<int>(std::ceil(rps / 7 - 1e-9)))) << rps;
   }
 }
 
@@ -52,25 +60,83 @@ TEST(Hpa, QueriesOfSeveralRowsAreSizedByTheirMeanTime) {
 }
 
 TEST(Hpa, WithinTheToleranceTheReplicasStay) {
-  // 3 replicas at 21 rps are at the target; +-10% of it changes nothing, more does.
-  EXPECT_EQ(Replicas(21 * 1.09, 3), 3);
-  EXPECT_EQ(Replicas(21 * 0.91, 3), 3);
-  EXPECT_EQ(Replicas(21 * 1.2, 3), 4);  // ceil(3 x 1.2)
-  EXPECT_EQ(Replicas(21 * 0.5, 3), 2);  // ceil(3 x 0.5); the reconciler holds scale-downs
+  // 3 Ready replicas busy 70% of the time are at the target; +-10% of it changes nothing, more
+  // does, whatever the rate says.
+  EXPECT_EQ(ReplicasAt(0.7 * 1.09, 3, 3), 3);
+  EXPECT_EQ(ReplicasAt(0.7 * 0.91, 3, 3), 3);
+  EXPECT_EQ(ReplicasAt(0.84, 3, 3), 4);  // ceil(3 x 1.2)
+  EXPECT_EQ(ReplicasAt(0.35, 3, 3), 2);  // ceil(3 x 0.5); the reconciler holds scale-downs
+  EXPECT_EQ(ReplicasAt(0.35, 3, 3, 1e6), 2);
 }
 
-// Property: from any running count, more demand never asks for fewer replicas, and the answer
-// stays within the class's limit.
+// Never on missing data: a task that runs and has no reading (no Ready pod, or no series) keeps
+// its replicas, however high or low its rate.
+TEST(Hpa, ARunningTaskWithoutAReadingKeepsItsReplicas) {
+  for (double rps : {0.0, 5.0, 1e6}) {
+    PlannerInput input;
+    input.running[PoolKey("m", "gpu")] = 5;
+    EXPECT_EQ(SolveHpa(OneTask(), {{{"only", rps}}}, input).tasks[0].replicas, 5) << rps;
+    input.ready[PoolKey("m", "gpu")] = 0;
+    input.utilization[PoolKey("m", "gpu")] = 0.9;
+    EXPECT_EQ(SolveHpa(OneTask(), {{{"only", rps}}}, input).tasks[0].replicas, 5) << rps;
+  }
+  EXPECT_EQ(HpaUtilizationReplicas(std::nan(""), 3, 3, 0.7), std::nullopt);
+}
+
+// Pods not Ready yet count at 0% on a scale-up (rebalanceIgnored): 2 of 4 Ready at 90% are
+// 45% over the four, below the target: no scale-up; 3 of 4 at 100% are 75% at a 50% target:
+// ceil(4 x 1.5) = 6.
+TEST(Hpa, PodsNotReadyCountAtNothingOnAScaleUp) {
+  EXPECT_EQ(HpaUtilizationReplicas(0.9, 2, 4, 0.7), 4);
+  EXPECT_EQ(HpaUtilizationReplicas(1.0, 3, 4, 0.5), 6);
+  EXPECT_EQ(HpaUtilizationReplicas(1.0, 3, 4, 0.7), 4);  // 75% against 70%: within tolerance
+}
+
+// Against the definition, on generated readings with every pod Ready: the answer is the running
+// count when the whole-percent usage is within 10% of the target, else the fewest replicas
+// whose mean usage is at most the target.
+TEST(Hpa, ItAsksForTheFewestReplicasThatBringUsageToTheTarget) {
+  for (int ready = 1; ready <= 20; ready += 3) {
+    for (double target : {0.5, 0.7, 0.9}) {
+      for (double busy = 0; busy <= 1.5; busy += 0.013) {
+        const int got = HpaUtilizationReplicas(busy, ready, ready, target).value_or(-1);
+        const double usage = std::floor(busy * 100 + 1e-9);  // whole percent, truncated
+        const double wanted = std::round(target * 100);
+        const std::string at = std::to_string(busy) + " busy, " + std::to_string(ready) +
+                               " ready, target " + std::to_string(target);
+        if (std::abs(usage / wanted - 1) <= kHpaTolerance) {
+          EXPECT_EQ(got, ready) << at;
+          continue;
+        }
+        const double total = usage * ready;
+        EXPECT_LE(total, got * wanted + 1e-6) << at;
+        if (got > 1) {
+          EXPECT_GT(total, (got - 1) * wanted - 1e-6) << at;
+        }
+      }
+    }
+  }
+}
+
+// Property: from any running count, a busier pool never asks for fewer replicas, and from
+// scratch more demand never does; the answer stays within the class's limit.
 TEST(Hpa, MoreDemandNeverAsksForFewerReplicas) {
-  for (int running = 0; running <= 12; ++running) {
+  for (int running = 1; running <= 12; ++running) {
     int last = 0;
-    for (double rps = 0; rps <= 200; rps += 0.7) {
-      const int now = Replicas(rps, running, 15);
-      EXPECT_GE(now, last) << running << " running, " << rps << " rps";
-      EXPECT_LE(now, 15);
+    for (double busy = 0; busy <= 2; busy += 0.01) {
+      const int now = ReplicasAt(busy, running, running);
+      EXPECT_GE(now, last) << running << " running, busy " << busy;
       EXPECT_GE(now, 1);
       last = now;
     }
+  }
+  int last = 0;
+  for (double rps = 0; rps <= 200; rps += 0.7) {
+    const int now = Replicas(rps, 15);
+    EXPECT_GE(now, last) << rps << " rps";
+    EXPECT_LE(now, 15);
+    EXPECT_GE(now, 1);
+    last = now;
   }
 }
 
@@ -102,7 +168,8 @@ TEST(Hpa, ThePlanCarriesTheServersQueue) {
 }
 
 TEST(Hpa, AnAbsurdRateStopsAtTheReplicaCap) {
-  EXPECT_EQ(Replicas(1e12, 0), kMaxReplicas);
+  EXPECT_EQ(Replicas(1e12), kMaxReplicas);
+  EXPECT_EQ(ReplicasAt(1e300, 3, 3), kMaxReplicas);
   const model::Plan plan = SolveHpa(OneTask(), {{{"only", 1e12}}}, {});
   EXPECT_TRUE(std::isfinite(plan.paths[0].predicted_latency_ms));
 }

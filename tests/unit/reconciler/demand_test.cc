@@ -65,6 +65,29 @@ TEST(Demand, LokiKnowsWhenItsRunningVariantsStillStartPods) {
       StepDemand(p, Named("loki"), {}, Rate(10), with_ready(3), 1000).input.variants_starting);
 }
 
+// hpa reads what the HPA does: each pool's replicas and Ready pods from its Deployment, and the
+// busy share the pods measured; fa2 reads none of it.
+TEST(Demand, HpaReadsTheReplicasReadyPodsAndUtilisationOfEachPool) {
+  model::Pipeline p = OnePath();
+  p.name = "shop";
+  p.spec.tasks[0].variants[0].profiles = {{.hardware_class = "cpu"}};
+  const std::string name =
+      api::DeploymentName(p, p.spec.tasks[0], p.spec.tasks[0].variants[0], "cpu");
+  const std::map<std::string, api::DeploymentView> deployments = {
+      {name, api::ReadDeployment({{"metadata", {{"name", name}}},
+                                  {"spec", {{"replicas", 3}}},
+                                  {"status", {{"replicas", 3}, {"readyReplicas", 2}}}})}};
+  model::MetricsSnapshot m = Rate(10);
+  m.utilization["t/cpu"] = 0.8;
+  const DemandStep hpa = StepDemand(p, Named("hpa"), {}, m, deployments, 1000);
+  EXPECT_EQ(hpa.input.running, (std::map<std::string, int>{{"t/cpu", 3}}));
+  EXPECT_EQ(hpa.input.ready, (std::map<std::string, int>{{"t/cpu", 2}}));
+  EXPECT_EQ(hpa.input.utilization, (std::map<std::string, double>{{"t/cpu", 0.8}}));
+  const DemandStep fa2 = StepDemand(p, Named("fa2"), {}, m, deployments, 1000);
+  EXPECT_TRUE(fa2.input.utilization.empty());
+  EXPECT_TRUE(fa2.input.running.empty());
+}
+
 // spec.minRate raises what is planned for, never what is remembered: Loki's EWMA and MArk's
 // series follow the load measured, so the floor does not linger in them once the load passes it.
 TEST(Demand, TheMinimumRateIsPlannedForAndNotRemembered) {
