@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "gym/world.h"
+#include "optimizer/pool.h"
 #include "routing/request.h"
 
 namespace pipescale::gym::engine {
@@ -217,8 +218,8 @@ std::map<std::string, double> World::Utilization() const {
   std::map<std::string, double> out;
   for (const auto& [k, v] : sums) {
     if (v.second <= 0) continue;  // no Ready pod: no reading, as the query's division by 0
-    out[pipeline.spec.tasks[k.first].name + "/" + pipeline.spec.hardware_classes[k.second].name] =
-        v.first / v.second;
+    out[optimizer::PoolKey(pipeline.spec.tasks[k.first].name,
+                           pipeline.spec.hardware_classes[k.second].name)] = v.first / v.second;
   }
   return out;
 }
@@ -268,11 +269,12 @@ void World::EndSecond() {
     p.held_ms_area += static_cast<double>(p.outstanding) * (now_ms_ - p.held_since_ms);
     p.held_since_ms = now_ms_;
     if (p.state == Pod::State::kReady) {
+      const double busy = std::min(1.0, p.busy_ms / 1000);
       TaskSample& s = samples[d.task];
       ++s.ready;
-      s.busy += std::min(1.0, p.busy_ms / 1000);
+      s.busy += busy;
       auto& pool = current.busy_ready[{d.task, d.hw_class}];
-      pool.first += std::min(1.0, p.busy_ms / 1000);
+      pool.first += busy;
       pool.second += 1;
       s.concurrency += p.held_ms_area / 1000;
       replica_seconds_ready += 1;

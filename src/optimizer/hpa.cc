@@ -19,16 +19,18 @@ double UtilizationRatio(int64_t usage_milli, int pods, int target_percent) {
   return static_cast<double>(percent) / target_percent;
 }
 
+// Replicas as an int within [1, kMaxReplicas]; in doubles first, so that a rate or a reading
+// far past any cluster's cannot overflow.
+int ReplicaCount(double replicas) {
+  return static_cast<int>(std::clamp(std::ceil(replicas), 1.0, 1.0 * kMaxReplicas));
+}
+
 // The HPA's step for one task: from its reading when it runs, else from its rate.
 int DesiredReplicas(const PlannerInput& input, const std::string& key, double rate_rps,
                     double replica_rps, double target) {
   const auto running = input.running.find(key);
   const int current = running == input.running.end() ? 0 : running->second;
-  if (current <= 0) {
-    // In doubles first: a rate far past any cluster must not overflow an int.
-    const double replicas = std::ceil(rate_rps / (target * replica_rps));
-    return static_cast<int>(std::clamp(replicas, 1.0, 1.0 * kMaxReplicas));
-  }
+  if (current <= 0) return ReplicaCount(rate_rps / (target * replica_rps));
   const auto busy = input.utilization.find(key);
   const auto ready = input.ready.find(key);
   if (busy == input.utilization.end() || ready == input.ready.end()) return current;
@@ -46,18 +48,15 @@ std::optional<int> HpaUtilizationReplicas(double busy_share, int ready, int curr
   const auto usage_milli =
       static_cast<int64_t>(std::llround(std::min(busy_share, 1e6) * ready * 1000));
   const int target_percent = std::max(1, static_cast<int>(std::lround(target * 100)));
-  const auto count = [](double replicas) {
-    return static_cast<int>(std::clamp(std::ceil(replicas), 1.0, 1.0 * kMaxReplicas));
-  };
   const double ratio = UtilizationRatio(usage_milli, ready, target_percent);
   const int unready = current - ready;
   if (unready == 0 || ratio <= 1.0) {
     if (std::abs(1.0 - ratio) <= kHpaTolerance) return current;
-    return count(ratio * ready);
+    return ReplicaCount(ratio * ready);
   }
   const double rebalanced = UtilizationRatio(usage_milli, current, target_percent);
   if (std::abs(1.0 - rebalanced) <= kHpaTolerance || rebalanced < 1.0) return current;
-  return std::max(count(rebalanced * current), current);
+  return std::max(ReplicaCount(rebalanced * current), current);
 }
 
 model::Plan SolveHpa(const model::Pipeline& pipeline, const model::Workload& workload,
