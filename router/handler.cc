@@ -395,6 +395,7 @@ asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& reques
     co_return ErrorReply(404, path.error().message);
   }
   walk.Use(std::move(table), config_.policy);
+  metrics_.arrivals().Arrived(walk.table->graph, *path, ArrivalMeter::NowSecond());
   // What the clients send, answered or not, once per request: a mix of the answered alone
   // would hide the queries an overloaded pool drops, the very ones a re-plan is for.
   metrics_.QueryRows(parsed->query_size);

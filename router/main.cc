@@ -276,6 +276,7 @@ int Run(Flags flags) {
     return 1;
   }
   exposer->RegisterCollectable(registry);
+  exposer->RegisterCollectable(metrics.arrival_collectable());
   // The exposer holds collectables by weak_ptr: this one must live as long as it, or
   // pipescale_panics_total is never served.
   const auto panics = std::make_shared<pipescale::metrics::PanicCollector>();

@@ -131,7 +131,8 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                      .Name("pipescale_router_in_flight_requests")
                      .Help("Requests the router is serving now")
                      .Register(r)
-                     .Add(Labels({}))) {}
+                     .Add(Labels({}))),
+      arrivals_(std::make_shared<ArrivalMeter>(config.namespace_name, config.pipeline)) {}
 
 std::map<std::string, std::string> RouterMetrics::Labels(
     std::map<std::string, std::string> more) const {

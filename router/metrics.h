@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "arrival_meter.h"
 #include "config.h"
 #include "routing/graph.h"
 
@@ -58,6 +60,10 @@ class RouterMetrics {
   // shows no retries rather than no data.
   void Declare(const routing::Graph& graph);
   prometheus::Gauge& in_flight() { return in_flight_; }
+  // Each task's arrivals, for how bursty they are: served beside the registry (it computes its
+  // gauge when scraped), so the exposer must be given `arrival_collectable()` too.
+  ArrivalMeter& arrivals() { return *arrivals_; }
+  std::shared_ptr<prometheus::Collectable> arrival_collectable() const { return arrivals_; }
 
  private:
   inline static const std::string kUnlisted = "unlisted";  // the path of a walk matching none
@@ -110,6 +116,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Gauge>& door_waiting_;
   prometheus::Family<prometheus::Histogram>& cold_wait_;
   prometheus::Gauge& in_flight_;
+  std::shared_ptr<ArrivalMeter> arrivals_;
 };
 
 }  // namespace pipescale::router

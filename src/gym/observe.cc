@@ -9,6 +9,7 @@
 
 #include "gym/world.h"
 #include "optimizer/pool.h"
+#include "routing/dispersion.h"
 #include "routing/request.h"
 
 namespace pipescale::gym::engine {
@@ -178,6 +179,7 @@ model::MetricsSnapshot World::Snapshot() const {
       if (n > 0) m.door_waiting[graph->PathName(path)] = static_cast<double>(n);
     }
   }
+  m.task_dispersion = Dispersions();
   m.data_plane = DataPlane();
   if (optimizer != nullptr && optimizer->memory.measured_mix) m.query_sizes = QuerySizes();
   if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) m.batch_timings = Timings();
@@ -220,6 +222,25 @@ std::map<std::string, double> World::Utilization() const {
     if (v.second <= 0) continue;  // no Ready pod: no reading, as the query's division by 0
     out[optimizer::PoolKey(pipeline.spec.tasks[k.first].name,
                            pipeline.spec.hardware_classes[k.second].name)] = v.first / v.second;
+  }
+  return out;
+}
+
+std::map<std::string, double> World::Dispersions() const {
+  std::map<int, std::vector<double>> counts;
+  size_t second = 0;
+  ForSeconds(routing::kDispersionWindowSeconds, [&](const SecondCounts& s) {
+    for (const auto& [task, n] : s.task_arrivals) {
+      std::vector<double>& series = counts[task];
+      series.resize(second + 1);  // the seconds before its first arrival, and since its last
+      series[second] = n;
+    }
+    ++second;
+  });
+  std::map<std::string, double> out;
+  for (auto& [task, series] : counts) {
+    series.resize(second);
+    out[pipeline.spec.tasks[task].name] = routing::ArrivalDispersion(series);
   }
   return out;
 }

@@ -32,6 +32,7 @@ struct SecondCounts {
   std::map<int, double> spills, task_calls;             // by task
   std::map<int, std::pair<double, double>> batch_rows;  // by task: (sum, count)
   std::map<int, double> query_rows;                     // requests by their rows
+  std::map<int, double> task_arrivals;  // by task: requests that entered a path through it
   // Batch service by (Deployment, rows): (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> batch_service;
   // Ready pods' busy seconds and Ready pod-seconds by (task, class): HPA's utilisation.
@@ -134,6 +135,9 @@ class World {
   // By "task/class": the mean busy share of a Ready pod over the last kUtilizationWindowS, as
   // the operator's `utilization` query reads it.
   std::map<std::string, double> Utilization() const;
+  // By task: how bursty its arrivals were over the last routing::kDispersionWindowSeconds, as the
+  // router measures it.
+  std::map<std::string, double> Dispersions() const;
   model::BatchTimings Timings() const;
   // run.cc
   void Control();

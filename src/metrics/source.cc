@@ -60,6 +60,11 @@ const std::map<std::string, DefaultQuery>& Defaults() {
       {"doorWaiting",
        {R"(sum by ({{by}}path) (pipescale_router_door_waiting_requests{{{selector}}}))", false,
         kDoorMaxAge}},
+      // How bursty each task's arrivals are (routing/dispersion.h), over the routers: each
+      // router sees a random share q of the requests, whose index is 1 + q (D - 1), so the
+      // pipeline's is 1 plus the sum of theirs less 1 each.
+      {"arrivalDispersion",
+       {R"(1 + sum by ({{by}}task) (pipescale_router_arrival_dispersion{{{selector}}} - 1))"}},
       {"routerBatchRows",
        {R"(sum by ({{by}}task) (rate(pipescale_router_batch_rows_sum{{{selector}}}[1m])) / sum by ({{by}}task) (rate(pipescale_router_batch_rows_count{{{selector}}}[1m])))"}},
       {"routerVariantRate",
@@ -311,6 +316,10 @@ Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
     if (!sizes) return sizes.error();
     snapshot.query_sizes = SizeBuckets(*sizes);
   }
+  auto dispersion = reader.ByLabels("arrivalDispersion", {"task"});
+  if (!dispersion) return dispersion.error();
+  std::erase_if(*dispersion, [](const auto& task_index) { return !(task_index.second >= 1); });
+  snapshot.task_dispersion = std::move(*dispersion);
   if (pipeline.spec.scale_to_zero) {
     auto waiting = reader.ByLabels("doorWaiting", {"path"});
     if (!waiting) return waiting.error();

@@ -66,8 +66,11 @@ inline constexpr size_t kMaxHistorySteps = 100000;
 inline constexpr double kMinIntervalSeconds = 1;
 inline constexpr double kMaxIntervalSeconds = 3600;
 inline constexpr double kMaxHorizonSeconds = 86400;
-inline constexpr double kMaxWindowSeconds = 3600;          // behavior stabilizationWindowSeconds
-inline constexpr double kMaxBurstAllowance = 10;           // behavior.scaleUp.burstAllowance
+inline constexpr double kMaxWindowSeconds = 3600;  // behavior stabilizationWindowSeconds
+inline constexpr double kMaxBurstAllowance = 10;   // behavior.scaleUp.burstAllowance
+// A task's arrivals' index of dispersion (routing/dispersion.h) the planners take: past it a load
+// comes in rare lumps that no queue model sizes for.
+inline constexpr double kMaxDispersion = 50;
 inline constexpr double kMinProfileWindowSeconds = 30;     // spec.profiles.window
 inline constexpr std::int64_t kMaxMinBatches = 1'000'000;  // spec.profiles.minBatches
 // MArk plans step by step up to its forecast horizon and the slowest startup, each at most

@@ -61,6 +61,9 @@ struct MetricsSnapshot {
   // The mean busy share of a Ready model pod over the last 15 s, by "task/hardware class" (the
   // utilisation HPA reads; read where the optimizer does). Absent: no reading, never 0.
   std::map<std::string, double> utilization;
+  // By task: the index of dispersion of its per-second arrivals the routers measured (at least
+  // 1). Absent: planned as Poisson arrivals, never a reason to hold.
+  std::map<std::string, double> task_dispersion;
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

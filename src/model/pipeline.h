@@ -310,6 +310,10 @@ struct Pipeline {
 // Measured (or what-if) load: requests per second entering each execution path.
 struct Workload {
   std::map<std::string, double> path_rates_rps;
+  // By task: how bursty its arrivals are, the index of dispersion of their per-second counts as
+  // the router measured it (routing/dispersion.h). A task without one is planned for Poisson
+  // arrivals (1).
+  std::map<std::string, double> task_dispersion;
 
   bool operator==(const Workload&) const = default;
 };

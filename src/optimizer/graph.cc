@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "model/limits.h"
 
 namespace pipescale::optimizer {
 
@@ -11,6 +12,12 @@ double PathRateRps(const model::Workload& workload, const std::string& path) {
   auto it = workload.path_rates_rps.find(path);
   if (it == workload.path_rates_rps.end() || !std::isfinite(it->second)) return 0;
   return std::max(0.0, it->second);
+}
+
+double TaskDispersion(const model::Workload& workload, const std::string& task) {
+  auto it = workload.task_dispersion.find(task);
+  if (it == workload.task_dispersion.end() || !std::isfinite(it->second)) return 1;
+  return std::clamp(it->second, 1.0, limits::kMaxDispersion);
 }
 
 std::vector<double> PathRatesRps(const model::Pipeline& pipeline, const model::Workload& workload) {

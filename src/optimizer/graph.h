@@ -1,7 +1,7 @@
 // What every optimizer reads off a pipeline and a workload, computed one way: the rate of each
-// path and task (negative and non-finite rates count as 0), the tasks in topological order,
-// a path's SLO split over its tasks, a variant's accuracy relative to its task's best, and
-// what a plan's replicas cost.
+// path and task (negative and non-finite rates count as 0) and how bursty a task's arrivals are,
+// the tasks in topological order, a path's SLO split over its tasks, a variant's accuracy relative
+// to its task's best, and what a plan's replicas cost.
 #pragma once
 
 #include <string>
@@ -20,6 +20,10 @@ std::vector<double> PathRatesRps(const model::Pipeline& pipeline, const model::W
 
 // Requests per second each task sees, by task index: the rates of the paths through it.
 std::vector<double> TaskRatesRps(const model::Pipeline& pipeline, const model::Workload& workload);
+
+// How bursty `task`'s arrivals are (model::Workload::task_dispersion): 1 when absent, below 1
+// or not finite; at most limits::kMaxDispersion.
+double TaskDispersion(const model::Workload& workload, const std::string& task);
 
 // Task indices such that every edge points forward. Precondition: api validated the DAG.
 std::vector<int> TopologicalOrder(const model::Pipeline& pipeline);

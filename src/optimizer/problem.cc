@@ -103,7 +103,8 @@ TailSeries TailFrom(const model::Pipeline& pipeline, const Dnn& dnn, const Choic
        .batch = c.batch,
        .exec_ms = c.exec_ms,
        .exec_one_ms = profile->latency.Ms(1),
-       .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer},
+       .formation = variant.RouterBatches() ? BatchFormation::kRouter : BatchFormation::kServer,
+       .arrival_dispersion = dnn.dispersion},
       pipeline.spec.slo.percentile);
 }
 
@@ -241,6 +242,7 @@ Problem Compile(const model::Pipeline& pipeline, const model::Workload& workload
         choices, kMaxChoices);
   }
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    problem.dnns[i].dispersion = TaskDispersion(workload, spec.tasks[i].name);
     CompileDnn(pipeline, i, problem.too_large.empty(), problem.dnns[i]);
   }
   problem.topological_order = TopologicalOrder(pipeline);

@@ -80,6 +80,7 @@ struct Dnn {
   std::string task;
   int variant = 0;              // FA2 scales the most accurate variant of each task
   double rate_rps = 0;          // lambda_s: sum of the rates of the routes through it
+  double dispersion = 1;        // of its arrivals' per-second counts (TaskDispersion)
   double intensity_ms = 0;      // Int_s: mean fastest d(b) over b = 1..16 (SLA split, Eq. 4)
   std::vector<Choice> choices;  // every (class, batch), ordered by class then batch
   // The choices no other choice beats on latency and every objective term at once, latency

@@ -101,8 +101,7 @@ TailSeries::TailSeries(const TaskLoad& load, double percentile)
     // A plan for the 100th percentile would have to be infinite: the model stops at 99.99.
     : p_(std::min(percentile, 99.99) / 100),
       first_(std::max(1, load.replicas)),
-      idle_(!(load.rate_rps > 0)),
-      service_cv2_(load.service_cv2) {
+      idle_(!(load.rate_rps > 0)) {
   common_.exec_ms = load.exec_ms;
   if (idle_) return;  // nothing arrives: nothing waits
   // Batches fill at the whole rate: in the router's one queue, or at the server whose batch the
@@ -118,6 +117,7 @@ TailSeries::TailSeries(const TaskLoad& load, double percentile)
         load.exec_one_ms + (rows_ - 1) * (load.exec_ms - load.exec_one_ms) / (load.batch - 1);
   }
   batch_rate_ = load.rate_rps / rows_;
+  variation_ = std::max(1.0, load.arrival_dispersion) / rows_ + load.service_cv2;
   offered_ = batch_rate_ * mean_exec_ms_ / 1000;
   for (int n = 1; n < first_; ++n) erlang_b_ = offered_ * erlang_b_ / (n + offered_ * erlang_b_);
 }
@@ -127,10 +127,9 @@ TailLatency TailSeries::Next() {
   if (idle_) return common_;
   erlang_b_ = offered_ * erlang_b_ / (n + offered_ * erlang_b_);
   TailLatency tail = common_;
-  tail.queue_ms = offered_ >= n
-                      ? kInfinity
-                      : QueueMs(WaitChance(erlang_b_, n, offered_), batch_rate_,
-                                1 / rows_ + service_cv2_, mean_exec_ms_, common_.exec_ms, n, p_);
+  tail.queue_ms = offered_ >= n ? kInfinity
+                                : QueueMs(WaitChance(erlang_b_, n, offered_), batch_rate_,
+                                          variation_, mean_exec_ms_, common_.exec_ms, n, p_);
   return tail;
 }
 

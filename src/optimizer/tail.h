@@ -24,6 +24,9 @@ struct TaskLoad {
   // The squared coefficient of variation of a batch's service time: 0 for batches of one size
   // (d(b) is fixed); a pool serving queries of mixed sizes one at a time has more.
   double service_cv2 = 0;
+  // The index of dispersion of the task's per-second arrival counts (routing/dispersion.h): 1
+  // for Poisson arrivals; a batch of b rows then arrives with b times less variation.
+  double arrival_dispersion = 1;
 };
 
 // `rate_rps` into `replicas` replicas of a variant at a batch on the class `profile` is for.
@@ -50,10 +53,11 @@ struct TailLatency {
 //    when it forms the batches (a server's own wait is not known: not capped);
 //  - queue: the batches (arriving Erlang-b, served in d(b) each, or, for the router's partial
 //    batches, on the chord from d(1) to d(b), above a convex d at the mean rows) queue as in an
-//    M/G/c queue (Allen-Cunneen's mean with the arrivals' and load.service_cv2's variation, an
-//    exponential tail behind Erlang C's chance of waiting): the router joins each to the shortest
-//    queue (routing/picker.h). The wait is rounded up to whole batches: a request waits at the
-//    replica it joined, behind the batch in service there, while another may free up first;
+//    M/G/c queue (Allen-Cunneen's mean with the arrivals' variation, load.arrival_dispersion / b,
+//    and load.service_cv2's; an exponential tail behind Erlang C's chance of waiting): the
+//    router joins each to the shortest queue (routing/picker.h). The wait is rounded up to whole
+//    batches: a request waits at the replica it joined, behind the batch in service there, while
+//    another may free up first;
 //  - exec: d(b).
 // An infinite total when the replicas are at or past saturation (utilisation >= 1).
 TailLatency TaskTailLatency(const TaskLoad& load, double percentile);
@@ -72,7 +76,7 @@ class TailSeries {
   int first_;
   int steps_ = 0;
   bool idle_;
-  double service_cv2_;
+  double variation_ = 0;  // Allen-Cunneen's: the batches' arrivals' and service's squared CVs
   TailLatency common_;
   double rows_ = 1, mean_exec_ms_ = 0, batch_rate_ = 0, offered_ = 0;
   double erlang_b_ = 1;

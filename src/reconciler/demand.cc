@@ -95,7 +95,10 @@ size_t SeriesKept(const optimizer::Descriptor& optimizer) {
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, api::DeploymentView>& deployments, double now) {
-  DemandStep step{.workload = {metrics.path_rates_rps}, .input = {}, .demand = before};
+  DemandStep step{.workload = {.path_rates_rps = metrics.path_rates_rps,
+                               .task_dispersion = metrics.task_dispersion},
+                  .input = {},
+                  .demand = before};
   const bool advance = before.at == 0 || now - before.at >= pipeline.spec.interval_seconds - 1e-6;
   if (advance) step.demand.at = now;
   if (optimizer.memory.demand_ewma) SmoothRates(advance, before, step);

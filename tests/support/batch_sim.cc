@@ -14,10 +14,21 @@ namespace {
 using MinHeap = std::priority_queue<double, std::vector<double>, std::greater<>>;
 
 std::vector<double> Arrivals(const BatchSim& sim, std::mt19937_64& rng) {
-  std::exponential_distribution<double> gap(sim.rate_rps / 1000);  // per ms
-  std::vector<double> out(sim.requests);
-  double t = 0;
-  for (double& a : out) a = t += gap(rng);
+  std::vector<double> out;
+  out.reserve(sim.requests);
+  const double cv2 = sim.rate_cv * sim.rate_cv;
+  // Second by second: a gap that crosses the second's end is drawn again from there
+  // (memoryless), at the next second's rate.
+  for (double second = 0; static_cast<int>(out.size()) < sim.requests; second += 1000) {
+    const double rate =
+        cv2 > 0 ? std::gamma_distribution<double>(1 / cv2, sim.rate_rps * cv2)(rng) : sim.rate_rps;
+    if (!(rate > 0)) continue;
+    std::exponential_distribution<double> gap(rate / 1000);  // per ms
+    for (double t = second + gap(rng);
+         t < second + 1000 && static_cast<int>(out.size()) < sim.requests; t += gap(rng)) {
+      out.push_back(t);
+    }
+  }
   return out;
 }
 

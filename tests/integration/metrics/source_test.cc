@@ -184,6 +184,43 @@ TEST(MetricsSource, ReadsTheBusyShareOfTheReadyPodsForHpa) {
   EXPECT_TRUE(fa2->utilization.empty());
 }
 
+// Two routers, each with a share of the requests, measure an index of 1.5 and 2 for one task: the
+// pipeline's arrivals have 1 + 0.5 + 1 (the excesses add), and a task whose router reads an index
+// below 1 (no router exports one: not ours) has none.
+TEST(MetricsSource, AddsTheRoutersExcessDispersionOfEachTask) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  model::Pipeline pipeline = ThreePaths("lumpy");
+  pipeline.spec.router = model::RouterSpec{};
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 5}});
+  auto& index = prometheus::BuildGauge()
+                    .Name("pipescale_router_arrival_dispersion")
+                    .Help("test")
+                    .Register(load.registry());
+  for (const auto& [pod, task, value] :
+       {std::tuple{"r1", "detect", 1.5}, std::tuple{"r2", "detect", 2.0},
+        std::tuple{"r1", "classify", 0.5}}) {
+    index
+        .Add({{"namespace", pipeline.namespace_name},
+              {"pipeline", pipeline.name},
+              {"task", task},
+              {"pod", pod}})
+        .Set(value);
+  }
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  std::map<std::string, double> dispersion;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto snapshot = ReadSnapshot(prometheus, pipeline);
+        EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
+        if (snapshot.ok()) dispersion = snapshot->task_dispersion;
+        return dispersion.contains("detect");
+      },
+      40s, 250ms));
+  ASSERT_TRUE(dispersion.contains("detect"));
+  EXPECT_NEAR(dispersion.at("detect"), 2.5, 1e-9);
+  EXPECT_FALSE(dispersion.contains("classify"));
+}
+
 // The default queries asked once for all pipelines: each pipeline reads from the shared
 // answers what its own queries would read, the shared answers hold no other pipeline's series,
 // and three pipelines cost Prometheus as many queries as one.
