@@ -5,7 +5,7 @@
 namespace pipescale::router {
 
 namespace {
-constexpr auto kSlots = static_cast<std::int64_t>(routing::kDispersionWindowSeconds + 1);
+constexpr std::int64_t kSlots = std::int64_t{routing::kDispersionWindowSeconds} + 1;
 }  // namespace
 
 void ArrivalMeter::Arrived(const routing::Graph& graph, int path, std::int64_t second) {
