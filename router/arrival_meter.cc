@@ -6,6 +6,9 @@ namespace pipescale::router {
 
 namespace {
 constexpr std::int64_t kSlots = std::int64_t{routing::kDispersionWindowSeconds} + 1;
+
+// The slot of a ring that counts `second` (steady-clock seconds are never negative).
+size_t SlotOf(std::int64_t second) { return static_cast<size_t>(second % kSlots); }
 }  // namespace
 
 void ArrivalMeter::Arrived(const routing::Graph& graph, int path, std::int64_t second) {
@@ -14,7 +17,7 @@ void ArrivalMeter::Arrived(const routing::Graph& graph, int path, std::int64_t s
     const std::string& name = graph.TaskName(task);
     auto ring = rings_.find(name);
     if (ring == rings_.end()) ring = rings_.emplace(name, Ring{}).first;
-    Second& slot = ring->second[static_cast<size_t>(second % kSlots)];
+    Second& slot = ring->second[SlotOf(second)];
     if (slot.at != second) slot = {.at = second, .count = 0};
     slot.count += 1;
   }
@@ -28,11 +31,11 @@ std::map<std::string, double> ArrivalMeter::Dispersions(std::int64_t now_second)
     counts.clear();
     bool any = false;
     for (std::int64_t s = now_second - routing::kDispersionWindowSeconds; s < now_second; ++s) {
-      const Second& slot = ring->second[static_cast<size_t>(((s % kSlots) + kSlots) % kSlots)];
+      const Second& slot = ring->second[SlotOf(s)];
       counts.push_back(slot.at == s ? slot.count : 0);
       any = any || counts.back() > 0;
     }
-    if (!any && ring->second[static_cast<size_t>(now_second % kSlots)].at != now_second) {
+    if (!any && ring->second[SlotOf(now_second)].at != now_second) {
       ring = rings_.erase(ring);
       continue;
     }

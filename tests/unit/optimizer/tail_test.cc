@@ -76,15 +76,27 @@ std::vector<Instance> Instances(bool router_forms) {
   return out;
 }
 
+// How requests arrive in the simulation, and what the model is told of it. Bursty: each
+// instance's rate redrawn every second with a coefficient of variation of 10-30% (per-second
+// counts of index of dispersion 1 + rate cv^2: 2-3 at a real trace's 100/s), the model told that
+// index or planning them as Poisson arrivals.
+enum class Arrivals { kPoisson, kBurstyTold, kBurstyAsPoisson };
+
 // The model's p99 against the simulated: the ratios, sorted.
-std::vector<double> Ratios(bool router_forms) {
+std::vector<double> Ratios(bool router_forms, Arrivals arrivals = Arrivals::kPoisson) {
+  std::mt19937_64 rng(17);
   std::vector<double> ratios;
-  for (const Instance& i : Instances(router_forms)) {
+  for (Instance i : Instances(router_forms)) {
+    double cv = 0;
+    if (arrivals != Arrivals::kPoisson) cv = std::uniform_real_distribution<double>(0.1, 0.3)(rng);
+    if (arrivals == Arrivals::kBurstyTold)
+      i.load.arrival_dispersion = 1 + i.load.rate_rps * cv * cv;
     const TailLatency tail = TaskTailLatency(i.load, 99);
     // The servers wait for a full batch however long it takes (the model assumes no server wait
     // it does not know); the router, its budget.
     const double wait = router_forms ? tail.wait_budget_ms : 1e12;
     const double simulated = testing::SimulatedQuantileMs({.rate_rps = i.load.rate_rps,
+                                                           .rate_cv = cv,
                                                            .replicas = i.load.replicas,
                                                            .batch = i.load.batch,
                                                            .exec_ms = i.d,
@@ -95,11 +107,12 @@ std::vector<double> Ratios(bool router_forms) {
   }
   std::sort(ratios.begin(), ratios.end());
   const size_t n = ratios.size();
+  const char* names[] = {"Poisson", "bursty, told", "bursty, as Poisson"};
   std::printf(
-      "%s forms batches: model / simulated p99 over %zu loads: min %.2f, p10 %.2f, "
+      "%s arrivals, %s forms batches: model / simulated p99 over %zu loads: min %.2f, p10 %.2f, "
       "median %.2f, p90 %.2f, max %.2f\n",
-      router_forms ? "the router" : "each server", n, ratios[0], ratios[n / 10], ratios[n / 2],
-      ratios[9 * n / 10], ratios[n - 1]);
+      names[static_cast<int>(arrivals)], router_forms ? "the router" : "each server", n, ratios[0],
+      ratios[n / 10], ratios[n / 2], ratios[9 * n / 10], ratios[n - 1]);
   return ratios;
 }
 
@@ -147,48 +160,15 @@ TEST(TaskTailLatency, AHigherPercentileNeverPredictsLess) {
   }
 }
 
-// Bursty arrivals: each instance's rate redrawn every second with a coefficient of variation of
-// 10-30% (per-second counts of index of dispersion 1 + rate cv^2: 2-3 at a real trace's 100/s),
-// the model told that index, or planning them as Poisson arrivals. The ratios of its p99 to the
-// simulated, sorted.
-std::vector<double> BurstyRatios(bool router_forms, bool told) {
-  std::mt19937_64 rng(17);
-  std::vector<double> ratios;
-  for (Instance i : Instances(router_forms)) {
-    const double cv = std::uniform_real_distribution<double>(0.1, 0.3)(rng);
-    const double dispersion = 1 + i.load.rate_rps * cv * cv;
-    if (told) i.load.arrival_dispersion = dispersion;
-    const TailLatency tail = TaskTailLatency(i.load, 99);
-    const double simulated =
-        testing::SimulatedQuantileMs({.rate_rps = i.load.rate_rps,
-                                      .rate_cv = cv,
-                                      .replicas = i.load.replicas,
-                                      .batch = i.load.batch,
-                                      .exec_ms = i.d,
-                                      .router_forms = router_forms,
-                                      .wait_ms = router_forms ? tail.wait_budget_ms : 1e12},
-                                     0.99);
-    ratios.push_back(tail.TotalMs() / simulated);
-  }
-  std::sort(ratios.begin(), ratios.end());
-  const size_t n = ratios.size();
-  std::printf(
-      "bursty, %s forms batches, %s: model / simulated p99: min %.2f, p10 %.2f, "
-      "median %.2f, p90 %.2f, max %.2f\n",
-      router_forms ? "the router" : "each server", told ? "told" : "as Poisson", ratios[0],
-      ratios[n / 10], ratios[n / 2], ratios[9 * n / 10], ratios[n - 1]);
-  return ratios;
-}
-
 // What the router's dispersion buys: told how bursty the arrivals are, the model bounds the
 // simulated p99 as it does for Poisson arrivals; planned as Poisson arrivals, it falls short.
 TEST(TaskTailLatency, BoundsTheSimulatedP99OfBurstyArrivalsWhenToldTheirDispersion) {
   for (bool router : {true, false}) {
-    const std::vector<double> told = BurstyRatios(router, true);
+    const std::vector<double> told = Ratios(router, Arrivals::kBurstyTold);
     EXPECT_GE(told.front(), 0.8);
     EXPECT_GE(told[told.size() / 10], 1.0);
     EXPECT_LE(told[told.size() / 2], 1.6);
-    const std::vector<double> poisson = BurstyRatios(router, false);
+    const std::vector<double> poisson = Ratios(router, Arrivals::kBurstyAsPoisson);
     EXPECT_LT(poisson.front(), 0.8);
   }
 }
