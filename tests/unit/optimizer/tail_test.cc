@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "model/limits.h"
+#include "optimizer/graph.h"
 #include "support/batch_sim.h"
 
 namespace pipescale::optimizer {
@@ -191,6 +194,22 @@ TEST(TaskTailLatency, MoreDispersedArrivalsNeverWaitLess) {
                     .TotalMs());
     }
   }
+}
+
+// What a Prometheus answer may say of a task's dispersion, as the planners take it.
+TEST(TaskDispersion, IsPoissonWhereAbsentOrAbsurdAndCappedWhereHuge) {
+  model::Workload w;
+  w.task_dispersion = {{"lumpy", 2.5},
+                       {"nan", std::numeric_limits<double>::quiet_NaN()},
+                       {"inf", std::numeric_limits<double>::infinity()},
+                       {"smooth", 0.4},
+                       {"huge", 1e300}};
+  EXPECT_EQ(TaskDispersion(w, "lumpy"), 2.5);
+  EXPECT_EQ(TaskDispersion(w, "absent"), 1);
+  EXPECT_EQ(TaskDispersion(w, "nan"), 1);
+  EXPECT_EQ(TaskDispersion(w, "inf"), 1);
+  EXPECT_EQ(TaskDispersion(w, "smooth"), 1);
+  EXPECT_EQ(TaskDispersion(w, "huge"), limits::kMaxDispersion);
 }
 
 TEST(TaskTailLatency, SaturatedReplicasAreInfinitelyLate) {
