@@ -24,6 +24,7 @@
 #include "operator_metrics.h"
 #include "reconciler/reconciler.h"
 #include "solver/child_process.h"
+#include "surge_watch.h"
 
 namespace pipescale::operator_main {
 namespace {
@@ -129,6 +130,14 @@ class Operator {
       // One tenant's MILP must not abort the process that plans every tenant's pipelines.
       reconcilers_.back()->SetMilpSolver(solver::ChildProcessSolver({SelfPath(), "--solve-milp"}));
     }
+    std::vector<const reconciler::PipelineInformer*> watched;
+    for (const auto& informer : pipelines_) watched.push_back(informer.get());
+    surge_watch_ = std::make_unique<SurgeWatch>(
+        std::move(watched),
+        [this](const model::Pipeline& p) {
+          return metrics::ReadRecentRates(PrometheusFor(p), p, &shared_queries_);
+        },
+        enqueue);
   }
 
   // Starts the informers and the workers at once: a namespace the operator may not read (a
@@ -140,6 +149,7 @@ class Operator {
     nodes_->Start();
     pods_->Start();
     controller_->Start();
+    surge_watch_->Start();
   }
 
   // Waits until the pipelines and Deployments of at least one watched namespace are listed
@@ -172,6 +182,7 @@ class Operator {
     for (auto& o : owned_) o->RequestStop();
     nodes_->RequestStop();
     pods_->RequestStop();
+    surge_watch_->Stop();  // it queues into the controller
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
     for (auto& i : deployments_) i->Stop();
@@ -245,6 +256,7 @@ class Operator {
   std::vector<std::unique_ptr<reconciler::DeploymentInformer>> deployments_;
   std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
+  std::unique_ptr<SurgeWatch> surge_watch_;
 };
 
 // Blocks until one of `signals` arrives, and meanwhile hands the heap's free pages back every

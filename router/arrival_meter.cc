@@ -1,6 +1,7 @@
 #include "arrival_meter.h"
 
 #include <chrono>
+#include <span>
 
 namespace pipescale::router {
 
@@ -9,25 +10,34 @@ constexpr std::int64_t kSlots = std::int64_t{routing::kDispersionWindowSeconds} 
 
 // The slot of a ring that counts `second` (steady-clock seconds are never negative).
 size_t SlotOf(std::int64_t second) { return static_cast<size_t>(second % kSlots); }
+
+prometheus::MetricFamily Gauges(std::string name, std::string help) {
+  return {.name = std::move(name),
+          .help = std::move(help),
+          .type = prometheus::MetricType::Gauge,
+          .metric = {}};
+}
 }  // namespace
+
+void ArrivalMeter::Count(Rings& rings, const std::string& name, std::int64_t second) {
+  auto ring = rings.find(name);
+  if (ring == rings.end()) ring = rings.emplace(name, Ring{}).first;
+  Second& slot = ring->second[SlotOf(second)];
+  if (slot.at != second) slot = {.at = second, .count = 0};
+  slot.count += 1;
+}
 
 void ArrivalMeter::Arrived(const routing::Graph& graph, int path, std::int64_t second) {
   const std::lock_guard lock(mu_);
-  for (int task : graph.PathTasks(path)) {
-    const std::string& name = graph.TaskName(task);
-    auto ring = rings_.find(name);
-    if (ring == rings_.end()) ring = rings_.emplace(name, Ring{}).first;
-    Second& slot = ring->second[SlotOf(second)];
-    if (slot.at != second) slot = {.at = second, .count = 0};
-    slot.count += 1;
-  }
+  if (path < 0) return;
+  Count(path_rings_, graph.PathName(path), second);
+  for (int task : graph.PathTasks(path)) Count(rings_, graph.TaskName(task), second);
 }
 
-std::map<std::string, double> ArrivalMeter::Dispersions(std::int64_t now_second) const {
-  const std::lock_guard lock(mu_);
-  std::map<std::string, double> out;
+template <typename F>
+void ArrivalMeter::ForWindows(Rings& rings, std::int64_t now_second, F&& f) {
   std::vector<double> counts;
-  for (auto ring = rings_.begin(); ring != rings_.end();) {
+  for (auto ring = rings.begin(); ring != rings.end();) {
     counts.clear();
     bool any = false;
     for (std::int64_t s = now_second - routing::kDispersionWindowSeconds; s < now_second; ++s) {
@@ -36,12 +46,29 @@ std::map<std::string, double> ArrivalMeter::Dispersions(std::int64_t now_second)
       any = any || counts.back() > 0;
     }
     if (!any && ring->second[SlotOf(now_second)].at != now_second) {
-      ring = rings_.erase(ring);
+      ring = rings.erase(ring);
       continue;
     }
-    out[ring->first] = routing::ArrivalDispersion(counts);
+    f(ring->first, std::span<const double>(counts));
     ++ring;
   }
+}
+
+std::map<std::string, double> ArrivalMeter::Dispersions(std::int64_t now_second) const {
+  const std::lock_guard lock(mu_);
+  std::map<std::string, double> out;
+  ForWindows(rings_, now_second, [&](const std::string& task, std::span<const double> counts) {
+    out[task] = routing::ArrivalDispersion(counts);
+  });
+  return out;
+}
+
+std::map<std::string, double> ArrivalMeter::RecentRates(std::int64_t now_second) const {
+  const std::lock_guard lock(mu_);
+  std::map<std::string, double> out;
+  ForWindows(path_rings_, now_second, [&](const std::string& path, std::span<const double> counts) {
+    out[path] = routing::RecentRate(counts.last(routing::kRecentRateSeconds));
+  });
   return out;
 }
 
@@ -52,20 +79,28 @@ std::int64_t ArrivalMeter::NowSecond() {
 }
 
 std::vector<prometheus::MetricFamily> ArrivalMeter::Collect() const {
-  prometheus::MetricFamily family{
-      .name = "pipescale_router_arrival_dispersion",
-      .help =
-          "How bursty each task's arrivals are: the index of dispersion (variance over mean) of "
-          "their per-second counts over the last 2 minutes, beyond Poisson noise (1: Poisson)",
-      .type = prometheus::MetricType::Gauge,
-      .metric = {}};
-  for (const auto& [task, index] : Dispersions(NowSecond())) {
+  const std::int64_t now = NowSecond();
+  prometheus::MetricFamily dispersion = Gauges(
+      "pipescale_router_arrival_dispersion",
+      "How bursty each task's arrivals are: the index of dispersion (variance over mean) of their "
+      "per-second counts over the last 2 minutes, beyond Poisson noise (1: Poisson)");
+  for (const auto& [task, index] : Dispersions(now)) {
     prometheus::ClientMetric metric;
     metric.label = {{"namespace", namespace_}, {"pipeline", pipeline_}, {"task", task}};
     metric.gauge.value = index;
-    family.metric.push_back(std::move(metric));
+    dispersion.metric.push_back(std::move(metric));
   }
-  return {std::move(family)};
+  prometheus::MetricFamily recent = Gauges(
+      "pipescale_router_recent_rate",
+      "Each path's requests per second over the last 2 complete seconds, counted as they arrive "
+      "(refused at the door too): the first sign of a burst");
+  for (const auto& [path, rate] : RecentRates(now)) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"namespace", namespace_}, {"pipeline", pipeline_}, {"path", path}};
+    metric.gauge.value = rate;
+    recent.metric.push_back(std::move(metric));
+  }
+  return {std::move(dispersion), std::move(recent)};
 }
 
 }  // namespace pipescale::router

@@ -10,6 +10,7 @@
 #include "gym/world.h"
 #include "optimizer/pool.h"
 #include "routing/dispersion.h"
+#include "routing/recent_rate.h"
 #include "routing/request.h"
 
 namespace pipescale::gym::engine {
@@ -180,6 +181,7 @@ model::MetricsSnapshot World::Snapshot() const {
     }
   }
   m.task_dispersion = Dispersions();
+  m.recent_path_rates_rps = RecentRates();
   m.data_plane = DataPlane();
   if (optimizer != nullptr && optimizer->memory.measured_mix) m.query_sizes = QuerySizes();
   if (pipeline.spec.profiles.learn != model::ProfileLearning::kOff) m.batch_timings = Timings();
@@ -241,6 +243,21 @@ std::map<std::string, double> World::Dispersions() const {
   for (auto& [task, series] : counts) {
     series.resize(second);
     out[pipeline.spec.tasks[task].name] = routing::ArrivalDispersion(series);
+  }
+  return out;
+}
+
+std::map<std::string, double> World::RecentRates() const {
+  std::vector<std::vector<double>> counts(pipeline.spec.paths.size());
+  ForSeconds(routing::kRecentRateSeconds, [&](const SecondCounts& s) {
+    for (std::vector<double>& path : counts) path.push_back(0);
+    for (const auto& [path, n] : s.path_arrivals) {
+      if (path >= 0 && static_cast<size_t>(path) < counts.size()) counts[path].back() = n;
+    }
+  });
+  std::map<std::string, double> out;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    out[pipeline.spec.paths[p].name] = routing::RecentRate(counts[p]);
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include "controller/controller.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
+#include "reconciler/surge.h"
 
 namespace pipescale::gym::engine {
 namespace {
@@ -142,6 +143,16 @@ void World::PodChanged() {
   At(event_at_ms, EventKind::kControl, kWatched);
 }
 
+// The operator's surge watch (operator/surge_watch.h): every kSurgeLookSeconds it reads the
+// routers' recent rates and queues a pipeline whose rates surge past its status's at once.
+void World::WatchSurges() {
+  if (optimizer == nullptr || !reconciler::SurgeWatched(pipeline, observed.status)) return;
+  if (seconds.size() % static_cast<size_t>(reconciler::kSurgeLookSeconds) != 0) return;
+  if (reconciler::Surging(pipeline, observed.status, RecentRates())) {
+    PodChanged();  // the same queue, after the same latency
+  }
+}
+
 void World::AutoscalerStep() {
   for (size_t t = 0; t < pipeline.spec.tasks.size(); ++t) {
     const int d = baseline_deployment[t];
@@ -173,6 +184,7 @@ bool World::ReadyToStart() const {
 void World::OnSecond() {
   EndSecond();
   PlacePending();
+  WatchSurges();
   if (trace_start_ms < 0 && (ReadyToStart() || now_ms_ >= kWaitReadyMs)) StartTrace();
   if (trace_start_ms >= 0 && now_ms_ - last_row_ms >= 1000 * options.interval_row_s - 1e-6) {
     RecordInterval();

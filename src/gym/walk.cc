@@ -63,6 +63,7 @@ void World::ResetWalker() { walker.emplace(*graph, loki.get(), policy); }
 void World::OnArrival(int path, int rows) {
   const std::int64_t id = walks.Add(Walk{.state = walker->Start(path, rows, now_ms_)});
   current.query_rows[rows] += 1;
+  current.path_arrivals[path] += 1;
   for (int task : graph->PathTasks(path)) current.task_arrivals[task] += 1;
   OnDoorPoll(id);
 }

@@ -33,6 +33,7 @@ struct SecondCounts {
   std::map<int, std::pair<double, double>> batch_rows;  // by task: (sum, count)
   std::map<int, double> query_rows;                     // requests by their rows
   std::map<int, double> task_arrivals;  // by task: requests that entered a path through it
+  std::map<int, double> path_arrivals;  // by path: requests that entered it
   // Batch service by (Deployment, rows): (seconds, batches).
   std::map<std::pair<int, int>, std::pair<double, double>> batch_service;
   // Ready pods' busy seconds and Ready pod-seconds by (task, class): HPA's utilisation.
@@ -138,10 +139,13 @@ class World {
   // By task: how bursty its arrivals were over the last routing::kDispersionWindowSeconds, as the
   // router measures it.
   std::map<std::string, double> Dispersions() const;
+  // By path: its arrival rate over the last routing::kRecentRateSeconds, as the router measures it.
+  std::map<std::string, double> RecentRates() const;
   model::BatchTimings Timings() const;
   // run.cc
   void Control();
   void PodChanged();
+  void WatchSurges();
   void OperatorStep();
   void AutoscalerStep();
   void ScheduleArrival();

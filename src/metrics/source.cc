@@ -25,6 +25,9 @@ struct DefaultQuery {
 // Requests held at the door wait for the wake that reading them starts: a shared answer at most
 // this old, so the wake waits on the routers' scrape, not on the other pipelines' looks.
 constexpr std::chrono::milliseconds kDoorMaxAge(250);
+// The operator's surge watch reads the recent rates every reconciler::kSurgeLookSeconds: an
+// answer half that old serves every pipeline's watch and the reconciles it queues.
+constexpr std::chrono::milliseconds kRecentMaxAge(1000);
 
 const std::map<std::string, DefaultQuery>& Defaults() {
   static const std::map<std::string, DefaultQuery> kQueries = {
@@ -63,6 +66,11 @@ const std::map<std::string, DefaultQuery>& Defaults() {
       // How bursty each task's arrivals are (routing/dispersion.h), over the routers: each
       // router sees a random share q of the requests, whose index is 1 + q (D - 1), so the
       // pipeline's is 1 plus the sum of theirs less 1 each.
+      // Each path's arrivals over the routers' last seconds (routing/recent_rate.h), every
+      // router's: the first sign of a burst (reconciler/surge.h).
+      {"recentRate",
+       {R"(sum by ({{by}}path) (pipescale_router_recent_rate{{{selector}}}))", false,
+        kRecentMaxAge}},
       {"arrivalDispersion",
        {R"(1 + sum by ({{by}}task) (pipescale_router_arrival_dispersion{{{selector}}} - 1))"}},
       {"routerBatchRows",
@@ -304,6 +312,16 @@ Status ReadPaths(const Reader& reader, model::MetricsSnapshot& snapshot) {
   return Done{};
 }
 
+// Each path's recent rate; what is not a rate (NaN, negative) is left out.
+Result<std::map<std::string, double>> ReadRecentRates(const Reader& reader) {
+  auto recent = reader.ByLabels("recentRate", {"path"});
+  if (!recent) return recent.error();
+  std::erase_if(*recent, [](const auto& path_rate) {
+    return !(path_rate.second >= 0) || !std::isfinite(path_rate.second);
+  });
+  return recent;
+}
+
 // What the router measured: its data plane, and where the optimizer reads them, the query
 // sizes and the batch times.
 Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
@@ -320,6 +338,9 @@ Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
   if (!dispersion) return dispersion.error();
   std::erase_if(*dispersion, [](const auto& task_index) { return !(task_index.second >= 1); });
   snapshot.task_dispersion = std::move(*dispersion);
+  auto recent = ReadRecentRates(reader);
+  if (!recent) return recent.error();
+  snapshot.recent_path_rates_rps = std::move(*recent);
   if (pipeline.spec.scale_to_zero) {
     auto waiting = reader.ByLabels("doorWaiting", {"path"});
     if (!waiting) return waiting.error();
@@ -367,6 +388,12 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
     if (Status router = ReadRouter(reader, snapshot); !router) return router.error();
   }
   return snapshot;
+}
+
+Result<std::map<std::string, double>> ReadRecentRates(const PrometheusClient& prometheus,
+                                                      const model::Pipeline& pipeline,
+                                                      SharedQueries* shared) {
+  return ReadRecentRates(Reader(prometheus, pipeline, shared));
 }
 
 Result<model::RateHistory> ReadRateHistory(const PrometheusClient& prometheus,

@@ -31,6 +31,13 @@ Result<model::MetricsSnapshot> ReadSnapshot(const PrometheusClient& prometheus,
                                             const model::Pipeline& pipeline,
                                             SharedQueries* shared = nullptr);
 
+// Per path, its arrival rate over the routers' last seconds (the recentRate query), as
+// ReadSnapshot reads it for a pipeline with a router: what the operator's surge watch compares
+// with the status between reconciles. Errors as ReadSnapshot's; no series, no paths.
+Result<std::map<std::string, double>> ReadRecentRates(const PrometheusClient& prometheus,
+                                                      const model::Pipeline& pipeline,
+                                                      SharedQueries* shared = nullptr);
+
 // Per path, its rate at each of the `intervals` steps of the pipeline's interval, on the grid of
 // that interval and ending at least one interval before `now` (the snapshot at `now` is the
 // next), oldest first; steps without data are left out, a path without any is absent. Errors as

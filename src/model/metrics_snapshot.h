@@ -64,6 +64,9 @@ struct MetricsSnapshot {
   // By task: the index of dispersion of its per-second arrivals the routers measured (at least
   // 1). Absent: planned as Poisson arrivals, never a reason to hold.
   std::map<std::string, double> task_dispersion;
+  // By path: its arrival rate over the routers' last few seconds (routing/recent_rate.h), the
+  // first sign of a burst. Absent: no sign, never a reason to hold.
+  std::map<std::string, double> recent_path_rates_rps;
 
   bool Complete() const { return missing.empty(); }
   bool operator==(const MetricsSnapshot&) const = default;

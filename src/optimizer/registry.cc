@@ -50,7 +50,9 @@ const std::array kOptimizers = {
     Descriptor{.name = kFa2,
                .summary = "batch size and replicas per DNN under per-path SLOs, fewest instances",
                .in_spec = true,
-               .memory = {.burst_allowance = true, .holds_applied_batches = true},
+               .memory = {.burst_allowance = true,
+                          .plans_for_surges = true,
+                          .holds_applied_batches = true},
                .solve = OnProblem<Fa2Search, kFa2>},
     Descriptor{
         .name = "loki",

@@ -69,6 +69,10 @@ struct Memory {
   // Plans each path for its rate plus its rises over a start-up and an interval (FA2;
   // reconciler/burst.h).
   bool burst_allowance = false;
+  // Plans a path that surges for the routers' recent rate at once (FA2; reconciler/surge.h).
+  // Loki and MArk meet a burst in the data plane (early drops, the warm burst class) and their
+  // re-plans cost more than they buy there: a variant swap restarts pods, a forecast buys GPUs.
+  bool plans_for_surges = false;
   bool slo_guard = false;         // late paths get replicas, then a quiet time (MArk)
   bool measured_factors = false;  // measured multiplicative factors replace the spec's (Loki)
   bool measured_mix = false;      // the router's query sizes replace the spec's on a shift (Kairos)

@@ -15,6 +15,7 @@
 #include "reconciler/conditions.h"
 #include "reconciler/idle.h"
 #include "reconciler/status.h"
+#include "reconciler/surge.h"
 #include "reconciler/worth_writing.h"
 
 namespace pipescale::reconciler {
@@ -549,6 +550,10 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   DemandStep step =
       StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;
+  // A surge (demand.h) is looked at again soon, as a rising load is.
+  if (!step.surges.empty()) {
+    d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kSurgeLookSeconds);
+  }
   d.memory.demand = step.demand;
   // Plan for the room the cluster has: Loki's "cluster is full" is the GPUs running out.
   model::Pipeline measured =

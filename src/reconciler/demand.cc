@@ -7,6 +7,7 @@
 #include "api/workload.h"
 #include "optimizer/pool.h"
 #include "reconciler/burst.h"
+#include "reconciler/surge.h"
 
 namespace pipescale::reconciler {
 namespace {
@@ -84,6 +85,20 @@ void GuardLatePaths(const model::Pipeline& pipeline, const model::MetricsSnapsho
                                                  optimizer::SlowestStartupSeconds(pipeline.spec));
 }
 
+void PlanForSurges(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
+                   DemandStep& step) {
+  step.surges = SurgeRates(metrics.recent_path_rates_rps, metrics.path_rates_rps,
+                           PathDispersions(pipeline, metrics.task_dispersion));
+  std::erase_if(step.surges, [&](const auto& path_rate) {  // a router's series of no path here
+    return std::ranges::none_of(pipeline.spec.paths,
+                                [&](const model::Path& p) { return p.name == path_rate.first; });
+  });
+  for (const auto& [path, rate] : step.surges) {
+    double& planned = step.workload.path_rates_rps[path];
+    planned = std::max(planned, rate);
+  }
+}
+
 }  // namespace
 
 size_t SeriesKept(const optimizer::Descriptor& optimizer) {
@@ -119,6 +134,7 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   }
   step.profiles = StepProfiles(pipeline, before.profiles, metrics.batch_timings);
   step.demand.profiles = step.profiles.corrections;
+  if (optimizer.memory.plans_for_surges) PlanForSurges(pipeline, metrics, step);
   // After the memory: what is remembered is the load measured, the floor only what is planned.
   step.workload = api::AtLeastMinRate(pipeline, std::move(step.workload));
   return step;

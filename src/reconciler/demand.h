@@ -37,6 +37,8 @@ struct DemandStep {
   Demand demand;
   std::optional<MixStep> mix;  // Kairos: the query sizes to plan for
   ProfileStep profiles;        // the measured profiles, and the corrections to plan from
+  // The paths that surge (surge.h) and the recent rates the workload plans them for.
+  std::map<std::string, double> surges;
 };
 
 // Rates per path `optimizer` keeps, one per interval: MArk's whole series (kMaxSeries), the last
@@ -44,7 +46,9 @@ struct DemandStep {
 size_t SeriesKept(const optimizer::Descriptor& optimizer);
 
 // Advances `before` by the measured rates at `now` (once per interval) and query sizes, as the
-// optimizer's memory asks, and reads what runs from the pipeline's Deployments (by name).
+// optimizer's memory asks, and reads what runs from the pipeline's Deployments (by name). A path
+// that surges is planned for its recent rate where that is more; the memory keeps the measured
+// rates (a surge is this moment's, not a step of the series the planners learn from).
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, api::DeploymentView>& deployments, double now);

@@ -221,6 +221,46 @@ TEST(MetricsSource, AddsTheRoutersExcessDispersionOfEachTask) {
   EXPECT_FALSE(dispersion.contains("classify"));
 }
 
+// Each path's recent rate is the sum over the routers (each sees a share of the requests), in the
+// snapshot and as the surge watch reads it alone; what is not a rate is left out.
+TEST(MetricsSource, SumsTheRoutersRecentRatesOfEachPath) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  model::Pipeline pipeline = ThreePaths("surging");
+  pipeline.spec.router = model::RouterSpec{};
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 5}});
+  auto& recent = prometheus::BuildGauge()
+                     .Name("pipescale_router_recent_rate")
+                     .Help("test")
+                     .Register(load.registry());
+  for (const auto& [pod, path, value] :
+       {std::tuple{"r1", "fast", 20.0}, std::tuple{"r2", "fast", 30.0},
+        std::tuple{"r1", "slow", -1.0}}) {
+    recent
+        .Add({{"namespace", pipeline.namespace_name},
+              {"pipeline", pipeline.name},
+              {"path", path},
+              {"pod", pod}})
+        .Set(value);
+  }
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  std::map<std::string, double> rates;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto snapshot = ReadSnapshot(prometheus, pipeline);
+        EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
+        if (snapshot.ok()) rates = snapshot->recent_path_rates_rps;
+        return rates.contains("fast");
+      },
+      40s, 250ms));
+  ASSERT_TRUE(rates.contains("fast"));
+  EXPECT_NEAR(rates.at("fast"), 50, 1e-9);
+  EXPECT_FALSE(rates.contains("slow"));
+  SharedQueries shared(std::chrono::seconds(1));
+  const auto alone = ReadRecentRates(prometheus, pipeline, &shared);
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  EXPECT_EQ(*alone, rates);
+}
+
 // The default queries asked once for all pipelines: each pipeline reads from the shared
 // answers what its own queries would read, the shared answers hold no other pipeline's series,
 // and three pipelines cost Prometheus as many queries as one.

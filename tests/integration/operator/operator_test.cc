@@ -2,6 +2,7 @@
 // down within a few intervals, serves health, readiness and metrics, hands leadership over
 // through the Lease, stops cleanly on SIGTERM, and survives a Prometheus that answers garbage.
 #include <gtest/gtest.h>
+#include <prometheus/gauge.h>
 #include <signal.h>
 
 #include <atomic>
@@ -368,6 +369,42 @@ TEST_F(OperatorTest, ANewLeaderDoesNotScaleDownBeforeTheWindow) {
       << Status().dump() << "\n"
       << second.process().Log();
   EXPECT_EQ(second.process().Stop(SIGTERM, 10s), 0) << second.process().Log();
+}
+
+// A surge is planned for within seconds whatever the interval: the operator's watch reads the
+// routers' recent rates every 2 s and queues the pipeline whose recent rate is past the one its
+// status reported. Here the interval is an hour, so nothing else would look again.
+TEST_F(OperatorTest, ASurgeIsPlannedForWithinSecondsNotAtTheNextInterval) {
+  testing::Load load(ns_, "shop", {{"p", 30}});
+  auto& recent = prometheus::BuildGauge()
+                     .Name("pipescale_router_recent_rate")
+                     .Help("test")
+                     .Register(load.registry())
+                     .Add({{"namespace", ns_}, {"pipeline", "shop"}, {"path", "p"}});
+  recent.Set(30);
+  OperatorProcess op(ns_, "operator");
+  ASSERT_TRUE(Eventually([&] { return op.Serving(); }, 20s)) << op.process().Log();
+  json pipeline = Pipeline();
+  pipeline["spec"]["interval"] = "1h";
+  pipeline["spec"]["router"] = json::object();
+  ASSERT_TRUE(
+      client_->Create(kube::CollectionPath(reconciler::kInferencePipelines, ns_), pipeline).ok());
+  ASSERT_TRUE(Eventually([&] { return FollowsPlanAt(30); }, 40s)) << Status().dump();
+  // The looks of the first rise (every 2 s while the rate climbs to 30) are over.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int before = Status()["totalReplicas"];
+        std::this_thread::sleep_for(3s);
+        return Status()["totalReplicas"] == before;
+      },
+      30s));
+  const int low = Status()["totalReplicas"];
+
+  recent.Set(300);
+  EXPECT_TRUE(Eventually([&] { return Status()["totalReplicas"].get<int>() > low; }, 15s))
+      << Status().dump() << "\n"
+      << op.process().Log();
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
 }
 
 // MArk forecasts from one rate per interval. Killed mid-ramp, the leader's successor rebuilds the

@@ -214,6 +214,32 @@ TEST(Decide, ALookThatCountsARiseRewritesTheRateItRoseFrom) {
   EXPECT_EQ(w.Step(Rate(1105), 1010).requeue_after_seconds, 10);
 }
 
+// A path whose arrivals over the routers' last seconds surge past its measured rate is planned
+// for the recent rate at once, as that rate measured would be, and looked at again in 2 s; the
+// status keeps the measured rate (the watch compares with it until the windows catch up). A
+// rise within counting noise changes nothing.
+model::MetricsSnapshot Recent(double measured, double recent) {
+  model::MetricsSnapshot m = Rate(measured);
+  m.recent_path_rates_rps = {{"p", recent}};
+  return m;
+}
+
+TEST(Decide, ASurgeIsPlannedForAtOnceAndANoisyRiseIsNot) {
+  World steady, noisy, surged, measured;
+  for (World* w : {&steady, &noisy, &surged, &measured}) w->Step(Rate(100), 1000);
+  const Decision calm = steady.Step(Recent(100, 100), 1012);
+  const Decision noise = noisy.Step(Recent(100, 108), 1012);
+  const Decision surge = surged.Step(Recent(100, 200), 1012);
+  const Decision risen = measured.Step(Rate(200), 1012);
+  EXPECT_EQ(calm.requeue_after_seconds, 10);
+  EXPECT_EQ(noise.requeue_after_seconds, 10);
+  EXPECT_EQ(noise.plan->TotalReplicas(), calm.plan->TotalReplicas());
+  EXPECT_EQ(surge.requeue_after_seconds, 2);
+  EXPECT_GT(surge.plan->TotalReplicas(), calm.plan->TotalReplicas());
+  EXPECT_EQ(surge.plan->TotalReplicas(), risen.plan->TotalReplicas());
+  EXPECT_EQ(Json(surge)["observed"]["pathRates"]["p"], 100);
+}
+
 // The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
 // it and says why it is short; pods that wait are reported once, in the status, PlanApplied and
 // one Warning, not at every look.

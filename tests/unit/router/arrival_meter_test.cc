@@ -40,5 +40,28 @@ TEST(ArrivalMeter, CountsARequestAtEveryTaskOfItsPathAndServesTheIndexOfItsSecon
   EXPECT_TRUE(meter.Dispersions(now + 2 * routing::kDispersionWindowSeconds).empty());
 }
 
+// Each path's rate over the last complete seconds, counted as requests arrive: what the
+// operator's surge watch reads.
+TEST(ArrivalMeter, ServesEachPathsRateOverItsLastCompleteSeconds) {
+  const routing::Graph graph(testing::TrafficPipeline());
+  ArrivalMeter meter("ns", "traffic");
+  const std::int64_t start = 5000;
+  // 10 a second for a minute, then 30 and 50 in the last two complete seconds.
+  for (std::int64_t s = start; s < start + 60; ++s) {
+    for (int i = 0; i < 10; ++i) meter.Arrived(graph, kCars, s);
+  }
+  for (int i = 0; i < 30; ++i) meter.Arrived(graph, kCars, start + 60);
+  for (int i = 0; i < 50; ++i) meter.Arrived(graph, kCars, start + 61);
+  for (int i = 0; i < 500; ++i) meter.Arrived(graph, kCars, start + 62);  // not complete yet
+  static_assert(routing::kRecentRateSeconds == 2, "the counts above are for a 2 s window");
+  const auto recent = meter.RecentRates(start + 62);
+  ASSERT_TRUE(recent.contains("cars"));
+  EXPECT_DOUBLE_EQ(recent.at("cars"), 40);
+  EXPECT_FALSE(recent.contains("faces"));  // nothing came
+  // Quiet seconds read 0 while the path is remembered, and nothing after two quiet minutes.
+  EXPECT_DOUBLE_EQ(meter.RecentRates(start + 70).at("cars"), 0);
+  EXPECT_TRUE(meter.RecentRates(start + 63 + 2 * routing::kDispersionWindowSeconds).empty());
+}
+
 }  // namespace
 }  // namespace pipescale::router
