@@ -14,6 +14,7 @@
 #include "common/guard.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "controller/controller.h"
 #include "flags.h"
 #include "kube/config.h"
@@ -232,6 +233,11 @@ class Operator {
       metrics_.Forget(ns, name);
     }
     if (exists) metrics_.RecordConditions(ns, name, outcome->conditions);
+    // A surge is planned for between the interval's looks: the log says why a plan moved then.
+    for (const auto& [path, rps] : outcome->surges) {
+      Log("info", "planned for a surge",
+          {{"pipeline", key}, {"path", path}, {"rps", StrFormat("%.1f", rps)}});
+    }
     if (outcome->deployment_writes > 0 || outcome->events > 0) {
       Log("info", "reconciled",
           {{"pipeline", key},

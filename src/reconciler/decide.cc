@@ -551,6 +551,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
       StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;
   // A surge (demand.h) is looked at again soon, as a rising load is.
+  d.surges = step.surges;
   if (!step.surges.empty()) {
     d.requeue_after_seconds = std::min(*d.requeue_after_seconds, kSurgeLookSeconds);
   }

@@ -70,7 +70,8 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   std::optional<ConfigMapWrite> router_pipeline;  // and its graph, when it changed
   // When to look again; nullopt for an invalid spec, which waits for the next generation.
   std::optional<double> requeue_after_seconds;
-  std::optional<model::Plan> plan;  // the plan decided on, when there is one
+  std::optional<model::Plan> plan;       // the plan decided on, when there is one
+  std::map<std::string, double> surges;  // the paths planned for their recent rates (surge.h)
 };
 
 // `parsed` is the pipeline's spec as read (api::PipelineObject::parsed). The decision starts

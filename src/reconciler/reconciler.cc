@@ -266,6 +266,7 @@ Status Reconciler::Report(const std::string& key, Observation& seen, Decision de
   EmitEvents(seen, decision, outcome);
   const model::PipelineStatus& status = decision.status;
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
+  outcome.surges = decision.surges;
   outcome.conditions = status.conditions;
   outcome.cost_per_hour = status.cost_per_hour.value_or(0);
   if (decision.plan && status.plan) outcome.deployments = status.plan->deployments;

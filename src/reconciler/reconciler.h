@@ -78,6 +78,7 @@ class Reconciler {
     std::optional<ClusterCapacity> capacity;   // what the cluster could place, when known
     std::vector<model::Condition> conditions;  // status.conditions as decided
     std::vector<std::string> deployments;      // the plan's Deployments (status.plan.tasks)
+    std::map<std::string, double> surges;      // the paths planned for their recent rates
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's
