@@ -11,11 +11,21 @@ constexpr std::int64_t kSlots = std::int64_t{routing::kDispersionWindowSeconds} 
 // The slot of a ring that counts `second` (steady-clock seconds are never negative).
 size_t SlotOf(std::int64_t second) { return static_cast<size_t>(second % kSlots); }
 
-prometheus::MetricFamily Gauges(std::string name, std::string help) {
-  return {.name = std::move(name),
-          .help = std::move(help),
-          .type = prometheus::MetricType::Gauge,
-          .metric = {}};
+// A gauge family with one series per entry of `values`, labelled `label` (and the pipeline).
+prometheus::MetricFamily Gauges(std::string name, std::string help, const std::string& label,
+                                const std::map<std::string, double>& values,
+                                const std::string& namespace_name, const std::string& pipeline) {
+  prometheus::MetricFamily family{.name = std::move(name),
+                                  .help = std::move(help),
+                                  .type = prometheus::MetricType::Gauge,
+                                  .metric = {}};
+  for (const auto& [key, value] : values) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"namespace", namespace_name}, {"pipeline", pipeline}, {label, key}};
+    metric.gauge.value = value;
+    family.metric.push_back(std::move(metric));
+  }
+  return family;
 }
 }  // namespace
 
@@ -80,27 +90,15 @@ std::int64_t ArrivalMeter::NowSecond() {
 
 std::vector<prometheus::MetricFamily> ArrivalMeter::Collect() const {
   const std::int64_t now = NowSecond();
-  prometheus::MetricFamily dispersion = Gauges(
-      "pipescale_router_arrival_dispersion",
-      "How bursty each task's arrivals are: the index of dispersion (variance over mean) of their "
-      "per-second counts over the last 2 minutes, beyond Poisson noise (1: Poisson)");
-  for (const auto& [task, index] : Dispersions(now)) {
-    prometheus::ClientMetric metric;
-    metric.label = {{"namespace", namespace_}, {"pipeline", pipeline_}, {"task", task}};
-    metric.gauge.value = index;
-    dispersion.metric.push_back(std::move(metric));
-  }
-  prometheus::MetricFamily recent = Gauges(
-      "pipescale_router_recent_rate",
-      "Each path's requests per second over the last 2 complete seconds, counted as they arrive "
-      "(refused at the door too): the first sign of a burst");
-  for (const auto& [path, rate] : RecentRates(now)) {
-    prometheus::ClientMetric metric;
-    metric.label = {{"namespace", namespace_}, {"pipeline", pipeline_}, {"path", path}};
-    metric.gauge.value = rate;
-    recent.metric.push_back(std::move(metric));
-  }
-  return {std::move(dispersion), std::move(recent)};
+  return {Gauges("pipescale_router_arrival_dispersion",
+                 "How bursty each task's arrivals are: the index of dispersion (variance over "
+                 "mean) of their per-second counts over the last 2 minutes, beyond Poisson noise "
+                 "(1: Poisson)",
+                 "task", Dispersions(now), namespace_, pipeline_),
+          Gauges("pipescale_router_recent_rate",
+                 "Each path's requests per second over the last 2 complete seconds, counted as "
+                 "they arrive (refused at the door too): the first sign of a burst",
+                 "path", RecentRates(now), namespace_, pipeline_)};
 }
 
 }  // namespace pipescale::router
