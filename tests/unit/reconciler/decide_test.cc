@@ -238,6 +238,15 @@ TEST(Decide, ASurgeIsPlannedForAtOnceAndANoisyRiseIsNot) {
   EXPECT_GT(surge.plan->TotalReplicas(), calm.plan->TotalReplicas());
   EXPECT_EQ(surge.plan->TotalReplicas(), risen.plan->TotalReplicas());
   EXPECT_EQ(Json(surge)["observed"]["pathRates"]["p"], 100);
+  // A router's series for a path the pipeline does not have plans nothing.
+  model::MetricsSnapshot ghost = Rate(100);
+  ghost.recent_path_rates_rps = {{"ghost", 5000}};
+  World haunted;
+  haunted.Step(Rate(100), 1000);
+  const Decision strange = haunted.Step(ghost, 1012);
+  EXPECT_EQ(strange.requeue_after_seconds, 10);
+  EXPECT_TRUE(strange.surges.empty());
+  EXPECT_EQ(strange.plan->TotalReplicas(), calm.plan->TotalReplicas());
 }
 
 // The cluster has room for 3 replicas of the class (2 run, 1 more fits): the plan stays within
