@@ -152,6 +152,16 @@ json UnschedulableToJson(const std::vector<model::Unschedulable>& waiting) {
   return out;
 }
 
+json HeadroomToJson(const model::Headroom& headroom) {
+  json paths = json::object();
+  for (const auto& [path, h] : headroom.paths) {
+    paths[path] = {{"headroom", h.headroom}, {"raisedFrom", h.raised_from}};
+  }
+  return {{"paths", std::move(paths)},
+          {"quietUntil", headroom.quiet_until},
+          {"surgeUntil", headroom.surge_until}};
+}
+
 json MemoryToJson(const model::StatusMemory& memory) {
   json steps = json::array();
   for (const model::Recommendation& r : memory.recommendations) {
@@ -180,6 +190,7 @@ json MemoryToJson(const model::StatusMemory& memory) {
   for (const auto& [path, w] : memory.awake_ahead) {
     out["awakeAhead"][path] = {{"until", w.until}, {"rateRps", w.rate_rps}};
   }
+  if (memory.headroom != model::Headroom{}) out["headroom"] = HeadroomToJson(memory.headroom);
   return out;
 }
 
@@ -283,6 +294,7 @@ class StatusReader {
   std::vector<model::Recommendation> Recommendations(const json& m, const std::string& path);
   void QueryMix(const json& m, const std::string& path, model::StatusMemory& out);
   void WakeAhead(const json& m, const std::string& path, model::StatusMemory& out);
+  model::Headroom Headroom(const json& h, const std::string& path);
   model::StatusMemory Memory(const json& m, const std::string& path);
 
   Reader& r_;
@@ -707,10 +719,33 @@ void StatusReader::WakeAhead(const json& m, const std::string& path, model::Stat
   }
 }
 
+model::Headroom StatusReader::Headroom(const json& h, const std::string& path) {
+  r_.OnlyKnown(h, path, {"paths", "quietUntil", "surgeUntil"});
+  model::Headroom out;
+  Set(Number(h, "quietUntil", path), out.quiet_until);
+  Set(Number(h, "surgeUntil", path), out.surge_until);
+  const json* paths = r_.Object(h, "paths", path, false);
+  if (paths != nullptr && paths->size() > limits::kMaxPlanItems) {
+    r_.Fail(Reader::At(path, "paths"),
+            "must have at most " + std::to_string(limits::kMaxPlanItems) + " paths");
+  } else if (paths != nullptr) {
+    for (const auto& [name, p] : paths->items()) {
+      const std::string at = Reader::At(Reader::At(path, "paths"), name);
+      if (!p.is_object()) continue;
+      r_.OnlyKnown(p, at, {"headroom", "raisedFrom"});
+      model::PathHeadroom entry;
+      Set(Number(p, "headroom", at), entry.headroom);
+      Set(Number(p, "raisedFrom", at), entry.raised_from);
+      out.paths[name] = entry;
+    }
+  }
+  return out;
+}
+
 model::StatusMemory StatusReader::Memory(const json& m, const std::string& path) {
   r_.OnlyKnown(m, path,
                {"recommendations", "guardQuietUntil", "queryMix", "queryMixFor", "profiles",
-                "quietSince", "heldSince", "sleepingPaths", "returns", "awakeAhead"});
+                "quietSince", "heldSince", "sleepingPaths", "returns", "awakeAhead", "headroom"});
   model::StatusMemory out;
   out.recommendations = Recommendations(m, path);
   Set(Number(m, "guardQuietUntil", path), out.guard_quiet_until);
@@ -727,6 +762,9 @@ model::StatusMemory StatusReader::Memory(const json& m, const std::string& path)
     }
   }
   WakeAhead(m, path, out);
+  if (const json* h = r_.Object(m, "headroom", path, false)) {
+    out.headroom = Headroom(*h, Reader::At(path, "headroom"));
+  }
   return out;
 }
 

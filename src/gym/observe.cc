@@ -163,6 +163,15 @@ model::MetricsSnapshot World::Snapshot() const {
     m.path_rates_rps[path.name] = std::max(Rate(p, 10), Rate(p, 30));
     const double p99 = HistogramQuantile(last_minute.ok_buckets[i + 1], 0.99);
     if (!std::isnan(p99)) m.path_latency_ms[path.name] = 1000 * p99;
+    long all = 0;
+    long failed = 0;
+    ForSeconds(kMinute, [&](const SecondCounts& s) {
+      for (const auto& [code, n] : s.requests[i + 1]) {
+        all += n;
+        if (code != 200) failed += n;
+      }
+    });
+    if (failed > 0) m.path_error_share[path.name] = static_cast<double>(failed) / all;
   }
   m.arrival_rate_rps = Rate(-2, 30);
   for (const auto& [k, served] : last_minute.served) {

@@ -71,6 +71,12 @@ const std::map<std::string, DefaultQuery>& Defaults() {
       {"recentRate",
        {R"(sum by ({{by}}path) (pipescale_router_recent_rate{{{selector}}}))", false,
         kRecentMaxAge}},
+      // Of each path's requests over the last minute, the share not answered 200: FA2's feedback
+      // on what its clients saw (reconciler/slo_feedback.h). One less the 200s' share: the
+      // routers declare each path's 200 series, and a series of no code (not a router's)
+      // leaves the path without a share rather than counting as failures.
+      {"pathErrorShare",
+       {R"(1 - sum by ({{by}}path) (rate(pipescale_requests_total{{{selector}}code="200"}[1m])) / sum by ({{by}}path) (rate(pipescale_requests_total{{{selector}}}[1m])))"}},
       {"arrivalDispersion",
        {R"(1 + sum by ({{by}}task) (pipescale_router_arrival_dispersion{{{selector}}} - 1))"}},
       {"routerBatchRows",
@@ -333,6 +339,12 @@ Status ReadRouter(const Reader& reader, model::MetricsSnapshot& snapshot) {
     auto sizes = reader.ByLabels("querySizes", {"le"});
     if (!sizes) return sizes.error();
     snapshot.query_sizes = SizeBuckets(*sizes);
+  }
+  if (optimizer::OptimizerOf(pipeline.spec).memory.slo_feedback) {
+    auto errors = reader.ByLabels("pathErrorShare", {"path"});
+    if (!errors) return errors.error();
+    std::erase_if(*errors, [](const auto& share) { return !(share.second >= 0); });
+    snapshot.path_error_share = std::move(*errors);
   }
   auto dispersion = reader.ByLabels("arrivalDispersion", {"task"});
   if (!dispersion) return dispersion.error();

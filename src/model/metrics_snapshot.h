@@ -40,7 +40,10 @@ using BatchTimings = std::map<ProfileKey, std::map<int, BatchTiming>>;
 struct MetricsSnapshot {
   std::map<std::string, double> path_rates_rps;   // measured rate per execution path
   std::map<std::string, double> path_latency_ms;  // measured tail latency per path
-  std::optional<double> arrival_rate_rps;         // total rate into the pipeline
+  // Of each path's requests over the last minute, the share not answered 200 (refused at the
+  // door, dropped at the deadline, failed). Absent: none, or no router to count them.
+  std::map<std::string, double> path_error_share;
+  std::optional<double> arrival_rate_rps;  // total rate into the pipeline
   // Measured requests emitted per request served, by "task/variant" (Loki). Optional: the
   // spec's multiplicativeFactor stands in where a variant has no measurement.
   std::map<std::string, double> multiplicative_factors;

@@ -162,6 +162,21 @@ struct WakeForecast {
 };
 
 // What a new leader cannot rebuild from Prometheus, bounded in size.
+// FA2's feedback on what the clients saw (reconciler/slo_feedback.h).
+struct PathHeadroom {
+  double headroom = 1;     // the path's measured rate is planned times this
+  double raised_from = 1;  // its headroom before its last raise
+
+  bool operator==(const PathHeadroom&) const = default;
+};
+struct Headroom {
+  std::map<std::string, PathHeadroom> paths;  // by path; absent: 1
+  double quiet_until = 0;  // unix seconds: until the last raise's capacity shows in the window
+  double surge_until = 0;  // unix seconds: no raise while a surge's misses fill the window
+
+  bool operator==(const Headroom&) const = default;
+};
+
 struct StatusMemory {
   std::vector<Recommendation> recommendations;  // oldest first
   std::optional<double> guard_quiet_until;      // MArk's SLO guard: unix seconds
@@ -182,6 +197,7 @@ struct StatusMemory {
   // and the paths awake ahead of a forecast return.
   std::map<std::string, std::vector<LoadReturn>> returns;
   std::map<std::string, WakeForecast> awake_ahead;
+  Headroom headroom;  // FA2
 
   bool operator==(const StatusMemory&) const = default;
 };

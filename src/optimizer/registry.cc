@@ -52,6 +52,7 @@ const std::array kOptimizers = {
                .in_spec = true,
                .memory = {.burst_allowance = true,
                           .plans_for_surges = true,
+                          .slo_feedback = true,
                           .holds_applied_batches = true},
                .solve = OnProblem<Fa2Search, kFa2>},
     Descriptor{

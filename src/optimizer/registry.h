@@ -73,6 +73,9 @@ struct Memory {
   // Loki and MArk meet a burst in the data plane (early drops, the warm burst class) and their
   // re-plans cost more than they buy there: a variant swap restarts pods, a forecast buys GPUs.
   bool plans_for_surges = false;
+  // Plans a path whose clients saw its SLO missed for more than its rate (FA2;
+  // reconciler/slo_feedback.h).
+  bool slo_feedback = false;
   bool slo_guard = false;         // late paths get replicas, then a quiet time (MArk)
   bool measured_factors = false;  // measured multiplicative factors replace the spec's (Loki)
   bool measured_mix = false;      // the router's query sizes replace the spec's on a shift (Kairos)

@@ -561,6 +561,10 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
       o.capacity ? WithinCapacity(c.pipeline, *o.capacity, o.deployments) : c.pipeline;
   UseMeasured(measured, c.optimizer, *o.metrics, step);
   model::Plan plan = c.optimizer.solve(measured, step.workload, step.input);
+  if (plan.report.status == model::SolveStatus::kInfeasible && step.without_headroom) {
+    step.workload = *std::move(step.without_headroom);
+    plan = c.optimizer.solve(measured, step.workload, step.input);
+  }
   if (plan.tasks.empty()) {
     // The solver's time budget passed before any plan, or its process died: hold what runs
     // rather than read an empty plan as "scale everything to zero".

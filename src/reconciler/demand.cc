@@ -85,6 +85,18 @@ void GuardLatePaths(const model::Pipeline& pipeline, const model::MetricsSnapsho
                                                  optimizer::SlowestStartupSeconds(pipeline.spec));
 }
 
+// Whether the pipeline's capacity is still on its way: more than a tenth of its pods not yet
+// Ready (a scale-out of a few pods beside many serving is not).
+bool Starting(const std::map<std::string, api::DeploymentView>& deployments) {
+  int ready = 0;
+  int running = 0;
+  for (const auto& [name, d] : deployments) {
+    ready += d.ready_replicas;
+    running += api::RunningReplicas(d);
+  }
+  return ready < 0.9 * running;
+}
+
 void PlanForSurges(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
                    DemandStep& step) {
   step.surges = SurgeRates(metrics.recent_path_rates_rps, metrics.path_rates_rps,
@@ -96,6 +108,21 @@ void PlanForSurges(const model::Pipeline& pipeline, const model::MetricsSnapshot
   for (const auto& [path, rate] : step.surges) {
     double& planned = step.workload.path_rates_rps[path];
     planned = std::max(planned, rate);
+  }
+}
+
+// FA2's headroom for what its clients saw (slo_feedback.h), stepped once per interval. A surge's
+// misses, or those of capacity still starting, are the reaction's: they raise nothing.
+void AddHeadroom(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
+                 const std::map<std::string, api::DeploymentView>& deployments, double now,
+                 bool advance, DemandStep& step) {
+  Headroom& headroom = step.demand.headroom;
+  if (!step.surges.empty() || Starting(deployments)) WaitOutSurge(now, headroom);
+  if (advance) headroom = StepHeadroom(pipeline, metrics, now, headroom);
+  if (!headroom.paths.empty()) step.without_headroom = step.workload;
+  for (const auto& [path, h] : headroom.paths) {
+    auto it = step.workload.path_rates_rps.find(path);
+    if (it != step.workload.path_rates_rps.end()) it->second *= h.headroom;
   }
 }
 
@@ -135,8 +162,13 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
   step.profiles = StepProfiles(pipeline, before.profiles, metrics.batch_timings);
   step.demand.profiles = step.profiles.corrections;
   if (optimizer.memory.plans_for_surges) PlanForSurges(pipeline, metrics, step);
+  if (optimizer.memory.slo_feedback)
+    AddHeadroom(pipeline, metrics, deployments, now, advance, step);
   // After the memory: what is remembered is the load measured, the floor only what is planned.
   step.workload = api::AtLeastMinRate(pipeline, std::move(step.workload));
+  if (step.without_headroom) {
+    step.without_headroom = api::AtLeastMinRate(pipeline, std::move(*step.without_headroom));
+  }
   return step;
 }
 

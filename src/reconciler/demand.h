@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "optimizer/registry.h"
 #include "reconciler/profiles.h"
 #include "reconciler/query_mix.h"
+#include "reconciler/slo_feedback.h"
 
 namespace pipescale::reconciler {
 
@@ -26,6 +28,7 @@ struct Demand {
   double guard_quiet_until = 0;                       // MArk: no guard action before this
   MixMemory query_mix;                                // Kairos: the query sizes adopted
   std::vector<model::ProfileCorrection> profiles;     // spec.profiles.learn: Plan
+  Headroom headroom;                                  // FA2: the clients' feedback
 
   bool operator==(const Demand&) const = default;
 };
@@ -39,6 +42,10 @@ struct DemandStep {
   ProfileStep profiles;        // the measured profiles, and the corrections to plan from
   // The paths that surge (surge.h) and the recent rates the workload plans them for.
   std::map<std::string, double> surges;
+  // FA2: the workload without the clients' headroom (slo_feedback.h), where it raised any path.
+  // Planned instead when the headroom finds no room: the misses a full class makes are not the
+  // model's, and more demand than fits only moves the replicas between tasks.
+  std::optional<model::Workload> without_headroom;
 };
 
 // Rates per path `optimizer` keeps, one per interval: MArk's whole series (kMaxSeries), the last

@@ -43,6 +43,7 @@ model::StatusMemory MemoryToStatus(const Memory& memory, const optimizer::Descri
     out.query_mix = memory.demand.query_mix.adopted;
     out.query_mix_for = memory.demand.query_mix.adopted_for;
   }
+  if (optimizer.memory.slo_feedback) out.headroom = memory.demand.headroom;
   out.profiles = memory.demand.profiles;
   out.quiet_since = memory.sleep.quiet_since;
   out.held_since = memory.sleep.held_since;
@@ -65,6 +66,7 @@ Memory Recall(const model::PipelineStatus& status, const model::RateHistory* rat
   if (optimizer.memory.measured_mix) {
     out.demand.query_mix = {.adopted = memory.query_mix, .adopted_for = memory.query_mix_for};
   }
+  if (optimizer.memory.slo_feedback) out.demand.headroom = memory.headroom;
   out.demand.profiles = memory.profiles;
   out.sleep.quiet_since = memory.quiet_since;
   out.sleep.held_since = memory.held_since;

@@ -1,7 +1,7 @@
 // What one decision hands to the next, and how a new leader (or a restarted operator) gets it
-// back: the stabilization steps, the SLO guard's quiet time and Kairos's adopted query-size mix
-// from the status, where every decision keeps them; the rates the planners smooth or forecast
-// from, from Prometheus.
+// back: the stabilization steps, the SLO guard's quiet time, FA2's headroom and Kairos's adopted
+// query-size mix from the status, where every decision keeps them; the rates the planners smooth or
+// forecast from, from Prometheus.
 #pragma once
 
 #include <map>

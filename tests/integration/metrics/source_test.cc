@@ -261,6 +261,50 @@ TEST(MetricsSource, SumsTheRoutersRecentRatesOfEachPath) {
   EXPECT_EQ(*alone, rates);
 }
 
+// Each path's share of requests not answered 200 over the last minute, over the routers' series
+// (FA2's feedback); a path whose series carry no code (not a router's) has no share.
+TEST(MetricsSource, ReadsEachPathsShareNotAnswered) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  model::Pipeline pipeline = ThreePaths("unanswered");
+  pipeline.spec.router = model::RouterSpec{};
+  testing::Load load(pipeline.namespace_name, pipeline.name, {{"fast", 5}});
+  // The harness's family (the same name, help and labels merge into it).
+  auto& requests = prometheus::BuildCounter()
+                       .Name("pipescale_requests_total")
+                       .Help("Requests entering each execution path")
+                       .Register(load.registry());
+  auto series = [&](const char* path, const char* code) -> prometheus::Counter& {
+    return requests.Add({{"namespace", pipeline.namespace_name},
+                         {"pipeline", pipeline.name},
+                         {"path", path},
+                         {"code", code}});
+  };
+  prometheus::Counter& slow_ok = series("slow", "200");
+  prometheus::Counter& slow_shed = series("slow", "503");
+  prometheus::Counter& slow_late = series("slow", "504");
+  prometheus::Counter& silent_ok = series("silent", "200");
+  const PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  std::map<std::string, double> shares;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        // 8 answered, 1 refused and 1 late at each look: a fifth of "slow" failed.
+        slow_ok.Increment(8);
+        slow_shed.Increment(1);
+        slow_late.Increment(1);
+        silent_ok.Increment(10);
+        auto snapshot = ReadSnapshot(prometheus, pipeline);
+        EXPECT_TRUE(snapshot.ok()) << snapshot.error().message;
+        if (snapshot.ok()) shares = snapshot->path_error_share;
+        return shares.contains("slow") && std::abs(shares.at("slow") - 0.2) < 0.02;
+      },
+      40s, 250ms));
+  ASSERT_TRUE(shares.contains("slow"));
+  EXPECT_NEAR(shares.at("slow"), 0.2, 0.02);
+  ASSERT_TRUE(shares.contains("silent"));
+  EXPECT_NEAR(shares.at("silent"), 0, 1e-9);
+  EXPECT_FALSE(shares.contains("fast"));
+}
+
 // The default queries asked once for all pipelines: each pipeline reads from the shared
 // answers what its own queries would read, the shared answers hold no other pipeline's series,
 // and three pipelines cost Prometheus as many queries as one.

@@ -191,7 +191,10 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
              "phase": "Sideways"},
     "observed": {"pathRates": {"p": 12.5, "q": "fast"}, "arrivalRate": -1},
     "memory": {"recommendations": [{"since": 5, "replicas": {"a": 2}}],
-               "queryMix": [{"size": 1, "weight": 1}], "guardQuietUntil": "never"},
+               "queryMix": [{"size": 1, "weight": 1}], "guardQuietUntil": "never",
+               "headroom": {"paths": {"p": {"headroom": 1.3, "raisedFrom": "x"}, "q": 4,
+                                      "r": {"headroom": 1.1, "why": 1}},
+                            "quietUntil": 7, "surgeUntil": null}},
     "foo": {"bar": 1}})"),
                                           &dropped);
   EXPECT_EQ(read.observed_generation, 0);
@@ -214,6 +217,12 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
   EXPECT_EQ(read.memory->recommendations.size(), 1u);
   EXPECT_TRUE(read.memory->query_mix.empty()) << "a mix without queryMixFor is forgotten";
   EXPECT_FALSE(read.memory->guard_quiet_until);
+  // A path's headroom keeps what reads (a missing raisedFrom is 1); a path that is no object goes.
+  EXPECT_EQ(read.memory->headroom,
+            (model::Headroom{.paths = {{"p", {.headroom = 1.3, .raised_from = 1}},
+                                       {"r", {.headroom = 1.1, .raised_from = 1}}},
+                             .quiet_until = 7,
+                             .surge_until = 0}));
   for (const char* expected :
        {"status.observedGeneration: must be an integer, got 1e+30",
         "status.totalReplicas: must be at most 2147483647, got 99999999999",
@@ -223,7 +232,9 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
         "status.plan.tasks[0].replicas: must be an integer",
         "status.plan.tasks[0].extra: unknown field",
         "status.plan.phase: must be HardwareScaling, AccuracyScaling or Overloaded",
-        "status.observed.pathRates.q: must be a number", "status.foo: unknown field"}) {
+        "status.observed.pathRates.q: must be a number", "status.foo: unknown field",
+        "status.memory.headroom.paths.p.raisedFrom: must be a number",
+        "status.memory.headroom.paths.r.why: unknown field"}) {
     // Reported as api::Reader reports any field: the path, then what is wrong with it.
     EXPECT_NE(std::find_if(dropped.begin(), dropped.end(),
                            [&](const std::string& d) { return d.rfind(expected, 0) == 0; }),

@@ -251,6 +251,13 @@ class StatusSampler {
     for (int i = Coin() ? Int(1, 2) : 0; i > 0; --i) {
       out.awake_ahead[Name("p")] = {.until = Real(0, 2e9), .rate_rps = Real(0, 1e4)};
     }
+    if (Coin()) {
+      for (int i = Int(0, 3); i > 0; --i) {
+        out.headroom.paths[Name("p")] = {.headroom = Real(1, 2), .raised_from = Real(1, 2)};
+      }
+      out.headroom.quiet_until = Coin() ? 0 : Real(0, 2e9);
+      out.headroom.surge_until = Coin() ? 0 : Real(0, 2e9);
+    }
     return out;
   }
 

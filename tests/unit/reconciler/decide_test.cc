@@ -102,11 +102,13 @@ struct World {
           break;
       }
     }
-    // An instant deployment controller: every rollout has finished by the next look.
+    // An instant deployment controller: every rollout has finished by the next look, its pods
+    // Ready.
     for (auto& [name, dep] : deployments) {
       const int replicas = dep["spec"].value("replicas", 1);
       dep["status"]["replicas"] = replicas;
       dep["status"]["updatedReplicas"] = replicas;
+      dep["status"]["readyReplicas"] = replicas;
     }
     // As the API server keeps it: the status goes through its JSON text.
     object["status"] = json::parse(Json(d).dump());
@@ -1108,6 +1110,55 @@ TEST(Decide, BurstAllowanceSurvivesAFailover) {
   const Decision blank = forgetful.Step(Rate(150), 1200);
   EXPECT_LT(Json(blank)["plan"]["tasks"][0]["loadRps"].get<double>(),
             Json(kept)["plan"]["tasks"][0]["loadRps"].get<double>());
+}
+
+// FA2's headroom is in the status: a path its clients saw unanswered is planned for more, and a
+// new leader plans as the old one would have; one that started from nothing plans for the rate
+// alone (checked, so the test can fail).
+TEST(Decide, FaTwosHeadroomSurvivesAFailover) {
+  World w;
+  w.Step(Rate(150), 1000);
+  model::MetricsSnapshot missed = Rate(150);
+  missed.path_error_share["p"] = 0.2;
+  const Decision raised = w.Step(missed, 1010);
+  EXPECT_NEAR(Json(raised)["memory"]["headroom"]["paths"]["p"]["headroom"].get<double>(), 1.2,
+              1e-9);
+  World forgetful = w;
+  const Decision kept = w.Step(Rate(150), 1020);
+  forgetful.object["status"]["memory"].erase("headroom");
+  forgetful.FailOver();
+  const Decision blank = forgetful.Step(Rate(150), 1020);
+  World fresh = w;
+  fresh.FailOver();
+  EXPECT_EQ(fresh.memory.demand.headroom, kept.memory.demand.headroom);
+  const Decision recalled = fresh.Step(Rate(150), 1030);
+  const Decision next = w.Step(Rate(150), 1030);
+  EXPECT_EQ(Json(recalled)["plan"], Json(next)["plan"]);
+  EXPECT_LT(Json(blank)["plan"]["tasks"][0]["loadRps"].get<double>(),
+            Json(kept)["plan"]["tasks"][0]["loadRps"].get<double>());
+}
+
+// Where the cluster has no room for the headroom, FA2 plans the measured rate: more demand than
+// fits only moves replicas between tasks. With room, the same misses buy more (checked, so the
+// test can fail).
+TEST(Decide, FaTwosHeadroomWithoutRoomPlansTheMeasuredRate) {
+  model::MetricsSnapshot missed = Rate(100);
+  missed.path_error_share["p"] = 0.5;
+  World sized;
+  const int fits = sized.Step(Rate(100), 1000).plan->TotalReplicas();
+  const auto room = ClusterCapacity{
+      .classes = {{.hardware_class = "cpu", .nodes = 1, .placeable = fits, .scheduled = 0}}};
+  World measured;
+  measured.capacity = room;
+  const Decision plain = measured.Step(Rate(100), 1000);
+  ASSERT_NE(plain.plan->report.status, model::SolveStatus::kInfeasible);
+  World full;
+  full.capacity = room;
+  const Decision held = full.Step(missed, 1000);
+  EXPECT_GT(held.memory.demand.headroom.paths.at("p").headroom, 1);
+  EXPECT_EQ(Json(held)["plan"], Json(plain)["plan"]);
+  World roomy;
+  EXPECT_GT(roomy.Step(missed, 1000).plan->TotalReplicas(), fits);
 }
 
 // The SLO guard's quiet time is in the status: a new leader does not act again before it ends.
