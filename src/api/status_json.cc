@@ -159,7 +159,7 @@ json HeadroomToJson(const model::Headroom& headroom) {
   }
   return {{"paths", std::move(paths)},
           {"quietUntil", headroom.quiet_until},
-          {"surgeUntil", headroom.surge_until}};
+          {"heldUntil", headroom.held_until}};
 }
 
 json MemoryToJson(const model::StatusMemory& memory) {
@@ -720,10 +720,10 @@ void StatusReader::WakeAhead(const json& m, const std::string& path, model::Stat
 }
 
 model::Headroom StatusReader::Headroom(const json& h, const std::string& path) {
-  r_.OnlyKnown(h, path, {"paths", "quietUntil", "surgeUntil"});
+  r_.OnlyKnown(h, path, {"paths", "quietUntil", "heldUntil"});
   model::Headroom out;
   Set(Number(h, "quietUntil", path), out.quiet_until);
-  Set(Number(h, "surgeUntil", path), out.surge_until);
+  Set(Number(h, "heldUntil", path), out.held_until);
   const json* paths = r_.Object(h, "paths", path, false);
   if (paths != nullptr && paths->size() > limits::kMaxPlanItems) {
     r_.Fail(Reader::At(path, "paths"),

@@ -172,7 +172,7 @@ struct PathHeadroom {
 struct Headroom {
   std::map<std::string, PathHeadroom> paths;  // by path; absent: 1
   double quiet_until = 0;  // unix seconds: until the last raise's capacity shows in the window
-  double surge_until = 0;  // unix seconds: no raise while a surge's misses fill the window
+  double held_until = 0;   // unix seconds: no raise while misses not the model's fill the window
 
   bool operator==(const Headroom&) const = default;
 };

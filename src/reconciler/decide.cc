@@ -14,6 +14,7 @@
 #include "reconciler/budget_guard.h"
 #include "reconciler/conditions.h"
 #include "reconciler/idle.h"
+#include "reconciler/slo_feedback.h"
 #include "reconciler/status.h"
 #include "reconciler/surge.h"
 #include "reconciler/worth_writing.h"
@@ -561,9 +562,16 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
       o.capacity ? WithinCapacity(c.pipeline, *o.capacity, o.deployments) : c.pipeline;
   UseMeasured(measured, c.optimizer, *o.metrics, step);
   model::Plan plan = c.optimizer.solve(measured, step.workload, step.input);
-  if (plan.report.status == model::SolveStatus::kInfeasible && step.without_headroom) {
-    step.workload = *std::move(step.without_headroom);
-    plan = c.optimizer.solve(measured, step.workload, step.input);
+  if (plan.report.status == model::SolveStatus::kInfeasible && c.optimizer.memory.slo_feedback) {
+    // No room for the load, or for FA2's headroom: the misses a full cluster makes are not the
+    // model's, nor once the load has come down (slo_feedback.h). The headroom stands as it was
+    // and the measured rate is planned.
+    d.memory.demand.headroom = o.memory.demand.headroom;
+    HoldRaises(o.now, d.memory.demand.headroom);
+    if (step.without_headroom) {
+      step.workload = *std::move(step.without_headroom);
+      plan = c.optimizer.solve(measured, step.workload, step.input);
+    }
   }
   if (plan.tasks.empty()) {
     // The solver's time budget passed before any plan, or its process died: hold what runs

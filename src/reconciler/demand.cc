@@ -117,7 +117,7 @@ void AddHeadroom(const model::Pipeline& pipeline, const model::MetricsSnapshot& 
                  const std::map<std::string, api::DeploymentView>& deployments, double now,
                  bool advance, DemandStep& step) {
   Headroom& headroom = step.demand.headroom;
-  if (!step.surges.empty() || Starting(deployments)) WaitOutSurge(now, headroom);
+  if (!step.surges.empty() || Starting(deployments)) HoldRaises(now, headroom);
   if (advance) headroom = StepHeadroom(pipeline, metrics, now, headroom);
   if (!headroom.paths.empty()) step.without_headroom = step.workload;
   for (const auto& [path, h] : headroom.paths) {

@@ -43,8 +43,9 @@ struct DemandStep {
   // The paths that surge (surge.h) and the recent rates the workload plans them for.
   std::map<std::string, double> surges;
   // FA2: the workload without the clients' headroom (slo_feedback.h), where it raised any path.
-  // Planned instead when the headroom finds no room: the misses a full class makes are not the
-  // model's, and more demand than fits only moves the replicas between tasks.
+  // Planned instead when the headroom finds no room (and the headroom then kept as it was): the
+  // misses a full class makes are not the model's, and more demand than fits only moves the
+  // replicas between tasks.
   std::optional<model::Workload> without_headroom;
 };
 

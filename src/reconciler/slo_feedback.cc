@@ -27,7 +27,7 @@ bool StepPath(double by, double fall, const Headroom& before, double now, model:
     h.headroom = std::max(1.0, h.headroom - fall);
     return false;
   }
-  if (now < before.surge_until) return false;
+  if (now < before.held_until) return false;
   const double step = 1 + std::clamp(by, kMinStep, kMaxStep);
   if (now < before.quiet_until) {  // the first look at a burst sees only its start
     h.headroom = std::max(h.headroom, std::min(kMaxHeadroom, h.raised_from * step));
@@ -42,7 +42,7 @@ bool StepPath(double by, double fall, const Headroom& before, double now, model:
 
 Headroom StepHeadroom(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
                       double now, const Headroom& before) {
-  Headroom out{.paths = {}, .quiet_until = before.quiet_until, .surge_until = before.surge_until};
+  Headroom out{.paths = {}, .quiet_until = before.quiet_until, .held_until = before.held_until};
   const double fall = kHeadroomFallPerMinute * pipeline.spec.interval_seconds / 60;
   bool raised = false;
   for (const model::Path& path : pipeline.spec.paths) {
@@ -58,9 +58,9 @@ Headroom StepHeadroom(const model::Pipeline& pipeline, const model::MetricsSnaps
   return out;
 }
 
-void WaitOutSurge(double now, Headroom& headroom) {
-  if (headroom.surge_until < now + kFeedbackWindowSeconds / 2) {
-    headroom.surge_until = now + kFeedbackWindowSeconds;
+void HoldRaises(double now, Headroom& headroom) {
+  if (headroom.held_until < now + kFeedbackWindowSeconds / 2) {
+    headroom.held_until = now + kFeedbackWindowSeconds;
   }
 }
 

@@ -39,9 +39,9 @@ bool PathMissed(const model::Path& path, const model::MetricsSnapshot& metrics);
 Headroom StepHeadroom(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
                       double now, const Headroom& before);
 
-// A surge's misses are the reaction's (capacity on its way), not the model's: after one at `now`
-// the headroom waits until the window has passed it (extended at most every half window, so a
-// surge's reconciles every few seconds do not each rewrite the status).
-void WaitOutSurge(double now, Headroom& headroom);
+// Misses at `now` are not the model's: a surge's or those of capacity still starting (the
+// reaction's), or a full cluster's. No raise until the window has passed them (extended at most
+// every half window, so a surge's reconciles every few seconds do not each rewrite the status).
+void HoldRaises(double now, Headroom& headroom);
 
 }  // namespace pipescale::reconciler

@@ -194,7 +194,7 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
                "queryMix": [{"size": 1, "weight": 1}], "guardQuietUntil": "never",
                "headroom": {"paths": {"p": {"headroom": 1.3, "raisedFrom": "x"}, "q": 4,
                                       "r": {"headroom": 1.1, "why": 1}},
-                            "quietUntil": 7, "surgeUntil": null}},
+                            "quietUntil": 7, "heldUntil": null}},
     "foo": {"bar": 1}})"),
                                           &dropped);
   EXPECT_EQ(read.observed_generation, 0);
@@ -222,7 +222,7 @@ TEST(StatusJson, KeepsTheValidPartsOfAMalformedStatus) {
             (model::Headroom{.paths = {{"p", {.headroom = 1.3, .raised_from = 1}},
                                        {"r", {.headroom = 1.1, .raised_from = 1}}},
                              .quiet_until = 7,
-                             .surge_until = 0}));
+                             .held_until = 0}));
   for (const char* expected :
        {"status.observedGeneration: must be an integer, got 1e+30",
         "status.totalReplicas: must be at most 2147483647, got 99999999999",

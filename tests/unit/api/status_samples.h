@@ -256,7 +256,7 @@ class StatusSampler {
         out.headroom.paths[Name("p")] = {.headroom = Real(1, 2), .raised_from = Real(1, 2)};
       }
       out.headroom.quiet_until = Coin() ? 0 : Real(0, 2e9);
-      out.headroom.surge_until = Coin() ? 0 : Real(0, 2e9);
+      out.headroom.held_until = Coin() ? 0 : Real(0, 2e9);
     }
     return out;
   }

@@ -1138,9 +1138,9 @@ TEST(Decide, FaTwosHeadroomSurvivesAFailover) {
             Json(kept)["plan"]["tasks"][0]["loadRps"].get<double>());
 }
 
-// Where the cluster has no room for the headroom, FA2 plans the measured rate: more demand than
-// fits only moves replicas between tasks. With room, the same misses buy more (checked, so the
-// test can fail).
+// Where the cluster has no room for the headroom, FA2 plans the measured rate (more demand than
+// fits only moves replicas between tasks) and the misses raise nothing. With room, the same
+// misses buy more (checked, so the test can fail).
 TEST(Decide, FaTwosHeadroomWithoutRoomPlansTheMeasuredRate) {
   model::MetricsSnapshot missed = Rate(100);
   missed.path_error_share["p"] = 0.5;
@@ -1155,8 +1155,14 @@ TEST(Decide, FaTwosHeadroomWithoutRoomPlansTheMeasuredRate) {
   World full;
   full.capacity = room;
   const Decision held = full.Step(missed, 1000);
-  EXPECT_GT(held.memory.demand.headroom.paths.at("p").headroom, 1);
+  EXPECT_TRUE(held.memory.demand.headroom.paths.empty()) << "the full cluster's misses raise it";
   EXPECT_EQ(Json(held)["plan"], Json(plain)["plan"]);
+  // Nor once the load has come down, while the window still holds the full cluster's misses.
+  full.capacity.reset();
+  model::MetricsSnapshot lower = Rate(50);
+  lower.path_error_share["p"] = 0.5;
+  EXPECT_TRUE(full.Step(lower, 1010).memory.demand.headroom.paths.empty());
+  EXPECT_FALSE(full.Step(lower, 1060).memory.demand.headroom.paths.empty());
   World roomy;
   EXPECT_GT(roomy.Step(missed, 1000).plan->TotalReplicas(), fits);
 }

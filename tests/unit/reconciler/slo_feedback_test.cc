@@ -69,13 +69,13 @@ TEST(StepHeadroom, RaisesAMissedPathByItsMissWithinBoundsThenWaitsForTheCapacity
   EXPECT_GT(again.quiet_until, first.quiet_until);
 }
 
-TEST(StepHeadroom, ASurgesMissesRaiseNothing) {
+TEST(StepHeadroom, MissesOfASurgeRaiseNothing) {
   const model::Pipeline p = TwoPaths();
   Headroom h;
-  WaitOutSurge(1000, h);
-  EXPECT_DOUBLE_EQ(h.surge_until, 1000 + kFeedbackWindowSeconds);
-  WaitOutSurge(1002, h);  // not rewritten at every look of the surge
-  EXPECT_DOUBLE_EQ(h.surge_until, 1000 + kFeedbackWindowSeconds);
+  HoldRaises(1000, h);
+  EXPECT_DOUBLE_EQ(h.held_until, 1000 + kFeedbackWindowSeconds);
+  HoldRaises(1002, h);  // not rewritten at every look of the surge
+  EXPECT_DOUBLE_EQ(h.held_until, 1000 + kFeedbackWindowSeconds);
   EXPECT_DOUBLE_EQ(Of(StepHeadroom(p, Unanswered(0.3), 1050, h), "a"), 1);
   EXPECT_DOUBLE_EQ(Of(StepHeadroom(p, Unanswered(0.3), 1060, h), "a"), 1.3);
 }
@@ -110,7 +110,7 @@ TEST(StepHeadroom, StaysWithinItsRangeAndMovesOnlyWithTheClients) {
   std::bernoulli_distribution surge(0.02);
   Headroom h;
   for (double now = 0; now < 50000; now += 10) {
-    if (surge(rng)) WaitOutSurge(now, h);
+    if (surge(rng)) HoldRaises(now, h);
     const model::MetricsSnapshot m = Unanswered(share(rng));
     const Headroom next = StepHeadroom(p, m, now, h);
     const double before = Of(h, "a"), after = Of(next, "a");
@@ -118,7 +118,7 @@ TEST(StepHeadroom, StaysWithinItsRangeAndMovesOnlyWithTheClients) {
     ASSERT_LE(after, kMaxHeadroom);
     if (after > before) {
       ASSERT_TRUE(PathMissed(p.spec.paths[0], m));
-      ASSERT_GE(now, h.surge_until);
+      ASSERT_GE(now, h.held_until);
       ASSERT_LE(after, before * (1 + kMaxStep) + 1e-12);
     }
     if (after < before) {
@@ -178,7 +178,7 @@ TEST(StepHeadroom, FaTwoRaisesNothingForMissesWhileItsCapacityStarts) {
   const auto& fa2 = *optimizer::FindOptimizer("fa2");
   const DemandStep starting = StepDemand(p, fa2, {}, late, pods(10, 5), 1000);
   EXPECT_DOUBLE_EQ(starting.workload.path_rates_rps.at("a"), 40);
-  EXPECT_DOUBLE_EQ(starting.demand.headroom.surge_until, 1000 + kFeedbackWindowSeconds);
+  EXPECT_DOUBLE_EQ(starting.demand.headroom.held_until, 1000 + kFeedbackWindowSeconds);
   // Ready since: the window still holds the start's misses.
   const DemandStep after = StepDemand(p, fa2, starting.demand, late, pods(10, 10), 1030);
   EXPECT_DOUBLE_EQ(after.workload.path_rates_rps.at("a"), 40);
