@@ -83,16 +83,9 @@ json Load(const std::string& pipeline_file, int port, const std::string& trace) 
   return json::parse(testing::ReadFile(dir + "/report.json"), nullptr, false);
 }
 
-// A counter's value summed over the router's series whose text contains `match`.
+// A counter's value summed over the router's series whose labels contain `match`.
 double RouterCounter(int metrics_port, const std::string& name, const std::string& match) {
-  std::istringstream lines(testing::HttpGet(metrics_port, "/metrics").second);
-  double sum = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(name + "{", 0) == 0 && line.find(match) != std::string::npos) {
-      sum += std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return sum;
+  return testing::ExposedSum(testing::HttpGet(metrics_port, "/metrics").second, name, match);
 }
 
 model::Pipeline Write(const std::string& text, const std::string& file) {

@@ -108,4 +108,16 @@ std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   return {code, body == std::string::npos ? "" : response.substr(body + 4)};
 }
 
+double ExposedSum(const std::string& exposition, const std::string& name,
+                  const std::string& match) {
+  std::istringstream lines(exposition);
+  double sum = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) == 0 && line.find(match) != std::string::npos) {
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return sum;
+}
+
 }  // namespace pipescale::testing

@@ -43,4 +43,8 @@ int FreePort();
 // The body of GET http://127.0.0.1:port/path, with the status code; code 0 when unreachable.
 std::pair<int, std::string> HttpGet(int port, const std::string& path);
 
+// The sum of a counter's series in a Prometheus text exposition whose labels contain `match`
+// (all of them when it is empty); 0 when there is none.
+double ExposedSum(const std::string& exposition, const std::string& name, const std::string& match);
+
 }  // namespace pipescale::testing

@@ -606,7 +606,13 @@ TEST_F(RouterTest, KairosDoorJudgesAQueryByItsOwnRows) {
   const json report = Load("10:3");
   const json& path = report["paths"]["p"];
   EXPECT_GT(path.value("sent", 0), 10) << report;
-  EXPECT_EQ(path["codes"].value("200", 0), path.value("sent", 0)) << report;
+  // A replica whose query runs late on a loaded machine can fill the pool's queue (two per
+  // replica): Kairos drops what arrives then, which is not the door's doing.
+  const std::string m = Metrics();
+  EXPECT_EQ(testing::ExposedSum(m, "pipescale_router_shed_total", ""), 0) << m;
+  const double full = testing::ExposedSum(m, "pipescale_router_drops_total", "pool queue full");
+  EXPECT_LE(full, 2) << m;
+  EXPECT_EQ(path["codes"].value("200", 0) + full, path.value("sent", 0)) << report;
 }
 
 // MArk's bouncer: the main class (one 20 ms replica) takes a request while it can answer within
