@@ -123,8 +123,7 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
   // Scratch kept by the thread: a pick allocates nothing once warm.
   thread_local routing::PodPick pick;
   std::uniform_real_distribution<double> u(0, 1);
-  const double u1 = u(rng_), u2 = u(rng_);
-  walk.walker->PickPod(table, task, variant, tried, u1, u2, pick);
+  walk.walker->PickPod(table, task, variant, tried, u(rng_), pick);
   if (pick.spilled) metrics_.Spill(name);
   if (pick.pod < 0) co_return Error{ErrorKind::kNotFound, "task " + name + " has no other pod"};
   co_return Lease(table.pods[task][pick.pod], pick.pod, nullptr);

@@ -158,12 +158,11 @@ void World::Send(std::int64_t id) {
 }
 
 int World::PickPod(int task, int variant, int tried) {
-  std::uniform_real_distribution<double> u(0, 1);
-  const double u1 = u(rng), u2 = u(rng);
+  const double u = std::uniform_real_distribution<double>(0, 1)(rng);
   const std::vector<int>& mine = ready[task];
   const auto at = std::find(mine.begin(), mine.end(), tried);
   const int tried_index = at == mine.end() ? -1 : static_cast<int>(at - mine.begin());
-  walker->PickPod(loads_, task, variant, tried_index, u1, u2, pick_);
+  walker->PickPod(loads_, task, variant, tried_index, u, pick_);
   if (pick_.spilled) current.spills[task] += 1;
   return pick_.pod < 0 ? -1 : ready[task][pick_.pod];
 }

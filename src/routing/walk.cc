@@ -147,7 +147,7 @@ VariantStep Walker::ChooseVariant(const TaskLoads& loads, const Walk& walk, int 
   return {.variant = planned_index};
 }
 
-void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, double u1, double u2,
+void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, double u,
                      PodPick& pick) const {
   pick.pod = -1;
   pick.spilled = false;
@@ -193,7 +193,7 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
     const PodLoad pod = loads.Pod(task, i);
     pick.candidates.push_back({pod.weight, pod.outstanding, pod.batch});
   }
-  const int chosen = routing::PickPod(pick.candidates, u1, u2);
+  const int chosen = routing::PickPod(pick.candidates, u);
   if (chosen >= 0) pick.pod = pods[chosen];
 }
 

@@ -141,8 +141,8 @@ class Walker {
 
   // Which of `task`'s pods takes a call: those of `variant` when it has any (else any of the
   // task's), MArk's main classes unless every main replica would answer late, then the least
-  // loaded (picker.h), never `tried` (-1: none). `u1`, `u2` uniform in [0, 1).
-  void PickPod(const TaskLoads& loads, int task, int variant, int tried, double u1, double u2,
+  // loaded (picker.h), never `tried` (-1: none). `u` uniform in [0, 1).
+  void PickPod(const TaskLoads& loads, int task, int variant, int tried, double u,
                PodPick& pick) const;
 
   // Before a call to `task` leaves: the error when the deadline has passed.

@@ -179,14 +179,14 @@ TEST(WalkTest, APodOfThePlannedVariantTakesTheCallElseAnyOtherThanTheOneTried) {
   loads.pods[kDetect] = {Idle(kBig, 40), Idle(kSmall, 10), Idle(kBig, 40)};
   loads.pods[kDetect][0].outstanding = 2;
   PodPick pick;
-  f.walker.PickPod(loads, kDetect, kBig, -1, 0.5, 0.5, pick);
+  f.walker.PickPod(loads, kDetect, kBig, -1, 0.5, pick);
   EXPECT_EQ(pick.pod, 2);  // the idle one of the planned variant
-  f.walker.PickPod(loads, kDetect, kBig, 2, 0.5, 0.5, pick);
+  f.walker.PickPod(loads, kDetect, kBig, 2, 0.5, pick);
   EXPECT_EQ(pick.pod, 0);  // a retry goes to another pod of it
-  f.walker.PickPod(loads, kDetect, kSmall, 1, 0.5, 0.5, pick);
+  f.walker.PickPod(loads, kDetect, kSmall, 1, 0.5, pick);
   EXPECT_NE(pick.pod, 1);  // none left of the variant: any other pod of the task
   EXPECT_GE(pick.pod, 0);
-  f.walker.PickPod(loads, kClassify, -1, -1, 0.5, 0.5, pick);
+  f.walker.PickPod(loads, kClassify, -1, -1, 0.5, pick);
   EXPECT_EQ(pick.pod, -1);  // no pod at all
 }
 
@@ -196,15 +196,15 @@ TEST(WalkTest, MarksBurstClassTakesACallOnlyWhenEveryMainReplicaWouldBeLate) {
   loads.pods[kDetect] = {Idle(kBig, 40), Idle(kBig, 40, kSpot)};
   loads.spill[kDetect] = {.hardware_class = kSpot, .rt_max_ms = 100};
   PodPick pick;
-  f.walker.PickPod(loads, kDetect, -1, -1, 0.9, 0.9, pick);
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.9, pick);
   EXPECT_EQ(pick.pod, 0);
   EXPECT_FALSE(pick.spilled);
   loads.pods[kDetect][0].outstanding = 3;  // 160 ms ahead: late
-  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, 0.1, pick);
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, pick);
   EXPECT_EQ(pick.pod, 1);
   EXPECT_TRUE(pick.spilled);
   f.policy.spill = false;  // the baseline keeps to the main class
-  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, 0.1, pick);
+  f.walker.PickPod(loads, kDetect, -1, -1, 0.1, pick);
   EXPECT_EQ(pick.pod, 0);
   EXPECT_FALSE(pick.spilled);
 }
