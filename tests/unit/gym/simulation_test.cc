@@ -41,6 +41,21 @@ TEST(SimulationTest, OneServerQueuesAsMD1NearSaturation) {
   EXPECT_NEAR(report->paths.at("p").mean_ms, 30.0, 1.5) << "P-K mean 30 ms";
 }
 
+// Fifty servers of 200 ms at 90% (225 requests/s), each with its own queue: the router joins the
+// shortest over all of them, as the planners' tail model assumes, and at the 99th percentile a
+// request waits behind at most the one call in service where it joined (M/M/50's p99 wait with
+// one queue for all is 144 ms: Erlang C's 0.36 chance of waiting, then an exponential tail at
+// 250 - 225 per second). Two random draws of fifty (the power of two choices) often meet two
+// busy pods: 704 ms.
+TEST(SimulationTest, ALargePoolQueuesAsTheShortestQueue) {
+  auto report = Simulate(Chain({"a"}, 200, 5000), With("fixed:50:batch=1", "225:600"));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const PathOutcome& p = report->paths.at("p");
+  EXPECT_EQ(p.answered, p.sent);
+  EXPECT_LE(p.p99_ms, 200 + 200) << "more than one call ahead";
+  EXPECT_GT(p.p99_ms, 200 + 100) << "a wait the size of M/M/50's";
+}
+
 TEST(SimulationTest, EveryRequestIsCountedOnce) {
   for (const std::string policy : {"fa2", "hpa", "kpa", "keda", "fixed:1"}) {
     auto report = Simulate(Chain({"a", "b"}, 20, 150), With(policy, "10:60,80:60,10:60"));
