@@ -517,7 +517,10 @@ spec:
 // refuses the rest at once with 503: one replica (maxReplicas) of 50 ms serves 20 requests per
 // second; the clients send 50. Admitted requests meet the SLO (97.5%: the same tolerance as
 // above), a refusal comes within 100 ms (the door decides at arrival), and the goodput stays
-// within 10% of what the replica serves.
+// within 10% of what the replica serves. The door counts each call ahead as the profile's d(b),
+// not the call's own overhead (HTTP, a busy machine's scheduling: a few ms each), so the SLO sits
+// between multiples of d: at 300 ms, six calls of 50 were let in at the edge, and on a loaded CI
+// machine 4% of them were late by the overhead alone.
 TEST_F(DataPlaneTest, AboveCapacityTheRouterAdmitsWhatMeetsTheSloAndRefusesTheRestAtOnce) {
   if (IsSkipped()) return;
   Start(R"(apiVersion: pipescale.io/v1alpha1
@@ -530,7 +533,7 @@ spec:
   tasks:
     - name: classify
       variants: [{name: v, batchSize: {max: 1}, profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {c: 50}}}]}]
-  paths: [{name: p, tasks: [classify], sloMs: 300}]
+  paths: [{name: p, tasks: [classify], sloMs: 280}]
   metrics:
     prometheusURL: PROMETHEUS
     pathRate: 'sum(rate(pipescale_requests_total{namespace="{{namespace}}",pipeline="{{pipeline}}",path="{{path}}"}[5s]))'
