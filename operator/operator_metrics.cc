@@ -25,6 +25,7 @@ enum Family : size_t {
   kUnschedulable,
   kCondition,
   kProfileRatio,
+  kHeadroom,
 };
 
 std::vector<metrics::KeyedGauges::Family> Families() {
@@ -57,6 +58,9 @@ std::vector<metrics::KeyedGauges::Family> Families() {
       {"pipescale_profile_ratio",
        "A variant's batch service time on a hardware class as the router measured it, over its "
        "declared latency profile (1: as declared)"},
+      {"pipescale_path_headroom",
+       "FA2: each path's planned rate over its measured rate, raised while its clients saw more "
+       "than 1% of its requests unanswered (1: the measured rate)"},
   };
 }
 
@@ -154,6 +158,8 @@ void OperatorMetrics::Record(const std::string& ns, const std::string& name,
            {"hardware_class", p.key.hardware_class}},
           *p.ratio);
   }
+  for (const auto& [path, headroom] : outcome.headroom)
+    s.Add(kHeadroom, {{"path", path}}, headroom);
   pipelines_->Set(Owner(ns, name), "plan", s.Take());
 }
 

@@ -583,6 +583,9 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
         c.generation, o.now);
     return d;
   }
+  if (c.optimizer.memory.slo_feedback) {
+    d.headroom = HeadroomByPath(c.pipeline.spec, d.memory.demand.headroom);
+  }
   if (c.optimizer.memory.holds_applied_batches) {
     HoldAppliedBatches(measured, step.workload, *o.metrics,
                        o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);

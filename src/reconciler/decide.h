@@ -72,6 +72,9 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   std::optional<double> requeue_after_seconds;
   std::optional<model::Plan> plan;       // the plan decided on, when there is one
   std::map<std::string, double> surges;  // the paths planned for their recent rates (surge.h)
+  // FA2's feedback: every path's planned rate over its measured one (slo_feedback.h); empty for
+  // an optimizer without it.
+  std::map<std::string, double> headroom;
 };
 
 // `parsed` is the pipeline's spec as read (api::PipelineObject::parsed). The decision starts

@@ -267,6 +267,7 @@ Status Reconciler::Report(const std::string& key, Observation& seen, Decision de
   const model::PipelineStatus& status = decision.status;
   outcome.requeue_after_seconds = decision.requeue_after_seconds;
   outcome.surges = decision.surges;
+  outcome.headroom = decision.headroom;
   outcome.conditions = status.conditions;
   outcome.cost_per_hour = status.cost_per_hour.value_or(0);
   if (decision.plan && status.plan) outcome.deployments = status.plan->deployments;

@@ -79,6 +79,7 @@ class Reconciler {
     std::vector<model::Condition> conditions;  // status.conditions as decided
     std::vector<std::string> deployments;      // the plan's Deployments (status.plan.tasks)
     std::map<std::string, double> surges;      // the paths planned for their recent rates
+    std::map<std::string, double> headroom;    // FA2: planned over measured rate, by path
   };
 
   // Thread-safe for distinct keys. kConflict, kTransient and friends for the caller's

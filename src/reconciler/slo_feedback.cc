@@ -64,4 +64,14 @@ void HoldRaises(double now, Headroom& headroom) {
   }
 }
 
+std::map<std::string, double> HeadroomByPath(const model::PipelineSpec& spec,
+                                             const Headroom& headroom) {
+  std::map<std::string, double> out;
+  for (const model::Path& path : spec.paths) {
+    const auto it = headroom.paths.find(path.name);
+    out[path.name] = it == headroom.paths.end() ? 1 : it->second.headroom;
+  }
+  return out;
+}
+
 }  // namespace pipescale::reconciler

@@ -44,4 +44,9 @@ Headroom StepHeadroom(const model::Pipeline& pipeline, const model::MetricsSnaps
 // every half window, so a surge's reconciles every few seconds do not each rewrite the status).
 void HoldRaises(double now, Headroom& headroom);
 
+// Every path of `spec` with the headroom its measured rate is planned times (1 where none was
+// raised): what the operator exports as pipescale_path_headroom.
+std::map<std::string, double> HeadroomByPath(const model::PipelineSpec& spec,
+                                             const Headroom& headroom);
+
 }  // namespace pipescale::reconciler

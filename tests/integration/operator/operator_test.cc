@@ -90,6 +90,7 @@ TEST_F(OperatorTest, FollowsALoadStepAndStopsCleanly) {
             std::string::npos);
   EXPECT_NE(metrics.find("pipescale_desired_replicas{"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("pipescale_predicted_latency_ms{"), std::string::npos);
+  EXPECT_NE(metrics.find("pipescale_path_headroom{"), std::string::npos) << "FA2's, by path";
   // One replicas series per task of the plan in effect: the plans before left none behind.
   size_t replica_series = 0;
   for (size_t at = metrics.find("\npipescale_desired_replicas{"); at != std::string::npos;

@@ -1123,6 +1123,7 @@ TEST(Decide, FaTwosHeadroomSurvivesAFailover) {
   const Decision raised = w.Step(missed, 1010);
   EXPECT_NEAR(Json(raised)["memory"]["headroom"]["paths"]["p"]["headroom"].get<double>(), 1.2,
               1e-9);
+  EXPECT_NEAR(raised.headroom.at("p"), 1.2, 1e-9) << "what pipescale_path_headroom exports";
   World forgetful = w;
   const Decision kept = w.Step(Rate(150), 1020);
   forgetful.object["status"]["memory"].erase("headroom");

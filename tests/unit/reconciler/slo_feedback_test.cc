@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "api/deployment_view.h"
@@ -48,6 +49,16 @@ TEST(PathMissed, IsMoreThanOnePercentUnanswered) {
   model::MetricsSnapshot slow;
   slow.path_latency_ms["a"] = 500;
   EXPECT_FALSE(PathMissed(path, slow));
+}
+
+// The gauge's values: every path of the spec, 1 where none was raised; a stored path the spec
+// no longer has is not exported.
+TEST(HeadroomByPath, NamesEveryPathOfTheSpec) {
+  Headroom h;
+  h.paths["a"] = {.headroom = 1.3, .raised_from = 1};
+  h.paths["gone"] = {.headroom = 1.8, .raised_from = 1.2};
+  const std::map<std::string, double> expected = {{"a", 1.3}, {"b", 1}};
+  EXPECT_EQ(HeadroomByPath(TwoPaths().spec, h), expected);
 }
 
 TEST(StepHeadroom, RaisesAMissedPathByItsMissWithinBoundsThenWaitsForTheCapacity) {
