@@ -201,8 +201,9 @@ class RouterOnClusterTest : public testing::ClusterTest {
   int port_ = 0, metrics_port_ = 0;
 };
 
-// Prometheus counts, per path, the requests the load generator sent (all answered), and the
-// mean latency it measured, within 5%: the router's view is the clients'.
+// Prometheus counts, per path, the requests the load generator sent, and the mean latency it
+// measured, within 5%: the router's view is the clients'. Nearly all are answered: the door may
+// refuse one the pods' queues would make late on a loaded machine (1 of 730 in a CI run).
 TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
   const json report = Load("40:30");
   const double end = testing::UnixNow();
@@ -217,7 +218,8 @@ TEST_F(RouterOnClusterTest, WhatPrometheusReportsIsWhatTheClientsSaw) {
   for (const char* path : {"cars", "faces"}) {
     const json& client = report["paths"][path];
     ASSERT_GT(client["sent"].get<double>(), 300) << report.dump();
-    EXPECT_EQ(client["codes"].value("200", 0L), client["sent"].get<long>()) << report.dump();
+    EXPECT_GE(client["codes"].value("200", 0L), 0.99 * client["sent"].get<double>())
+        << report.dump();
     EXPECT_NEAR(sent.at(path), client["sent"].get<double>(), 0.05 * client["sent"].get<double>());
     EXPECT_NEAR(1000 * mean.at(path), client["meanMs"].get<double>(),
                 0.05 * client["meanMs"].get<double>());
