@@ -125,12 +125,12 @@ TEST_F(ProfileDeploymentTest, MeasuresAReadyPodOfTheDeployment) {
     const int n = b["batch"];
     const double want = 0.2 * n * n + 5 * n + 30;
     // The mean includes the call's own overhead, which only adds (CI measured +2.1 ms on 35.2),
-    // and one stall of the machine, which the bound above leaves out (CI: 72 ms once).
-    const double mean = b["meanMs"], max = b["maxMs"];
+    // and the stalls of a loaded machine, so the bound above is on the median (CI: one stall of
+    // 72 ms once; another run two past 100 ms moved the mean without the slowest to 46.1 ms on
+    // 40.8, the median 41.9).
+    const double mean = b["meanMs"], median = b["p50Ms"];
     EXPECT_GE(mean, 0.95 * want) << b.dump();
-    EXPECT_LE(testing::MeanWithoutSlowest(mean, max, b["requests"]),
-              1.05 * want + testing::kCallOverheadMs)
-        << b.dump();
+    EXPECT_LE(median, 1.05 * want + testing::kCallOverheadMs) << b.dump();
   }
 }
 
