@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -96,18 +95,10 @@ PodView Pods(const kube::Client& client, const std::string& ns, int new_batch) {
 
 // Batches the router formed with more than `rows` rows, from its own metrics.
 double BatchesAbove(int metrics_port, int rows) {
-  std::istringstream lines(testing::HttpGet(metrics_port, "/metrics").second);
-  double count = 0, within = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("pipescale_router_batch_rows_count{", 0) == 0) {
-      count = std::stod(line.substr(line.rfind(' ') + 1));
-    }
-    if (line.rfind("pipescale_router_batch_rows_bucket{", 0) == 0 &&
-        line.find("le=\"" + std::to_string(rows) + "\"") != std::string::npos) {
-      within = std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return count - within;
+  const std::string metrics = testing::HttpGet(metrics_port, "/metrics").second;
+  return testing::ExposedSum(metrics, "pipescale_router_batch_rows_count", "") -
+         testing::ExposedSum(metrics, "pipescale_router_batch_rows_bucket",
+                             "le=\"" + std::to_string(rows) + "\"");
 }
 
 struct Timing {
