@@ -5,18 +5,22 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "api/deployment.h"
 #include "support/shell.h"
 
 namespace {
 
 using pipescale::testing::RunShell;
 using pipescale::testing::ShellResult;
+namespace api = pipescale::api;
+namespace model = pipescale::model;
 
 const std::string kRoot = PIPESCALE_SOURCE_DIR;
 
@@ -217,12 +221,33 @@ TEST(Chart, PrometheusOperatorObjectsOnlyWhereTheirApiExists) {
   EXPECT_EQ(monitor["spec"]["endpoints"][0]["port"].as<std::string>(), "metrics");
   EXPECT_EQ(without.Count("PodMonitor"), 0);
   // Routers are scraped wherever their pipelines live, keeping their own namespace label.
-  const YAML::Node routers = with.Get("PodMonitor");
+  const YAML::Node routers = with.Get("PodMonitor", "rel-pipescale-routers");
   EXPECT_TRUE(routers["spec"]["namespaceSelector"]["any"].as<bool>());
   EXPECT_EQ(
       routers["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"].as<std::string>(),
       "router");
   EXPECT_TRUE(routers["spec"]["podMetricsEndpoints"][0]["honorLabels"].as<bool>());
+  // Model pods too, wherever they run: the selector matches the labels the operator gives them,
+  // and their pipescale.io labels become the series' labels as the local cluster's Prometheus
+  // maps them (hack/local-env.sh), which the default queries are tested against.
+  const YAML::Node models = with.Get("PodMonitor", "rel-pipescale-models");
+  EXPECT_TRUE(models["spec"]["namespaceSelector"]["any"].as<bool>());
+  model::Pipeline pipeline;
+  pipeline.name = "p";
+  const nlohmann::json labels =
+      api::DeploymentLabels(pipeline, model::Task{.name = "t"}, model::Variant{.name = "v"}, "c");
+  for (const auto& match : models["spec"]["selector"]["matchLabels"]) {
+    EXPECT_EQ(labels.value(match.first.as<std::string>(), ""), match.second.as<std::string>())
+        << match.first.as<std::string>();
+  }
+  const YAML::Node endpoint = models["spec"]["podMetricsEndpoints"][0];
+  EXPECT_EQ(endpoint["port"].as<std::string>(), "http");
+  std::ifstream box(kRoot + "/hack/local-env.sh");
+  const std::string box_text((std::istreambuf_iterator<char>(box)), {});
+  const std::string labelmap = endpoint["relabelings"][0]["regex"].as<std::string>();
+  EXPECT_EQ(endpoint["relabelings"][0]["action"].as<std::string>(), "labelmap");
+  EXPECT_NE(box_text.find("{regex: " + labelmap + ", action: labelmap}"), std::string::npos)
+      << labelmap;
   // The rule's groups are the alerts file, untouched by Helm's templating.
   const YAML::Node alerts = YAML::LoadFile(kRoot + "/helm/pipescale/files/alerts.yaml");
   const YAML::Node groups = with.Get("PrometheusRule")["spec"]["groups"];
