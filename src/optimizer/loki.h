@@ -3,6 +3,7 @@
 // scaling); both as MILPs solved by CBC. Then MostAccurateFirst routing tables from the plan.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 
@@ -35,6 +36,9 @@ struct LokiOptions {
   // for room (194 of 208 decisions of the regression suite's step), so there Loki moves only
   // where its running variants cannot give a plan.
   bool hold_while_starting = false;
+  // The batch each running (task, variant, hardware class) was given, by RunningKey: a smaller
+  // batch replaces it only with kBatchKeepBand of its capacity to spare (loki_budgets.h).
+  std::map<std::string, int> running_batches;
 };
 
 // The cluster size S is spec.budget.maxReplicas, and per hardware class its maxReplicas; the

@@ -139,6 +139,40 @@ void AddBudgets(const Instance& in, Columns& col, Milp& milp) {
   }
 }
 
+namespace {
+
+// The config of `v` that `replicas` replicas in config k should run to carry `load`: the one of
+// the same class with the shortest batch time that carries it, unless the batch running there
+// now is between the two, carries it too and the shortest would have less than kBatchKeepBand
+// of its capacity to spare.
+size_t BatchFor(const Vertex& v, size_t k, double replicas, double load) {
+  const std::vector<Config>& configs = v.configs;
+  const auto carries = [&](size_t l, double spare) {
+    return replicas * configs[l].rps * (1 - spare) >= load - 1e-6;
+  };
+  size_t to = k;
+  for (size_t l = 0; l < configs.size(); ++l) {
+    if (configs[l].hardware_class == configs[k].hardware_class && configs[l].ms < configs[to].ms &&
+        carries(l, 0)) {
+      to = l;
+    }
+  }
+  const auto running = v.running_batch.find(configs[k].hardware_class);
+  if (to == k || running == v.running_batch.end() || carries(to, kBatchKeepBand)) return to;
+  for (size_t l = 0; l < configs.size(); ++l) {
+    // Within the budget the solution's config took (its batch time is no longer), and not the
+    // shortest: the running batch, kept.
+    if (configs[l].hardware_class == configs[k].hardware_class &&
+        configs[l].batch == running->second && configs[l].ms <= configs[k].ms &&
+        configs[l].ms > configs[to].ms && carries(l, 0)) {
+      return l;
+    }
+  }
+  return to;
+}
+
+}  // namespace
+
 // Gives back the latency a smaller batch saves: each variant's replicas move to the config of
 // the same class with the shortest batch time that still carries the variant's load. A budget
 // split runs the config of the most throughput (AddBudgetSplits); where the replicas it needs
@@ -153,17 +187,10 @@ void ShortestBatches(const Instance& in, const Columns& col, MilpSolution& solut
   }
   auto& x = solution.values;
   for (size_t v = 0; v < in.vertices.size(); ++v) {
-    const std::vector<Config>& configs = in.vertices[v].configs;
-    for (size_t k = 0; k < configs.size(); ++k) {
+    for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
       const double replicas = x[col.n[v][k]];
       if (replicas < 0.5) continue;
-      size_t to = k;
-      for (size_t l = 0; l < configs.size(); ++l) {
-        if (configs[l].hardware_class == configs[k].hardware_class &&
-            configs[l].ms < configs[to].ms && replicas * configs[l].rps >= load[v] - 1e-6) {
-          to = l;
-        }
-      }
+      const size_t to = BatchFor(in.vertices[v], k, replicas, load[v]);
       if (to == k) continue;
       x[col.n[v][to]] = replicas;
       x[col.z[v][to]] = 1;

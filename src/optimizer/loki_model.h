@@ -26,6 +26,7 @@ struct Vertex {
   double factor = 1;    // requests emitted per request served
   std::vector<Config> configs;
   int max_replicas = 1;  // a bound for the MILP: every request of every path through here
+  std::map<int, int> running_batch;  // by hardware class: the batch applied there now
 };
 
 // A root-to-sink path of the augmented graph: an execution path with one variant per task.

@@ -36,7 +36,8 @@ model::Plan Loki(const model::Pipeline& p, const model::Workload& w, const Plann
   return SolveLoki(p, w,
                    {.solver = input.milp_solver,
                     .running = input.running_variants,
-                    .hold_while_starting = input.variants_starting});
+                    .hold_while_starting = input.variants_starting,
+                    .running_batches = input.applied_batches});
 }
 
 model::Plan Kairos(const model::Pipeline& p, const model::Workload& w,

@@ -52,6 +52,9 @@ struct PlannerInput {
   // Some of their pods are not Ready (starting, or Pending for room): Loki keeps to them until
   // they are, as a change of variants before the last one serves restarts what has not served.
   bool variants_starting = false;
+  // By RunningKey: the batch the operator's applied plan gave each of them (the status's plan;
+  // where the router forms batches no Deployment holds it). Loki keeps it near a threshold.
+  std::map<std::string, int> applied_batches;
   // By "task/hardware class": the mean busy share of a Ready pod over the last 15 s and the
   // Ready pods (hpa's metric, HPA's utilisation); a pool without them has no reading.
   std::map<std::string, double> utilization;

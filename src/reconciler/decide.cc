@@ -551,6 +551,9 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   DemandStep step =
       StepDemand(c.pipeline, c.optimizer, o.memory.demand, metrics, o.deployments, o.now);
   step.input.milp_solver = o.milp_solver;
+  if (c.optimizer.memory.holds_running_variants && o.status.plan) {
+    step.input.applied_batches = AppliedBatches(*o.status.plan, step.input.running_variants);
+  }
   // A surge (demand.h) is looked at again soon, as a rising load is.
   d.surges = step.surges;
   if (!step.surges.empty()) {

@@ -128,6 +128,16 @@ void AddHeadroom(const model::Pipeline& pipeline, const model::MetricsSnapshot& 
 
 }  // namespace
 
+std::map<std::string, int> AppliedBatches(const model::AppliedPlan& applied,
+                                          const std::set<std::string>& running) {
+  std::map<std::string, int> out;
+  for (const model::TaskPlan& t : applied.plan.tasks) {
+    std::string key = optimizer::RunningKey(t.task, t.variant, t.hardware_class);
+    if (t.replicas > 0 && running.contains(key)) out[std::move(key)] = t.batch_size;
+  }
+  return out;
+}
+
 size_t SeriesKept(const optimizer::Descriptor& optimizer) {
   if (optimizer.memory.rate_history) return kMaxSeries;
   if (optimizer.memory.burst_allowance) return kBurstWindow;

@@ -5,12 +5,14 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "api/deployment_view.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
+#include "model/status.h"
 #include "optimizer/registry.h"
 #include "reconciler/profiles.h"
 #include "reconciler/query_mix.h"
@@ -60,6 +62,11 @@ size_t SeriesKept(const optimizer::Descriptor& optimizer);
 DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descriptor& optimizer,
                       const Demand& before, const model::MetricsSnapshot& metrics,
                       const std::map<std::string, api::DeploymentView>& deployments, double now);
+
+// By RunningKey, the batch `applied` (the status's plan) gave each (task, variant, class) of
+// `running`: the planners that hold running variants keep it near a threshold.
+std::map<std::string, int> AppliedBatches(const model::AppliedPlan& applied,
+                                          const std::set<std::string>& running);
 
 // The spec's multiplicative factors replaced by the measured ones, where there are any, its
 // query sizes by the mix to plan for, and its profiles by the corrections to plan from.

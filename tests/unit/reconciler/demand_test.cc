@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "api/deployment.h"
 #include "api/deployment_view.h"
+#include "optimizer/pool.h"
 #include "reconciler/burst.h"
 
 namespace pipescale::reconciler {
@@ -178,6 +180,20 @@ TEST(Demand, FaTwoPlansForTheRatePlusItsRises) {
   EXPECT_DOUBLE_EQ(
       StepDemand(p, Named("fa2"), memory, Rate(100), {}, 1400).workload.path_rates_rps.at("p"),
       100);
+}
+
+// The batches Loki keeps are those the applied plan gave the Deployments that run now: a task
+// the plan left at 0, or one no longer running, has none to keep.
+TEST(Demand, AppliedBatchesAreThoseOfTheRunningDeployments) {
+  model::AppliedPlan applied;
+  applied.plan.tasks = {
+      {.task = "a", .variant = "big", .hardware_class = "gpu", .replicas = 2, .batch_size = 4},
+      {.task = "a", .variant = "small", .hardware_class = "gpu", .replicas = 0, .batch_size = 2},
+      {.task = "b", .variant = "v", .hardware_class = "cpu", .replicas = 1, .batch_size = 8}};
+  const std::set<std::string> running = {optimizer::RunningKey("a", "big", "gpu"),
+                                         optimizer::RunningKey("a", "small", "gpu")};
+  EXPECT_EQ(AppliedBatches(applied, running),
+            (std::map<std::string, int>{{optimizer::RunningKey("a", "big", "gpu"), 4}}));
 }
 
 }  // namespace
