@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # FA2's burst allowance (spec.behavior.scaleUp.burstAllowance) on public traces: fa2-gpu at its
-# own scale and at 10x (with room: every maxReplicas and the budget times ten), FA2 without the
-# allowance (0, the default) and with 2.5, beside the tuned baseline bench/gym-traces.sh picked for
-# that trace and scale, over seeds. Prints one markdown row per trace and scale: the worst
-# path's share within its SLO (the lowest over the seeds), the mean cost, and goodput per dollar
-# against the tuned baseline (the mean over the seeds).
+# own scale and at 10x (with room: every maxReplicas, the budget and the minRate floor times
+# ten), FA2 without the allowance (0, the default) and with 2.5, beside the tuned baseline
+# bench/gym-traces.sh picked for that trace and scale, over seeds. Prints one markdown row per
+# trace and scale: the worst path's share within its SLO (the lowest over the seeds), the mean
+# cost, and goodput per dollar against the tuned baseline (the mean over the seeds).
 #   bench/gym-bursts.sh                     # Azure's conversation and code traces
 #   TWITTER=FILE.csv bench/gym-bursts.sh    # and IPA's Twitter slice (traces/twitter-ipa-slice.sh)
 #   SEEDS="42 1 7" SECONDS_=1200            # the defaults
@@ -23,6 +23,8 @@ text = open(sys.argv[1]).read()
 if sys.argv[2] == "10x":
     text = re.sub(r"(maxReplicas: )(\d+)", lambda m: m[1] + str(int(m[2]) * 10), text)
     text = re.sub(r"(budget: \{costPerHour: )([\d.]+)", lambda m: m[1] + str(float(m[2]) * 10), text)
+    # Ten times the load, ten times its base: the floor every policy keeps Ready.
+    text = re.sub(r"(minRate: )(\d+)", lambda m: m[1] + str(int(m[2]) * 10), text)
 if sys.argv[3] != "0":
     text = text.replace("  behavior:\n", "  behavior:\n    scaleUp: {burstAllowance: %s}\n" % sys.argv[3])
 print(text, end="")
@@ -30,15 +32,15 @@ PY
 }
 
 # The tuned baseline bench/gym-traces.sh picked on seed 42 (bench/README.md, "On public traces");
-# at 10x re-tuned since the router looks at every pod ("One queue for every pod").
+# at 10x re-tuned (--tune 0.99, seed 42) with the floor at ten times minRate.
 tuned() {
   case "$1.$2" in
     azure-llm-conv.1x) echo keda:target=0.6 ;;
-    azure-llm-conv.10x) echo kpa:target=0.65:batch=4 ;;
+    azure-llm-conv.10x) echo keda:target=0.5:batch=4 ;;
     azure-llm-code.1x) echo keda:target=0.25:batch=4 ;;
     azure-llm-code.10x) echo hpa:target=0.25 ;;
     *.1x) echo kpa:target=0.4:batch=8 ;;
-    *) echo kpa:target=0.45 ;;
+    *) echo kpa:target=0.5 ;;
   esac
 }
 
