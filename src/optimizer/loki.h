@@ -36,8 +36,9 @@ struct LokiOptions {
   // for room (194 of 208 decisions of the regression suite's step), so there Loki moves only
   // where its running variants cannot give a plan.
   bool hold_while_starting = false;
-  // The batch each running (task, variant, hardware class) was given, by RunningKey: a smaller
-  // batch replaces it only with kBatchKeepBand of its capacity to spare (loki_budgets.h).
+  // The batch each running (task, variant, hardware class) was given, by RunningKey. While
+  // hardware scaling serves the demand, a plan at the same replicas keeps them, and a smaller
+  // batch replaces one only with kBatchKeepBand of its capacity to spare (loki_budgets.h).
   std::map<std::string, int> running_batches;
 };
 

@@ -21,9 +21,9 @@ void AddBudgets(const Instance& in, Columns& col, Milp& milp);
 // kMaxSplits (the MILP is then solved whole).
 void AddBudgetSplits(const Instance& in, const Columns& col, Step step, Milp& milp);
 
-// A running batch stays while the next smaller one would carry its load with less than this
-// share of its capacity to spare: on the demo's steady 8/s the measured rate wandered across the
-// rate at which batch 1 gives way to 2, and each look flipped classify-car's batch.
+// A running batch stays while a smaller one would carry its load with less than this share of
+// its capacity to spare: at a steady load the measured rate and objects per frame wander across
+// the rate at which one batch gives way to another, and each look would change it.
 inline constexpr double kBatchKeepBand = 0.1;
 
 // Moves each variant's replicas to the config of the same class with the shortest batch time
