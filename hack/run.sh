@@ -15,6 +15,7 @@
 #   TRACE=8:60,27:90,8:90 hack/run.sh     # RPS:SECONDS steps, or another shape of
 #                                          # pipescale-loadgen --trace (fa2:240, diurnal:...)
 #   EXAMPLE=deploy/examples/loki-traffic.yaml hack/run.sh   # another pipeline, its optimizer
+#   OPTIMIZER=hpa hack/run.sh              # the pipeline under another spec.optimizer (a baseline)
 #   PIPESCALE_NODES=hack/nodes.yaml hack/run.sh               # other nodes
 #   RENDER_DASHBOARDS=docs hack/run.sh     # at the end, pictures of the Grafana dashboards
 #   hack/run.sh plan -f FILE --rate 27     # offline: `pipescale plan` instead
@@ -54,12 +55,23 @@ dir=${PIPESCALE_DEMO_DIR:-/tmp/pipescale-demo}
 example=$(realpath "${EXAMPLE:-$root/deploy/examples/fa2-gpu.yaml}")
 trace=${TRACE:-8:60,27:90,8:90}
 pids=()
+renamed=""
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "$root/hack/local-env.sh" down "$dir" >/dev/null 2>&1 || true
+  [[ -z $renamed ]] || rm -f "$renamed"
 }
 trap cleanup EXIT INT TERM
+shown=$(basename "$example")
+if [[ -n ${OPTIMIZER:-} ]]; then
+  # The same pipeline, nodes and trace under another optimizer the operator runs: the comparison
+  # a user makes before trusting one (the operator's validation names a wrong one).
+  renamed=$(mktemp --suffix=.yaml)
+  sed -E "s/^(  optimizer:) [a-z0-9-]+/\1 $OPTIMIZER/" "$example" >"$renamed"
+  example=$renamed
+  "$build/src/cli/pipescale" validate -f "$example" >/dev/null || exit 2
+fi
 
 echo "starting the local cluster in $dir (nodes: ${PIPESCALE_NODES:-hack/demo-nodes.yaml}) ..."
 env_file=$(PIPESCALE_NODES=${PIPESCALE_NODES:-$root/hack/demo-nodes.yaml} \
@@ -80,7 +92,7 @@ kubectl apply -f "$example" >/dev/null 2>&1
 name=$(kubectl get -f "$example" -o jsonpath='{.metadata.name}' 2>/dev/null)
 optimizer=$(kubectl get -f "$example" -o jsonpath='{.spec.optimizer}' 2>/dev/null)
 echo
-echo "applied $(basename "$example"); the operator plans with ${optimizer:-fa2} from the measured path rates"
+echo "applied $shown; the operator plans with ${optimizer:-fa2} from the measured path rates"
 echo "watch it yourself:  KUBECONFIG=$KUBECONFIG kubectl get ipl,pods -o wide -w"
 echo
 
