@@ -1,5 +1,8 @@
 #include "upstream.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <numeric>
 
 #include "common/flags.h"
@@ -13,6 +16,16 @@ constexpr size_t kMaxReplyBytes = 64 << 20;
 
 Error Failed(const std::string& address, const std::string& what) {
   return Error{ErrorKind::kTransient, address + ": " + what};
+}
+
+// Whether an idle connection is still open: the peer has neither closed it (a pod or router that
+// exited closes every socket it held) nor sent anything unasked. A non-blocking peek, so a dead
+// connection is dropped before a request is written into it and lost with it.
+bool StillOpen(beast::tcp_stream& stream) {
+  char byte = 0;
+  const ssize_t n =
+      ::recv(stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT | MSG_NOSIGNAL);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 // The request line and headers, written by hand: a call to a pod needs four, and Beast's field
@@ -114,13 +127,21 @@ asio::awaitable<Result<UpstreamReply>> UpstreamPool::Send(const std::string& add
     std::unique_ptr<Connection> connection;
     bool reused = false;
     auto& idle = idle_[address];
-    if (attempt == 0 && !idle.empty()) {
+    while (attempt == 0 && !idle.empty() && !connection) {
       connection = std::move(idle.back());
       idle.pop_back();
+      if (!StillOpen(connection->stream)) connection.reset();
+    }
+    if (connection) {
       reused = true;
     } else {
       auto connected = co_await Connect(address, timeout);
-      if (!connected) co_return connected.error();
+      if (!connected) {
+        // Nothing of this request left: a later attempt follows a reused connection's failure,
+        // which may have been after the pod read it.
+        if (attempt == 0) co_return Error{ErrorKind::kUnavailable, connected.error().message};
+        co_return connected.error();
+      }
       connection = std::move(*connected);
     }
     bool keep = false;

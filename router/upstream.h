@@ -1,7 +1,7 @@
 // Keep-alive HTTP/1.1 connections from one router thread to the model pods: a pool per pod
-// address, reused across requests; a request that fails on a reused connection before any
-// answer (the pod closed it while idle) is sent once more on a fresh one. One per event loop,
-// so no locks.
+// address, reused across requests; an idle one the pod has closed (or died with) is dropped
+// before use, and a request that fails on a reused connection before any answer is sent once
+// more on a fresh one. One per event loop, so no locks.
 #pragma once
 
 #include <chrono>
@@ -32,8 +32,10 @@ class UpstreamPool {
 
   // POSTs a body to http://`address``target`, written as `pieces` one after another (never
   // joined); with `header_length` its first bytes are JSON and the rest binary data (the
-  // extension's Inference-Header-Content-Length), else all is JSON. kTransient when the pod
-  // cannot be reached, resets the connection or does not answer within `timeout`.
+  // extension's Inference-Header-Content-Length), else all is JSON. kUnavailable when no
+  // connection could be opened and none was tried before (nothing was sent: the caller may send
+  // it elsewhere as new); kTransient when the pod resets the connection or does not answer within
+  // `timeout` (it may have been served).
   asio::awaitable<Result<UpstreamReply>> Post(const std::string& address, std::string_view target,
                                               std::span<const std::string_view> pieces,
                                               std::optional<size_t> header_length,

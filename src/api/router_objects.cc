@@ -80,6 +80,13 @@ json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, 
                {{"serviceAccountName", RouterName(pipeline)},
                 // The requests in flight finish within the router's own 25 s drain.
                 {"terminationGracePeriodSeconds", 30},
+                // One node's loss must not take every replica: spread where the nodes allow,
+                // never left Pending for it.
+                {"topologySpreadConstraints",
+                 {{{"maxSkew", 1},
+                   {"topologyKey", "kubernetes.io/hostname"},
+                   {"whenUnsatisfiable", "ScheduleAnyway"},
+                   {"labelSelector", {{"matchLabels", selector}}}}}},
                 {"containers", {RouterContainer(pipeline, router)}}}}}}}}};
 }
 
@@ -92,6 +99,18 @@ json BuildRouterService(const model::Pipeline& pipeline, const Owner& owner) {
             {"ports",
              {{{"name", "http"}, {"port", kRouterPort}, {"targetPort", "http"}},
               {{"name", "metrics"}, {"port", kRouterMetricsPort}, {"targetPort", "metrics"}}}}}}};
+}
+
+json BuildRouterDisruptionBudget(const model::Pipeline& pipeline, const Owner& owner,
+                                 const std::string& api_version) {
+  // maxUnavailable, not minAvailable: a router of one replica may still be drained (a node
+  // drain would otherwise wait for ever), one of two keeps one serving.
+  return {{"apiVersion", api_version},
+          {"kind", "PodDisruptionBudget"},
+          {"metadata", Metadata(pipeline, owner)},
+          {"spec",
+           {{"maxUnavailable", 1},
+            {"selector", {{"matchLabels", {{"pipescale.io/router", pipeline.name}}}}}}}};
 }
 
 std::string PipelineForRouter(const json& object) {

@@ -1,6 +1,7 @@
 // The objects that run a pipeline's router (spec.router): a ServiceAccount bound to the
-// router's ClusterRole in the pipeline's namespace, a Deployment of pipescale-router and a
-// Service in front of it, all named <pipeline>-router and owned by the pipeline.
+// router's ClusterRole in the pipeline's namespace, a Deployment of pipescale-router spread over
+// the nodes, a Service in front of it and a PodDisruptionBudget that lets a drain take one
+// replica at a time, all named <pipeline>-router and owned by the pipeline.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,10 @@ nlohmann::json BuildRouterRoleBinding(const model::Pipeline& pipeline, const Own
 nlohmann::json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner,
                                      int replicas);
 nlohmann::json BuildRouterService(const model::Pipeline& pipeline, const Owner& owner);
+// `api_version`: policy/v1, or policy/v1beta1 on an apiserver older than 1.21 (the shape is the
+// same).
+nlohmann::json BuildRouterDisruptionBudget(const model::Pipeline& pipeline, const Owner& owner,
+                                           const std::string& api_version);
 
 // The routing ConfigMap's key the router reads its pipeline from: the InferencePipeline's
 // apiVersion, kind, name, namespace and spec, so it walks the DAG the operator plans.

@@ -4,6 +4,7 @@
 
 #include "api/deployment.h"
 #include "api/router_objects.h"
+#include "kube/discovery.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale::reconciler {
@@ -15,7 +16,7 @@ using nlohmann::json;
 constexpr const char* kRouterLabel = "pipescale.io/router";
 
 // The router's objects a reconcile only needs to know exist.
-enum RouterPart { kAccounts, kBindings, kServices };
+enum RouterPart { kAccounts, kBindings, kServices, kBudgets };
 
 }  // namespace
 
@@ -52,10 +53,14 @@ OwnedObjects::OwnedObjects(const kube::Client& client, const std::string& namesp
   config_maps_ = std::make_unique<kube::TypedInformer<api::ConfigMapView>>(
       client, watch(kube::kConfigMaps, kDeploymentSelector), api::ReadConfigMap,
       [handler](const std::string& key, const api::ConfigMapView& c) { handler(key, c.meta); });
-  for (const kube::ResourceType* type :
-       {&kRouterServiceAccounts, &kRouterRoleBindings, &kRouterServices}) {
+  // Asked once: the version a cluster serves does not change while the operator runs.
+  budget_api_ = kube::FirstServedVersion(client, {"policy/v1", "policy/v1beta1"});
+  std::vector<kube::ResourceType> parts = {kRouterServiceAccounts, kRouterRoleBindings,
+                                           kRouterServices};
+  if (budget_api_) parts.push_back(DisruptionBudgets(*budget_api_));
+  for (const kube::ResourceType& type : parts) {
     router_parts_.push_back(std::make_unique<kube::TypedInformer<api::ObjectMeta>>(
-        client, watch(*type, kRouterLabel), api::ReadObjectMeta, handler));
+        client, watch(type, kRouterLabel), api::ReadObjectMeta, handler));
   }
   router_deployments_ = std::make_unique<DeploymentInformer>(
       client, watch(kube::kDeployments, kRouterLabel), api::ReadDeployment,
@@ -147,7 +152,9 @@ RouterObjects OwnedObjects::Router(const model::Pipeline& pipeline) const {
   const std::string key = pipeline.namespace_name + "/" + api::RouterName(pipeline);
   RouterObjects out{.service_account = router_parts_[kAccounts]->Contains(key),
                     .role_binding = router_parts_[kBindings]->Contains(key),
-                    .service = router_parts_[kServices]->Contains(key)};
+                    .service = router_parts_[kServices]->Contains(key),
+                    .disruption_budget = budget_api_ && router_parts_[kBudgets]->Contains(key),
+                    .disruption_budget_api = budget_api_};
   if (auto d = router_deployments_->Get(key)) out.deployment = *d;
   return out;
 }

@@ -78,10 +78,11 @@ class OwnedObjects {
   const kube::Client& client_;
   const std::string namespace_;
   const Changed changed_;
-  // The routing ConfigMaps; the router's ServiceAccounts, RoleBindings and Services (whether
-  // they exist is all a reconcile asks), and its Deployments.
+  // The routing ConfigMaps; the router's ServiceAccounts, RoleBindings, Services and
+  // PodDisruptionBudgets (whether they exist is all a reconcile asks), and its Deployments.
   std::unique_ptr<kube::TypedInformer<api::ConfigMapView>> config_maps_;
   std::vector<std::unique_ptr<kube::TypedInformer<api::ObjectMeta>>> router_parts_;
+  std::optional<std::string> budget_api_;  // the PodDisruptionBudget version served, if any
   std::unique_ptr<DeploymentInformer> router_deployments_;
 
   std::vector<kube::InformerBase*> Watches() const;  // every informer but adoptable_

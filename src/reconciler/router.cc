@@ -25,6 +25,10 @@ bool SameManagedPart(const api::DeploymentView& have, const api::DeploymentView&
 
 }  // namespace
 
+kube::ResourceType DisruptionBudgets(const std::string& api_version) {
+  return {api_version, "poddisruptionbudgets", true};
+}
+
 int RouterReplicas(const model::RouterSpec& router, std::optional<double> arrival_rps,
                    std::optional<int> running) {
   int wanted = running.value_or(router.min_replicas);
@@ -65,6 +69,11 @@ std::vector<ObjectWrite> RouterWrites(const model::Pipeline& pipeline, const std
   }
   if (!current.service) {
     writes.push_back({kRouterServices, name, true, api::BuildRouterService(pipeline, owner)});
+  }
+  if (!current.disruption_budget && current.disruption_budget_api) {
+    const std::string& version = *current.disruption_budget_api;
+    writes.push_back({DisruptionBudgets(version), name, true,
+                      api::BuildRouterDisruptionBudget(pipeline, owner, version)});
   }
   return writes;
 }

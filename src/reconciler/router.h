@@ -1,7 +1,7 @@
-// The router a pipeline asks for (spec.router): its ServiceAccount, RoleBinding, Deployment and
-// Service created when missing, the Deployment's replicas and container kept as decided, and
-// the pipeline's graph in the routing ConfigMap. Replicas follow the measured arrival rate over
-// what one replica serves, and hold when the rate is not known.
+// The router a pipeline asks for (spec.router): its ServiceAccount, RoleBinding, Deployment,
+// Service and PodDisruptionBudget created when missing, the Deployment's replicas and container
+// kept as decided, and the pipeline's graph in the routing ConfigMap. Replicas follow the measured
+// arrival rate over what one replica serves, and hold when the rate is not known.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,9 +25,14 @@ inline const kube::ResourceType kRouterRoleBindings{"rbac.authorization.k8s.io/v
 // The router's objects as read: which exist, and its Deployment (nullopt when absent), whose
 // replicas and container the operator keeps as decided.
 struct RouterObjects {
-  bool service_account = false, role_binding = false, service = false;
+  bool service_account = false, role_binding = false, service = false, disruption_budget = false;
   std::optional<api::DeploymentView> deployment;
+  // The PodDisruptionBudget's apiVersion the cluster serves; nullopt: none (it makes none).
+  std::optional<std::string> disruption_budget_api;
 };
+
+// The PodDisruptionBudgets at `api_version` (policy/v1 or policy/v1beta1).
+kube::ResourceType DisruptionBudgets(const std::string& api_version);
 
 // A create when `create`, else a JSON merge patch.
 struct ObjectWrite {

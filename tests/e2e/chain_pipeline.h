@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "integration/harness/local_env.h"
 #include "integration/harness/process.h"
@@ -48,12 +49,15 @@ inline std::string ChainPipeline(const std::string& name, const std::string& ns,
 )";
 }
 
+// The command line of pipescale-operator watching `ns`.
+inline std::vector<std::string> OperatorArgs(const LocalEnv& env, const std::string& ns) {
+  return {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
+          "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"};
+}
+
 // pipescale-operator watching `ns`, logging to `dir`/operator.log.
 inline Process StartOperator(const LocalEnv& env, const std::string& ns, const std::string& dir) {
-  return Process(
-      {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
-       "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"},
-      dir + "/operator.log");
+  return Process(OperatorArgs(env, ns), dir + "/operator.log");
 }
 
 // kubectl apply -f `file`; whether it succeeded.

@@ -409,6 +409,8 @@ TEST_F(HelmChartTest, EveryRuleTheChartGrantsIsNeeded) {
       {cluster_role, "[\"serviceaccounts\",\"services\"]", false,
        "cannot list resource \\\"serviceaccounts\\\""},
       {cluster_role, "[\"rolebindings\"]", false, "cannot list resource \\\"rolebindings\\\""},
+      {cluster_role, "[\"poddisruptionbudgets\"]", false,
+       "cannot list resource \\\"poddisruptionbudgets\\\""},
       {lease_role, "[\"leases\"]", false, "cannot create resource \\\"leases\\\""},
       {lease_role, "[\"leases\"]", true, "cannot get resource \\\"leases\\\""},
   };

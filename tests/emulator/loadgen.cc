@@ -8,9 +8,14 @@
 //
 //   pipescale-loadgen -f PIPELINE.yaml (--router IP:PORT[,IP:PORT...] | --kubeconfig F)
 //       --trace SPEC [--mix named|models] [--seed 42] [--report FILE] [--timeout-s 30]
-//       [--query-sizes SIZE:WEIGHT,...] [--wait-ready SECONDS]
+//       [--query-sizes SIZE:WEIGHT,...] [--wait-ready SECONDS] [--requests FILE]
 // With --kubeconfig the routers are the Ready pods labelled pipescale.io/router=<pipeline>,
-// followed as they change and taken in turn. The JSON report goes to stdout and --report.
+// followed as they change and taken in turn, as a client behind their Service reaches them: a
+// request whose connection could not be opened (nothing was sent: a router that just died) goes
+// to the next one, as a client reconnecting through the Service would; one a router took and
+// did not answer is lost. The JSON report goes to stdout and --report; --requests writes every
+// request as CSV (sent and answered in unix ms, the router, the path, the status or 0), so a
+// test can tell which were in flight on a router when it was killed.
 // --query-sizes draws the sizes from another mix than the spec's (a shift the operator should see).
 // --wait-ready holds the trace until a router says the pipeline's model is ready (every task has a
 // Ready pod), as a user waits for a new deployment before sending it traffic; at most that long.
@@ -18,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -84,13 +90,15 @@ class Routers {
 
   // The next router's ip:port, or "" when none is Ready.
   std::string Next() {
-    std::vector<std::string> ready = fixed_;
-    if (pods_) ready = ReadyPods();
+    const std::vector<std::string> ready = Ready();
     if (ready.empty()) return "";
     return ready[turn_++ % ready.size()];
   }
+  // How many there are to try.
+  size_t Count() const { return Ready().size(); }
 
  private:
+  std::vector<std::string> Ready() const { return pods_ ? ReadyPods() : fixed_; }
   std::vector<std::string> ReadyPods() const {
     std::vector<std::string> out;
     for (const json& pod : pods_->List()) {
@@ -108,6 +116,19 @@ class Routers {
   std::unique_ptr<kube::Informer> pods_;
   size_t turn_ = 0;
 };
+
+// One request as sent and answered, for --requests.
+struct RequestRecord {
+  double sent_ms = 0, done_ms = 0;  // unix time
+  std::string router, path;
+  int code = 0;
+};
+
+double UnixMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 struct PathStats {
   long sent = 0;
@@ -189,6 +210,8 @@ class LoadGenerator {
     }
     return report;
   }
+
+  const std::vector<RequestRecord>& records() const { return records_; }
 
  private:
   asio::awaitable<void> Start() {
@@ -273,13 +296,19 @@ class LoadGenerator {
 
   // `phase`: the trace's step it is sent in (-1: a CSV's times).
   asio::awaitable<void> Send(std::string path, int rows, int phase) {
-    const std::string router = routers_.Next();
+    std::string router;
     const auto sent = Clock::now();
+    const double sent_ms = UnixMs();
     int code = 0;
     std::vector<std::string> taken = {path.empty() ? "unlisted" : path};
-    if (!router.empty()) {
+    // Another router for a request no router took, each at most once.
+    std::set<std::string> tried;
+    for (size_t left = std::max<size_t>(routers_.Count(), 1); left > 0; --left) {
+      router = routers_.Next();
+      if (router.empty() || !tried.insert(router).second) break;
       auto reply = co_await pool_.Post(router, "/v2/models/" + pipeline_.name + "/infer",
                                        Body(path, rows).dump(), timeout_);
+      if (!reply.ok() && reply.error().kind == ErrorKind::kUnavailable && left > 1) continue;
       if (!reply.ok() && errors_.insert(reply.error().message).second) {
         std::cerr << "loadgen: no answer from " << router << ": " << reply.error().message << "\n";
       }
@@ -292,6 +321,14 @@ class LoadGenerator {
           if (named.is_array() && !named.empty()) taken = named.get<std::vector<std::string>>();
         }
       }
+      break;
+    }
+    if (!flags_.at("--requests").empty()) {
+      records_.push_back({.sent_ms = sent_ms,
+                          .done_ms = UnixMs(),
+                          .router = router,
+                          .path = path.empty() ? "unlisted" : path,
+                          .code = code});
     }
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
     if (phase >= 0 && phases_.size() <= static_cast<size_t>(phase)) phases_.resize(phase + 1);
@@ -325,7 +362,19 @@ class LoadGenerator {
   int announced_ = -1;            // the last step said in the log
   double next_step_s_ = 0;        // when the step after it starts
   std::set<std::string> errors_;  // said once each
+  std::vector<RequestRecord> records_;  // with --requests
 };
+
+// --requests: one line per request, as sent.
+bool WriteRequests(const std::string& file, const std::vector<RequestRecord>& records) {
+  std::ofstream out(file);
+  out << "sent_unix_ms,done_unix_ms,router,path,code\n";
+  for (const RequestRecord& r : records) {
+    out << std::fixed << std::setprecision(1) << r.sent_ms << "," << r.done_ms << "," << r.router
+        << "," << r.path << "," << r.code << "\n";
+  }
+  return static_cast<bool>(out);
+}
 
 // What the clients saw, one line per path, for a person reading the log.
 void PrintSummary(const json& report) {
@@ -369,7 +418,7 @@ Flags ParseFlags(int argc, char** argv) {
   Flags flags = {{"-f", ""},           {"--router", ""},      {"--kubeconfig", ""},
                  {"--trace", ""},      {"--mix", "named"},    {"--seed", "42"},
                  {"--report", ""},     {"--timeout-s", "30"}, {"--query-sizes", ""},
-                 {"--wait-ready", "0"}};
+                 {"--wait-ready", "0"}, {"--requests", ""}};
   for (int i = 1; i < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";
@@ -467,6 +516,10 @@ int main(int argc, char** argv) {
       std::cerr << "pipescale-loadgen: --report: cannot write " << flags.at("--report") << "\n";
       return 1;
     }
+  }
+  if (!flags.at("--requests").empty() && !WriteRequests(flags.at("--requests"), load.records())) {
+    std::cerr << "pipescale-loadgen: --requests: cannot write " << flags.at("--requests") << "\n";
+    return 1;
   }
   std::cout << report.dump() << "\n";
   return 0;

@@ -1,5 +1,5 @@
 // The kube client against a real kube-apiserver + etcd: TLS verification, CRUD, optimistic
-// concurrency, the status subresource, watches, and both forms of 410 Gone.
+// concurrency, the status subresource, watches, both forms of 410 Gone, and API discovery.
 #include "kube/client.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 
 #include "common/guard.h"
 #include "integration/harness/local_env.h"
+#include "kube/discovery.h"
 #include "support/pipelines.h"
 
 namespace pipescale::kube {
@@ -38,6 +39,20 @@ TEST(KubeClient, VerifiesTheServerCertificate) {
   EXPECT_EQ(refused.error().kind, ErrorKind::kTransient);
   EXPECT_NE(refused.error().message.find("certificate"), std::string::npos)
       << refused.error().message;
+}
+
+// The 1.20 apiserver serves PodDisruptionBudgets at policy/v1beta1 only (v1 came in 1.21): the
+// first version of a list it serves, a group it serves not at all, and an apiserver that cannot
+// be asked.
+TEST(KubeDiscovery, FirstServedVersionAsTheApiserverListsThem) {
+  PIPESCALE_REQUIRE_LOCAL_ENV();
+  const Client client(LocalEnv::Get().Config());
+  EXPECT_EQ(FirstServedVersion(client, {"policy/v1", "policy/v1beta1"}), "policy/v1beta1");
+  EXPECT_EQ(FirstServedVersion(client, {"apps/v1", "apps/v1beta2"}), "apps/v1");
+  EXPECT_EQ(FirstServedVersion(client, {"nothing.example.com/v1"}), std::nullopt);
+  ClusterConfig wrong = LocalEnv::Get().Config();
+  wrong.token = "not-the-token";
+  EXPECT_EQ(FirstServedVersion(Client(wrong), {"policy/v1", "policy/v1beta1"}), "policy/v1");
 }
 
 TEST(KubeClient, RejectsAWrongToken) {

@@ -95,6 +95,7 @@ const std::set<std::string> kPipelineRules = {
     "/serviceaccounts: list,watch,create",
     "/services: list,watch,create",
     "rbac.authorization.k8s.io/rolebindings: list,watch,create",
+    "policy/poddisruptionbudgets: list,watch,create",
 };
 const std::set<std::string> kCapacityRules = {"/nodes: list,watch", "/pods: list,watch"};
 

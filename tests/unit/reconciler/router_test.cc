@@ -32,7 +32,8 @@ spec:
 
 // The router's objects as the apiserver holds them.
 struct Stored {
-  std::optional<json> service_account, role_binding, deployment, service;
+  std::optional<json> service_account, role_binding, deployment, service, budget;
+  std::optional<std::string> budget_api;  // the PodDisruptionBudget version the cluster serves
 
   // As the operator reads them.
   RouterObjects Read() const {
@@ -40,7 +41,9 @@ struct Stored {
         .service_account = service_account.has_value(),
         .role_binding = role_binding.has_value(),
         .service = service.has_value(),
-        .deployment = deployment ? std::optional(api::ReadDeployment(*deployment)) : std::nullopt};
+        .disruption_budget = budget.has_value(),
+        .deployment = deployment ? std::optional(api::ReadDeployment(*deployment)) : std::nullopt,
+        .disruption_budget_api = budget_api};
   }
 };
 
@@ -48,10 +51,11 @@ struct Stored {
 // merged.
 Stored Applied(const std::vector<ObjectWrite>& writes, Stored current = {}) {
   for (const ObjectWrite& w : writes) {
-    std::optional<json>* slot = w.type.plural == "serviceaccounts" ? &current.service_account
-                                : w.type.plural == "rolebindings"  ? &current.role_binding
-                                : w.type.plural == "deployments"   ? &current.deployment
-                                                                   : &current.service;
+    std::optional<json>* slot = w.type.plural == "serviceaccounts"        ? &current.service_account
+                                : w.type.plural == "rolebindings"         ? &current.role_binding
+                                : w.type.plural == "deployments"          ? &current.deployment
+                                : w.type.plural == "poddisruptionbudgets" ? &current.budget
+                                                                          : &current.service;
     if (w.create) {
       *slot = w.body;
     } else {
@@ -99,6 +103,39 @@ TEST(RouterWrites, CreatesEverythingOnceThenWritesNothing) {
   EXPECT_EQ((*now.deployment)["spec"]["template"]["spec"]["serviceAccountName"], "chain-router");
   EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now.Read(), 250.0).empty());
   EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now.Read(), std::nullopt).empty());
+}
+
+// Two replicas unless the spec says otherwise, spread over the nodes, and a budget that lets a
+// drain take one at a time, at the version the cluster serves: a router replica that dies or is
+// drained leaves another serving.
+TEST(RouterWrites, TwoReplicasSpreadAndADisruptionBudgetByDefault) {
+  const model::Pipeline p = WithRouter("{}");
+  EXPECT_EQ(p.spec.router->min_replicas, 2);
+  EXPECT_EQ(WithRouter("{maxReplicas: 1}").spec.router->min_replicas, 1);
+  for (const std::string version : {"policy/v1", "policy/v1beta1"}) {
+    const Stored now = Applied(RouterWrites(p, "u", "r", Stored{.budget_api = version}.Read(), 0.0),
+                               Stored{.budget_api = version});
+    ASSERT_TRUE(now.budget) << version;
+    EXPECT_EQ((*now.budget)["apiVersion"], version);
+    EXPECT_EQ((*now.budget)["spec"]["maxUnavailable"], 1);
+    const json pod = (*now.deployment)["spec"]["template"];
+    EXPECT_EQ((*now.deployment)["spec"]["replicas"], 2);
+    // Both select the router's pods and nothing else.
+    for (const json& selector :
+         {(*now.budget)["spec"]["selector"]["matchLabels"],
+          pod["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"]}) {
+      for (const auto& [key, value] : selector.items()) {
+        EXPECT_EQ(pod["metadata"]["labels"].value(key, ""), value) << key;
+      }
+      EXPECT_EQ(selector, (*now.deployment)["spec"]["selector"]["matchLabels"]);
+    }
+    EXPECT_EQ(pod["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway");
+    EXPECT_TRUE(RouterWrites(p, "u", "r", now.Read(), 0.0).empty());
+  }
+  // A cluster that serves no PodDisruptionBudget gets the rest.
+  const auto none = RouterWrites(p, "u", "r", {}, 0.0);
+  EXPECT_FALSE(Applied(none).budget);
+  EXPECT_EQ(none.size(), 4u);
 }
 
 TEST(RouterWrites, ResizesAndUpdatesOnlyTheDeployment) {
