@@ -51,8 +51,9 @@ inline std::string ChainPipeline(const std::string& name, const std::string& ns,
 
 // The command line of pipescale-operator watching `ns`.
 inline std::vector<std::string> OperatorArgs(const LocalEnv& env, const std::string& ns) {
-  return {PIPESCALE_OPERATOR, "--kubeconfig", env.Var("KUBECONFIG"), "--namespace", ns,
-          "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"};
+  return {
+      PIPESCALE_OPERATOR,       "--kubeconfig", env.Var("KUBECONFIG"),         "--namespace", ns,
+      "--metrics-bind-address", "127.0.0.1:0",  "--health-probe-bind-address", "127.0.0.1:0"};
 }
 
 // pipescale-operator watching `ns`, logging to `dir`/operator.log.

@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 
 // The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
 constexpr double kRate = 20;
-constexpr int kSeconds = 110;
+constexpr int kSeconds = 70;
 
 double UnixMs() {
   return std::chrono::duration<double, std::milli>(
@@ -118,11 +118,13 @@ class ChaosTest : public ::testing::Test {
     }
     return {};
   }
-  // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is.
-  bool KillListener(const std::string& ip) const {
+  // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is;
+  // the fault's instant is the kill's.
+  bool KillListener(const std::string& ip, Fault& fault) const {
     const std::string pid =
         testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
             .out;
+    fault.at_ms = UnixMs();
     return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
   }
   // Deleted as a rolling update or a scale-down deletes a pod: SIGTERM, then its grace period.
@@ -144,8 +146,8 @@ TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   ASSERT_TRUE(Eventually([&] { return Whole(); }, 120s, 500ms))
       << Pods("pipescale.io/pipeline").dump() << op->Log();
   // The router's budget lets a drain take one replica at a time.
-  auto budget = client_->Get("/apis/policy/v1beta1/namespaces/" + ns_ +
-                             "/poddisruptionbudgets/chaos-router");
+  auto budget =
+      client_->Get("/apis/policy/v1beta1/namespaces/" + ns_ + "/poddisruptionbudgets/chaos-router");
   ASSERT_TRUE(budget.ok()) << budget.error().message;
   EXPECT_EQ((*budget)["spec"]["maxUnavailable"], 1);
 
@@ -171,8 +173,9 @@ TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   };
   next("model pod deleted (SIGTERM)",
        [&](Fault&) { return DeletePod(ReadyPod("pipescale.io/task=detect").first); });
-  next("model pod killed (SIGKILL)",
-       [&](Fault&) { return KillListener(ReadyPod("pipescale.io/task=detect").second); });
+  next("model pod killed (SIGKILL)", [&](Fault& fault) {
+    return KillListener(ReadyPod("pipescale.io/task=detect").second, fault);
+  });
   next("operator killed (SIGKILL), started again 5 s later", [&](Fault&) {
     op->Stop(SIGKILL, 5s);
     std::this_thread::sleep_for(5s);  // the fault's length, not a wait for a condition
@@ -185,7 +188,7 @@ TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     const auto [name, ip] = ReadyPod("pipescale.io/router");
     fault.router = ip + ":8080";
     fault.may_lose_in_flight = true;
-    return KillListener(ip);
+    return KillListener(ip, fault);
   });
   ASSERT_EQ(load.Stop(0, 150s), 0) << load.Log();
   EXPECT_LT(faults.back().at_ms, started_ms + 1000.0 * (kSeconds - 5))

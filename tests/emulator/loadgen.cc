@@ -359,9 +359,9 @@ class LoadGenerator {
   std::vector<std::map<std::string, PathStats>> phases_;
   int outstanding_ = 0;
   double sent_seconds_ = 0;
-  int announced_ = -1;            // the last step said in the log
-  double next_step_s_ = 0;        // when the step after it starts
-  std::set<std::string> errors_;  // said once each
+  int announced_ = -1;                  // the last step said in the log
+  double next_step_s_ = 0;              // when the step after it starts
+  std::set<std::string> errors_;        // said once each
   std::vector<RequestRecord> records_;  // with --requests
 };
 
@@ -415,10 +415,17 @@ void PrintSummary(const json& report) {
 }
 
 Flags ParseFlags(int argc, char** argv) {
-  Flags flags = {{"-f", ""},           {"--router", ""},      {"--kubeconfig", ""},
-                 {"--trace", ""},      {"--mix", "named"},    {"--seed", "42"},
-                 {"--report", ""},     {"--timeout-s", "30"}, {"--query-sizes", ""},
-                 {"--wait-ready", "0"}, {"--requests", ""}};
+  Flags flags = {{"-f", ""},
+                 {"--router", ""},
+                 {"--kubeconfig", ""},
+                 {"--trace", ""},
+                 {"--mix", "named"},
+                 {"--seed", "42"},
+                 {"--report", ""},
+                 {"--timeout-s", "30"},
+                 {"--query-sizes", ""},
+                 {"--wait-ready", "0"},
+                 {"--requests", ""}};
   for (int i = 1; i < argc; i += 2) {
     if (!flags.contains(argv[i])) {
       std::cerr << "pipescale-loadgen: unknown flag " << argv[i] << "\n";

@@ -12,21 +12,30 @@
 
 namespace pipescale::testing {
 
+// A string field, "" where it is absent or null (an event the scheduler wrote has a null
+// lastTimestamp, and json::value throws on a null).
+inline std::string EventField(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 inline std::string EventsOf(const kube::Client& client, const std::string& ns) {
   auto list = client.Get("/api/v1/namespaces/" + ns + "/events");
   if (!list.ok()) return "(events unreadable: " + list.error().message + ")\n";
   std::vector<nlohmann::json> events;
   for (const auto& e : list->value("items", nlohmann::json::array())) events.push_back(e);
   const auto when = [](const nlohmann::json& e) {
-    const std::string last = e.value("lastTimestamp", std::string());
-    return last.empty() ? e.value("eventTime", std::string()) : last;
+    const std::string last = EventField(e, "lastTimestamp");
+    return last.empty() ? EventField(e, "eventTime") : last;
   };
   std::ranges::stable_sort(events, {}, when);
   std::string out;
   for (const auto& e : events) {
-    const nlohmann::json& about = e.value("involvedObject", nlohmann::json::object());
-    out += when(e) + " " + about.value("kind", "") + "/" + about.value("name", "") + " " +
-           e.value("reason", "") + ": " + e.value("message", "") + "\n";
+    const auto about = e.find("involvedObject");
+    const nlohmann::json object =
+        about != e.end() && about->is_object() ? *about : nlohmann::json::object();
+    out += when(e) + " " + EventField(object, "kind") + "/" + EventField(object, "name") + " " +
+           EventField(e, "reason") + ": " + EventField(e, "message") + "\n";
   }
   return out;
 }
