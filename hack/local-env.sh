@@ -9,6 +9,7 @@
 #                                write DIR/env (sourceable) and DIR/kubeconfig
 #   hack/local-env.sh down DIR   stop them all and remove DIR's state
 #   hack/local-env.sh restart-apiserver DIR   stop and restart kube-apiserver (fault tests)
+#   hack/local-env.sh outage DIR apiserver|prometheus SECONDS   stop one, start it SECONDS later
 # The node agent, the discovery endpoint and the emulated model server are built by CMake:
 # $PIPESCALE_EMULATORS names their directory (build/tests/emulator). Pods of the images
 # pipescale/model-server and pipescale/operator (the Helm chart's) run those binaries; the
@@ -48,6 +49,18 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
     sleep 0.1
   done
   failed="a step failed"
+}
+
+# Starts Prometheus on the port recorded in $dir/ports, with $dir/prometheus.yml and the data
+# it kept, and waits until it is ready.
+start_prometheus() {
+  local etcd_port kas_port prom_port token
+  eval "$(cat "$dir/ports")"
+  prometheus --config.file "$dir/prometheus.yml" --storage.tsdb.path "$dir/prometheus-data" \
+    --web.listen-address "127.0.0.1:$prom_port" --web.enable-lifecycle --log.level warn \
+    >>"$dir/prometheus.log" 2>&1 &
+  echo $! >"$dir/prometheus.pid"
+  wait_for 30 prometheus curl -sf "http://127.0.0.1:$prom_port/-/ready"
 }
 
 # Starts kube-apiserver with the ports recorded in $dir/ports and waits until it is ready.
@@ -233,11 +246,7 @@ scrape_configs:
     file_sd_configs: [{files: ['$dir/operator-targets/*.json'], refresh_interval: 1s}]
 PROM
   mkdir -p "$dir/operator-targets"
-  prometheus --config.file "$dir/prometheus.yml" --storage.tsdb.path "$dir/prometheus-data" \
-    --web.listen-address "127.0.0.1:$prom_port" --web.enable-lifecycle --log.level warn \
-    >"$dir/prometheus.log" 2>&1 &
-  echo $! >"$dir/prometheus.pid"
-  wait_for 30 prometheus curl -sf "http://127.0.0.1:$prom_port/-/ready"
+  start_prometheus
 
   # The CRD; wait until the API serves it.
   kubectl --kubeconfig "$dir/kubeconfig" apply -f "$root/crds/" >"$dir/kubectl.log" 2>&1
@@ -290,5 +299,16 @@ case $cmd in
     stop_process kube-apiserver
     start_apiserver "$("$root/hack/build-kube-apiserver.sh")"
     ;;
-  *) echo "usage: local-env.sh up|down|restart-apiserver DIR" >&2; exit 2 ;;
+  # ... or it, or Prometheus, is away for SECONDS first (an outage, not a restart).
+  outage)
+    part=${3:?usage: local-env.sh outage DIR apiserver|prometheus SECONDS}
+    seconds=${4:?usage: local-env.sh outage DIR apiserver|prometheus SECONDS}
+    case $part in
+      apiserver) stop_process kube-apiserver; sleep "$seconds"
+        start_apiserver "$("$root/hack/build-kube-apiserver.sh")" ;;
+      prometheus) stop_process prometheus; sleep "$seconds"; start_prometheus ;;
+      *) echo "local-env: outage of apiserver or prometheus, not $part" >&2; exit 2 ;;
+    esac
+    ;;
+  *) echo "usage: local-env.sh up|down|restart-apiserver|outage DIR" >&2; exit 2 ;;
 esac

@@ -85,9 +85,10 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline,
     const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
-    const DataPlaneParts& parts, bool fcfs) {
+    const DataPlaneParts& parts, bool fcfs, int routers) {
   auto table = std::make_shared<RoutingTable>(pipeline);
   table->loki = parts.loki;
+  table->routers = std::max(routers, 1);
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   std::map<std::string, int> router_batch;  // by "task/variant"
   for (const api::RouterBatch& b : parts.batches) {
@@ -182,17 +183,26 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
                               .label_selector = selector,
                               .component = "router-discovery"},
       rebuild);
+  routers_ = std::make_unique<kube::Informer>(
+      client,
+      kube::Informer::Options{.type = kube::kPods,
+                              .namespace_name = config.namespace_name,
+                              .label_selector = "pipescale.io/router=" + config.pipeline,
+                              .component = "router-discovery"},
+      rebuild);
 }
 
 Discovery::~Discovery() {
   pods_->Stop();
   config_maps_->Stop();
+  routers_->Stop();
   if (first_table_.joinable()) first_table_.join();  // Stop ended its wait
 }
 
 void Discovery::Start() {
   pods_->Start();
   config_maps_->Start();
+  routers_->Start();  // not waited for: until it lists, this router counts itself alone
   // An informer calls its handler only for objects it lists; when the one synced last listed
   // none (no model pod yet), no handler would run with both synced, and no table would be built
   // until something changed. So once both have synced, build it.
@@ -259,8 +269,10 @@ void Discovery::Rebuild() {
       fixed_ ? fixed_ : PipelineFromConfigMap(object ? &data : nullptr);
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = routing::ReadyEndpoints(*pipeline, pods_->List());
-  auto table =
-      MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs);
+  int routers = 0;
+  for (const nlohmann::json& pod : routers_->List()) routers += routing::PodReady(pod) ? 1 : 0;
+  auto table = MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs,
+                         routers);
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

@@ -47,10 +47,11 @@ struct Known {
 // A table for `pipeline` with these pods. An address in `known` that is profiled the same
 // keeps its Endpoint; a pool's matcher is kept and given the new replicas; `known` is updated.
 // `fcfs`: the matchers serve first come, first served (the baseline Kairos is measured against).
+// `routers`: the pipeline's Ready router replicas (RoutingTable::routers).
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline,
     const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
-    const DataPlaneParts& parts = {}, bool fcfs = false);
+    const DataPlaneParts& parts = {}, bool fcfs = false, int routers = 1);
 
 // A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
 // `error`, when it does not parse (the router then routes to any Ready pod).
@@ -91,6 +92,7 @@ class Discovery {
   std::optional<model::Pipeline> fixed_;
   std::function<void(const RoutingTable&)> changed_;
   std::unique_ptr<kube::Informer> pods_, config_maps_;
+  std::unique_ptr<kube::Informer> routers_;  // the pipeline's router pods, this one's peers
   std::mutex mu_;
   Known known_;
   std::string last_error_, last_parts_error_;

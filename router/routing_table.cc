@@ -28,7 +28,7 @@ routing::PodLoad RoutingTable::Pod(int task, int index) const {
   const Endpoint& e = *pods[task][index];
   return {.variant = e.variant_index,
           .hardware_class = e.class_index,
-          .outstanding = e.outstanding->load(std::memory_order_relaxed),
+          .outstanding = e.outstanding->load(std::memory_order_relaxed) * routers,
           .batch = e.batch,
           .batch_ms = e.batch_ms,
           .weight = e.weight};

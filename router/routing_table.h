@@ -50,6 +50,10 @@ class RoutingTable final : public routing::TaskLoads {
   std::vector<TaskPool> pools;                               // by task, from a pools.json
   // Batches the router forms, by task: (variant, its batcher), from a batching.json.
   std::vector<std::vector<std::pair<int, std::shared_ptr<Batcher>>>> batchers;
+  // The pipeline's Ready router replicas (at least 1). Clients behind the routers' Service
+  // spread over them, so each sees about this share of every pod's calls: a pod's load as this
+  // router counts it is scaled by it, so that the door and the picker read the whole queue.
+  int routers = 1;
 
   // The batcher of `task` for `variant` (-1: the task's first) and its variant; null when the
   // router forms no batches there.

@@ -194,7 +194,7 @@ std::optional<DropPolicy> ParseDropPolicy(std::string_view name);
 // a Deployment and a Service and sizes it from the measured arrival rate.
 struct RouterSpec {
   std::string image = "pipescale/router:dev";
-  int min_replicas = 2;  // a replica that dies or drains is then no outage for every path
+  int min_replicas = 1;
   int max_replicas = 8;
   double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
   int threads = 1;                                 // event loops (cores) per replica

@@ -10,155 +10,24 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 
-#include "common/strings.h"
-#include "e2e/chain_pipeline.h"
+#include "e2e/fault_fixture.h"
 #include "integration/harness/events.h"
-#include "integration/harness/local_env.h"
-#include "integration/harness/process.h"
-#include "integration/harness/wait.h"
-#include "kube/client.h"
-#include "reconciler/reconciler.h"
-#include "routing/endpoints.h"
-#include "support/shell.h"
 
-namespace pipescale {
+namespace pipescale::testing {
 namespace {
 
 using nlohmann::json;
-using testing::Eventually;
-using testing::LocalEnv;
-using testing::Process;
 using namespace std::chrono_literals;
 
-// The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
-constexpr double kRate = 20;
-constexpr int kSeconds = 70;
-
-double UnixMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-struct Request {
-  double sent_ms = 0, done_ms = 0;
-  std::string router;
-  int code = 0;
-};
-
-std::vector<Request> ReadRequests(const std::string& file) {
-  std::vector<Request> out;
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string sent, done, router, path, code;
-    if (std::getline(ss, sent, ',') && std::getline(ss, done, ',') &&
-        std::getline(ss, router, ',') && std::getline(ss, path, ',') && std::getline(ss, code)) {
-      out.push_back({std::stod(sent), std::stod(done), router, std::stoi(code)});
-    }
-  }
-  return out;
-}
-
-// One fault as done: when, to which router address ("" for none), and whether it was a kill.
-struct Fault {
-  std::string name;
-  double at_ms = 0;
-  std::string router;
-  bool may_lose_in_flight = false;
-};
-
-class ChaosTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
-    client_ = std::make_unique<kube::Client>(env().Config());
-    ns_ = env().FreshNamespace(*client_);
-    dir_ = ::testing::TempDir() + "/chaos-" + ns_;
-    std::filesystem::create_directories(dir_);
-  }
-
-  static const LocalEnv& env() { return LocalEnv::Get(); }
-
-  json Pods(const std::string& selector) const {
-    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
-                             "/pods?labelSelector=" + kube::QueryEscape(selector));
-    return pods.ok() ? (*pods)["items"] : json::array();
-  }
-  int ReadyPods(const std::string& selector) const {
-    int n = 0;
-    for (const json& pod : Pods(selector)) n += routing::PodReady(pod) ? 1 : 0;
-    return n;
-  }
-  // detect (planned two replicas for the load) and the router with at least two Ready pods, and
-  // no pod of theirs leaving.
-  bool Whole() const {
-    for (const char* selector : {"pipescale.io/task=detect", "pipescale.io/router"}) {
-      if (ReadyPods(selector) < 2) return false;
-      for (const json& pod : Pods(selector)) {
-        if (pod["metadata"].contains("deletionTimestamp")) return false;
-      }
-    }
-    return true;
-  }
-  // A Ready pod of `selector`: its name and address.
-  std::pair<std::string, std::string> ReadyPod(const std::string& selector) const {
-    for (const json& pod : Pods(selector)) {
-      if (routing::PodReady(pod)) {
-        return {pod["metadata"].value("name", ""), pod["status"].value("podIP", "")};
-      }
-    }
-    return {};
-  }
-  // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is;
-  // the fault's instant is the kill's.
-  bool KillListener(const std::string& ip, Fault& fault) const {
-    const std::string pid =
-        testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
-            .out;
-    fault.at_ms = UnixMs();
-    return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
-  }
-  // Deleted as a rolling update or a scale-down deletes a pod: SIGTERM, then its grace period.
-  bool DeletePod(const std::string& name) const {
-    return client_->Delete(kube::ObjectPath(kube::kPods, ns_, name)).ok();
-  }
-
-  std::unique_ptr<kube::Client> client_;
-  std::string ns_, dir_;
-};
-
-TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) {
-  const std::string file = dir_ + "/pipeline.yaml";
-  std::ofstream(file) << testing::ChainPipeline("chaos", ns_, env().Var("PIPESCALE_PROMETHEUS"),
-                                                ", startupSeconds: 1",
-                                                "  minRate: " + std::to_string(kRate) + "\n");
-  auto op = std::make_unique<Process>(testing::OperatorArgs(env(), ns_), dir_ + "/operator.log");
-  ASSERT_TRUE(testing::KubectlApply(env(), file));
-  ASSERT_TRUE(Eventually([&] { return Whole(); }, 120s, 500ms))
-      << Pods("pipescale.io/pipeline").dump() << op->Log();
-  // The router's budget lets a drain take one replica at a time.
-  auto budget =
-      client_->Get("/apis/policy/v1beta1/namespaces/" + ns_ + "/poddisruptionbudgets/chaos-router");
-  ASSERT_TRUE(budget.ok()) << budget.error().message;
-  EXPECT_EQ((*budget)["spec"]["maxUnavailable"], 1);
-
+TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) {
+  auto op = StartPipeline();
+  ASSERT_TRUE(op);
   const std::string requests = dir_ + "/requests.csv";
-  Process load({PIPESCALE_LOADGEN, "-f", file, "--kubeconfig", env().Var("KUBECONFIG"), "--trace",
-                StrFormat("%g:%d", kRate, kSeconds), "--wait-ready", "60", "--requests", requests,
-                "--report", dir_ + "/report.json"},
-               dir_ + "/loadgen.log");
-  ASSERT_TRUE(Eventually([&] { return load.Log().find("requests/s for") != std::string::npos; },
-                         90s, 100ms))
-      << load.Log();
+  Process load = StartLoad(kSeconds, requests);
+  ASSERT_TRUE(LoadStarted(load)) << load.Log();
   const double started_ms = UnixMs();
 
   // Each fault once the pipeline is whole again and 8 s after the last, so the faults stay apart.
@@ -179,7 +48,7 @@ TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   next("operator killed (SIGKILL), started again 5 s later", [&](Fault&) {
     op->Stop(SIGKILL, 5s);
     std::this_thread::sleep_for(5s);  // the fault's length, not a wait for a condition
-    op = std::make_unique<Process>(testing::OperatorArgs(env(), ns_), dir_ + "/operator-2.log");
+    op = std::make_unique<Process>(OperatorArgs(env(), ns_), dir_ + "/operator-2.log");
     return true;
   });
   next("router pod deleted (SIGTERM)",
@@ -227,9 +96,9 @@ TEST_F(ChaosTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   }
   std::printf("requests: %zu, lost outside a killed router's in-flight: %d\n", all.size(),
               unexcused);
-  if (unexcused > 0) ADD_FAILURE() << load.Log() << testing::EventsOf(*client_, ns_);
+  if (unexcused > 0) ADD_FAILURE() << load.Log() << EventsOf(*client_, ns_);
   EXPECT_EQ(op->Stop(SIGTERM, 10s), 0) << op->Log();
 }
 
 }  // namespace
-}  // namespace pipescale
+}  // namespace pipescale::testing

@@ -343,10 +343,10 @@ TEST_F(HelmChartTest, WatchNamespacesConfineTheOperator) {
     reports +=
         line.find("cannot list") != std::string::npos && line.find(other) != std::string::npos;
   }
-  // Each watch of the namespace: pipelines, Deployments, and the five kinds of object the
-  // operator creates beside them (routing ConfigMaps; routers' accounts, bindings, Deployments
-  // and Services).
-  EXPECT_EQ(reports, 7u) << log;
+  // Each watch of the namespace: pipelines, Deployments, and the six kinds of object the
+  // operator creates beside them (routing ConfigMaps; routers' accounts, bindings, Deployments,
+  // Services and PodDisruptionBudgets).
+  EXPECT_EQ(reports, 8u) << log;
 }
 
 // A pipeline the operator refuses (a path through a task that does not exist): it says so in

@@ -105,13 +105,11 @@ TEST(RouterWrites, CreatesEverythingOnceThenWritesNothing) {
   EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now.Read(), std::nullopt).empty());
 }
 
-// Two replicas unless the spec says otherwise, spread over the nodes, and a budget that lets a
-// drain take one at a time, at the version the cluster serves: a router replica that dies or is
-// drained leaves another serving.
-TEST(RouterWrites, TwoReplicasSpreadAndADisruptionBudgetByDefault) {
-  const model::Pipeline p = WithRouter("{}");
-  EXPECT_EQ(p.spec.router->min_replicas, 2);
-  EXPECT_EQ(WithRouter("{maxReplicas: 1}").spec.router->min_replicas, 1);
+// The replicas spread over the nodes, and a budget that lets a drain take one at a time, at the
+// version the cluster serves: a router replica that dies or is drained leaves another serving.
+TEST(RouterWrites, ReplicasSpreadUnderADisruptionBudget) {
+  const model::Pipeline p = WithRouter("{minReplicas: 2}");
+  EXPECT_EQ(WithRouter("{}").spec.router->min_replicas, 1);
   for (const std::string version : {"policy/v1", "policy/v1beta1"}) {
     const Stored now = Applied(RouterWrites(p, "u", "r", Stored{.budget_api = version}.Read(), 0.0),
                                Stored{.budget_api = version});

@@ -1,0 +1,160 @@
+// The fixture of the fault tests on the local cluster (chaos_test.cc, control_plane_test.cc):
+// the chain pipeline planned for a steady load before it comes, with two router replicas, its
+// operator, the load generator logging every request, and the pods a fault is done to.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/strings.h"
+#include "e2e/chain_pipeline.h"
+#include "integration/harness/local_env.h"
+#include "integration/harness/process.h"
+#include "integration/harness/wait.h"
+#include "kube/client.h"
+#include "routing/endpoints.h"
+#include "support/shell.h"
+#include "support/text.h"
+
+namespace pipescale::testing {
+
+// The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
+inline constexpr double kRate = 20;
+inline constexpr int kSeconds = 70;
+
+inline double UnixMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Request {
+  double sent_ms = 0, done_ms = 0;
+  std::string router;
+  int code = 0;
+};
+
+inline std::vector<Request> ReadRequests(const std::string& file) {
+  std::vector<Request> out;
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string sent, done, router, path, code;
+    if (std::getline(ss, sent, ',') && std::getline(ss, done, ',') &&
+        std::getline(ss, router, ',') && std::getline(ss, path, ',') && std::getline(ss, code)) {
+      out.push_back({std::stod(sent), std::stod(done), router, std::stoi(code)});
+    }
+  }
+  return out;
+}
+
+// One fault as done: when, to which router address ("" for none), and whether it was a kill.
+struct Fault {
+  std::string name;
+  double at_ms = 0;
+  std::string router;
+  bool may_lose_in_flight = false;
+};
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!LocalEnv::Available()) GTEST_SKIP() << "needs the local cluster (ctest fixture local_env)";
+    client_ = std::make_unique<kube::Client>(env().Config());
+    ns_ = env().FreshNamespace(*client_);
+    dir_ = ::testing::TempDir() + "/faults-" + ns_;
+    std::filesystem::create_directories(dir_);
+  }
+
+  static const LocalEnv& env() { return LocalEnv::Get(); }
+
+  nlohmann::json Pods(const std::string& selector) const {
+    auto pods = client_->Get("/api/v1/namespaces/" + ns_ +
+                             "/pods?labelSelector=" + kube::QueryEscape(selector));
+    return pods.ok() ? (*pods)["items"] : nlohmann::json::array();
+  }
+  int ReadyPods(const std::string& selector) const {
+    int n = 0;
+    for (const nlohmann::json& pod : Pods(selector)) n += routing::PodReady(pod) ? 1 : 0;
+    return n;
+  }
+  // detect (planned two replicas for the load) and the router with at least two Ready pods, and
+  // no pod of theirs leaving.
+  bool Whole() const {
+    for (const char* selector : {"pipescale.io/task=detect", "pipescale.io/router"}) {
+      if (ReadyPods(selector) < 2) return false;
+      for (const nlohmann::json& pod : Pods(selector)) {
+        if (pod["metadata"].contains("deletionTimestamp")) return false;
+      }
+    }
+    return true;
+  }
+  // A Ready pod of `selector`: its name and address.
+  std::pair<std::string, std::string> ReadyPod(const std::string& selector) const {
+    for (const nlohmann::json& pod : Pods(selector)) {
+      if (routing::PodReady(pod)) {
+        return {pod["metadata"].value("name", ""), pod["status"].value("podIP", "")};
+      }
+    }
+    return {};
+  }
+  // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is;
+  // the fault's instant is the kill's.
+  bool KillListener(const std::string& ip, Fault& fault) const {
+    const std::string pid =
+        testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
+            .out;
+    fault.at_ms = UnixMs();
+    return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
+  }
+  // Deleted as a rolling update or a scale-down deletes a pod: SIGTERM, then its grace period.
+  bool DeletePod(const std::string& name) const {
+    return client_->Delete(kube::ObjectPath(kube::kPods, ns_, name)).ok();
+  }
+
+  // The pipeline applied and its operator started; nullptr unless detect and the router come
+  // to two Ready pods each.
+  std::unique_ptr<Process> StartPipeline() {
+    pipeline_file_ = dir_ + "/pipeline.yaml";
+    // Two router replicas, so that one may fail.
+    std::ofstream(pipeline_file_) << ReplaceAll(
+        ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"), ", startupSeconds: 1",
+                      "  minRate: " + std::to_string(kRate) + "\n"),
+        "router: {}", "router: {minReplicas: 2}");
+    auto op = std::make_unique<Process>(OperatorArgs(env(), ns_), dir_ + "/operator.log");
+    if (!KubectlApply(env(), pipeline_file_)) return nullptr;
+    if (!Eventually([&] { return Whole(); }, std::chrono::seconds(120),
+                    std::chrono::milliseconds(500))) {
+      ADD_FAILURE() << "not whole: " << Pods("pipescale.io/pipeline").dump() << op->Log();
+      return nullptr;
+    }
+    return op;
+  }
+  // kRate requests/s for `seconds` through the routers, each logged to `requests`.
+  Process StartLoad(int seconds, const std::string& requests) const {
+    return Process(
+        {PIPESCALE_LOADGEN, "-f", pipeline_file_, "--kubeconfig", env().Var("KUBECONFIG"),
+         "--trace", StrFormat("%g:%d", kRate, seconds), "--wait-ready", "60", "--requests",
+         requests, "--report", dir_ + "/report.json"},
+        dir_ + "/loadgen.log");
+  }
+  // Whether the trace started.
+  static bool LoadStarted(const Process& load) {
+    return Eventually([&] { return load.Log().find("requests/s for") != std::string::npos; },
+                      std::chrono::seconds(90), std::chrono::milliseconds(100));
+  }
+
+  std::unique_ptr<kube::Client> client_;
+  std::string ns_, dir_, pipeline_file_;
+};
+
+}  // namespace pipescale::testing
