@@ -5,7 +5,7 @@
 // request; the test holds each fault to what it may cost the clients: nothing for a deletion, a
 // dead operator or a model pod whose task has another Ready pod, and for a killed router at most
 // the requests in flight on it at that instant (each lost request is one of them). The table of
-// faults, requests lost and in flight is printed.
+// faults, requests lost and in flight, and how long until the pipeline was whole again is printed.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -38,6 +38,11 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
         << "not whole again before " << name << ": " << Pods("pipescale.io/pipeline").dump();
     Fault fault{.name = name, .at_ms = UnixMs()};
     ASSERT_TRUE(act(fault)) << name;
+    // Short of a Ready pod within a few seconds (a killed process is seen at its next probe),
+    // then whole again: how long the fault took from the pipeline.
+    const bool short_of_one = Eventually([&] { return !Whole(); }, 5s, 100ms);
+    ASSERT_TRUE(Eventually([&] { return Whole(); }, 60s, 200ms)) << "not whole again: " << name;
+    fault.whole_again_s = short_of_one ? (UnixMs() - fault.at_ms) / 1000 : 0;
     faults.push_back(fault);
   };
   next("model pod deleted (SIGTERM)",
@@ -88,11 +93,12 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
                     << " ms)";
     }
   }
-  std::printf("%-52s %10s %5s %10s\n", "fault", "at", "lost", "in flight");
+  std::printf("%-52s %10s %5s %10s %12s\n", "fault", "at", "lost", "in flight", "whole again");
   for (size_t f = 0; f < faults.size(); ++f) {
-    std::printf("%-52s %8.1f s %5d %10s\n", faults[f].name.c_str(),
+    std::printf("%-52s %8.1f s %5d %10s %10.1f s\n", faults[f].name.c_str(),
                 (faults[f].at_ms - started_ms) / 1000, lost[f],
-                faults[f].may_lose_in_flight ? std::to_string(in_flight[f]).c_str() : "-");
+                faults[f].may_lose_in_flight ? std::to_string(in_flight[f]).c_str() : "-",
+                faults[f].whole_again_s);
   }
   std::printf("requests: %zu, lost outside a killed router's in-flight: %d\n", all.size(),
               unexcused);

@@ -63,6 +63,8 @@ struct Fault {
   double at_ms = 0;
   std::string router;
   bool may_lose_in_flight = false;
+  double whole_again_s =
+      -1;  // until detect and the router had two Ready pods again; 0: never short
 };
 
 class FaultTest : public ::testing::Test {
