@@ -18,6 +18,7 @@
 #include "controller/controller.h"
 #include "flags.h"
 #include "kube/config.h"
+#include "kube/discovery.h"
 #include "kube/informer.h"
 #include "kube/leader_election.h"
 #include "metrics/panics.h"
@@ -103,6 +104,9 @@ class Operator {
     const auto enqueue = [this](const std::string& key) {
       if (!key.empty()) controller_->Enqueue(key);
     };
+    // Asked once: the version a cluster serves does not change while the operator runs.
+    const std::optional<std::string> budget_api =
+        kube::FirstServedVersion(client, reconciler::kDisruptionBudgetVersions);
     for (const std::string& ns : namespaces) {
       const size_t index = pipelines_.size();
       pipelines_.push_back(std::make_unique<reconciler::PipelineInformer>(
@@ -119,7 +123,7 @@ class Operator {
           [enqueue](const std::string&, const api::DeploymentView& d) {
             enqueue(reconciler::PipelineOf(d.meta));
           }));
-      owned_.push_back(std::make_unique<reconciler::OwnedObjects>(client, ns, enqueue));
+      owned_.push_back(std::make_unique<reconciler::OwnedObjects>(client, ns, enqueue, budget_api));
       reconcilers_.push_back(std::make_unique<reconciler::Reconciler>(
           client, *pipelines_.back(), *deployments_.back(), *owned_.back(),
           [this](const model::Pipeline& p) { return ReadMetrics(p); }, Now,

@@ -12,6 +12,11 @@ json Metadata(const model::Pipeline& pipeline, const Owner& owner) {
           {"ownerReferences", json::array({OwnerReference(owner)})}};
 }
 
+// What selects the router's pods: its Deployment's, its Service's, its budget's and its spread's.
+json RouterSelector(const model::Pipeline& pipeline) {
+  return {{"pipescale.io/router", pipeline.name}};
+}
+
 json RouterContainer(const model::Pipeline& pipeline, const model::RouterSpec& router) {
   const std::string threads = std::to_string(router.threads);
   return {
@@ -67,7 +72,7 @@ json BuildRouterRoleBinding(const model::Pipeline& pipeline, const Owner& owner,
 
 json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, int replicas) {
   const model::RouterSpec router = pipeline.spec.router.value_or(model::RouterSpec{});
-  const json selector = {{"pipescale.io/router", pipeline.name}};
+  const json selector = RouterSelector(pipeline);
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},
           {"metadata", Metadata(pipeline, owner)},
@@ -95,7 +100,7 @@ json BuildRouterService(const model::Pipeline& pipeline, const Owner& owner) {
           {"kind", "Service"},
           {"metadata", Metadata(pipeline, owner)},
           {"spec",
-           {{"selector", {{"pipescale.io/router", pipeline.name}}},
+           {{"selector", RouterSelector(pipeline)},
             {"ports",
              {{{"name", "http"}, {"port", kRouterPort}, {"targetPort", "http"}},
               {{"name", "metrics"}, {"port", kRouterMetricsPort}, {"targetPort", "metrics"}}}}}}};
@@ -105,12 +110,11 @@ json BuildRouterDisruptionBudget(const model::Pipeline& pipeline, const Owner& o
                                  const std::string& api_version) {
   // maxUnavailable, not minAvailable: a router of one replica may still be drained (a node
   // drain would otherwise wait for ever), one of two keeps one serving.
-  return {{"apiVersion", api_version},
-          {"kind", "PodDisruptionBudget"},
-          {"metadata", Metadata(pipeline, owner)},
-          {"spec",
-           {{"maxUnavailable", 1},
-            {"selector", {{"matchLabels", {{"pipescale.io/router", pipeline.name}}}}}}}};
+  return {
+      {"apiVersion", api_version},
+      {"kind", "PodDisruptionBudget"},
+      {"metadata", Metadata(pipeline, owner)},
+      {"spec", {{"maxUnavailable", 1}, {"selector", {{"matchLabels", RouterSelector(pipeline)}}}}}};
 }
 
 std::string PipelineForRouter(const json& object) {

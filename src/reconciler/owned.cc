@@ -4,7 +4,6 @@
 
 #include "api/deployment.h"
 #include "api/router_objects.h"
-#include "kube/discovery.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale::reconciler {
@@ -40,8 +39,11 @@ kube::InformerOptions DeploymentWatch(const std::string& namespace_name) {
 }
 
 OwnedObjects::OwnedObjects(const kube::Client& client, const std::string& namespace_name,
-                           const Changed& changed)
-    : client_(client), namespace_(namespace_name), changed_(changed) {
+                           const Changed& changed, std::optional<std::string> budget_api)
+    : client_(client),
+      namespace_(namespace_name),
+      changed_(changed),
+      budget_api_(std::move(budget_api)) {
   const auto watch = [&](const kube::ResourceType& type, const char* label) {
     return kube::InformerOptions{
         .type = type, .namespace_name = namespace_name, .label_selector = label};
@@ -53,8 +55,6 @@ OwnedObjects::OwnedObjects(const kube::Client& client, const std::string& namesp
   config_maps_ = std::make_unique<kube::TypedInformer<api::ConfigMapView>>(
       client, watch(kube::kConfigMaps, kDeploymentSelector), api::ReadConfigMap,
       [handler](const std::string& key, const api::ConfigMapView& c) { handler(key, c.meta); });
-  // Asked once: the version a cluster serves does not change while the operator runs.
-  budget_api_ = kube::FirstServedVersion(client, {"policy/v1", "policy/v1beta1"});
   std::vector<kube::ResourceType> parts = {kRouterServiceAccounts, kRouterRoleBindings,
                                            kRouterServices};
   if (budget_api_) parts.push_back(DisruptionBudgets(*budget_api_));

@@ -44,8 +44,10 @@ class OwnedObjects {
   // so it is reconciled back.
   using Changed = std::function<void(const std::string& pipeline_key)>;
 
+  // `budget_api`: the PodDisruptionBudget version the cluster serves (kube::FirstServedVersion
+  // of kDisruptionBudgetVersions, asked once per operator); nullopt: none, and none is made.
   OwnedObjects(const kube::Client& client, const std::string& namespace_name,
-               const Changed& changed);
+               const Changed& changed, std::optional<std::string> budget_api);
   ~OwnedObjects();
   OwnedObjects(const OwnedObjects&) = delete;
   OwnedObjects& operator=(const OwnedObjects&) = delete;

@@ -31,7 +31,11 @@ struct RouterObjects {
   std::optional<std::string> disruption_budget_api;
 };
 
-// The PodDisruptionBudgets at `api_version` (policy/v1 or policy/v1beta1).
+// The PodDisruptionBudget's versions, newest first: policy/v1 from Kubernetes 1.21, v1beta1 before
+// (kube::FirstServedVersion picks the one a cluster serves).
+inline const std::vector<std::string> kDisruptionBudgetVersions = {"policy/v1", "policy/v1beta1"};
+
+// The PodDisruptionBudgets at `api_version` (one of kDisruptionBudgetVersions).
 kube::ResourceType DisruptionBudgets(const std::string& api_version);
 
 // A create when `create`, else a JSON merge patch.

@@ -112,9 +112,7 @@ class FaultTest : public ::testing::Test {
   // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is;
   // the fault's instant is the kill's.
   bool KillListener(const std::string& ip, Fault& fault) const {
-    const std::string pid =
-        testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
-            .out;
+    const std::string pid = ListenerPid(ip);
     fault.at_ms = UnixMs();
     return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
   }

@@ -282,9 +282,7 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
     if (refused.contains("")) refused_before_kill = refused.at("");
     // The process listening on one detect pod's address, killed as a crash would be.
     const std::string ip = Pods("detect").front()["status"].value("podIP", "");
-    killed =
-        testing::RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'")
-            .out;
+    killed = testing::ListenerPid(ip);
     const double answered_at_kill = Answered();
     if (!killed.empty()) kill(std::atoi(killed.c_str()), SIGKILL);
     // Three more seconds' load around the dead pod before the scale-down.

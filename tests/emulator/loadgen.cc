@@ -19,6 +19,7 @@
 // --query-sizes draws the sizes from another mix than the spec's (a shift the operator should see).
 // --wait-ready holds the trace until a router says the pipeline's model is ready (every task has a
 // Ready pod), as a user waits for a new deployment before sending it traffic; at most that long.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -88,14 +89,20 @@ class Routers {
     pods_->Start();
   }
 
+  // The Ready routers' ip:port, the next in turn first: a request tries them in this order.
+  std::vector<std::string> InTurn() {
+    std::vector<std::string> ready = Ready();
+    if (!ready.empty()) {
+      std::rotate(ready.begin(),
+                  ready.begin() + static_cast<std::ptrdiff_t>(turn_++ % ready.size()), ready.end());
+    }
+    return ready;
+  }
   // The next router's ip:port, or "" when none is Ready.
   std::string Next() {
-    const std::vector<std::string> ready = Ready();
-    if (ready.empty()) return "";
-    return ready[turn_++ % ready.size()];
+    const std::vector<std::string> ready = InTurn();
+    return ready.empty() ? "" : ready.front();
   }
-  // How many there are to try.
-  size_t Count() const { return Ready().size(); }
 
  private:
   std::vector<std::string> Ready() const { return pods_ ? ReadyPods() : fixed_; }
@@ -301,14 +308,14 @@ class LoadGenerator {
     const double sent_ms = UnixMs();
     int code = 0;
     std::vector<std::string> taken = {path.empty() ? "unlisted" : path};
-    // Another router for a request no router took, each at most once.
-    std::set<std::string> tried;
-    for (size_t left = std::max<size_t>(routers_.Count(), 1); left > 0; --left) {
-      router = routers_.Next();
-      if (router.empty() || !tried.insert(router).second) break;
+    // The next router for a request no router took, each at most once.
+    const std::vector<std::string> routers = routers_.InTurn();
+    for (size_t i = 0; i < routers.size(); ++i) {
+      router = routers[i];
       auto reply = co_await pool_.Post(router, "/v2/models/" + pipeline_.name + "/infer",
                                        Body(path, rows).dump(), timeout_);
-      if (!reply.ok() && reply.error().kind == ErrorKind::kUnavailable && left > 1) continue;
+      const bool last = i + 1 == routers.size();
+      if (!reply.ok() && reply.error().kind == ErrorKind::kUnavailable && !last) continue;
       if (!reply.ok() && errors_.insert(reply.error().message).second) {
         std::cerr << "loadgen: no answer from " << router << ": " << reply.error().message << "\n";
       }

@@ -25,4 +25,10 @@ inline ShellResult RunShell(const std::string& command) {
   return r;
 }
 
+// The pid of the process listening on `ip`:8080 (a model server's or a router's, whose pod has
+// that address on the local cluster), "" when none: what a test kills as a crash would.
+inline std::string ListenerPid(const std::string& ip) {
+  return RunShell("ss -Hltnp src " + ip + ":8080 | sed -n 's/.*pid=\\([0-9]*\\).*/\\1/p'").out;
+}
+
 }  // namespace pipescale::testing

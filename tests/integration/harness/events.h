@@ -8,16 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "common/json_fields.h"
 #include "kube/client.h"
 
 namespace pipescale::testing {
-
-// A string field, "" where it is absent or null (an event the scheduler wrote has a null
-// lastTimestamp, and json::value throws on a null).
-inline std::string EventField(const nlohmann::json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 inline std::string EventsOf(const kube::Client& client, const std::string& ns) {
   auto list = client.Get("/api/v1/namespaces/" + ns + "/events");
@@ -25,17 +19,16 @@ inline std::string EventsOf(const kube::Client& client, const std::string& ns) {
   std::vector<nlohmann::json> events;
   for (const auto& e : list->value("items", nlohmann::json::array())) events.push_back(e);
   const auto when = [](const nlohmann::json& e) {
-    const std::string last = EventField(e, "lastTimestamp");
-    return last.empty() ? EventField(e, "eventTime") : last;
+    // Null where the scheduler wrote the event: read as absent.
+    const std::string last = StringField(e, "lastTimestamp");
+    return last.empty() ? StringField(e, "eventTime") : last;
   };
   std::ranges::stable_sort(events, {}, when);
   std::string out;
   for (const auto& e : events) {
-    const auto about = e.find("involvedObject");
-    const nlohmann::json object =
-        about != e.end() && about->is_object() ? *about : nlohmann::json::object();
-    out += when(e) + " " + EventField(object, "kind") + "/" + EventField(object, "name") + " " +
-           EventField(e, "reason") + ": " + EventField(e, "message") + "\n";
+    const nlohmann::json& about = Member(e, "involvedObject");
+    out += when(e) + " " + StringField(about, "kind") + "/" + StringField(about, "name") + " " +
+           StringField(e, "reason") + ": " + StringField(e, "message") + "\n";
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "integration/harness/local_env.h"
 #include "integration/harness/objects.h"
 #include "integration/harness/wait.h"
+#include "kube/discovery.h"
 #include "metrics/source.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
@@ -56,10 +57,13 @@ class ReconcilerTest : public ::testing::Test {
     deployments_ =
         std::make_unique<DeploymentInformer>(*client_, DeploymentWatch(ns_), api::ReadDeployment,
                                              [](const std::string&, const api::DeploymentView&) {});
-    owned_ = std::make_unique<OwnedObjects>(*client_, ns_, [this](const std::string& key) {
-      std::lock_guard lock(adoption_mu_);
-      adoption_changes_.push_back(key);
-    });
+    owned_ = std::make_unique<OwnedObjects>(
+        *client_, ns_,
+        [this](const std::string& key) {
+          std::lock_guard lock(adoption_mu_);
+          adoption_changes_.push_back(key);
+        },
+        kube::FirstServedVersion(*client_, kDisruptionBudgetVersions));
     pipelines_->Start();
     deployments_->Start();
     owned_->Start();
