@@ -36,13 +36,16 @@ class InFlight {
 // when what it awaits throws (a guard carries on), a pod must not stay counted busy for good.
 class Outstanding {
  public:
-  Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task)
-      : at_pod_(at_pod), at_task_(at_task), ahead_(at_pod_.fetch_add(1)) {
+  // `peers`: told of each change (null: the count is this router's alone).
+  Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task, const PeerLink* peers)
+      : at_pod_(at_pod), at_task_(at_task), peers_(peers), ahead_(at_pod_.fetch_add(1)) {
     at_task_.Increment();
+    if (peers_ != nullptr) peers_->Nudge();
   }
   ~Outstanding() {
     at_task_.Decrement();
     --at_pod_;
+    if (peers_ != nullptr) peers_->Nudge();
   }
   Outstanding(const Outstanding&) = delete;
   Outstanding& operator=(const Outstanding&) = delete;
@@ -55,6 +58,7 @@ class Outstanding {
  private:
   std::atomic<int>& at_pod_;
   prometheus::Gauge& at_task_;
+  const PeerLink* peers_;
   const int ahead_;
 };
 

@@ -7,6 +7,7 @@
 #include "api/router_objects.h"
 #include "api/routing_parse.h"
 #include "common/guard.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 
 namespace pipescale::router {
@@ -77,6 +78,10 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
   e->batch = pod.batch;
   e->batch_ms = pod.batch_ms;
   if (it != known.endpoints.end()) e->outstanding = it->second->outstanding;
+  if (known.peers) {
+    e->peers = known.peers->Track(pod.address, e->outstanding);
+    e->link = known.peers;
+  }
   return e;
 }
 
@@ -89,6 +94,7 @@ std::shared_ptr<const RoutingTable> MakeTable(
   auto table = std::make_shared<RoutingTable>(pipeline);
   table->loki = parts.loki;
   table->routers = std::max(routers, 1);
+  table->peer_link = known.peers;
   std::map<std::string, std::shared_ptr<Endpoint>> kept;
   std::map<std::string, int> router_batch;  // by "task/variant"
   for (const api::RouterBatch& b : parts.batches) {
@@ -165,8 +171,10 @@ std::shared_ptr<const routing::LokiTables> LokiPartOf(const std::string& text,
 
 Discovery::Discovery(const kube::Client& client, RouterConfig& config,
                      std::optional<model::Pipeline> fixed,
-                     std::function<void(const RoutingTable&)> changed)
+                     std::function<void(const RoutingTable&)> changed,
+                     std::shared_ptr<PeerLink> peers)
     : config_(config), fixed_(std::move(fixed)), changed_(std::move(changed)) {
+  known_.peers = std::move(peers);
   const std::string selector = "pipescale.io/pipeline=" + config.pipeline;
   auto rebuild = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
   pods_ = std::make_unique<kube::Informer>(
@@ -270,7 +278,13 @@ void Discovery::Rebuild() {
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
   const auto pods = routing::ReadyEndpoints(*pipeline, pods_->List());
   int routers = 0;
-  for (const nlohmann::json& pod : routers_->List()) routers += routing::PodReady(pod) ? 1 : 0;
+  std::vector<std::string> router_ips;  // Ready or not: a draining router still has calls out
+  for (const nlohmann::json& pod : routers_->List()) {
+    routers += routing::PodReady(pod) ? 1 : 0;
+    router_ips.push_back(StringField(Member(pod, "status"), "podIP"));
+  }
+  std::erase(router_ips, "");
+  if (known_.peers) known_.peers->SetPeers(std::move(router_ips));
   auto table = MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs,
                          routers);
   if (changed_) changed_(*table);

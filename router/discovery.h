@@ -42,6 +42,7 @@ struct Known {
   std::map<std::string, std::shared_ptr<Endpoint>> endpoints;
   std::map<std::string, std::shared_ptr<Matcher>> matchers;
   std::map<std::string, std::shared_ptr<Batcher>> batchers;  // by "task/variant"
+  std::shared_ptr<PeerLink> peers;  // the other router replicas' counts; null when not shared
 };
 
 // A table for `pipeline` with these pods. An address in `known` that is profiled the same
@@ -71,9 +72,11 @@ class Discovery {
  public:
   // `fixed`: the pipeline from a file; else it is read from the routing ConfigMap. A Loki
   // plan's tables come from the ConfigMap either way.
-  // `changed` is called with each new table, on an informer's thread.
+  // `changed` is called with each new table, on an informer's thread. `peers`: the link to the
+  // other router replicas, told their IPs as they come and go (null: no counts shared).
   Discovery(const kube::Client& client, RouterConfig& config, std::optional<model::Pipeline> fixed,
-            std::function<void(const RoutingTable&)> changed);
+            std::function<void(const RoutingTable&)> changed,
+            std::shared_ptr<PeerLink> peers = nullptr);
   ~Discovery();
   Discovery(const Discovery&) = delete;
   Discovery& operator=(const Discovery&) = delete;

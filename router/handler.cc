@@ -156,7 +156,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
     int ahead = 0;
     {
-      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(name));
+      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(name), pod.link.get());
       ahead = busy.ahead();
       const routing::Wire wire = body.Render(parameters);
       const auto pieces = wire.Pieces();

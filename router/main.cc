@@ -8,7 +8,7 @@
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
 //       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
 //       [--pool-dispatch matching|fcfs] [--spill on|off] [--batching-file F]
-//       [--admission on|off] [--max-body-bytes 4194304]
+//       [--admission on|off] [--max-body-bytes 4194304] [--peers on|off]
 // The pipeline comes from the file, else from its routing ConfigMap, and a Loki plan's tables
 // (MostAccurateFirst routing, backups) from the ConfigMap's routing.json or
 // --routing-file; requests that fall behind are handled by --drop-policy. A Kairos or MArk
@@ -20,7 +20,9 @@
 // whose path has a task without a Ready pod waits for it within its deadline (unless
 // --admission off). A body past --max-body-bytes is answered 413. The pods come from
 // --endpoints, else from the cluster (the kubeconfig, $KUBECONFIG or the pod's service
-// account), followed as they change. SIGTERM drains: the router serves on for --drain-seconds
+// account), followed as they change; the router replicas found there tell each other their calls
+// outstanding at each pod over UDP on the --listen port (unless --peers off), so that each reads
+// a pod's whole queue. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
 // replica), then stops accepting, finishes the requests in flight (up to 20 s) and exits 0;
 // both fit in a pod's default 30 s grace period. A numeric flag or an address that is not one,
@@ -212,6 +214,20 @@ const sigset_t& TerminationSignals() {
   return kSignals;
 }
 
+// The link to the other router replicas, on UDP at the address the router serves HTTP on; null
+// when it cannot be bound (the router then reads a pod's queue as its own share of it).
+std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort& listen) {
+  auto link = pipescale::router::PeerLink::Open(listen.host, listen.port);
+  if (!link) {
+    std::cerr << "pipescale-router: not sharing counts with the other replicas: "
+              << link.error().message << "\n";
+    return nullptr;
+  }
+  std::shared_ptr<pipescale::router::PeerLink> shared = std::move(*link);
+  shared->Start();
+  return shared;
+}
+
 int Serve(RouterConfig& config, Flags& flags, const Numbers& numbers, RouterMetrics& metrics,
           unsigned short metrics_port) {
   Server server(config, metrics, numbers.threads);
@@ -263,6 +279,10 @@ int Run(Flags flags) {
     return 2;
   }
   config.policy.admission = flags["--admission"] == "on";
+  if (flags["--peers"] != "on" && flags["--peers"] != "off") {
+    std::cerr << "pipescale-router: --peers must be on or off\n";
+    return 2;
+  }
   config.max_body_bytes = static_cast<size_t>(numbers->max_body_bytes);
   auto registry = std::make_shared<prometheus::Registry>();
   RouterMetrics metrics(*registry, config);
@@ -306,8 +326,11 @@ int Run(Flags flags) {
     return 2;
   }
   const pipescale::kube::Client client(*cluster);
-  Discovery discovery(client, config, file,
-                      [&metrics](const RoutingTable& table) { metrics.Declare(table.graph); });
+  std::shared_ptr<pipescale::router::PeerLink> peers;
+  if (flags["--peers"] == "on") peers = OpenPeers(numbers->listen);
+  Discovery discovery(
+      client, config, file, [&metrics](const RoutingTable& table) { metrics.Declare(table.graph); },
+      peers);
   discovery.Start();
   // Serve at once: until the pipeline and its pods are known, requests get 503 and the
   // readiness probe fails, so no Service sends any here.
@@ -338,7 +361,8 @@ int main(int argc, char** argv) {
       {"--spill", "on"},
       {"--admission", "on"},
       {"--max-body-bytes", std::to_string(pipescale::model::RouterSpec{}.max_body_bytes)},
-      {"--batching-file", ""}};
+      {"--batching-file", ""},
+      {"--peers", "on"}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;

@@ -26,12 +26,15 @@ int RoutingTable::PodCount(int task) const { return static_cast<int>(pods[task].
 
 routing::PodLoad RoutingTable::Pod(int task, int index) const {
   const Endpoint& e = *pods[task][index];
-  return {.variant = e.variant_index,
-          .hardware_class = e.class_index,
-          .outstanding = e.outstanding->load(std::memory_order_relaxed) * routers,
-          .batch = e.batch,
-          .batch_ms = e.batch_ms,
-          .weight = e.weight};
+  return {
+      .variant = e.variant_index,
+      .hardware_class = e.class_index,
+      .outstanding = routing::PodOutstanding(e.outstanding->load(std::memory_order_relaxed),
+                                             e.peers ? e.peers->load(std::memory_order_relaxed) : 0,
+                                             routers, peer_link ? peer_link->fresh_peers() : 0),
+      .batch = e.batch,
+      .batch_ms = e.batch_ms,
+      .weight = e.weight};
 }
 
 double RoutingTable::FillMs(int task, int variant) const {

@@ -13,6 +13,7 @@
 #include "batcher.h"
 #include "matcher.h"
 #include "model/pipeline.h"
+#include "peers.h"
 #include "routing/graph.h"
 #include "routing/loads.h"
 #include "routing/loki.h"
@@ -31,6 +32,9 @@ struct Endpoint {
   // Requests sent to the pod and not yet answered: shared by every Endpoint of the address, so a
   // new profile (a batch change) does not read a busy pod as idle.
   std::shared_ptr<std::atomic<int>> outstanding = std::make_shared<std::atomic<int>>(0);
+  // The calls the other router replicas report at the pod (peers.h); null when they share none.
+  std::shared_ptr<const std::atomic<int>> peers;
+  std::shared_ptr<const PeerLink> link;  // nudged as `outstanding` changes; null as `peers`
 };
 
 // A task served by a pool across hardware classes (Kairos's and MArk's pools.json).
@@ -52,8 +56,10 @@ class RoutingTable final : public routing::TaskLoads {
   std::vector<std::vector<std::pair<int, std::shared_ptr<Batcher>>>> batchers;
   // The pipeline's Ready router replicas (at least 1). Clients behind the routers' Service
   // spread over them, so each sees about this share of every pod's calls: a pod's load as this
-  // router counts it is scaled by it, so that the door and the picker read the whole queue.
+  // router reads it adds what the others report (routing::PodOutstanding), so that the door and
+  // the picker read the whole queue.
   int routers = 1;
+  std::shared_ptr<const PeerLink> peer_link;  // null when the replicas share no counts
 
   // The batcher of `task` for `variant` (-1: the task's first) and its variant; null when the
   // router forms no batches there.

@@ -566,6 +566,8 @@ void ParseRouter(Reader& r, const json& spec, model::PipelineSpec& out) {
   }
   if (auto n = r.Integer(*router, "maxReplicas", at, false, 1, limits::kMaxReplicas)) {
     o.max_replicas = static_cast<int>(*n);
+    // A maxReplicas below the default's two, alone, caps the default rather than clash with it.
+    if (!router->contains("minReplicas")) o.min_replicas = std::min(o.min_replicas, o.max_replicas);
   }
   if (o.min_replicas > o.max_replicas) {
     r.Fail(at + ".minReplicas", "must not exceed maxReplicas (" + std::to_string(o.max_replicas) +

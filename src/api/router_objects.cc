@@ -32,6 +32,8 @@ json RouterContainer(const model::Pipeline& pipeline, const model::RouterSpec& r
        {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}}},
       {"ports",
        {{{"name", "http"}, {"containerPort", kRouterPort}},
+        // The replicas' counts at the pods (router/peers.h), pod to pod: no Service port.
+        {{"name", "peers"}, {"containerPort", kRouterPort}, {"protocol", "UDP"}},
         {{"name", "metrics"}, {"containerPort", kRouterMetricsPort}}}},
       {"readinessProbe",
        {{"httpGet", {{"path", "/v2/health/ready"}, {"port", "http"}}}, {"periodSeconds", 1}}},

@@ -194,7 +194,9 @@ std::optional<DropPolicy> ParseDropPolicy(std::string_view name);
 // a Deployment and a Service and sizes it from the measured arrival rate.
 struct RouterSpec {
   std::string image = "pipescale/router:dev";
-  int min_replicas = 1;
+  // Two: a router's death or drain is not an outage, and the replicas share their counts at the
+  // pods (router/peers.h), so two doors admit as one does (bench/README.md).
+  int min_replicas = 2;
   int max_replicas = 8;
   double requests_per_second_per_replica = 10000;  // bench/README.md: one core's, with margin
   int threads = 1;                                 // event loops (cores) per replica

@@ -544,6 +544,7 @@ spec:
   const json p = report["phases"][1]["paths"].value("p", json::object());
   const json codes = p.value("codes", json::object());
   const double sent = p.value("sent", 0), shed = codes.value("503", 0);
+  std::cout << "measured: " << p.dump() << "\n";
   EXPECT_GT(shed / sent, 0.4) << p.dump();
   EXPECT_GE(p.value("admittedSloAttainment", 0.0), 0.975) << p.dump();
   EXPECT_LE(p.value("shedP99Ms", 1e9), 100) << p.dump();

@@ -107,9 +107,11 @@ TEST(RouterWrites, CreatesEverythingOnceThenWritesNothing) {
 
 // The replicas spread over the nodes, and a budget that lets a drain take one at a time, at the
 // version the cluster serves: a router replica that dies or is drained leaves another serving.
+// Two by default; a maxReplicas of 1 alone caps the default instead of clashing with it.
 TEST(RouterWrites, ReplicasSpreadUnderADisruptionBudget) {
-  const model::Pipeline p = WithRouter("{minReplicas: 2}");
-  EXPECT_EQ(WithRouter("{}").spec.router->min_replicas, 1);
+  const model::Pipeline p = WithRouter("{}");
+  EXPECT_EQ(p.spec.router->min_replicas, 2);
+  EXPECT_EQ(WithRouter("{maxReplicas: 1}").spec.router->min_replicas, 1);
   for (const std::string version : {"policy/v1", "policy/v1beta1"}) {
     const Stored now = Applied(RouterWrites(p, "u", "r", Stored{.budget_api = version}.Read(), 0.0),
                                Stored{.budget_api = version});
@@ -128,6 +130,11 @@ TEST(RouterWrites, ReplicasSpreadUnderADisruptionBudget) {
       EXPECT_EQ(selector, (*now.deployment)["spec"]["selector"]["matchLabels"]);
     }
     EXPECT_EQ(pod["spec"]["topologySpreadConstraints"][0]["whenUnsatisfiable"], "ScheduleAnyway");
+    // The replicas share their counts at the pods over UDP on the port they serve HTTP on.
+    std::map<std::string, json> ports;
+    for (const json& port : pod["spec"]["containers"][0]["ports"]) ports[port["name"]] = port;
+    EXPECT_EQ(ports["peers"]["protocol"], "UDP");
+    EXPECT_EQ(ports["peers"]["containerPort"], ports["http"]["containerPort"]);
     EXPECT_TRUE(RouterWrites(p, "u", "r", now.Read(), 0.0).empty());
   }
   // A cluster that serves no PodDisruptionBudget gets the rest.

@@ -1,0 +1,164 @@
+#include "peers.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <random>
+
+#include "common/guard.h"
+#include "common/log.h"
+#include "routing/peer_counts.h"
+
+namespace pipescale::router {
+
+namespace {
+
+// How often the loop wakes, when neither a report nor a nudge wakes it, to forget silent peers and
+// send the heartbeat.
+constexpr int kTickMs = 5;
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<sockaddr_in> Address(const std::string& ip, unsigned short port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) return std::nullopt;
+  return a;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PeerLink>> PeerLink::Open(const std::string& host, unsigned short port) {
+  const std::string ip = host.empty() ? "0.0.0.0" : host;
+  const auto address = Address(ip, port);
+  if (!address) return Error{ErrorKind::kInvalid, "peers: " + ip + " is not an IPv4 address"};
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Error{ErrorKind::kTransient, std::string("peers: socket: ") + strerror(errno)};
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
+    const std::string why = strerror(errno);
+    close(fd);
+    return Error{ErrorKind::kTransient,
+                 "peers: cannot bind UDP " + ip + ":" + std::to_string(port) + ": " + why};
+  }
+  const int nudge = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (nudge < 0) {
+    close(fd);
+    return Error{ErrorKind::kTransient, std::string("peers: eventfd: ") + strerror(errno)};
+  }
+  return std::unique_ptr<PeerLink>(new PeerLink(fd, nudge, port));
+}
+
+PeerLink::PeerLink(int fd, int nudge_fd, unsigned short port)
+    : fd_(fd),
+      nudge_fd_(nudge_fd),
+      port_(port),
+      id_(std::random_device{}() * 0x100000001ULL ^ std::random_device{}()) {}
+
+PeerLink::~PeerLink() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  close(fd_);
+  close(nudge_fd_);
+}
+
+void PeerLink::Nudge() const {
+  const std::uint64_t one = 1;
+  // Non-blocking: a counter already past zero wakes the loop anyway.
+  [[maybe_unused]] const ssize_t n = write(nudge_fd_, &one, sizeof one);
+}
+
+std::shared_ptr<const std::atomic<int>> PeerLink::Track(
+    const std::string& address, const std::shared_ptr<std::atomic<int>>& own) {
+  std::lock_guard lock(mu_);
+  Tracked& t = tracked_[address];
+  t.own = own;
+  return t.peers;
+}
+
+void PeerLink::SetPeers(std::vector<std::string> ips) {
+  std::lock_guard lock(mu_);
+  peers_ = std::move(ips);
+}
+
+void PeerLink::Start() {
+  thread_ = std::thread([this] {
+    while (!stop_) Guard("router-peers", [this] { Loop(); });
+  });
+}
+
+void PeerLink::Loop() {
+  while (!stop_) {
+    pollfd p[2] = {{.fd = fd_, .events = POLLIN, .revents = 0},
+                   {.fd = nudge_fd_, .events = POLLIN, .revents = 0}};
+    poll(p, 2, kTickMs);
+    std::uint64_t nudges = 0;
+    [[maybe_unused]] const ssize_t n = read(nudge_fd_, &nudges, sizeof nudges);
+    const double now = NowMs();
+    Receive(now);
+    Publish(now);
+    Send(now);
+  }
+}
+
+void PeerLink::Receive(double now_ms) {
+  std::string buffer(65536, '\0');
+  for (;;) {
+    const ssize_t n = recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT);
+    if (n < 0) break;
+    auto report = routing::DecodePeerReport(std::string_view(buffer.data(), n));
+    if (report && report->sender != id_) book_.Record(std::move(*report), now_ms);
+  }
+  const int fresh = book_.FreshPeers(now_ms);
+  if (fresh != fresh_peers_.exchange(fresh, std::memory_order_relaxed)) {
+    Log("info", "router peers reporting", {{"peers", std::to_string(fresh)}});
+  }
+}
+
+void PeerLink::Publish(double now_ms) {
+  const std::map<std::string, int> sums = book_.Outstanding(now_ms);
+  std::lock_guard lock(mu_);
+  std::erase_if(tracked_, [](const auto& entry) { return entry.second.own.expired(); });
+  for (auto& [address, t] : tracked_) {
+    const auto it = sums.find(address);
+    t.peers->store(it == sums.end() ? 0 : it->second, std::memory_order_relaxed);
+  }
+}
+
+void PeerLink::Send(double now_ms) {
+  routing::PeerReport report{.sender = id_};
+  std::vector<std::string> peers;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [address, t] : tracked_) {
+      const auto own = t.own.lock();
+      const int calls = own ? own->load(std::memory_order_relaxed) : 0;
+      if (calls > 0) report.outstanding.emplace_back(address, calls);
+    }
+    peers = peers_;
+  }
+  std::string datagram = routing::EncodePeerReport(report);
+  if (datagram == last_sent_ && now_ms - last_sent_ms_ < routing::kPeerHeartbeatMs) return;
+  for (const std::string& ip : peers) {
+    const auto to = Address(ip, port_);
+    if (!to) continue;
+    // Best effort: a full buffer or an unreachable peer loses one report, and the next follows.
+    sendto(fd_, datagram.data(), datagram.size(), MSG_DONTWAIT,
+           reinterpret_cast<const sockaddr*>(&*to), sizeof *to);
+  }
+  last_sent_ = std::move(datagram);
+  last_sent_ms_ = now_ms;
+}
+
+}  // namespace pipescale::router
