@@ -1,6 +1,7 @@
 // Faults in the request path on the local cluster, one at a time under a steady load the plan
 // serves, every part real (issue 48): a model pod deleted (SIGTERM) and one killed (SIGKILL), the
-// operator killed and started again, a router pod deleted and a router's process killed. The
+// operator killed and started again, a router pod deleted, a router's process killed and the
+// routers' rolling update. The
 // load generator reaches the routers as a client behind their Service does and logs every
 // request; the test holds each fault to what it may cost the clients: nothing for a deletion, a
 // dead operator or a model pod whose task has another Ready pod, and for a killed router at most
@@ -64,6 +65,11 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     fault.may_lose_in_flight = true;
     return KillListener(ip, fault);
   });
+  // Whole again may come between the rollout's steps: its end is waited for as well.
+  next("router rolling update (rollout restart)", [&](Fault&) { return RestartRouters(); });
+  ASSERT_TRUE(Eventually([&] { return RoutersRolledOut() && Whole(); }, 60s, 200ms))
+      << "the routers' rollout did not end: " << Pods("pipescale.io/router").dump();
+  faults.back().whole_again_s = (UnixMs() - faults.back().at_ms) / 1000;
   ASSERT_EQ(load.Stop(0, 150s), 0) << load.Log();
   EXPECT_LT(faults.back().at_ms, started_ms + 1000.0 * (kSeconds - 5))
       << "the last fault came after the load";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_fields.h"
 #include "common/strings.h"
 #include "e2e/chain_pipeline.h"
 #include "integration/harness/local_env.h"
@@ -27,7 +28,7 @@ namespace pipescale::testing {
 
 // The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
 inline constexpr double kRate = 20;
-inline constexpr int kSeconds = 70;
+inline constexpr int kSeconds = 75;
 
 inline double UnixMs() {
   return std::chrono::duration<double, std::milli>(
@@ -116,6 +117,31 @@ class FaultTest : public ::testing::Test {
     fault.at_ms = UnixMs();
     return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
   }
+  // The router Deployment's pods replaced one by one, as `kubectl rollout restart` does: a new
+  // template annotation.
+  bool RestartRouters() const {
+    const nlohmann::json patch = {
+        {"spec",
+         {{"template",
+           {{"metadata",
+             {{"annotations",
+               {{"kubectl.kubernetes.io/restartedAt", std::to_string(UnixMs())}}}}}}}}}};
+    return client_->MergePatch(kube::ObjectPath(kube::kDeployments, ns_, "faults-router"), patch)
+        .ok();
+  }
+  // The router Deployment's rollout is over: every replica of the current template Ready, no
+  // old one left.
+  bool RoutersRolledOut() const {
+    auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, "faults-router"));
+    if (!d.ok()) return false;
+    const nlohmann::json& status = Member(*d, "status");
+    const int want = IntField(Member(*d, "spec"), "replicas", -1);
+    return IntField(Member(*d, "metadata"), "generation", -1) <=
+               IntField(status, "observedGeneration", -2) &&
+           IntField(status, "updatedReplicas", 0) == want &&
+           IntField(status, "availableReplicas", 0) == want &&
+           IntField(status, "replicas", 0) == want;
+  }
   // Deleted as a rolling update or a scale-down deletes a pod: SIGTERM, then its grace period.
   bool DeletePod(const std::string& name) const {
     return client_->Delete(kube::ObjectPath(kube::kPods, ns_, name)).ok();
@@ -125,11 +151,10 @@ class FaultTest : public ::testing::Test {
   // to two Ready pods each.
   std::unique_ptr<Process> StartPipeline() {
     pipeline_file_ = dir_ + "/pipeline.yaml";
-    // Two router replicas, so that one may fail.
-    std::ofstream(pipeline_file_) << ReplaceAll(
-        ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"), ", startupSeconds: 1",
-                      "  minRate: " + std::to_string(kRate) + "\n"),
-        "router: {}", "router: {minReplicas: 2}");
+    // The router as by default: two replicas, so that one may fail.
+    std::ofstream(pipeline_file_) << ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"),
+                                                   ", startupSeconds: 1",
+                                                   "  minRate: " + std::to_string(kRate) + "\n");
     auto op = std::make_unique<Process>(OperatorArgs(env(), ns_), dir_ + "/operator.log");
     if (!KubectlApply(env(), pipeline_file_)) return nullptr;
     if (!Eventually([&] { return Whole(); }, std::chrono::seconds(120),
