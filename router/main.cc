@@ -216,7 +216,8 @@ const sigset_t& TerminationSignals() {
 
 // The link to the other router replicas, on UDP at the address the router serves HTTP on; null
 // when it cannot be bound (the router then reads a pod's queue as its own share of it).
-std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort& listen) {
+std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort& listen,
+                                                       RouterMetrics& metrics) {
   auto link = pipescale::router::PeerLink::Open(listen.host, listen.port);
   if (!link) {
     std::cerr << "pipescale-router: not sharing counts with the other replicas: "
@@ -224,7 +225,7 @@ std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort
     return nullptr;
   }
   std::shared_ptr<pipescale::router::PeerLink> shared = std::move(*link);
-  shared->Start();
+  shared->Start([&gauge = metrics.peers()](int peers) { gauge.Set(peers); });
   return shared;
 }
 
@@ -327,7 +328,7 @@ int Run(Flags flags) {
   }
   const pipescale::kube::Client client(*cluster);
   std::shared_ptr<pipescale::router::PeerLink> peers;
-  if (flags["--peers"] == "on") peers = OpenPeers(numbers->listen);
+  if (flags["--peers"] == "on") peers = OpenPeers(numbers->listen, metrics);
   Discovery discovery(
       client, config, file, [&metrics](const RoutingTable& table) { metrics.Declare(table.graph); },
       peers);

@@ -132,6 +132,12 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                      .Help("Requests the router is serving now")
                      .Register(r)
                      .Add(Labels({}))),
+      peers_(prometheus::BuildGauge()
+                 .Name("pipescale_router_peers")
+                 .Help("The pipeline's other router replicas whose counts at the model pods "
+                       "reached this one within the last 300 ms")
+                 .Register(r)
+                 .Add(Labels({}))),
       arrivals_(std::make_shared<ArrivalMeter>(config.namespace_name, config.pipeline)) {}
 
 std::map<std::string, std::string> RouterMetrics::Labels(

@@ -60,6 +60,9 @@ class RouterMetrics {
   // shows no retries rather than no data.
   void Declare(const routing::Graph& graph);
   prometheus::Gauge& in_flight() { return in_flight_; }
+  // The replicas whose counts this one reads (router/peers.h): fewer than the Ready replicas
+  // less one means they do not reach each other (UDP blocked between the pods).
+  prometheus::Gauge& peers() { return peers_; }
   // Each task's arrivals, for how bursty they are: served beside the registry (it computes its
   // gauge when scraped), so the exposer must be given `arrival_collectable()` too.
   ArrivalMeter& arrivals() { return *arrivals_; }
@@ -116,6 +119,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Gauge>& door_waiting_;
   prometheus::Family<prometheus::Histogram>& cold_wait_;
   prometheus::Gauge& in_flight_;
+  prometheus::Gauge& peers_;
   std::shared_ptr<ArrivalMeter> arrivals_;
 };
 

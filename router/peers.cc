@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <random>
+#include <system_error>
 
 #include "common/guard.h"
 #include "common/log.h"
@@ -45,9 +45,11 @@ Result<std::unique_ptr<PeerLink>> PeerLink::Open(const std::string& host, unsign
   const auto address = Address(ip, port);
   if (!address) return Error{ErrorKind::kInvalid, "peers: " + ip + " is not an IPv4 address"};
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Error{ErrorKind::kTransient, std::string("peers: socket: ") + strerror(errno)};
+  if (fd < 0)
+    return Error{ErrorKind::kTransient,
+                 std::string("peers: socket: ") + std::generic_category().message(errno)};
   if (bind(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
-    const std::string why = strerror(errno);
+    const std::string why = std::generic_category().message(errno);
     close(fd);
     return Error{ErrorKind::kTransient,
                  "peers: cannot bind UDP " + ip + ":" + std::to_string(port) + ": " + why};
@@ -55,16 +57,17 @@ Result<std::unique_ptr<PeerLink>> PeerLink::Open(const std::string& host, unsign
   const int nudge = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (nudge < 0) {
     close(fd);
-    return Error{ErrorKind::kTransient, std::string("peers: eventfd: ") + strerror(errno)};
+    return Error{ErrorKind::kTransient,
+                 std::string("peers: eventfd: ") + std::generic_category().message(errno)};
   }
   return std::unique_ptr<PeerLink>(new PeerLink(fd, nudge, port));
 }
 
 PeerLink::PeerLink(int fd, int nudge_fd, unsigned short port)
-    : fd_(fd),
-      nudge_fd_(nudge_fd),
-      port_(port),
-      id_(std::random_device{}() * 0x100000001ULL ^ std::random_device{}()) {}
+    : fd_(fd), nudge_fd_(nudge_fd), port_(port), id_([] {
+        std::random_device random;
+        return (std::uint64_t{random()} << 32) | random();
+      }()) {}
 
 PeerLink::~PeerLink() {
   stop_ = true;
@@ -92,7 +95,8 @@ void PeerLink::SetPeers(std::vector<std::string> ips) {
   peers_ = std::move(ips);
 }
 
-void PeerLink::Start() {
+void PeerLink::Start(std::function<void(int)> peers_changed) {
+  peers_changed_ = std::move(peers_changed);
   thread_ = std::thread([this] {
     while (!stop_) Guard("router-peers", [this] { Loop(); });
   });
@@ -113,16 +117,16 @@ void PeerLink::Loop() {
 }
 
 void PeerLink::Receive(double now_ms) {
-  std::string buffer(65536, '\0');
   for (;;) {
-    const ssize_t n = recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT);
+    const ssize_t n = recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
     if (n < 0) break;
-    auto report = routing::DecodePeerReport(std::string_view(buffer.data(), n));
+    auto report = routing::DecodePeerReport(std::string_view(buffer_.data(), n));
     if (report && report->sender != id_) book_.Record(std::move(*report), now_ms);
   }
   const int fresh = book_.FreshPeers(now_ms);
   if (fresh != fresh_peers_.exchange(fresh, std::memory_order_relaxed)) {
     Log("info", "router peers reporting", {{"peers", std::to_string(fresh)}});
+    if (peers_changed_) peers_changed_(fresh);
   }
 }
 

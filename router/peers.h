@@ -4,8 +4,10 @@
 // request path reads atomics it writes.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,7 +40,9 @@ class PeerLink {
   // The peers whose last report is fresh.
   int fresh_peers() const { return fresh_peers_.load(std::memory_order_relaxed); }
 
-  void Start();
+  // Starts the link's thread; `peers_changed` is called there with the fresh peers' number
+  // each time it changes.
+  void Start(std::function<void(int)> peers_changed);
 
  private:
   PeerLink(int fd, int nudge_fd, unsigned short port);
@@ -61,9 +65,11 @@ class PeerLink {
   std::vector<std::string> peers_;
   std::atomic<int> fresh_peers_{0};
   std::atomic<bool> stop_{false};
-  routing::PeerBook book_;  // the loop's thread alone
+  routing::PeerBook book_;            // the loop's thread alone
+  std::array<char, 65536> buffer_{};  // a datagram as received; the loop's thread alone
   std::string last_sent_;
   double last_sent_ms_ = -1e18;
+  std::function<void(int)> peers_changed_;
   std::thread thread_;
 };
 

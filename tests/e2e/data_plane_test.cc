@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <thread>
@@ -520,7 +521,8 @@ spec:
 // within 10% of what the replica serves. The door counts each call ahead as the profile's d(b),
 // not the call's own overhead (HTTP, a busy machine's scheduling: a few ms each), so the SLO sits
 // between multiples of d: at 300 ms, six calls of 50 were let in at the edge, and on a loaded CI
-// machine 4% of them were late by the overhead alone.
+// machine 4% of them were late by the overhead alone. The router runs its default two replicas,
+// which share their counts at the pod.
 TEST_F(DataPlaneTest, AboveCapacityTheRouterAdmitsWhatMeetsTheSloAndRefusesTheRestAtOnce) {
   if (IsSkipped()) return;
   Start(R"(apiVersion: pipescale.io/v1alpha1
@@ -545,6 +547,10 @@ spec:
   const json codes = p.value("codes", json::object());
   const double sent = p.value("sent", 0), shed = codes.value("503", 0);
   std::cout << "measured: " << p.dump() << "\n";
+  // The router's two replicas (the default) each read the other's counts at the pod: what makes
+  // two doors admit as one.
+  EXPECT_EQ(Query("count(pipescale_router_peers{SELECTOR} == 1)", "")[""], 2)
+      << Query("pipescale_router_peers{SELECTOR}", "pod").size() << " routers scraped";
   EXPECT_GT(shed / sent, 0.4) << p.dump();
   EXPECT_GE(p.value("admittedSloAttainment", 0.0), 0.975) << p.dump();
   EXPECT_LE(p.value("shedP99Ms", 1e9), 100) << p.dump();

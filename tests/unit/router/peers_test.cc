@@ -45,10 +45,12 @@ TEST(PeerLink, EachReplicaReadsTheOthersCallsAtAPodAndForgetsAReplicaThatWent) {
   // Each is told every replica, itself among them, as discovery lists them.
   a->SetPeers({"127.0.0.21", "127.0.0.22"});
   b->SetPeers({"127.0.0.21", "127.0.0.22"});
-  a->Start();
-  b->Start();
+  std::atomic<int> b_saw{-1};  // the last number of peers b reported
+  a->Start(nullptr);
+  b->Start([&b_saw](int peers) { b_saw = peers; });
   ASSERT_TRUE(testing::Eventually([&] { return a->fresh_peers() == 1 && b->fresh_peers() == 1; },
                                   milliseconds(2000), milliseconds(5)));
+  EXPECT_TRUE(testing::Eventually([&] { return b_saw == 1; }, milliseconds(2000)));
 
   *a_own = 3;
   a->Nudge();
@@ -80,7 +82,7 @@ TEST(PeerLink, GarbageOnThePortChangesNothing) {
   ASSERT_TRUE(b);
   const auto b_own = std::make_shared<std::atomic<int>>(0);  // tracked while it lives
   const auto b_reads = b->Track("10.0.0.5:8080", b_own);
-  b->Start();
+  b->Start(nullptr);
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {}};
   inet_pton(AF_INET, "127.0.0.24", &to.sin_addr);
