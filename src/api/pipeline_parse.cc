@@ -397,8 +397,11 @@ void ParseTasks(Reader& r, const json& spec, model::PipelineSpec& out) {
       r.Fail(path, "must be an object");
       continue;
     }
-    r.OnlyKnown(t, path, {"name", "next", "variants"});
+    r.OnlyKnown(t, path, {"name", "next", "variants", "minReplicas"});
     model::Task task;
+    if (auto n = r.Integer(t, "minReplicas", path, false, 0, limits::kMaxReplicas)) {
+      task.min_replicas = static_cast<int>(*n);
+    }
     if (auto name = Name(r, t, path)) {
       if (!seen.insert(*name).second) {
         r.Fail(Reader::At(path, "name"), "duplicate task " + Quote(*name));
@@ -408,6 +411,18 @@ void ParseTasks(Reader& r, const json& spec, model::PipelineSpec& out) {
     ParseEdges(r, t, path, names, task);
     ParseVariants(r, t, path, classes, task);
     out.tasks.push_back(std::move(task));
+  }
+}
+
+// A task's minReplicas keeps it warm, as spec.minRate keeps the pipeline: neither with scaleToZero.
+void CheckTaskFloors(Reader& r, const model::PipelineSpec& spec) {
+  if (!spec.scale_to_zero) return;
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
+    if (spec.tasks[i].min_replicas > 0) {
+      r.Fail(Reader::At(Reader::At("spec.tasks", i), "minReplicas"),
+             "cannot be above 0 (" + std::to_string(spec.tasks[i].min_replicas) +
+                 ") with spec.scaleToZero: a task kept warm cannot sleep at zero; keep one");
+    }
   }
 }
 
@@ -900,6 +915,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);
+    CheckTaskFloors(r, pipeline.spec);
     CheckAcyclic(r, pipeline.spec);
     ParsePaths(r, *spec, pipeline.spec);
     const auto paths = spec->find("paths");

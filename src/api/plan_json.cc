@@ -160,6 +160,9 @@ ordered_json PlanToJsonValue(const model::Plan& plan, const PlanJsonOptions& opt
     out["solveMs"] = plan.report.solve_ms;
   }
   out["costPerHour"] = n.Quantity(plan.cost_per_hour);
+  if (plan.floor_cost_per_hour > 0) {
+    out["minReplicasCostPerHour"] = n.Quantity(plan.floor_cost_per_hour);
+  }
   out["servedFraction"] = n.Fraction(plan.served_fraction);
   out["tasks"] = TasksToJson(plan, n);
   out["paths"] = PathsToJson(plan, n);

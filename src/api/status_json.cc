@@ -419,18 +419,19 @@ model::AppliedPlan StatusReader::Plan(const json& p, const std::string& path) {
   model::AppliedPlan out;
   Set(Number(p, "costPerHour", path), out.plan.cost_per_hour);
   Set(Number(p, "servedFraction", path), out.plan.served_fraction);
+  Set(Number(p, "minReplicasCostPerHour", path), out.plan.floor_cost_per_hour);
   // Loki's plans carry a phase, Kairos's and MArk's pools; what a plan is decides which of its
   // fields belong.
   const std::optional<model::Phase> phase = parts_.Phase(p, "phase", path, false);
   if (phase) {
     r_.OnlyKnown(p, path,
-                 {"costPerHour", "servedFraction", "tasks", "paths", "phase", "accuracy",
-                  "variantPaths", "routing", "backups"});
+                 {"costPerHour", "minReplicasCostPerHour", "servedFraction", "tasks", "paths",
+                  "phase", "accuracy", "variantPaths", "routing", "backups"});
     out.plan.detail = AccuracyScaling(p, path, *phase);
   } else {
     r_.OnlyKnown(p, path,
-                 {"costPerHour", "servedFraction", "tasks", "paths", "phase", "pools",
-                  "upperBoundQps", "forecast"});
+                 {"costPerHour", "minReplicasCostPerHour", "servedFraction", "tasks", "paths",
+                  "phase", "pools", "upperBoundQps", "forecast"});
     const auto present = [&](const char* key) {
       const auto it = p.find(key);
       return it != p.end() && !it->is_null();

@@ -19,6 +19,7 @@
 #include "cli/simulate.h"
 #include "common/flags.h"
 #include "common/strings.h"
+#include "optimizer/floors.h"
 #include "optimizer/registry.h"
 #include "profile/job.h"
 #include "profile/protocol.h"
@@ -276,6 +277,7 @@ int Plan(const Flags& flags, std::ostream& out, std::ostream& err) {
   }
   const model::Workload planned = api::AtLeastMinRate(*pipeline, *workload);
   model::Plan plan = chosen->solve(*pipeline, planned, input);
+  optimizer::ApplyReplicaFloors(*pipeline, plan);
   if (planned != *workload) {
     plan.report.notes.push_back(
         StrFormat("planned for spec.minRate %g requests/s where the load given is less",

@@ -101,6 +101,9 @@ struct Task {
   std::string name;
   std::vector<Edge> next;
   std::vector<Variant> variants;
+  // The fewest replicas the task runs whatever the plan (spec.tasks[].minReplicas; 0: none): a
+  // second where a pod's restart would cost the task's paths their SLO (optimizer/floors.h).
+  int min_replicas = 0;
 
   // The variant FA2 and the batching baselines scale: the most accurate, first listed on ties.
   const Variant& MostAccurateVariant() const;

@@ -163,8 +163,9 @@ struct Plan {
   std::vector<TaskPlan> tasks;
   std::vector<PathPlan> paths;
   SolveReport report;
-  double cost_per_hour = 0;    // the replicas at their classes' prices
-  double served_fraction = 1;  // of the demand, 0..1: below 1 when Overloaded or over budget
+  double cost_per_hour = 0;        // the replicas at their classes' prices
+  double floor_cost_per_hour = 0;  // of it, the replicas spec.tasks[].minReplicas added
+  double served_fraction = 1;      // of the demand, 0..1: below 1 when Overloaded or over budget
   std::variant<std::monostate, AccuracyScalingPlan, PoolPlan> detail;
 
   int TotalReplicas() const;

@@ -8,6 +8,7 @@
 #include "api/deployment.h"
 #include "api/workload.h"
 #include "common/strings.h"
+#include "optimizer/floors.h"
 #include "optimizer/pool.h"
 #include "optimizer/registry.h"
 #include "reconciler/batch_hold.h"
@@ -143,7 +144,8 @@ void Hold(const Context& c, Decision& d) {
   HoldConditions(c, d);
   Spend spend = RunningSpend(c.pipeline, o.deployments);
   if (c.apply) {
-    const model::Plan idle = c.optimizer.solve(c.pipeline, api::AtLeastMinRate(c.pipeline, {}), {});
+    model::Plan idle = c.optimizer.solve(c.pipeline, api::AtLeastMinRate(c.pipeline, {}), {});
+    optimizer::ApplyReplicaFloors(c.pipeline, idle);
     std::vector<PlannedDeployment> planned = Place(c.pipeline, idle, o.deployments);
     std::erase_if(planned, [&](const PlannedDeployment& p) {
       return TaskRuns(c.pipeline, *p.task, o.deployments);
@@ -593,6 +595,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     HoldAppliedBatches(measured, step.workload, *o.metrics,
                        o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);
   }
+  // Within the room the cluster has, as the plan: a floor past it says so in the plan's notes.
+  optimizer::ApplyReplicaFloors(measured, plan);
   Enact(c, std::move(plan), step, sleep, d);
   return d;
 }

@@ -462,6 +462,29 @@ TEST(ParsePipeline, ScaleToZeroIsOffUnlessToldAndExcludesAWarmFloor) {
   })) << Dump(errors);
 }
 
+// A task's floor: read where given, 0 (the plan's) where not, refused with its field's name where
+// it is not a count of replicas or where the pipeline may sleep at zero.
+TEST(ParsePipeline, ATasksMinReplicasIsACountAndKeepsItWarm) {
+  const std::string floored =
+      ReplaceFirst(kValid, "    - name: detect\n", "    - name: detect\n      minReplicas: 2\n");
+  const auto read = ParsePipeline(floored).pipeline;
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->spec.tasks[0].min_replicas, 2);
+  EXPECT_EQ(read->spec.tasks[1].min_replicas, 0);
+  auto errors = Errors(
+      ReplaceFirst(kValid, "    - name: detect\n", "    - name: detect\n      minReplicas: -1\n"));
+  EXPECT_TRUE(std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.starts_with("spec.tasks[0].minReplicas: ");
+  })) << Dump(errors);
+  errors = Errors(ReplaceFirst(
+      ReplaceFirst(floored, "  minRate: 12\n", ""),
+      "  forecast:", "  router: {}\n  scaleToZero: {afterIdleSeconds: 120}\n  forecast:"));
+  EXPECT_TRUE(Has(errors,
+                  "spec.tasks[0].minReplicas: cannot be above 0 (2) with spec.scaleToZero: a task "
+                  "kept warm cannot sleep at zero; keep one"))
+      << Dump(errors);
+}
+
 // --- Limits: every document is read within bounded stack, memory and time -----------------
 
 // The valid pipeline as JSON, to edit field by field.

@@ -406,6 +406,31 @@ TEST(Decide, AMinimumRateIsPlannedBeforeTheFirstRequestAndNeverBelow) {
   }
 }
 
+// A task's minReplicas holds at every load and before the first measurement, the status says what
+// it costs, and a load that needs more is planned as measured.
+TEST(Decide, ATasksMinimumReplicasHoldAtEveryLoadWithTheirCostInTheStatus) {
+  World floored;
+  floored.object["spec"]["tasks"][1]["minReplicas"] = 3;
+  floored.Step(Error{ErrorKind::kTransient, "no series yet"}, 1000);
+  EXPECT_EQ(floored.Replicas(kClassify), 3);
+  double now = 1000;
+  for (double load : {0.0, 10.0, 1000.0, 0.0}) {
+    now += 400;  // past the scale-down window
+    World reference;
+    reference.Step(Rate(load), now);
+    const Decision d = floored.Step(Rate(load), now);
+    EXPECT_EQ(floored.Replicas(kDetect), reference.Replicas(kDetect)) << load;
+    EXPECT_EQ(floored.Replicas(kClassify), std::max(3, reference.Replicas(kClassify))) << load;
+    // One classify replica costs 0.1 an hour.
+    const double floor_cost = 0.1 * std::max(0, 3 - reference.Replicas(kClassify));
+    EXPECT_NEAR(Json(d)["plan"].value("minReplicasCostPerHour", 0.0), floor_cost, 1e-6) << load;
+    EXPECT_NEAR(Json(d)["costPerHour"].get<double>(),
+                Json(reference.Step(Rate(load), now))["costPerHour"].get<double>() + floor_cost,
+                1e-6)
+        << load;
+  }
+}
+
 // A series that exists and reads 0 is load 0, not missing data: the pipeline is planned for no
 // load (after the scale-down window) and Ready says so.
 TEST(Decide, ZeroTrafficIsALoadNotMissingData) {

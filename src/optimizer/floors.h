@@ -1,0 +1,17 @@
+// spec.tasks[].minReplicas, applied to any optimizer's plan: a task planned below its floor runs
+// more replicas of what the plan chose for it (its largest entry), at that class's price, and the
+// plan says what the floor costs. Where a pod's restart would cost a task's paths their SLO, a
+// second replica keeps one serving while the other starts (issue 48). Pure.
+#pragma once
+
+#include "model/pipeline.h"
+#include "model/plan.h"
+
+namespace pipescale::optimizer {
+
+// Raises each task of `plan` to its minReplicas (within its class's maxReplicas), adds their
+// price to the plan's cost and a note per task raised; a plan that meets every floor is unchanged.
+// A task the plan runs nowhere (an infeasible plan's) is left as it is: there is nothing to copy.
+void ApplyReplicaFloors(const model::Pipeline& pipeline, model::Plan& plan);
+
+}  // namespace pipescale::optimizer
