@@ -76,8 +76,9 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
 
   const std::vector<Request> all = ReadRequests(requests);
   EXPECT_GT(all.size(), static_cast<size_t>(0.9 * kRate * kSeconds));
-  // Each request not answered 200 is charged to the fault whose instant it spans (sent before,
-  // answered after) on the router that fault killed; any other is lost without excuse.
+  // Each request not answered 200 is charged to the fault whose instant it spans (sent before the
+  // killed process was gone, answered after the kill) on the router that fault killed; any other
+  // is lost without excuse.
   std::vector<int> lost(faults.size(), 0), in_flight(faults.size(), 0);
   int unexcused = 0;
   for (const Request& r : all) {
@@ -85,7 +86,7 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     for (size_t f = 0; f < faults.size(); ++f) {
       const Fault& fault = faults[f];
       const bool spans = fault.may_lose_in_flight && r.router == fault.router &&
-                         r.sent_ms <= fault.at_ms && r.done_ms >= fault.at_ms;
+                         r.sent_ms <= fault.gone_ms && r.done_ms >= fault.at_ms;
       in_flight[f] += spans ? 1 : 0;
       if (r.code != 200 && spans) {
         ++lost[f];

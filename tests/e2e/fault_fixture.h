@@ -64,6 +64,10 @@ struct Fault {
   double at_ms = 0;
   std::string router;
   bool may_lose_in_flight = false;
+  // When a killed process was gone (its listener closed): it dies some milliseconds after the
+  // signal, on a loaded machine tens of them, and a request sent to it meanwhile was in flight
+  // on it as much as one sent just before.
+  double gone_ms = 0;
   double whole_again_s =
       -1;  // until detect and the router had two Ready pods again; 0: never short
 };
@@ -115,7 +119,11 @@ class FaultTest : public ::testing::Test {
   bool KillListener(const std::string& ip, Fault& fault) const {
     const std::string pid = ListenerPid(ip);
     fault.at_ms = UnixMs();
-    return !pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0;
+    if (pid.empty() || kill(std::atoi(pid.c_str()), SIGKILL) != 0) return false;
+    const bool gone = Eventually([&] { return ListenerPid(ip) != pid; }, std::chrono::seconds(10),
+                                 std::chrono::milliseconds(5));
+    fault.gone_ms = UnixMs();
+    return gone;
   }
   // The router Deployment's pods replaced one by one, as `kubectl rollout restart` does: a new
   // template annotation.
