@@ -418,6 +418,10 @@ TEST(Decide, ATasksMinimumReplicasHoldAtEveryLoadWithTheirCostInTheStatus) {
     now += 400;  // past the scale-down window
     World reference;
     reference.Step(Rate(load), now);
+    // Twice, a window apart: a drop is taken once the scale-down window has passed.
+    floored.Step(Rate(load), now);
+    now += 400;
+    reference.Step(Rate(load), now);
     const Decision d = floored.Step(Rate(load), now);
     EXPECT_EQ(floored.Replicas(kDetect), reference.Replicas(kDetect)) << load;
     EXPECT_EQ(floored.Replicas(kClassify), std::max(3, reference.Replicas(kClassify))) << load;
