@@ -36,15 +36,20 @@ class InFlight {
 // when what it awaits throws (a guard carries on), a pod must not stay counted busy for good.
 class Outstanding {
  public:
-  // `peers`: told of each change (null: the count is this router's alone).
-  Outstanding(std::atomic<int>& at_pod, prometheus::Gauge& at_task, const PeerLink* peers)
-      : at_pod_(at_pod), at_task_(at_task), peers_(peers), ahead_(at_pod_.fetch_add(1)) {
+  // `at_pod`: null when the pod's count is held elsewhere (Kairos's matcher holds it from the
+  // start it matched to the answer). `peers`: told of each change (null: the count is this
+  // router's alone).
+  Outstanding(std::atomic<int>* at_pod, prometheus::Gauge& at_task, const PeerLink* peers)
+      : at_pod_(at_pod),
+        at_task_(at_task),
+        peers_(at_pod != nullptr ? peers : nullptr),
+        ahead_(at_pod_ != nullptr ? at_pod_->fetch_add(1) : 0) {
     at_task_.Increment();
     if (peers_ != nullptr) peers_->Nudge();
   }
   ~Outstanding() {
     at_task_.Decrement();
-    --at_pod_;
+    if (at_pod_ != nullptr) --*at_pod_;
     if (peers_ != nullptr) peers_->Nudge();
   }
   Outstanding(const Outstanding&) = delete;
@@ -56,7 +61,7 @@ class Outstanding {
   int ahead() const { return ahead_; }
 
  private:
-  std::atomic<int>& at_pod_;
+  std::atomic<int>* at_pod_;
   prometheus::Gauge& at_task_;
   const PeerLink* peers_;
   const int ahead_;

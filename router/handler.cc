@@ -156,7 +156,8 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
     int ahead = 0;
     {
-      const Outstanding busy(*pod.outstanding, metrics_.TaskInFlight(name), pod.link.get());
+      const Outstanding busy(lease->matcher ? nullptr : pod.outstanding.get(),
+                             metrics_.TaskInFlight(name), pod.link.get());
       ahead = busy.ahead();
       const routing::Wire wire = body.Render(parameters);
       const auto pieces = wire.Pieces();

@@ -217,6 +217,7 @@ const sigset_t& TerminationSignals() {
 // The link to the other router replicas, on UDP at the address the router serves HTTP on; null
 // when it cannot be bound (the router then reads a pod's queue as its own share of it).
 std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort& listen,
+                                                       RouterConfig& config,
                                                        RouterMetrics& metrics) {
   auto link = pipescale::router::PeerLink::Open(listen.host, listen.port);
   if (!link) {
@@ -225,7 +226,15 @@ std::shared_ptr<pipescale::router::PeerLink> OpenPeers(const pipescale::HostPort
     return nullptr;
   }
   std::shared_ptr<pipescale::router::PeerLink> shared = std::move(*link);
-  shared->Start([&gauge = metrics.peers()](int peers) { gauge.Set(peers); });
+  // A pool replica the others freed may take a query waiting here.
+  const auto rematch = [&config] {
+    const std::shared_ptr<const RoutingTable> table = config.table.load();
+    if (!table) return;
+    for (const pipescale::router::TaskPool& pool : table->pools) {
+      if (pool.matcher) pool.matcher->Rematch();
+    }
+  };
+  shared->Start([&gauge = metrics.peers()](int peers) { gauge.Set(peers); }, rematch);
   return shared;
 }
 
@@ -328,7 +337,7 @@ int Run(Flags flags) {
   }
   const pipescale::kube::Client client(*cluster);
   std::shared_ptr<pipescale::router::PeerLink> peers;
-  if (flags["--peers"] == "on") peers = OpenPeers(numbers->listen, metrics);
+  if (flags["--peers"] == "on") peers = OpenPeers(numbers->listen, config, metrics);
   Discovery discovery(
       client, config, file, [&metrics](const RoutingTable& table) { metrics.Declare(table.graph); },
       peers);

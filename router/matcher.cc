@@ -31,15 +31,29 @@ void Matcher::Configure(double qos_ms, bool fcfs, const std::vector<Replica>& re
     queue_.emplace(std::move(options));
   }
   queue_->SetReplicas(specs);
-  Start(queue_->Match(Now()));  // new replicas may take what waits
+  Match();  // new replicas may take what waits
+}
+
+void Matcher::Match() {
+  const double now = Now();
+  for (const auto& [id, endpoint] : replicas_) {
+    const auto& peers = endpoint->peers;
+    queue_->SetBusyElsewhere(id, peers && peers->load(std::memory_order_relaxed) > 0, now);
+  }
+  Start(queue_->Match(now));
 }
 
 void Matcher::Start(const std::vector<routing::KairosQueue::Start>& starts) {
   for (const routing::KairosQueue::Start& s : starts) {
     auto waiter = waiters_.extract(s.query);
     if (waiter.empty()) continue;
+    const std::shared_ptr<Endpoint>& replica = replicas_.at(s.replica);
+    // Counted at once, here under the lock, not when the waiter's call leaves: a replica whose
+    // answer starts this router's next query there never reads idle to the other routers.
+    ++*replica->outstanding;
+    if (replica->link) replica->link->Nudge();
     std::shared_ptr<Waiter> w = std::move(waiter.mapped());
-    w->served = replicas_.at(s.replica);
+    w->served = replica;
     // The timer belongs to the waiter's loop: cancel it there.
     asio::post(w->wake.get_executor(), [w] { w->wake.cancel(); });
   }
@@ -58,7 +72,7 @@ asio::awaitable<Result<std::shared_ptr<Endpoint>>> Matcher::Acquire(
       co_return Error{ErrorKind::kUnavailable, "the pool's queue is full"};
     }
     waiters_[query] = waiter;
-    Start(queue_->Match(Now()));
+    Match();
     if (waiter->served) co_return waiter->served;
   }
   // Woken by Start's cancel (posted to this loop, so it runs only once this wait is set), or
@@ -73,11 +87,21 @@ asio::awaitable<Result<std::shared_ptr<Endpoint>>> Matcher::Acquire(
 }
 
 void Matcher::Release(const Endpoint& replica) {
+  {
+    std::lock_guard lock(mu_);
+    const auto id = ids_.find(replica.address);
+    if (id != ids_.end() && queue_) {
+      queue_->Complete(id->second);
+      Match();
+    }
+  }
+  --*replica.outstanding;  // after the next start there, if any
+  if (replica.link) replica.link->Nudge();
+}
+
+void Matcher::Rematch() {
   std::lock_guard lock(mu_);
-  const auto id = ids_.find(replica.address);
-  if (id == ids_.end() || !queue_) return;
-  queue_->Complete(id->second);
-  Start(queue_->Match(Now()));
+  if (queue_) Match();
 }
 
 std::optional<double> Matcher::PredictMs(int rows) const {

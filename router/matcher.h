@@ -1,6 +1,7 @@
 // Kairos's matcher for one task, shared by every router thread: a request waits in the task's
-// one queue until the matching (routing/pools.h) starts it on a replica with nothing in flight;
-// the replica's answer frees it and matches again.
+// one queue until the matching (routing/pools.h) starts it on a replica with nothing in flight,
+// from this router or, as they report (peers.h), the other router replicas; the replica's
+// answer frees it and matches again, as does a report that frees one.
 #pragma once
 
 #include <chrono>
@@ -35,13 +36,16 @@ class Matcher {
   // stays (same address and class) keeps its query in flight.
   void Configure(double qos_ms, bool fcfs, const std::vector<Replica>& replicas);
 
-  // The replica a query of `rows` rows is started on. kUnavailable when the queue is full,
+  // The replica a query of `rows` rows is started on, counted outstanding there from then until
+  // Release (the caller's call adds nothing to that count). kUnavailable when the queue is full,
   // kNotFound when the task has no replica, kExpired when `deadline` passes first. The caller
   // calls Release when the replica's answer comes.
   // `executor` is the calling coroutine's loop, where it waits.
   asio::awaitable<Result<std::shared_ptr<Endpoint>>> Acquire(const asio::any_io_executor& executor,
                                                              int rows, Clock::time_point deadline);
   void Release(const Endpoint& replica);
+  // The other routers' counts changed: a replica they freed may take what waits.
+  void Rematch();
 
   // KairosQueue::PredictMs now: what the door reads for a query of `rows` rows.
   std::optional<double> PredictMs(int rows) const;
@@ -55,7 +59,9 @@ class Matcher {
     std::shared_ptr<Endpoint> served;  // set under the lock when it starts
   };
   double Now() const;
-  void Start(const std::vector<routing::KairosQueue::Start>& starts);  // under mu_
+  // The other routers' calls, as last reported, then the matching's starts; under mu_.
+  void Match();
+  void Start(const std::vector<routing::KairosQueue::Start>& starts);
 
   mutable std::mutex mu_;
   std::optional<routing::KairosQueue> queue_;

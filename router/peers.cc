@@ -95,8 +95,9 @@ void PeerLink::SetPeers(std::vector<std::string> ips) {
   peers_ = std::move(ips);
 }
 
-void PeerLink::Start(std::function<void(int)> peers_changed) {
+void PeerLink::Start(std::function<void(int)> peers_changed, std::function<void()> counts_changed) {
   peers_changed_ = std::move(peers_changed);
+  counts_changed_ = std::move(counts_changed);
   thread_ = std::thread([this] {
     while (!stop_) Guard("router-peers", [this] { Loop(); });
   });
@@ -110,34 +111,44 @@ void PeerLink::Loop() {
     std::uint64_t nudges = 0;
     [[maybe_unused]] const ssize_t n = read(nudge_fd_, &nudges, sizeof nudges);
     const double now = NowMs();
-    Receive(now);
-    Publish(now);
+    // The sums move only with a report or as one goes stale, not with this router's own nudges.
+    if ((Receive(now) || now - last_published_ms_ >= kTickMs) && Publish(now) && counts_changed_) {
+      counts_changed_();
+    }
     Send(now);
   }
 }
 
-void PeerLink::Receive(double now_ms) {
+bool PeerLink::Receive(double now_ms) {
+  bool received = false;
   for (;;) {
     const ssize_t n = recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
     if (n < 0) break;
     auto report = routing::DecodePeerReport(std::string_view(buffer_.data(), n));
-    if (report && report->sender != id_) book_.Record(std::move(*report), now_ms);
+    if (!report || report->sender == id_) continue;
+    book_.Record(std::move(*report), now_ms);
+    received = true;
   }
   const int fresh = book_.FreshPeers(now_ms);
   if (fresh != fresh_peers_.exchange(fresh, std::memory_order_relaxed)) {
     Log("info", "router peers reporting", {{"peers", std::to_string(fresh)}});
     if (peers_changed_) peers_changed_(fresh);
   }
+  return received;
 }
 
-void PeerLink::Publish(double now_ms) {
+bool PeerLink::Publish(double now_ms) {
+  last_published_ms_ = now_ms;
   const std::map<std::string, int> sums = book_.Outstanding(now_ms);
+  bool moved = false;
   std::lock_guard lock(mu_);
   std::erase_if(tracked_, [](const auto& entry) { return entry.second.own.expired(); });
   for (auto& [address, t] : tracked_) {
     const auto it = sums.find(address);
-    t.peers->store(it == sums.end() ? 0 : it->second, std::memory_order_relaxed);
+    const int sum = it == sums.end() ? 0 : it->second;
+    moved = t.peers->exchange(sum, std::memory_order_relaxed) != sum || moved;
   }
+  return moved;
 }
 
 void PeerLink::Send(double now_ms) {

@@ -41,14 +41,15 @@ class PeerLink {
   int fresh_peers() const { return fresh_peers_.load(std::memory_order_relaxed); }
 
   // Starts the link's thread; `peers_changed` is called there with the fresh peers' number
-  // each time it changes.
-  void Start(std::function<void(int)> peers_changed);
+  // each time it changes, `counts_changed` each time a count they report at a tracked pod does
+  // (either may be null).
+  void Start(std::function<void(int)> peers_changed, std::function<void()> counts_changed);
 
  private:
   PeerLink(int fd, int nudge_fd, unsigned short port);
   void Loop();
-  void Receive(double now_ms);
-  void Publish(double now_ms);  // the fresh peers' sums into the tracked counts
+  bool Receive(double now_ms);  // whether a report came
+  bool Publish(double now_ms);  // the fresh peers' sums into the tracked counts; whether one moved
   void Send(double now_ms);     // this router's report, when changed or due
 
   struct Tracked {
@@ -69,7 +70,9 @@ class PeerLink {
   std::array<char, 65536> buffer_{};  // a datagram as received; the loop's thread alone
   std::string last_sent_;
   double last_sent_ms_ = -1e18;
+  double last_published_ms_ = -1e18;
   std::function<void(int)> peers_changed_;
+  std::function<void()> counts_changed_;
   std::thread thread_;
 };
 

@@ -39,12 +39,26 @@ void KairosQueue::Complete(int replica) {
   }
 }
 
+void KairosQueue::SetBusyElsewhere(int replica, bool busy, double now_ms) {
+  for (Replica& r : replicas_) {
+    if (r.spec.id != replica || r.elsewhere == busy) continue;
+    r.elsewhere = busy;
+    r.elsewhere_done_ms = now_ms + Ms(r, 1);
+  }
+}
+
+double KairosQueue::Ms(const Replica& r, int rows) const {
+  const auto& latency = options_.latency_ms;
+  const auto c = static_cast<size_t>(r.spec.hardware_class);
+  return c < latency.size() && latency[c] ? latency[c](std::max(1, rows)) : 0.0;
+}
+
 std::vector<std::pair<size_t, size_t>> KairosQueue::Pairs(double now_ms) const {
   std::vector<std::pair<size_t, size_t>> pairs;
   if (options_.fcfs) {
     size_t next = 0;
     for (size_t j = 0; j < replicas_.size() && next < queue_.size(); ++j) {
-      if (!replicas_[j].busy) pairs.emplace_back(next++, j);
+      if (replicas_[j].idle()) pairs.emplace_back(next++, j);
     }
     return pairs;
   }
@@ -54,19 +68,19 @@ std::vector<std::pair<size_t, size_t>> KairosQueue::Pairs(double now_ms) const {
   std::vector<kairos::Instance> instances;
   instances.reserve(replicas_.size());
   for (const Replica& r : replicas_) {
-    instances.push_back({r.spec.hardware_class, r.busy ? std::max(0.0, r.done_ms - now_ms) : 0});
+    instances.push_back({r.spec.hardware_class, r.FreeInMs(now_ms)});
   }
   const std::vector<int> match = kairos::Dispatch(
       queries, instances, options_.latency_ms, options_.coefficient, options_.qos_ms, options_.xi);
   for (size_t i = 0; i < match.size(); ++i) {
-    if (match[i] >= 0 && !replicas_[match[i]].busy) pairs.emplace_back(i, match[i]);
+    if (match[i] >= 0 && replicas_[match[i]].idle()) pairs.emplace_back(i, match[i]);
   }
   return pairs;
 }
 
 std::vector<KairosQueue::Start> KairosQueue::Match(double now_ms) {
   if (queue_.empty() ||
-      std::none_of(replicas_.begin(), replicas_.end(), [](const Replica& r) { return !r.busy; })) {
+      std::none_of(replicas_.begin(), replicas_.end(), [](const Replica& r) { return r.idle(); })) {
     return {};
   }
   std::vector<Start> starts;
@@ -74,7 +88,7 @@ std::vector<KairosQueue::Start> KairosQueue::Match(double now_ms) {
   for (const auto& [i, j] : Pairs(now_ms)) {
     Replica& r = replicas_[j];
     r.busy = true;
-    r.done_ms = now_ms + options_.latency_ms[r.spec.hardware_class](queue_[i].size);
+    r.done_ms = now_ms + Ms(r, queue_[i].size);
     starts.push_back({queue_[i].query, r.spec.id});
     started[i] = 1;
   }
@@ -84,24 +98,18 @@ std::vector<KairosQueue::Start> KairosQueue::Match(double now_ms) {
 }
 
 std::optional<double> KairosQueue::PredictMs(int size, double now_ms) const {
-  const auto ms = [&](const Replica& r, int rows) {
-    const auto& latency = options_.latency_ms;
-    const auto c = static_cast<size_t>(r.spec.hardware_class);
-    return c < latency.size() && latency[c] ? latency[c](std::max(1, rows)) : 0.0;
-  };
   std::vector<double> free_at;  // ms from now, by replica
   free_at.reserve(replicas_.size());
-  for (const Replica& r : replicas_)
-    free_at.push_back(r.busy ? std::max(0.0, r.done_ms - now_ms) : 0);
+  for (const Replica& r : replicas_) free_at.push_back(r.FreeInMs(now_ms));
   for (const Waiting& w : queue_) {
     if (free_at.empty()) break;
     const auto j =
         static_cast<size_t>(std::min_element(free_at.begin(), free_at.end()) - free_at.begin());
-    free_at[j] += ms(replicas_[j], w.size);
+    free_at[j] += Ms(replicas_[j], w.size);
   }
   std::optional<double> best;
   for (size_t j = 0; j < replicas_.size(); ++j) {
-    const double done = free_at[j] + ms(replicas_[j], size);
+    const double done = free_at[j] + Ms(replicas_[j], size);
     if (!best || done < *best) best = done;
   }
   return best;

@@ -4,6 +4,7 @@
 // class. Pure: the caller passes the time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -45,6 +46,11 @@ class KairosQueue {
   void Leave(std::uint64_t query);
   // The replica's query is done: it is idle.
   void Complete(int replica);
+  // Whether another router replica has a query at `replica` (routing/peer_counts.h). Such a
+  // replica starts nothing here until it is free again; how long its query still needs is not
+  // reported, so the matching takes it as its class's time for a query of one row from when it
+  // was first reported busy: the least any query takes.
+  void SetBusyElsewhere(int replica, bool busy, double now_ms);
 
   // Which waiting queries start now, and where: Kairos's matching over every replica (a busy
   // one through the time it still needs, as predicted when its query started), of which only
@@ -77,7 +83,16 @@ class KairosQueue {
     PoolReplica spec;
     bool busy = false;
     double done_ms = 0;  // predicted, while busy
+    bool elsewhere = false;
+    double elsewhere_done_ms = 0;  // predicted, while busy elsewhere
+    bool idle() const { return !busy && !elsewhere; }
+    // How long until it is free, as predicted.
+    double FreeInMs(double now_ms) const {
+      return std::max(
+          {0.0, busy ? done_ms - now_ms : 0, elsewhere ? elsewhere_done_ms - now_ms : 0});
+    }
   };
+  double Ms(const Replica& r, int rows) const;  // d(rows) on the replica's class
   std::vector<std::pair<size_t, size_t>> Pairs(double now_ms) const;  // (queue, replica)
 
   Options options_;

@@ -45,9 +45,10 @@ TEST(PeerLink, EachReplicaReadsTheOthersCallsAtAPodAndForgetsAReplicaThatWent) {
   // Each is told every replica, itself among them, as discovery lists them.
   a->SetPeers({"127.0.0.21", "127.0.0.22"});
   b->SetPeers({"127.0.0.21", "127.0.0.22"});
-  std::atomic<int> b_saw{-1};  // the last number of peers b reported
-  a->Start(nullptr);
-  b->Start([&b_saw](int peers) { b_saw = peers; });
+  std::atomic<int> b_saw{-1};   // the last number of peers b reported
+  std::atomic<int> b_moves{0};  // how often a count a reports moved at b
+  a->Start(nullptr, nullptr);
+  b->Start([&b_saw](int peers) { b_saw = peers; }, [&b_moves] { ++b_moves; });
   ASSERT_TRUE(testing::Eventually([&] { return a->fresh_peers() == 1 && b->fresh_peers() == 1; },
                                   milliseconds(2000), milliseconds(5)));
   EXPECT_TRUE(testing::Eventually([&] { return b_saw == 1; }, milliseconds(2000)));
@@ -56,12 +57,15 @@ TEST(PeerLink, EachReplicaReadsTheOthersCallsAtAPodAndForgetsAReplicaThatWent) {
   a->Nudge();
   *b_own = 1;
   b->Nudge();
-  EXPECT_TRUE(testing::Eventually([&] { return b_reads->load() == 3 && a_reads->load() == 1; },
-                                  milliseconds(2000), milliseconds(1)));
+  EXPECT_TRUE(testing::Eventually(
+      [&] { return b_reads->load() == 3 && a_reads->load() == 1 && b_moves > 0; },
+      milliseconds(2000), milliseconds(1)))
+      << "b is told as a's count moves";
+  const int moves = b_moves;
   *a_own = 0;
   a->Nudge();
-  EXPECT_TRUE(testing::Eventually([&] { return b_reads->load() == 0; }, milliseconds(2000),
-                                  milliseconds(1)));
+  EXPECT_TRUE(testing::Eventually([&] { return b_reads->load() == 0 && b_moves > moves; },
+                                  milliseconds(2000), milliseconds(1)));
 
   // A replica killed with calls out: its count stops arriving, and after kPeerFreshMs the other
   // no longer counts it (nor the replica itself).
@@ -82,7 +86,7 @@ TEST(PeerLink, GarbageOnThePortChangesNothing) {
   ASSERT_TRUE(b);
   const auto b_own = std::make_shared<std::atomic<int>>(0);  // tracked while it lives
   const auto b_reads = b->Track("10.0.0.5:8080", b_own);
-  b->Start(nullptr);
+  b->Start(nullptr, nullptr);
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {}};
   inet_pton(AF_INET, "127.0.0.24", &to.sin_addr);

@@ -76,9 +76,10 @@ TEST(KairosQueue, AReplicaThatStaysKeepsItsQueryAndOneThatGoesIsForgotten) {
   EXPECT_EQ(q.waiting(), 0u);
 }
 
-// Over random arrivals and completions: no replica ever holds two queries, no query starts
-// twice or after it left, and first come first served is work-conserving (a query waits only
-// while every replica is busy) and keeps arrival order.
+// Over random arrivals, completions and other routers' calls coming and going: no replica ever
+// holds two queries, none starts on a replica another router reports busy, no query starts twice
+// or after it left, and first come first served is work-conserving (a query waits only while
+// every replica is busy, here or elsewhere) and keeps arrival order.
 TEST(KairosQueue, InvariantsOverRandomEvents) {
   std::mt19937 rng(11);
   for (const bool fcfs : {false, true}) {
@@ -86,13 +87,13 @@ TEST(KairosQueue, InvariantsOverRandomEvents) {
     std::vector<PoolReplica> replicas;
     for (int j = 0; j < 5; ++j) replicas.push_back({j, j % 2});
     q.SetReplicas(replicas);
-    std::set<int> busy;
+    std::set<int> busy, elsewhere;
     std::set<std::uint64_t> started, left, waiting;
     std::uint64_t next = 0, last_started = 0;
     double now = 0;
-    for (int step = 0; step < 5000; ++step) {
+    for (int step = 0; step < 6000; ++step) {
       now += 0.5;
-      const int event = std::uniform_int_distribution<int>(0, 3)(rng);
+      const int event = std::uniform_int_distribution<int>(0, 4)(rng);
       if (event <= 1) {
         if (q.Arrive(next, std::uniform_int_distribution<int>(1, 10)(rng), now)) {
           waiting.insert(next);
@@ -107,9 +108,19 @@ TEST(KairosQueue, InvariantsOverRandomEvents) {
         q.Leave(*waiting.begin());
         left.insert(*waiting.begin());
         waiting.erase(waiting.begin());
+      } else if (event == 4) {
+        const int j = std::uniform_int_distribution<int>(0, 4)(rng);
+        const bool now_busy = elsewhere.count(j) == 0;
+        q.SetBusyElsewhere(j, now_busy, now);
+        if (now_busy) {
+          elsewhere.insert(j);
+        } else {
+          elsewhere.erase(j);
+        }
       }
       for (const auto& s : q.Match(now)) {
         ASSERT_TRUE(busy.insert(s.replica).second) << "replica " << s.replica << " twice";
+        ASSERT_EQ(elsewhere.count(s.replica), 0u) << "replica " << s.replica << " busy elsewhere";
         ASSERT_TRUE(started.insert(s.query).second) << "query " << s.query << " twice";
         ASSERT_EQ(left.count(s.query), 0u);
         ASSERT_EQ(waiting.erase(s.query), 1u);
@@ -120,15 +131,39 @@ TEST(KairosQueue, InvariantsOverRandomEvents) {
       }
       ASSERT_EQ(q.waiting(), waiting.size());
       if (fcfs) {
-        ASSERT_TRUE(waiting.empty() || busy.size() == replicas.size());
+        for (const PoolReplica& r : replicas) {
+          ASSERT_TRUE(waiting.empty() || busy.count(r.id) || elsewhere.count(r.id));
+        }
       }
     }
     EXPECT_GT(started.size(), 1000u);
   }
 }
 
-// MArk spills exactly when every main replica, after the batches it already holds, would
-// finish the request past RT_max.
+// A replica another router reports busy takes nothing from here until it reports it free, and
+// the door's prediction waits for it at least its class's time for one row.
+TEST(KairosQueue, AReplicaBusyAtAnotherRouterStartsNothingHereUntilFree) {
+  KairosQueue q(TwoClasses());
+  const std::vector<PoolReplica> replicas = {{7, 0}};
+  q.SetReplicas(replicas);
+  q.SetBusyElsewhere(7, true, 0);
+  EXPECT_DOUBLE_EQ(*q.PredictMs(3, 0), 1 + 3) << "one row's time there, then its own";
+  EXPECT_DOUBLE_EQ(*q.PredictMs(3, 0.5), 0.5 + 3);
+  EXPECT_DOUBLE_EQ(*q.PredictMs(3, 5), 3) << "past the least it takes: free any moment";
+  q.SetBusyElsewhere(7, true, 5);  // still busy: the estimate stays from when it was first seen
+  EXPECT_DOUBLE_EQ(*q.PredictMs(3, 5), 3);
+  ASSERT_TRUE(q.Arrive(1, 3, 5));
+  EXPECT_TRUE(q.Match(5).empty()) << "busy at the other router";
+  q.SetBusyElsewhere(7, false, 6);
+  const auto starts = q.Match(6);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].replica, 7);
+  q.SetBusyElsewhere(7, true, 6);
+  q.Complete(7);
+  ASSERT_TRUE(q.Arrive(2, 1, 7));
+  EXPECT_TRUE(q.Match(7).empty()) << "its own query done, the other router's not";
+}
+
 // The door's prediction: a query alone on whichever replica finishes it soonest, after the one
 // in flight there and the queries waiting ahead of it, whatever the pods' batch sizes.
 TEST(KairosQueue, PredictsAQueryAtTheReplicaThatFinishesItSoonest) {
@@ -170,6 +205,8 @@ TEST(KairosQueue, APredictionIsNoBetterThanAloneAndGrowsWithTheQueue) {
   }
 }
 
+// MArk spills exactly when every main replica, after the batches it already holds, would
+// finish the request past RT_max.
 TEST(ShouldSpill, EveryMainReplicaLateAndNoSooner) {
   EXPECT_TRUE(ShouldSpill({}, 100)) << "no main replica: only the burst class can serve";
   const std::vector<MainReplica> idle = {{0, 4, 30}};
