@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <random>
@@ -120,10 +121,26 @@ void PeerLink::Loop() {
 }
 
 bool PeerLink::Receive(double now_ms) {
+  std::vector<std::string> peers;
+  {
+    std::lock_guard lock(mu_);
+    peers = peers_;
+  }
   bool received = false;
   for (;;) {
-    const ssize_t n = recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);
+    sockaddr_in from{};
+    socklen_t from_size = sizeof from;
+    const ssize_t n = recvfrom(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT,
+                               reinterpret_cast<sockaddr*>(&from), &from_size);
     if (n < 0) break;
+    // Only the pipeline's router pods report; anything else that reaches the port is dropped
+    // unread.
+    std::array<char, INET_ADDRSTRLEN> ip{};
+    if (from.sin_family != AF_INET ||
+        inet_ntop(AF_INET, &from.sin_addr, ip.data(), ip.size()) == nullptr ||
+        std::find(peers.begin(), peers.end(), std::string_view(ip.data())) == peers.end()) {
+      continue;
+    }
     auto report = routing::DecodePeerReport(std::string_view(buffer_.data(), n));
     if (!report || report->sender == id_) continue;
     book_.Record(std::move(*report), now_ms);

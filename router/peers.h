@@ -32,7 +32,8 @@ class PeerLink {
   // this router's count there, which the link reports to the peers while it lives.
   std::shared_ptr<const std::atomic<int>> Track(const std::string& address,
                                                 const std::shared_ptr<std::atomic<int>>& own);
-  // The router replicas' IPs (this one's own among them or not): where reports go.
+  // The router replicas' IPs (this one's own among them or not): where reports go, and the
+  // only sources whose reports count.
   void SetPeers(std::vector<std::string> ips);
   // This router's count at a pod changed: report it now rather than at the next tick (a call
   // lasts tens of milliseconds; two routers reading a pod idle in the same tick both fill it).

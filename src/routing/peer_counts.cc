@@ -72,6 +72,7 @@ void PeerBook::Record(PeerReport report, double now_ms) {
   std::erase_if(last_,
                 [now_ms](const auto& entry) { return now_ms - entry.second.first > kPeerFreshMs; });
   const std::uint64_t sender = report.sender;
+  if (!last_.contains(sender) && last_.size() >= kMaxPeers) return;
   last_[sender] = {now_ms, std::move(report)};
 }
 

@@ -23,6 +23,9 @@ inline constexpr double kPeerFreshMs = 300;
 inline constexpr double kPeerHeartbeatMs = 75;
 // A report carries at most this many pods (a datagram of about 40 bytes each stays under 64 KB).
 inline constexpr size_t kMaxPeerPods = 1500;
+// A book holds at most this many peers' reports: a pipeline runs a handful of router replicas, and
+// whatever else reaches the port must not grow it.
+inline constexpr size_t kMaxPeers = 64;
 
 struct PeerReport {
   std::uint64_t sender = 0;  // a random id per router process: its own reports come back to it
@@ -39,7 +42,8 @@ Result<PeerReport> DecodePeerReport(std::string_view datagram);
 // The last report of each peer and when it came.
 class PeerBook {
  public:
-  // Replaces `report.sender`'s last report; forgets peers gone past kPeerFreshMs.
+  // Replaces `report.sender`'s last report; forgets peers gone past kPeerFreshMs. A new
+  // sender beyond kMaxPeers fresh ones is ignored.
   void Record(PeerReport report, double now_ms);
   // The calls the fresh peers have outstanding at each pod address.
   std::map<std::string, int> Outstanding(double now_ms) const;

@@ -78,29 +78,49 @@ TEST(PeerLink, EachReplicaReadsTheOthersCallsAtAPodAndForgetsAReplicaThatWent) {
                                   milliseconds(2000), milliseconds(5)));
 }
 
-// Anyone who reaches the port may send anything: the link reads on, and a report from a real
-// peer after the garbage still counts.
+// A UDP socket on `ip` (any port), as another process there sends from.
+int SocketOn(const std::string& ip) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{.sin_family = AF_INET, .sin_port = 0, .sin_addr = {}};
+  inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  return fd;
+}
+
+// Anyone who reaches the port may send anything: the link reads on; a well-formed report from an
+// address that is not a router replica's counts nothing, and one from a replica after the garbage
+// counts.
 TEST(PeerLink, GarbageOnThePortChangesNothing) {
   const unsigned short port = FreePort();
   auto b = Link("127.0.0.24", port);
   ASSERT_TRUE(b);
   const auto b_own = std::make_shared<std::atomic<int>>(0);  // tracked while it lives
   const auto b_reads = b->Track("10.0.0.5:8080", b_own);
+  b->SetPeers({"127.0.0.24", "127.0.0.25"});
   b->Start(nullptr, nullptr);
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in to{.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {}};
   inet_pton(AF_INET, "127.0.0.24", &to.sin_addr);
+  const auto send = [&](int fd, const std::string& datagram) {
+    sendto(fd, datagram.data(), datagram.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  };
+  const int peer = SocketOn("127.0.0.25"), stranger = SocketOn("127.0.0.26");
   for (const std::string& junk :
        {std::string(), std::string("pipescale-peers/1 zz\n"),
         std::string("pipescale-peers/1 1\nx -1\n"), std::string(60000, '\xff')}) {
-    sendto(fd, junk.data(), junk.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    send(peer, junk);
   }
-  const std::string real =
-      routing::EncodePeerReport({.sender = 9, .outstanding = {{"10.0.0.5:8080", 2}}});
-  sendto(fd, real.data(), real.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
-  close(fd);
+  send(stranger, routing::EncodePeerReport({.sender = 8, .outstanding = {{"10.0.0.5:8080", 5}}}));
+  send(peer, routing::EncodePeerReport({.sender = 9, .outstanding = {{"10.0.0.5:8080", 2}}}));
   EXPECT_TRUE(testing::Eventually([&] { return b_reads->load() == 2 && b->fresh_peers() == 1; },
                                   milliseconds(2000), milliseconds(5)));
+  // The stranger's report, sent first, was dropped rather than late.
+  send(stranger, routing::EncodePeerReport({.sender = 8, .outstanding = {{"10.0.0.5:8080", 5}}}));
+  send(peer, routing::EncodePeerReport({.sender = 9, .outstanding = {{"10.0.0.5:8080", 1}}}));
+  EXPECT_TRUE(testing::Eventually([&] { return b_reads->load() == 1; }, milliseconds(2000),
+                                  milliseconds(5)));
+  EXPECT_EQ(b->fresh_peers(), 1);
+  close(peer);
+  close(stranger);
 }
 
 TEST(PeerLink, AnAddressThatIsNotOneIsAnErrorNotACrash) {

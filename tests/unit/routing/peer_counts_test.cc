@@ -101,6 +101,24 @@ TEST(PeerBook, SumsTheFreshPeersLastReportsAndForgetsTheSilentOnes) {
   EXPECT_TRUE(book.Outstanding(200 + kPeerFreshMs + 1).empty());
 }
 
+// Past kMaxPeers fresh senders a new one is ignored (the port is open to anything that reaches
+// it); the known ones still update, and once some go silent there is room again.
+TEST(PeerBook, HoldsAtMostKMaxPeersAndAKnownPeerStillUpdates) {
+  PeerBook book;
+  for (std::uint64_t s = 0; s < kMaxPeers + 10; ++s) {
+    book.Record({.sender = s, .outstanding = {{"a", 1}}}, 0);
+  }
+  EXPECT_EQ(book.FreshPeers(0), static_cast<int>(kMaxPeers));
+  EXPECT_EQ(book.Outstanding(0).at("a"), static_cast<int>(kMaxPeers));
+  book.Record({.sender = 0, .outstanding = {{"a", 5}}}, 1);
+  EXPECT_EQ(book.Outstanding(1).at("a"), static_cast<int>(kMaxPeers) + 4);
+  book.Record({.sender = 999, .outstanding = {{"b", 1}}}, 100);
+  EXPECT_FALSE(book.Outstanding(100).contains("b")) << "a new sender while the book is full";
+  // Past kPeerFreshMs the senders that reported at 0 are gone; sender 0 (at 1) stays.
+  book.Record({.sender = 999, .outstanding = {{"b", 1}}}, kPeerFreshMs + 0.5);
+  EXPECT_EQ(book.Outstanding(kPeerFreshMs + 0.5), (std::map<std::string, int>{{"a", 5}, {"b", 1}}));
+}
+
 // The whole queue of a pod, from any mix of reporting and silent replicas, is never read as
 // less than this router's own share, and grows with every call anyone adds.
 TEST(PodOutstanding, CountsReportedCallsOnceAndSilentReplicasAsThisOnesShare) {
