@@ -1,7 +1,7 @@
 // Faults in the request path on the local cluster, one at a time under a steady load the plan
 // serves, every part real (issue 48): a model pod deleted (SIGTERM) and one killed (SIGKILL), the
-// operator killed and started again, a router pod deleted, a router's process killed and the
-// routers' rolling update. The
+// operator's leader killed (its standby takes the Lease over), a router pod deleted, a router's
+// process killed and the routers' rolling update. The
 // load generator reaches the routers as a client behind their Service does and logs every
 // request; the test holds each fault to what it may cost the clients: nothing for a deletion, a
 // dead operator or a model pod whose task has another Ready pod, and for a killed router at most
@@ -12,7 +12,6 @@
 
 #include <cstdio>
 #include <functional>
-#include <thread>
 
 #include "e2e/fault_fixture.h"
 #include "integration/harness/events.h"
@@ -24,8 +23,12 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) {
-  auto op = StartPipeline();
+  // Two operators, as the chart's `replicas: 2`: one leads, the other stands by.
+  auto op = StartPipeline(/*elected=*/true);
   ASSERT_TRUE(op);
+  auto standby = std::make_unique<Process>(OperatorCommand(true), dir_ + "/operator-2.log");
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == op->pid(); }, 30s, 200ms))
+      << "the first operator does not lead: " << op->Log();
   const std::string requests = dir_ + "/requests.csv";
   Process load = StartLoad(kSeconds, requests);
   ASSERT_TRUE(LoadStarted(load)) << load.Log();
@@ -51,11 +54,16 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   next("model pod killed (SIGKILL)", [&](Fault& fault) {
     return KillListener(ReadyPod("pipescale.io/task=detect").second, fault);
   });
-  next("operator killed (SIGKILL), started again 5 s later", [&](Fault&) {
+  // A killed leader does not release its Lease: the standby takes it once it expires (15 s).
+  next("operator leader killed (SIGKILL), the standby takes over", [&](Fault&) {
     op->Stop(SIGKILL, 5s);
-    std::this_thread::sleep_for(5s);  // the fault's length, not a wait for a condition
-    op = std::make_unique<Process>(OperatorArgs(env(), ns_), dir_ + "/operator-2.log");
-    return true;
+    const double killed_ms = UnixMs();
+    const bool taken = Eventually([&] { return LeaseHolder() == standby->pid(); }, 40s, 200ms);
+    EXPECT_TRUE(taken) << "the standby did not take the Lease: " << standby->Log();
+    std::printf("the standby leads %.1f s after the leader's kill\n",
+                (UnixMs() - killed_ms) / 1000);
+    op = std::move(standby);
+    return taken;
   });
   next("router pod deleted (SIGTERM)",
        [&](Fault&) { return DeletePod(ReadyPod("pipescale.io/router").first); });

@@ -155,15 +155,35 @@ class FaultTest : public ::testing::Test {
     return client_->Delete(kube::ObjectPath(kube::kPods, ns_, name)).ok();
   }
 
-  // The pipeline applied and its operator started; nullptr unless detect and the router come
-  // to two Ready pods each.
-  std::unique_ptr<Process> StartPipeline() {
+  // The operator's command line; `elected`: one of replicas that elect a leader by a Lease in
+  // the namespace (the chart's replicas: 2), the others standing by.
+  std::vector<std::string> OperatorCommand(bool elected) const {
+    std::vector<std::string> args = OperatorArgs(env(), ns_);
+    if (elected) {
+      args.insert(args.end(), {"--leader-elect=true", "--leader-election-namespace", ns_,
+                               "--leader-election-id", kLease});
+    }
+    return args;
+  }
+  // The pid in the Lease's holder identity (host_pid), 0 when none holds it.
+  pid_t LeaseHolder() const {
+    auto lease =
+        client_->Get("/apis/coordination.k8s.io/v1/namespaces/" + ns_ + "/leases/" + kLease);
+    if (!lease.ok()) return 0;
+    const std::string holder = StringField(Member(*lease, "spec"), "holderIdentity");
+    const size_t at = holder.rfind('_');
+    return at == std::string::npos ? 0 : std::atoi(holder.c_str() + at + 1);
+  }
+
+  // The pipeline applied and its operator started (`elected`: as OperatorCommand); nullptr
+  // unless detect and the router come to two Ready pods each.
+  std::unique_ptr<Process> StartPipeline(bool elected = false) {
     pipeline_file_ = dir_ + "/pipeline.yaml";
     // The router as by default: two replicas, so that one may fail.
     std::ofstream(pipeline_file_) << ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"),
                                                    ", startupSeconds: 1",
                                                    "  minRate: " + std::to_string(kRate) + "\n");
-    auto op = std::make_unique<Process>(OperatorArgs(env(), ns_), dir_ + "/operator.log");
+    auto op = std::make_unique<Process>(OperatorCommand(elected), dir_ + "/operator.log");
     if (!KubectlApply(env(), pipeline_file_)) return nullptr;
     if (!Eventually([&] { return Whole(); }, std::chrono::seconds(120),
                     std::chrono::milliseconds(500))) {
@@ -186,6 +206,7 @@ class FaultTest : public ::testing::Test {
                       std::chrono::seconds(90), std::chrono::milliseconds(100));
   }
 
+  static constexpr const char* kLease = "pipescale-operator";
   std::unique_ptr<kube::Client> client_;
   std::string ns_, dir_, pipeline_file_;
 };
