@@ -101,6 +101,17 @@ class Operator {
           const std::string& pipeline = pod.pipeline.empty() ? pod.router_of : pod.pipeline;
           if (!pipeline.empty()) controller_->Enqueue(pipeline);
         });
+    // A pipeline's priority decides whose pods its room counts: the classes' values, as they are.
+    priority_classes_ = std::make_unique<kube::TypedInformer<reconciler::PriorityClassValue>>(
+        client, kube::InformerOptions{.type = kube::kPriorityClasses},
+        reconciler::ReadPriorityClass,
+        [this](const std::string& key, const reconciler::PriorityClassValue& value) {
+          if (priority_classes_->Contains(key)) {
+            cluster_.SetPriorityClass(key, value);
+          } else {
+            cluster_.RemovePriorityClass(key);
+          }
+        });
     const auto enqueue = [this](const std::string& key) {
       if (!key.empty()) controller_->Enqueue(key);
     };
@@ -153,6 +164,7 @@ class Operator {
     for (auto& o : owned_) o->Start();
     nodes_->Start();
     pods_->Start();
+    priority_classes_->Start();
     controller_->Start();
     surge_watch_->Start();
   }
@@ -187,6 +199,7 @@ class Operator {
     for (auto& o : owned_) o->RequestStop();
     nodes_->RequestStop();
     pods_->RequestStop();
+    priority_classes_->RequestStop();
     surge_watch_->Stop();  // it queues into the controller
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
@@ -194,6 +207,7 @@ class Operator {
     for (auto& o : owned_) o->Stop();
     nodes_->Stop();
     pods_->Stop();
+    priority_classes_->Stop();
   }
 
  private:
@@ -262,6 +276,7 @@ class Operator {
   reconciler::ClusterView cluster_;
   std::unique_ptr<kube::TypedInformer<reconciler::NodeRoom>> nodes_;
   std::unique_ptr<kube::TypedInformer<reconciler::PodShare>> pods_;
+  std::unique_ptr<kube::TypedInformer<reconciler::PriorityClassValue>> priority_classes_;
   std::vector<std::unique_ptr<reconciler::PipelineInformer>> pipelines_;
   std::vector<std::unique_ptr<reconciler::DeploymentInformer>> deployments_;
   std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;

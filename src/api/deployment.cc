@@ -113,6 +113,10 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   }
   const json& tolerations = hardware_class.tolerations.get();
   if (tolerations.is_array() && !tolerations.empty()) spec["tolerations"] = tolerations;
+  // The pipeline's, over any in the template: the room the plan counts on is the priority's.
+  if (!pipeline.spec.priority_class_name.empty()) {
+    spec["priorityClassName"] = pipeline.spec.priority_class_name;
+  }
 
   return {{"apiVersion", "apps/v1"},
           {"kind", "Deployment"},

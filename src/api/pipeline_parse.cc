@@ -51,6 +51,17 @@ bool IsDnsLabel(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
+// A Kubernetes object name such as a PriorityClass's: DNS labels joined by '.', at most 253.
+bool IsDnsSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (size_t from = 0;;) {
+    const size_t dot = s.find('.', from);
+    if (!IsDnsLabel(s.substr(from, dot == std::string_view::npos ? dot : dot - from))) return false;
+    if (dot == std::string_view::npos) return true;
+    from = dot + 1;
+  }
+}
+
 // Names become parts of Deployment names, so they must be DNS labels.
 std::optional<std::string> Name(Reader& r, const json& object, const std::string& path) {
   auto name = r.String(object, "name", path, true);
@@ -794,6 +805,16 @@ void ParseSettings(Reader& r, const json& spec, model::PipelineSpec& out) {
   ParseBehavior(r, spec, out);
   ParseProfileLearning(r, spec, out);
   ParseScaleToZero(r, spec, out);
+  if (auto p = r.String(spec, "priorityClassName", "spec", false)) {
+    if (IsDnsSubdomain(*p)) {
+      out.priority_class_name = *p;
+    } else {
+      r.Fail("spec.priorityClassName",
+             Quote(*p) +
+                 " is not a PriorityClass name: lower-case letters, digits, '-' and '.', "
+                 "at most 253 characters");
+    }
+  }
 }
 
 // MArk plans one step per interval up to its forecast horizon and the slowest startup; both
@@ -911,7 +932,7 @@ ParsedPipeline ParsePipeline(std::string_view text) {
     r.OnlyKnown(*spec, "spec",
                 {"optimizer", "mode", "interval", "minRate", "hardwareClasses", "tasks", "paths",
                  "slo", "budget", "metrics", "forecast", "behavior", "querySizes", "router",
-                 "profiles", "scaleToZero"});
+                 "profiles", "scaleToZero", "priorityClassName"});
     ParseSettings(r, *spec, pipeline.spec);
     ParseHardwareClasses(r, *spec, pipeline.spec);
     ParseTasks(r, *spec, pipeline.spec);

@@ -138,6 +138,7 @@ json CapacityToJson(const std::vector<model::ClassCapacity>& capacity) {
                   {"scheduled", c.scheduled},
                   {"placeable", c.placeable},
                   {"limit", c.Limit()}};
+    if (c.preemptible > 0) entry["preemptible"] = c.preemptible;
     if (!c.full_reason.empty()) entry["full"] = c.full_reason;
     out.push_back(std::move(entry));
   }
@@ -796,12 +797,15 @@ model::PipelineStatus StatusReader::Status(const json& status) {
   if (r_.Array(status, "capacity", path, false, limits::kMaxPlanItems) != nullptr) {
     out.capacity.emplace();
     EachObject(status, "capacity", path, [&](const json& c, const std::string& at) {
-      r_.OnlyKnown(c, at, {"hardwareClass", "nodes", "scheduled", "placeable", "full", "limit"});
+      r_.OnlyKnown(
+          c, at,
+          {"hardwareClass", "nodes", "scheduled", "placeable", "preemptible", "full", "limit"});
       model::ClassCapacity entry;
       Set(String(c, "hardwareClass", at), entry.hardware_class);
       Set(Count(c, "nodes", at, 0, limits::kMaxCount), entry.nodes);
       Set(Count(c, "scheduled", at, 0, limits::kMaxCount), entry.scheduled);
       Set(Count(c, "placeable", at, 0, limits::kMaxCount), entry.placeable);
+      Set(Count(c, "preemptible", at, 0, limits::kMaxCount), entry.preemptible);
       Set(String(c, "full", at), entry.full_reason);
       // "limit" is scheduled + placeable: written for a person, not read.
       out.capacity->push_back(std::move(entry));

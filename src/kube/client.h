@@ -29,6 +29,7 @@ inline const ResourceType kEvents{"v1", "events", true};
 inline const ResourceType kLeases{"coordination.k8s.io/v1", "leases", true};
 inline const ResourceType kNodes{"v1", "nodes", false};
 inline const ResourceType kPods{"v1", "pods", true};
+inline const ResourceType kPriorityClasses{"scheduling.k8s.io/v1", "priorityclasses", false};
 inline const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io/v1",
                                                      "customresourcedefinitions", false};
 

@@ -11,6 +11,9 @@ struct ClassCapacity {
   int nodes = 0;      // Ready, schedulable nodes that admit the class
   int placeable = 0;  // more replicas that fit now
   int scheduled = 0;  // the pipeline's replicas of the class bound to a node
+  // Of placeable, the replicas that fit only once the scheduler preempts pods of a lower
+  // priority than the pipeline's (spec.priorityClassName).
+  int preemptible = 0;
   // Why nothing more fits, when placeable is 0: the resource that ran out, or that no node
   // admits the class.
   std::string full_reason;

@@ -283,6 +283,9 @@ struct PipelineSpec {
   double min_rate_rps = 0;
   ProfilesSpec profiles;
   std::optional<ScaleToZero> scale_to_zero;
+  // The PriorityClass of the model and router pods ("": the cluster's default). The scheduler
+  // preempts pods of a lower priority to place them, so their room counts as the pipeline's.
+  std::string priority_class_name;
 
   bool operator==(const PipelineSpec&) const = default;
 };

@@ -142,7 +142,13 @@ PodShare ReadPod(const json& pod) {
           .hardware_class = StringField(labels, "pipescale.io/hardware-class"),
           .task = StringField(labels, "pipescale.io/task"),
           .variant = StringField(labels, "pipescale.io/variant"),
-          .unschedulable = UnschedulableMessage(pod)};
+          .unschedulable = UnschedulableMessage(pod),
+          .priority = IntField(Member(pod, "spec"), "priority", 0)};
+}
+
+PriorityClassValue ReadPriorityClass(const json& priority_class) {
+  return {.value = IntField(priority_class, "value", 0),
+          .global_default = Member(priority_class, "globalDefault") == json(true)};
 }
 
 namespace {
@@ -157,10 +163,12 @@ std::string DeploymentOf(const model::Pipeline& pipeline, const PodShare& pod) {
   return api::DeploymentName(pipeline, task, *variant, pod.hardware_class);
 }
 
-// A class's room, as any pipeline with the same selector, tolerations and requests sees it.
+// A class's room, as any pipeline with the same selector, tolerations, requests and priority
+// sees it.
 struct ClassRoom {
   int nodes = 0;
   int placeable = 0;
+  int preemptible = 0;  // of placeable
   std::string full_reason;
 };
 
@@ -168,15 +176,22 @@ struct ClassRoom {
 
 struct ClusterView::State {
   mutable std::mutex mu;
-  std::map<std::string, NodeRoom> nodes;                     // by name
-  std::map<std::string, Resources> used;                     // by node name: what its pods request
+  std::map<std::string, NodeRoom> nodes;  // by name
+  // By node name, then priority: what its pods request.
+  std::map<std::string, std::map<int, Resources>> used;
   std::unordered_map<std::string, PodShare> pods;            // by key, terminal pods left out
   std::map<std::string, std::set<std::string>> by_pipeline;  // pod keys
+  std::map<std::string, PriorityClassValue> priority_classes;
   // Each class's room by what defines it, until the next change.
   mutable std::map<std::string, ClassRoom> rooms;
 
   void Unplace(const std::string& key);
-  ClassRoom Room(const model::HardwareClass& hw) const;
+  // What a node has left for a pod of `priority`: its allocatable less what the pods of that
+  // priority or above request (all of them: `priority` nullopt).
+  Resources Free(const std::string& node, const NodeRoom& room, std::optional<int> priority) const;
+  ClassRoom Room(const model::HardwareClass& hw, int priority) const;
+  // The priority admission gives the pipeline's pods.
+  int PriorityOf(const model::Pipeline& pipeline) const;
 };
 
 void ClusterView::State::Unplace(const std::string& key) {
@@ -184,7 +199,7 @@ void ClusterView::State::Unplace(const std::string& key) {
   if (it == pods.end()) return;
   const PodShare& pod = it->second;
   if (!pod.node.empty()) {
-    Resources& on = used[pod.node];
+    Resources& on = used[pod.node][pod.priority];
     for (const auto& [k, v] : pod.requests) on[k] -= v;
   }
   if (!pod.pipeline.empty()) {
@@ -195,23 +210,47 @@ void ClusterView::State::Unplace(const std::string& key) {
   pods.erase(it);
 }
 
-ClassRoom ClusterView::State::Room(const model::HardwareClass& hw) const {
+Resources ClusterView::State::Free(const std::string& node, const NodeRoom& room,
+                                   std::optional<int> priority) const {
+  Resources free = room.allocatable;
+  const auto on = used.find(node);
+  if (on == used.end()) return free;
+  for (const auto& [p, requests] : on->second) {
+    if (priority && p < *priority) continue;  // the scheduler preempts it for this pod
+    for (const auto& [k, v] : requests) free[k] -= v;
+  }
+  return free;
+}
+
+int ClusterView::State::PriorityOf(const model::Pipeline& pipeline) const {
+  const std::string& name = pipeline.spec.priority_class_name;
+  if (!name.empty()) {
+    const auto it = priority_classes.find(name);
+    return it == priority_classes.end() ? 0 : it->second.value;
+  }
+  for (const auto& [n, c] : priority_classes) {
+    if (c.global_default) return c.value;
+  }
+  return 0;
+}
+
+ClassRoom ClusterView::State::Room(const model::HardwareClass& hw, int priority) const {
   const Resources need = ReplicaRequests(hw);
-  const std::string id =
-      json{{"s", hw.node_selector}, {"t", hw.tolerations.get()}, {"n", need}}.dump();
+  const std::string id = json{
+      {"s", hw.node_selector},
+      {"t", hw.tolerations.get()},
+      {"n", need},
+      {"p", priority}}.dump();
   if (auto it = rooms.find(id); it != rooms.end()) return it->second;
   const json& tolerations = hw.tolerations.get();
   ClassRoom room;
   std::map<std::string, int> scarce;
-  static const Resources kNothing;
   for (const auto& [name, node] : nodes) {
     if (!node.ready || !Admits(hw.node_selector, tolerations, node)) continue;
     ++room.nodes;
-    Resources free = node.allocatable;
-    const auto on = used.find(name);
-    for (const auto& [k, v] : on == used.end() ? kNothing : on->second) free[k] -= v;
-    const auto [fit, resource] = Fit(free, need);
+    const auto [fit, resource] = Fit(Free(name, node, priority), need);
     room.placeable += fit;
+    room.preemptible += fit - Fit(Free(name, node, std::nullopt), need).first;
     if (fit == 0) ++scarce[resource];
   }
   if (room.placeable == 0) {
@@ -255,7 +294,7 @@ void ClusterView::SetPod(const std::string& key, const PodShare& pod) {
   s.rooms.clear();
   if (pod.terminal) return;  // its room is free
   if (!pod.node.empty()) {
-    Resources& on = s.used[pod.node];
+    Resources& on = s.used[pod.node][pod.priority];
     for (const auto& [k, v] : pod.requests) on[k] += v;
   }
   if (!pod.pipeline.empty()) s.by_pipeline[pod.pipeline].insert(key);
@@ -265,6 +304,18 @@ void ClusterView::SetPod(const std::string& key, const PodShare& pod) {
 void ClusterView::RemovePod(const std::string& key) {
   std::lock_guard lock(state_->mu);
   state_->Unplace(key);
+  state_->rooms.clear();
+}
+
+void ClusterView::SetPriorityClass(const std::string& name, PriorityClassValue value) {
+  std::lock_guard lock(state_->mu);
+  state_->priority_classes[name] = value;
+  state_->rooms.clear();
+}
+
+void ClusterView::RemovePriorityClass(const std::string& name) {
+  std::lock_guard lock(state_->mu);
+  state_->priority_classes.erase(name);
   state_->rooms.clear();
 }
 
@@ -293,12 +344,14 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
     u.message = *pod.unschedulable;
   }
   ClusterCapacity out;
+  const int priority = s.PriorityOf(pipeline);
   for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
-    ClassRoom room = s.Room(hw);
+    ClassRoom room = s.Room(hw, priority);
     out.classes.push_back({.hardware_class = hw.name,
                            .nodes = room.nodes,
                            .placeable = room.placeable,
                            .scheduled = scheduled[hw.name],
+                           .preemptible = room.preemptible,
                            .full_reason = std::move(room.full_reason)});
   }
   for (auto& [name, u] : waiting) out.unschedulable.push_back(std::move(u));
@@ -306,8 +359,12 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
 }
 
 ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline, const std::vector<json>& nodes,
-                                const std::vector<json>& pods) {
+                                const std::vector<json>& pods,
+                                const std::vector<json>& priority_classes) {
   ClusterView view;
+  for (const json& c : priority_classes) {
+    view.SetPriorityClass(StringField(Member(c, "metadata"), "name"), ReadPriorityClass(c));
+  }
   for (const json& node : nodes) {
     view.SetNode(StringField(Member(node, "metadata"), "name"), ReadNode(node));
   }

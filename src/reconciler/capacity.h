@@ -1,7 +1,8 @@
-// What the cluster can still place for each of a pipeline's hardware classes, from the Nodes
-// and Pods the operator watches, as a scheduler would count it: the allocatable of the Ready,
-// schedulable nodes the class's nodeSelector and tolerations admit, less what their pods
-// request, in replicas of the class. Also which of the pipeline's pods wait unscheduled.
+// What the cluster can still place for each of a pipeline's hardware classes, from the Nodes,
+// Pods and PriorityClasses the operator watches, as a scheduler would count it: the allocatable
+// of the Ready, schedulable nodes the class's nodeSelector and tolerations admit, less what their
+// pods of the pipeline's priority or above request (the scheduler preempts the others for it),
+// in replicas of the class. Also which of the pipeline's pods wait unscheduled.
 #pragma once
 
 #include <map>
@@ -47,8 +48,16 @@ struct PodShare {
   std::string router_of;  // "namespace/name" of the pipeline whose router it runs, else ""
   std::string hardware_class, task, variant;  // its pipescale.io labels
   std::optional<std::string> unschedulable;   // the scheduler's message, when it gave up on it
+  int priority = 0;                           // spec.priority, as admission resolved it
 };
 PodShare ReadPod(const nlohmann::json& pod);
+
+// What the count reads of a PriorityClass (scheduling.k8s.io/v1).
+struct PriorityClassValue {
+  int value = 0;
+  bool global_default = false;  // the priority of pods that name no class
+};
+PriorityClassValue ReadPriorityClass(const nlohmann::json& priority_class);
 
 // The cluster as the Node and Pod watches say, kept from their events: each node's room and
 // what its pods request, and each pipeline's pods. A reconcile reads a pipeline's capacity from
@@ -66,6 +75,8 @@ class ClusterView {
   void RemoveNode(const std::string& key);
   void SetPod(const std::string& key, const PodShare& pod);
   void RemovePod(const std::string& key);
+  void SetPriorityClass(const std::string& name, PriorityClassValue value);
+  void RemovePriorityClass(const std::string& name);
 
   bool HasNodes() const;
   ClusterCapacity Capacity(const model::Pipeline& pipeline) const;
@@ -75,10 +86,12 @@ class ClusterView {
   std::unique_ptr<State> state_;
 };
 
-// The same from lists of `nodes` and `pods` (every namespace's: they all take room).
+// The same from lists of `nodes`, `pods` (every namespace's: they all take room) and
+// `priority_classes`.
 ClusterCapacity ComputeCapacity(const model::Pipeline& pipeline,
                                 const std::vector<nlohmann::json>& nodes,
-                                const std::vector<nlohmann::json>& pods);
+                                const std::vector<nlohmann::json>& pods,
+                                const std::vector<nlohmann::json>& priority_classes = {});
 
 // The pipeline with each class's maxReplicas lowered to what the cluster can run now, less
 // the surge pods of the pipeline's unfinished rollouts (pods beyond a Deployment's

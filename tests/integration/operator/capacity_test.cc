@@ -193,6 +193,64 @@ TEST_F(CapacityTest, PlansTheRoomLeftAndGrowsWhenItFrees) {
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
 }
 
+// spec.priorityClassName: someone else's Deployment of a lower priority holds 3 of the pool's 4
+// GPUs. FA2 wants 4 replicas at 200 rps; the room the other's pods hold is the pipeline's, so the
+// plan asks for all 4, and the real scheduler preempts the other's pods to run every pod of it.
+// Without the class (the test above) the same cluster plans 1.
+TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
+  // PriorityClasses are cluster-wide: named after the test's namespace, deleted at its end.
+  struct Classes {
+    kube::Client& client;
+    std::vector<std::string> names;
+    ~Classes() {
+      for (const std::string& n : names) {
+        (void)client.Delete("/apis/scheduling.k8s.io/v1/priorityclasses/" + n);
+      }
+    }
+  } classes{*client_, {ns_ + "-batch", ns_ + "-online"}};
+  for (const auto& [name, value] : {std::pair{classes.names[0], 100}, {classes.names[1], 1000}}) {
+    auto created = client_->Create("/apis/scheduling.k8s.io/v1/priorityclasses",
+                                   {{"apiVersion", "scheduling.k8s.io/v1"},
+                                    {"kind", "PriorityClass"},
+                                    {"metadata", {{"name", name}}},
+                                    {"value", value}});
+    ASSERT_TRUE(created.ok()) << created.error().message;
+  }
+  testing::NodePool pool(ns_, json::array({GpuNode("gpu", 4)}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
+  json other =
+      testing::PlainDeployment("other", 3,
+                               {{"containers",
+                                 {{{"name", "m"},
+                                   {"image", "pipescale/model-server:dev"},
+                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}});
+  other["spec"]["template"]["spec"].update(pool.Admit(json::object()));
+  other["spec"]["template"]["spec"]["priorityClassName"] = classes.names[0];
+  ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), other).ok());
+  ASSERT_TRUE(Eventually([&] { return Pods("app=other")["Running"] == 3; }, 30s)) << pool.Log();
+
+  testing::Load load(ns_, "fa2", {{"p", 200}});
+  OperatorProcess op(ns_, "capacity");
+  json pipeline = Pipeline("fa2", "fa2", GpuClass(pool.Admit(json::object())),
+                           json::array({Variant("v", 1.0, 20)}));
+  pipeline["spec"]["priorityClassName"] = classes.names[1];
+  Create(pipeline);
+  const std::string deployment = "fa2-detect-v-gpu";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Deployment(deployment)["spec"].value("replicas", -1) == 4 &&
+               Pods("pipescale.io/pipeline=fa2")["Running"] == 4;
+      },
+      60s))
+      << Status("fa2").dump() << "\n"
+      << PodSummary("app=other") << op.process().Log();
+  EXPECT_EQ(Deployment(deployment)["spec"]["template"]["spec"]["priorityClassName"],
+            classes.names[1]);
+  EXPECT_EQ(Pods("app=other")["Running"], 0) << "preempted: " << PodSummary("app=other");
+  EXPECT_EQ(Status("fa2")["capacity"][0].value("limit", -1), 4) << Status("fa2").dump();
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
 // A class whose nodeSelector matches no node: the operator plans its one replica, says which
 // Deployment waits and why (the scheduler's words) once, and does not rewrite it in a loop.
 TEST_F(CapacityTest, ANodeSelectorThatMatchesNothingIsReportedOnce) {

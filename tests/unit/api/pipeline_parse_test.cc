@@ -13,6 +13,7 @@
 namespace pipescale::api {
 namespace {
 
+using nlohmann::json;
 using testing::ReplaceFirst;
 
 constexpr const char* kValid = R"yaml(
@@ -485,6 +486,35 @@ TEST(ParsePipeline, ATasksMinReplicasIsACountAndKeepsItWarm) {
       << Dump(errors);
 }
 
+// spec.priorityClassName: a Kubernetes object name, set on the model pods (over a template's
+// own) and on the router's.
+TEST(ParsePipeline, APriorityClassNameIsAnObjectNameAndReachesEveryPod) {
+  const std::string named = ReplaceFirst(kValid, "  minRate: 12\n",
+                                         "  minRate: 12\n  priorityClassName: online.serving\n");
+  const auto read = ParsePipeline(named).pipeline;
+  ASSERT_TRUE(read) << Dump(Errors(named));
+  EXPECT_EQ(read->spec.priority_class_name, "online.serving");
+  EXPECT_EQ(ParsePipeline(kValid).pipeline->spec.priority_class_name, "");
+  const model::Task& task = read->spec.tasks[0];
+  const json deployment =
+      BuildDeployment(*read, {}, task, task.variants[0], read->spec.hardware_classes[0], 1, 1);
+  EXPECT_EQ(deployment["spec"]["template"]["spec"]["priorityClassName"], "online.serving");
+  EXPECT_FALSE(BuildDeployment(*ParsePipeline(kValid).pipeline, {}, task, task.variants[0],
+                               read->spec.hardware_classes[0], 1, 1)["spec"]["template"]["spec"]
+                   .contains("priorityClassName"));
+  for (const std::string& bad :
+       std::vector<std::string>{"Online", "-x", "a..b", std::string(254, 'a')}) {
+    const auto errors = Errors(ReplaceFirst(
+        kValid, "  minRate: 12\n", "  minRate: 12\n  priorityClassName: \"" + bad + "\"\n"));
+    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
+                            [](const std::string& e) {
+                              return e.starts_with("spec.priorityClassName: ") &&
+                                     e.find("not a PriorityClass name") != std::string::npos;
+                            }))
+        << bad << ": " << Dump(errors);
+  }
+}
+
 // --- Limits: every document is read within bounded stack, memory and time -----------------
 
 // The valid pipeline as JSON, to edit field by field.
@@ -778,7 +808,7 @@ TEST(ParsePipelineLimits, MessagesQuoteUserTextEscapedAndShort) {
   EXPECT_TRUE(Has(errors,
                   "spec.sl\\x7Fo: unknown field; known fields: optimizer, mode, interval, minRate, "
                   "hardwareClasses, tasks, paths, slo, budget, metrics, forecast, behavior, "
-                  "querySizes, router, profiles, scaleToZero"))
+                  "querySizes, router, profiles, scaleToZero, priorityClassName"))
       << Dump(errors);
   // YAML takes any bytes; names made of bytes that are not UTF-8 are refused, quoted escaped.
   errors = Errors(ReplaceFirst(kValid, "name: detect\n", "name: \"de\xfftect\"\n"));

@@ -213,6 +213,7 @@ class StatusSampler {
                      .nodes = Int(0, 50),
                      .placeable = Int(0, 100),
                      .scheduled = Int(0, 100),
+                     .preemptible = Coin() ? 0 : Int(1, 100),
                      .full_reason = Coin() ? "" : "no room left for nvidia.com/gpu"});
     }
     return out;

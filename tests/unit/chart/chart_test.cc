@@ -97,7 +97,10 @@ const std::set<std::string> kPipelineRules = {
     "rbac.authorization.k8s.io/rolebindings: list,watch,create",
     "policy/poddisruptionbudgets: list,watch,create",
 };
-const std::set<std::string> kCapacityRules = {"/nodes: list,watch", "/pods: list,watch"};
+// Cluster-scoped, so a ClusterRole whatever the namespaces watched: nodes, every pod, and the
+// PriorityClasses a pipeline's priority is read from.
+const std::set<std::string> kCapacityRules = {"/nodes: list,watch", "/pods: list,watch",
+                                              "scheduling.k8s.io/priorityclasses: list,watch"};
 
 std::vector<std::string> Args(const YAML::Node& deployment) {
   std::vector<std::string> out;

@@ -167,6 +167,89 @@ TEST(Capacity, MatchesPlacingOneReplicaAtATime) {
   }
 }
 
+json PriorityClass(const std::string& name, int value, bool global_default = false) {
+  return {{"metadata", {{"name", name}}}, {"value", value}, {"globalDefault", global_default}};
+}
+
+json WithPriority(json pod, int priority) {
+  pod["spec"]["priority"] = priority;
+  return pod;
+}
+
+// Another's pods of a lower priority than the pipeline's are room the scheduler preempts for
+// it (counted as preemptible); of the same or a higher priority they are not. A pipeline that
+// names no class has the globalDefault's priority, else 0.
+TEST(Capacity, PodsOfALowerPriorityAreRoomTheSchedulerPreempts) {
+  const std::vector<json> nodes = {Node("gpu-1", 4, 48, true)};
+  const std::vector<json> pods = {WithPriority(Pod("gpu-1", 1, "1", false), 100),
+                                  WithPriority(Pod("gpu-1", 1, "1", false), 100),
+                                  WithPriority(Pod("gpu-1", 1, "1", false), 5000)};
+  const std::vector<json> classes = {PriorityClass("batch", 100), PriorityClass("online", 1000),
+                                     PriorityClass("critical", 5000)};
+  const auto gpu = [&](const std::string& name, const std::vector<json>& with) {
+    model::Pipeline p = Pipeline();
+    p.spec.priority_class_name = name;
+    return *ComputeCapacity(p, nodes, pods, with).Find("gpu");
+  };
+  EXPECT_EQ(gpu("online", classes).placeable, 3);  // the free GPU and the two batch pods'
+  EXPECT_EQ(gpu("online", classes).preemptible, 2);
+  EXPECT_EQ(gpu("batch", classes).placeable, 1) << "same priority: not preempted";
+  EXPECT_EQ(gpu("batch", classes).preemptible, 0);
+  EXPECT_EQ(gpu("critical", classes).placeable, 3) << "its own priority's pod is not room";
+  EXPECT_EQ(gpu("", classes).placeable, 1) << "no class and no globalDefault: priority 0";
+  EXPECT_EQ(gpu("unknown", classes).placeable, 1) << "a class not in the cluster: priority 0";
+  std::vector<json> with_default = classes;
+  with_default.push_back(PriorityClass("default", 1000, true));
+  EXPECT_EQ(gpu("", with_default).placeable, 3) << "the globalDefault's priority";
+}
+
+// Property, against counting each node's free room at a priority by hand on generated clusters:
+// placeable is what fits once the pods below the pipeline's priority are gone, preemptible what
+// of it fits only then, and neither placeable nor the limit ever falls as the priority rises.
+TEST(Capacity, RoomGrowsWithThePriorityAndIsWhatFitsWithoutTheLowerPods) {
+  std::mt19937 rng(3);
+  const std::vector<int> values = {0, 100, 1000, 5000};
+  std::vector<json> classes;
+  for (int v : values) classes.push_back(PriorityClass("p" + std::to_string(v), v));
+  for (int round = 0; round < 200; ++round) {
+    std::vector<json> nodes, pods;
+    std::vector<int> cores;
+    std::vector<std::vector<std::pair<int, int>>> on;  // by node: (cores, priority) of its pods
+    const int n = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      cores.push_back(1 + static_cast<int>(rng() % 16));
+      nodes.push_back(Node("n" + std::to_string(i), 0, cores.back(), false));
+      on.emplace_back();
+      for (int k = static_cast<int>(rng() % 5); k > 0; --k) {
+        const int c = static_cast<int>(rng() % 4), priority = values[rng() % values.size()];
+        pods.push_back(
+            WithPriority(Pod("n" + std::to_string(i), 0, std::to_string(c), false), priority));
+        on.back().emplace_back(c, priority);
+      }
+    }
+    int last = -1;
+    for (int v : values) {
+      int placeable = 0, now = 0;  // the CPU class: 2 cores a replica
+      for (int i = 0; i < n; ++i) {
+        int free = cores[i], free_now = cores[i];
+        for (auto [c, priority] : on[i]) {
+          free_now -= c;
+          if (priority >= v) free -= c;
+        }
+        placeable += std::max(0, free) / 2;
+        now += std::max(0, free_now) / 2;
+      }
+      model::Pipeline p = Pipeline();
+      p.spec.priority_class_name = "p" + std::to_string(v);
+      const ClassCapacity cpu = *ComputeCapacity(p, nodes, pods, classes).Find("cpu");
+      EXPECT_EQ(cpu.placeable, placeable) << "round " << round << ", priority " << v;
+      EXPECT_EQ(cpu.preemptible, placeable - now) << "round " << round << ", priority " << v;
+      EXPECT_GE(cpu.placeable, last) << "round " << round << ", priority " << v;
+      last = cpu.placeable;
+    }
+  }
+}
+
 // Property: a view kept from a random stream of events (pods added, rebound, finished,
 // re-labelled and deleted; nodes added, cordoned and deleted; in any order, a pod before its
 // node) counts what a view built from the final objects counts, after every event. The

@@ -101,7 +101,13 @@ TEST(RouterWrites, CreatesEverythingOnceThenWritesNothing) {
   EXPECT_EQ((*now.deployment)["spec"]["replicas"], 3);
   EXPECT_EQ((*now.role_binding)["roleRef"]["name"], "pipescale-router");
   EXPECT_EQ((*now.deployment)["spec"]["template"]["spec"]["serviceAccountName"], "chain-router");
+  EXPECT_FALSE((*now.deployment)["spec"]["template"]["spec"].contains("priorityClassName"));
   EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now.Read(), 250.0).empty());
+  // The pipeline's priority is the router's too: the request path goes before what it serves.
+  model::Pipeline online = p;
+  online.spec.priority_class_name = "online";
+  const Stored prioritized = Applied(RouterWrites(online, "uid-1", "pipescale-router", {}, 250.0));
+  EXPECT_EQ((*prioritized.deployment)["spec"]["template"]["spec"]["priorityClassName"], "online");
   EXPECT_TRUE(RouterWrites(p, "uid-1", "pipescale-router", now.Read(), std::nullopt).empty());
 }
 
