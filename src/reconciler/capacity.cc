@@ -190,6 +190,9 @@ struct ClusterView::State {
   // priority or above request (all of them: `priority` nullopt).
   Resources Free(const std::string& node, const NodeRoom& room, std::optional<int> priority) const;
   ClassRoom Room(const model::HardwareClass& hw, int priority) const;
+  // Who holds a full class's nodes at a priority above `priority`, other than `pipeline`.
+  std::map<std::string, int> Holders(const model::HardwareClass& hw, int priority,
+                                     const std::string& pipeline) const;
   // The priority admission gives the pipeline's pods.
   int PriorityOf(const model::Pipeline& pipeline) const;
 };
@@ -263,6 +266,21 @@ ClassRoom ClusterView::State::Room(const model::HardwareClass& hw, int priority)
   }
   rooms.emplace(id, room);
   return room;
+}
+
+std::map<std::string, int> ClusterView::State::Holders(const model::HardwareClass& hw, int priority,
+                                                       const std::string& pipeline) const {
+  std::set<std::string> admitted;
+  for (const auto& [name, node] : nodes) {
+    if (node.ready && Admits(hw.node_selector, hw.tolerations.get(), node)) admitted.insert(name);
+  }
+  std::map<std::string, int> holders;
+  for (const auto& [key, pod] : pods) {
+    if (pod.priority <= priority || !admitted.contains(pod.node)) continue;
+    const std::string& of = pod.pipeline.empty() ? pod.router_of : pod.pipeline;
+    if (of != pipeline) ++holders[of.empty() ? "other pods" : of];
+  }
+  return holders;
 }
 
 const ClassCapacity* ClusterCapacity::Find(const std::string& hardware_class) const {
@@ -355,6 +373,12 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
                            .full_reason = std::move(room.full_reason)});
   }
   for (auto& [name, u] : waiting) out.unschedulable.push_back(std::move(u));
+  const std::string key = pipeline.namespace_name + "/" + pipeline.name;
+  for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
+    if (out.Find(hw.name)->placeable > 0) continue;
+    auto holders = s.Holders(hw, priority, key);
+    if (!holders.empty()) out.yielded.push_back({hw.name, std::move(holders)});
+  }
   return out;
 }
 

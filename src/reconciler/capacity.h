@@ -21,9 +21,17 @@ namespace pipescale::reconciler {
 using model::ClassCapacity;
 using model::Unschedulable;
 
+// A class with no room left whose nodes run pods of a higher priority than the pipeline's: the
+// pipeline yields the class to them.
+struct Yielded {
+  std::string hardware_class;
+  std::map<std::string, int> holders;  // pods of a higher priority, by their pipeline (ns/name)
+};
+
 struct ClusterCapacity {
   std::vector<ClassCapacity> classes;  // in the spec's order
   std::vector<Unschedulable> unschedulable;
+  std::vector<Yielded> yielded;
 
   const ClassCapacity* Find(const std::string& hardware_class) const;
 };

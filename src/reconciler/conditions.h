@@ -29,6 +29,9 @@ inline constexpr const char* kUnschedulable = "Unschedulable";
 // PlanApplied's: a batch change waits (for a rollout to finish, for the scale-in the
 // scale-down window holds back, or for room for surge pods).
 inline constexpr const char* kBatchHeld = "BatchHeld";
+// Yielded's, and an event's: a class has no room left for the pipeline and pods of a higher
+// priority run on its nodes (spec.priorityClassName).
+inline constexpr const char* kHigherPriority = "HigherPriority";
 // An event's: a field the operator manages was changed outside it and has been set back.
 inline constexpr const char* kChangeReverted = "ChangeReverted";
 // An event's: the router's measured query sizes moved past kMixShift; Kairos plans for them.

@@ -284,6 +284,30 @@ void ReportUnschedulable(const Context& c, Decision& d) {
   }
 }
 
+// A class full for the pipeline with pods of a higher priority on its nodes: Yielded says to
+// whom, and a Normal event when it starts or the holders change; gone when nothing is yielded.
+void ReportYielded(const Context& c, Decision& d) {
+  std::string message;
+  for (const Yielded& y : c.o.capacity ? c.o.capacity->yielded : std::vector<Yielded>{}) {
+    std::string holders;
+    for (const auto& [holder, pods] : y.holders) {
+      holders += StrFormat("%s%s (%d)", holders.empty() ? "" : ", ", holder.c_str(), pods);
+    }
+    message += StrFormat("%s%s: no room left; pods of a higher priority hold it: %s",
+                         message.empty() ? "" : "; ", y.hardware_class.c_str(), holders.c_str());
+  }
+  if (message.empty()) {
+    RemoveCondition(d.status.conditions, "Yielded");
+    return;
+  }
+  const bool news = std::ranges::none_of(d.status.conditions, [&](const model::Condition& k) {
+    return k.type == "Yielded" && k.message == message;
+  });
+  SetCondition(d.status.conditions, "Yielded", true, reason::kHigherPriority, message, c.generation,
+               c.o.now);
+  if (news) d.notices.push_back({reason::kHigherPriority, message});
+}
+
 // QuerySizesShifted follows the status, as PlanChanged does: a mix adopted in memory whose
 // writes failed is announced by the next reconcile that writes it, and once only.
 void NoticeMixShift(const Context& c, const DemandStep& step, Decision& d) {
@@ -501,6 +525,7 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   Apply(c, guard, Writes(c, plan, planned, d), d);
   ReportHeldBatches(c, held, d);
   if (c.apply) ReportUnschedulable(c, d);
+  ReportYielded(c, d);
   SetCondition(d.status.conditions, "Ready", true, reason::kReconciled, "", c.generation, o.now);
   Report(c, plan, planned, spend, step, d);
   if (sleep) {
@@ -531,6 +556,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (!o.metrics.ok() || !o.metrics->Complete()) {
     Hold(c, d);
     ReportUnschedulable(c, d);
+    ReportYielded(c, d);
     return d;
   }
   SetCondition(d.status.conditions, "MetricsAvailable", true, reason::kMetricsRead, "",

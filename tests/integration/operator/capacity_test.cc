@@ -196,7 +196,8 @@ TEST_F(CapacityTest, PlansTheRoomLeftAndGrowsWhenItFrees) {
 // spec.priorityClassName: someone else's Deployment of a lower priority holds 3 of the pool's 4
 // GPUs. FA2 wants 4 replicas at 200 rps; the room the other's pods hold is the pipeline's, so the
 // plan asks for all 4, and the real scheduler preempts the other's pods to run every pod of it.
-// Without the class (the test above) the same cluster plans 1.
+// Without the class (the test above) the same cluster plans 1. A pipeline of the lower priority
+// then says it yields the class, and to whom.
 TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
   // PriorityClasses are cluster-wide: named after the test's namespace, deleted at its end.
   struct Classes {
@@ -248,6 +249,21 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
             classes.names[1]);
   EXPECT_EQ(Pods("app=other")["Running"], 0) << "preempted: " << PodSummary("app=other");
   EXPECT_EQ(Status("fa2")["capacity"][0].value("limit", -1), 4) << Status("fa2").dump();
+  // A pipeline of the lower priority on the same pool has no room, and says to whom it yields.
+  json batch = Pipeline("batch", "fa2", GpuClass(pool.Admit(json::object())),
+                        json::array({Variant("v", 1.0, 20)}));
+  batch["spec"]["priorityClassName"] = classes.names[0];
+  Create(batch);
+  const auto yielded = [&] {
+    for (const json& c : Status("batch").value("conditions", json::array())) {
+      if (c.value("type", "") == "Yielded") return c;
+    }
+    return json::object();
+  };
+  ASSERT_TRUE(Eventually([&] { return yielded().value("status", "") == "True"; }, 30s))
+      << Status("batch").dump();
+  EXPECT_EQ(yielded()["message"],
+            "gpu: no room left; pods of a higher priority hold it: " + ns_ + "/fa2 (4)");
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
 }
 

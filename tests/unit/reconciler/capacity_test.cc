@@ -203,6 +203,29 @@ TEST(Capacity, PodsOfALowerPriorityAreRoomTheSchedulerPreempts) {
   EXPECT_EQ(gpu("", with_default).placeable, 3) << "the globalDefault's priority";
 }
 
+// A full class whose nodes run pods of a higher priority names them by pipeline (router pods by
+// theirs, the rest as other pods); pods of the same priority, or a class with room, yield nothing.
+TEST(Capacity, AFullClassNamesThePodsOfAHigherPriorityOnItsNodes) {
+  const std::vector<json> nodes = {Node("gpu-1", 2, 48, true), Node("cpu-1", 0, 16, false)};
+  json online = WithPriority(Pod("gpu-1", 1, "1", false), 1000);
+  online["metadata"]["namespace"] = "team-a";
+  online["metadata"]["labels"]["pipescale.io/pipeline"] = "online";
+  const std::vector<json> pods = {online, WithPriority(Pod("gpu-1", 1, "1", false), 1000),
+                                  WithPriority(Pod("cpu-1", 0, "1", false), 1000)};
+  const std::vector<json> classes = {PriorityClass("batch", 100), PriorityClass("online", 1000)};
+  model::Pipeline batch = Pipeline();
+  batch.spec.priority_class_name = "batch";
+  const ClusterCapacity c = ComputeCapacity(batch, nodes, pods, classes);
+  ASSERT_EQ(c.yielded.size(), 1u) << "the cpu class has room: nothing yielded there";
+  EXPECT_EQ(c.yielded[0].hardware_class, "gpu");
+  EXPECT_EQ(c.yielded[0].holders,
+            (std::map<std::string, int>{{"team-a/online", 1}, {"other pods", 1}}));
+  model::Pipeline same = Pipeline();
+  same.spec.priority_class_name = "online";
+  EXPECT_TRUE(ComputeCapacity(same, nodes, pods, classes).yielded.empty())
+      << "the same priority: contention, not yielding";
+}
+
 // Property, against counting each node's free room at a priority by hand on generated clusters:
 // placeable is what fits once the pods below the pipeline's priority are gone, preemptible what
 // of it fits only then, and neither placeable nor the limit ever falls as the priority rises.

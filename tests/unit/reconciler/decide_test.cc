@@ -286,6 +286,28 @@ TEST(Decide, PlansWithinTheRoomTheClusterHasAndSaysWhoWaits) {
   EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "True");
 }
 
+// A class full for the pipeline, held by pods of a higher priority: Yielded names them, a Normal
+// event says so once (and again when the holders change), and the condition goes with them.
+TEST(Decide, SaysToWhomItYieldsAFullClassOnce) {
+  World w;
+  w.capacity = ClusterCapacity{
+      .classes = {{.hardware_class = "cpu", .nodes = 1, .placeable = 0, .scheduled = 1}},
+      .yielded = {{.hardware_class = "cpu", .holders = {{"team-a/online", 3}}}}};
+  Decision d = w.Step(Rate(400), 1000);
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "Yielded"), "True");
+  ASSERT_EQ(d.notices.size(), 1u);
+  EXPECT_EQ(d.notices[0].reason, "HigherPriority");
+  EXPECT_EQ(d.notices[0].message,
+            "cpu: no room left; pods of a higher priority hold it: "
+            "team-a/online (3)");
+  EXPECT_TRUE(w.Step(Rate(400), 1010).notices.empty()) << "the same holders: no news";
+  w.capacity->yielded[0].holders["team-b/search"] = 1;
+  EXPECT_EQ(w.Step(Rate(400), 1020).notices.size(), 1u);
+  w.capacity->yielded.clear();
+  d = w.Step(Rate(400), 1030);
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "Yielded"), "");
+}
+
 TEST(Decide, SecondDecisionWritesNothing) {
   World w;
   w.Step(Rate(200), 1000);
