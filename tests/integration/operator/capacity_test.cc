@@ -53,6 +53,18 @@ json Variant(const std::string& name, double accuracy, double ms_per_request) {
           {"profiles", json::array({profile})}};
 }
 
+// Someone else's Deployment "other" of 3 pods, a GPU each, placed by `admit`.
+json OthersGpuPods(const json& admit) {
+  json other =
+      testing::PlainDeployment("other", 3,
+                               {{"containers",
+                                 {{{"name", "m"},
+                                   {"image", "pipescale/model-server:dev"},
+                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}});
+  other["spec"]["template"]["spec"].update(admit);
+  return other;
+}
+
 json Pipeline(const std::string& name, const std::string& optimizer, const json& hw,
               const json& variants) {
   return {{"apiVersion", "pipescale.io/v1alpha1"},
@@ -153,13 +165,7 @@ class CapacityTest : public testing::ClusterTest {
 TEST_F(CapacityTest, PlansTheRoomLeftAndGrowsWhenItFrees) {
   testing::NodePool pool(ns_, json::array({GpuNode("gpu", 4)}));
   ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
-  json other =
-      testing::PlainDeployment("other", 3,
-                               {{"containers",
-                                 {{{"name", "m"},
-                                   {"image", "pipescale/model-server:dev"},
-                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}});
-  other["spec"]["template"]["spec"].update(pool.Admit(json::object()));
+  json other = OthersGpuPods(pool.Admit(json::object()));
   ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), other).ok());
   ASSERT_TRUE(Eventually([&] { return Pods("app=other")["Running"] == 3; }, 30s)) << pool.Log();
 
@@ -219,13 +225,7 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
   }
   testing::NodePool pool(ns_, json::array({GpuNode("gpu", 4)}));
   ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 1; }, 20s)) << pool.Log();
-  json other =
-      testing::PlainDeployment("other", 3,
-                               {{"containers",
-                                 {{{"name", "m"},
-                                   {"image", "pipescale/model-server:dev"},
-                                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}});
-  other["spec"]["template"]["spec"].update(pool.Admit(json::object()));
+  json other = OthersGpuPods(pool.Admit(json::object()));
   other["spec"]["template"]["spec"]["priorityClassName"] = classes.names[0];
   ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), other).ok());
   ASSERT_TRUE(Eventually([&] { return Pods("app=other")["Running"] == 3; }, 30s)) << pool.Log();
