@@ -120,12 +120,17 @@ void PeerLink::Loop() {
   }
 }
 
-bool PeerLink::Receive(double now_ms) {
-  std::vector<std::string> peers;
-  {
-    std::lock_guard lock(mu_);
-    peers = peers_;
+bool PeerLink::FromPeer(const sockaddr_in& from) {
+  std::array<char, INET_ADDRSTRLEN> ip{};
+  if (from.sin_family != AF_INET ||
+      inet_ntop(AF_INET, &from.sin_addr, ip.data(), ip.size()) == nullptr) {
+    return false;
   }
+  std::lock_guard lock(mu_);
+  return std::find(peers_.begin(), peers_.end(), std::string_view(ip.data())) != peers_.end();
+}
+
+bool PeerLink::Receive(double now_ms) {
   bool received = false;
   for (;;) {
     sockaddr_in from{};
@@ -135,12 +140,7 @@ bool PeerLink::Receive(double now_ms) {
     if (n < 0) break;
     // Only the pipeline's router pods report; anything else that reaches the port is dropped
     // unread.
-    std::array<char, INET_ADDRSTRLEN> ip{};
-    if (from.sin_family != AF_INET ||
-        inet_ntop(AF_INET, &from.sin_addr, ip.data(), ip.size()) == nullptr ||
-        std::find(peers.begin(), peers.end(), std::string_view(ip.data())) == peers.end()) {
-      continue;
-    }
+    if (!FromPeer(from)) continue;
     auto report = routing::DecodePeerReport(std::string_view(buffer_.data(), n));
     if (!report || report->sender == id_) continue;
     book_.Record(std::move(*report), now_ms);

@@ -4,6 +4,8 @@
 // request path reads atomics it writes.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -49,7 +51,8 @@ class PeerLink {
  private:
   PeerLink(int fd, int nudge_fd, unsigned short port);
   void Loop();
-  bool Receive(double now_ms);  // whether a report came
+  bool Receive(double now_ms);             // whether a report came
+  bool FromPeer(const sockaddr_in& from);  // whether a datagram's source is a router replica
   bool Publish(double now_ms);  // the fresh peers' sums into the tracked counts; whether one moved
   void Send(double now_ms);     // this router's report, when changed or due
 

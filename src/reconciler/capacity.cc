@@ -85,6 +85,11 @@ bool Admits(const std::map<std::string, std::string>& selector, const json& tole
                      [&](const json& taint) { return Tolerates(tolerations, taint); });
 }
 
+// Whether the scheduler may place a replica of `hw` on `node` at all.
+bool Admits(const model::HardwareClass& hw, const NodeRoom& node) {
+  return node.ready && Admits(hw.node_selector, hw.tolerations.get(), node);
+}
+
 // Replicas that fit in `free`, and the resource that allows the fewest.
 std::pair<int, std::string> Fit(const Resources& free, const Resources& need) {
   int fit = std::numeric_limits<int>::max();
@@ -245,11 +250,10 @@ ClassRoom ClusterView::State::Room(const model::HardwareClass& hw, int priority)
       {"n", need},
       {"p", priority}}.dump();
   if (auto it = rooms.find(id); it != rooms.end()) return it->second;
-  const json& tolerations = hw.tolerations.get();
   ClassRoom room;
   std::map<std::string, int> scarce;
   for (const auto& [name, node] : nodes) {
-    if (!node.ready || !Admits(hw.node_selector, tolerations, node)) continue;
+    if (!Admits(hw, node)) continue;
     ++room.nodes;
     const auto [fit, resource] = Fit(Free(name, node, priority), need);
     room.placeable += fit;
@@ -272,7 +276,7 @@ std::map<std::string, int> ClusterView::State::Holders(const model::HardwareClas
                                                        const std::string& pipeline) const {
   std::set<std::string> admitted;
   for (const auto& [name, node] : nodes) {
-    if (node.ready && Admits(hw.node_selector, hw.tolerations.get(), node)) admitted.insert(name);
+    if (Admits(hw, node)) admitted.insert(name);
   }
   std::map<std::string, int> holders;
   for (const auto& [key, pod] : pods) {

@@ -287,8 +287,9 @@ void ReportUnschedulable(const Context& c, Decision& d) {
 // A class full for the pipeline with pods of a higher priority on its nodes: Yielded says to
 // whom, and a Normal event when it starts or the holders change; gone when nothing is yielded.
 void ReportYielded(const Context& c, Decision& d) {
+  static const std::vector<Yielded> kNone;
   std::string message;
-  for (const Yielded& y : c.o.capacity ? c.o.capacity->yielded : std::vector<Yielded>{}) {
+  for (const Yielded& y : c.o.capacity ? c.o.capacity->yielded : kNone) {
     std::string holders;
     for (const auto& [holder, pods] : y.holders) {
       holders += StrFormat("%s%s (%d)", holders.empty() ? "" : ", ", holder.c_str(), pods);

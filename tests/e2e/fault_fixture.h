@@ -167,8 +167,7 @@ class FaultTest : public ::testing::Test {
   }
   // The pid in the Lease's holder identity (host_pid), 0 when none holds it.
   pid_t LeaseHolder() const {
-    auto lease =
-        client_->Get("/apis/coordination.k8s.io/v1/namespaces/" + ns_ + "/leases/" + kLease);
+    auto lease = client_->Get(kube::ObjectPath(kube::kLeases, ns_, kLease));
     if (!lease.ok()) return 0;
     const std::string holder = StringField(Member(*lease, "spec"), "holderIdentity");
     const size_t at = holder.rfind('_');

@@ -211,12 +211,12 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
     std::vector<std::string> names;
     ~Classes() {
       for (const std::string& n : names) {
-        (void)client.Delete("/apis/scheduling.k8s.io/v1/priorityclasses/" + n);
+        (void)client.Delete(kube::ObjectPath(kube::kPriorityClasses, "", n));
       }
     }
   } classes{*client_, {ns_ + "-batch", ns_ + "-online"}};
   for (const auto& [name, value] : {std::pair{classes.names[0], 100}, {classes.names[1], 1000}}) {
-    auto created = client_->Create("/apis/scheduling.k8s.io/v1/priorityclasses",
+    auto created = client_->Create(kube::CollectionPath(kube::kPriorityClasses, ""),
                                    {{"apiVersion", "scheduling.k8s.io/v1"},
                                     {"kind", "PriorityClass"},
                                     {"metadata", {{"name", name}}},
