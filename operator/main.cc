@@ -100,6 +100,8 @@ class Operator {
           }
           const std::string& pipeline = pod.pipeline.empty() ? pod.router_of : pod.pipeline;
           if (!pipeline.empty()) controller_->Enqueue(pipeline);
+          // Room it takes or frees is room the pipelines sharing its pool divide.
+          if (!pod.pipeline.empty()) arbiter_.PodChanged(pod.pipeline);
         });
     // A pipeline's priority decides whose pods its room counts: the classes' values, as they are.
     priority_classes_ = std::make_unique<kube::TypedInformer<reconciler::PriorityClassValue>>(
@@ -142,6 +144,7 @@ class Operator {
             return metrics::ReadRateHistory(PrometheusFor(p), p, intervals, now, &shared_queries_);
           }));
       reconcilers_.back()->WatchCapacity(cluster_);
+      reconcilers_.back()->ShareWith(arbiter_);
       reconcilers_.back()->SetRouterClusterRole(flags.router_cluster_role);
       // One tenant's MILP must not abort the process that plans every tenant's pipelines.
       reconcilers_.back()->SetMilpSolver(solver::ChildProcessSolver({SelfPath(), "--solve-milp"}));
@@ -274,6 +277,9 @@ class Operator {
   mutable metrics::SharedQueries shared_queries_;
   std::unique_ptr<controller::Controller> controller_;
   reconciler::ClusterView cluster_;
+  // Divides the pools the pipelines' classes share; it asks the controller to reconcile a
+  // pipeline whose share may have moved.
+  reconciler::Arbiter arbiter_{[this](const std::string& key) { controller_->Enqueue(key); }};
   std::unique_ptr<kube::TypedInformer<reconciler::NodeRoom>> nodes_;
   std::unique_ptr<kube::TypedInformer<reconciler::PodShare>> pods_;
   std::unique_ptr<kube::TypedInformer<reconciler::PriorityClassValue>> priority_classes_;

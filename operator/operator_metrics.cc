@@ -26,6 +26,9 @@ enum Family : size_t {
   kCondition,
   kProfileRatio,
   kHeadroom,
+  kScheduled,
+  kPool,
+  kShare,
 };
 
 std::vector<metrics::KeyedGauges::Family> Families() {
@@ -61,6 +64,14 @@ std::vector<metrics::KeyedGauges::Family> Families() {
       {"pipescale_path_headroom",
        "FA2: each path's planned rate over its measured rate, raised while its clients saw more "
        "than 1% of its requests unanswered (1: the measured rate)"},
+      {"pipescale_scheduled_replicas",
+       "The pipeline's replicas of each hardware class bound to a node: what it holds, to bill"},
+      {"pipescale_pool_replicas",
+       "Replicas of each hardware class the class's nodes hold for pipelines (what pipelines "
+       "sharing them divide)"},
+      {"pipescale_share_replicas",
+       "The pipeline's share of its class's pool while pipelines contend for it "
+       "(guaranteedReplicas, then priority, then equal parts)"},
   };
 }
 
@@ -110,7 +121,11 @@ void AddPlan(const model::Plan& plan, Series& s) {
 void AddCapacity(const reconciler::ClusterCapacity& capacity,
                  const std::vector<std::string>& deployments, Series& s) {
   for (const auto& c : capacity.classes) {
-    s.Add(kPlaceable, {{"hardware_class", c.hardware_class}}, c.Limit());
+    const prometheus::Labels cls{{"hardware_class", c.hardware_class}};
+    s.Add(kPlaceable, cls, c.Limit());
+    s.Add(kScheduled, cls, c.scheduled);
+    if (c.pool > 0) s.Add(kPool, cls, c.pool);
+    if (c.share) s.Add(kShare, cls, *c.share);
   }
   std::map<std::string, int> waiting;
   for (const std::string& d : deployments) waiting[d] = 0;

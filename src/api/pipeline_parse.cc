@@ -78,7 +78,7 @@ std::optional<std::string> Name(Reader& r, const json& object, const std::string
 model::HardwareClass ParseHardwareClass(Reader& r, const json& c, const std::string& path) {
   r.OnlyKnown(c, path,
               {"name", "resources", "nodeSelector", "tolerations", "costPerHour", "startupSeconds",
-               "maxReplicas", "burst"});
+               "maxReplicas", "guaranteedReplicas", "burst"});
   model::HardwareClass hw;
   if (auto name = Name(r, c, path)) hw.name = *name;
   if (const json* res = r.Object(c, "resources", path, false)) {
@@ -95,6 +95,13 @@ model::HardwareClass ParseHardwareClass(Reader& r, const json& c, const std::str
   if (auto v = r.Number(c, "startupSeconds", path, false, kStartupRange)) hw.startup_seconds = *v;
   if (auto v = r.Integer(c, "maxReplicas", path, false, 1, limits::kMaxReplicas)) {
     hw.max_replicas = static_cast<int>(*v);
+  }
+  if (auto v = r.Integer(c, "guaranteedReplicas", path, false, 0, limits::kMaxReplicas)) {
+    hw.guaranteed_replicas = static_cast<int>(*v);
+    if (hw.max_replicas && *hw.max_replicas < *v) {
+      r.Fail(Reader::At(path, "guaranteedReplicas"),
+             "must not exceed maxReplicas (" + std::to_string(*hw.max_replicas) + ")");
+    }
   }
   if (const json* burst = r.Object(c, "burst", path, false)) {
     const std::string bpath = Reader::At(path, "burst");

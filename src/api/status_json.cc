@@ -139,6 +139,8 @@ json CapacityToJson(const std::vector<model::ClassCapacity>& capacity) {
                   {"placeable", c.placeable},
                   {"limit", c.Limit()}};
     if (c.preemptible > 0) entry["preemptible"] = c.preemptible;
+    if (c.pool > 0) entry["pool"] = c.pool;
+    if (c.share) entry["share"] = *c.share;
     if (!c.full_reason.empty()) entry["full"] = c.full_reason;
     out.push_back(std::move(entry));
   }
@@ -212,6 +214,17 @@ json ConditionsToJson(const std::vector<model::Condition>& conditions) {
   return out;
 }
 
+// "gpu 6/12": per class counted in a pool, the replicas bound of the replicas the pool holds.
+std::string ShareSummary(const std::vector<model::ClassCapacity>& capacity) {
+  std::string out;
+  for (const model::ClassCapacity& c : capacity) {
+    if (c.pool == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += c.hardware_class + " " + std::to_string(c.scheduled) + "/" + std::to_string(c.pool);
+  }
+  return out;
+}
+
 json StatusToJson(const model::PipelineStatus& status) {
   json out = {{"observedGeneration", status.observed_generation},
               {"conditions", ConditionsToJson(status.conditions)}};
@@ -220,7 +233,11 @@ json StatusToJson(const model::PipelineStatus& status) {
   if (status.total_replicas) out["totalReplicas"] = *status.total_replicas;
   if (status.cost_per_hour) out["costPerHour"] = RoundQuantity(*status.cost_per_hour);
   if (status.observed) out["observed"] = ObservedToJson(*status.observed);
-  if (status.capacity) out["capacity"] = CapacityToJson(*status.capacity);
+  if (status.capacity) {
+    out["capacity"] = CapacityToJson(*status.capacity);
+    // Written for `kubectl get` and a tenant's bill, not read.
+    if (std::string share = ShareSummary(*status.capacity); !share.empty()) out["share"] = share;
+  }
   if (!status.unschedulable.empty())
     out["unschedulable"] = UnschedulableToJson(status.unschedulable);
   if (status.memory) out["memory"] = MemoryToJson(*status.memory);
@@ -780,7 +797,7 @@ model::PipelineStatus StatusReader::Status(const json& status) {
   }
   r_.OnlyKnown(status, path,
                {"observedGeneration", "conditions", "plan", "solver", "totalReplicas",
-                "costPerHour", "observed", "capacity", "unschedulable", "memory"});
+                "costPerHour", "share", "observed", "capacity", "unschedulable", "memory"});
   Set(Count(status, "observedGeneration", path, 0, kGeneration), out.observed_generation);
   out.conditions = Conditions(status, path);
   if (const json* plan = r_.Object(status, "plan", path, false)) {
@@ -797,17 +814,19 @@ model::PipelineStatus StatusReader::Status(const json& status) {
   if (r_.Array(status, "capacity", path, false, limits::kMaxPlanItems) != nullptr) {
     out.capacity.emplace();
     EachObject(status, "capacity", path, [&](const json& c, const std::string& at) {
-      r_.OnlyKnown(
-          c, at,
-          {"hardwareClass", "nodes", "scheduled", "placeable", "preemptible", "full", "limit"});
+      r_.OnlyKnown(c, at,
+                   {"hardwareClass", "nodes", "scheduled", "placeable", "preemptible", "pool",
+                    "share", "full", "limit"});
       model::ClassCapacity entry;
       Set(String(c, "hardwareClass", at), entry.hardware_class);
       Set(Count(c, "nodes", at, 0, limits::kMaxCount), entry.nodes);
       Set(Count(c, "scheduled", at, 0, limits::kMaxCount), entry.scheduled);
       Set(Count(c, "placeable", at, 0, limits::kMaxCount), entry.placeable);
       Set(Count(c, "preemptible", at, 0, limits::kMaxCount), entry.preemptible);
+      Set(Count(c, "pool", at, 0, limits::kMaxCount), entry.pool);
+      Set(Count(c, "share", at, 0, limits::kMaxCount), entry.share);
       Set(String(c, "full", at), entry.full_reason);
-      // "limit" is scheduled + placeable: written for a person, not read.
+      // "limit" is scheduled + placeable (or share): written for a person, not read.
       out.capacity->push_back(std::move(entry));
     });
   }

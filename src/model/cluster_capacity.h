@@ -2,6 +2,8 @@
 // unscheduled: the reconciler counts it (reconciler/capacity.h) and the status reports it.
 #pragma once
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 namespace pipescale::model {
@@ -17,9 +19,17 @@ struct ClassCapacity {
   // Why nothing more fits, when placeable is 0: the resource that ran out, or that no node
   // admits the class.
   std::string full_reason;
+  // The replicas of the class the nodes it shares with other pipelines hold for pipelines of its
+  // priority and below (0: not counted), and of them the pipeline's share when the arbiter
+  // divides them among contending pipelines (reconciler/arbiter.h).
+  int pool = 0;
+  std::optional<int> share;
 
   // The most replicas of the class the pipeline can run now.
-  int Limit() const { return scheduled + placeable; }
+  int Limit() const {
+    const int room = scheduled + placeable;
+    return share ? std::min(room, *share) : room;
+  }
   bool operator==(const ClassCapacity&) const = default;
 };
 

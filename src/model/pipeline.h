@@ -46,6 +46,9 @@ struct HardwareClass {
   double cost_per_hour = 0;
   double startup_seconds = 0;  // launch overhead until a new replica serves (MArk)
   std::optional<int> max_replicas;
+  // On a cluster shared with other pipelines, the replicas of the class the arbiter leaves the
+  // pipeline whatever the others' priorities (reconciler/arbiter.h), up to what its plan needs.
+  std::optional<int> guaranteed_replicas;
   // A burst class (MArk's spot/burst pool) is kept warm at this many replicas per task and
   // takes only the requests the main pool would serve late; the planners never size it.
   std::optional<int> burst_min_warm;

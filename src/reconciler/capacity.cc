@@ -107,6 +107,21 @@ std::pair<int, std::string> Fit(const Resources& free, const Resources& need) {
   return {fit == std::numeric_limits<int>::max() ? 0 : fit, scarce};
 }
 
+// The resource a class's pool is counted in: an extended resource it needs (a device plugin's,
+// named with a domain), else cpu; "" when it needs neither.
+std::string PoolResource(const Resources& need) {
+  for (const auto& [resource, amount] : need) {
+    if (amount > 0 && resource.find('/') != std::string::npos) return resource;
+  }
+  const auto cpu = need.find("cpu");
+  return cpu != need.end() && cpu->second > 0 ? "cpu" : "";
+}
+
+double Amount(const Resources& r, const std::string& resource) {
+  const auto it = r.find(resource);
+  return it == r.end() ? 0 : it->second;
+}
+
 // The scheduler's message when it has marked the pod Unschedulable.
 std::optional<std::string> UnschedulableMessage(const json& pod) {
   if (!StringField(Member(pod, "spec"), "nodeName").empty()) return std::nullopt;
@@ -179,11 +194,21 @@ struct ClassRoom {
 
 }  // namespace
 
+// A pipeline's pods of one class on one node.
+struct ModelPods {
+  Resources requests;
+  int pods = 0;
+  int priority = 0;
+};
+
 struct ClusterView::State {
   mutable std::mutex mu;
   std::map<std::string, NodeRoom> nodes;  // by name
   // By node name, then priority: what its pods request.
   std::map<std::string, std::map<int, Resources>> used;
+  // By node name: what its model pods request, by HolderKey, and what its other pods request.
+  std::map<std::string, std::map<std::string, ModelPods>> models;
+  std::map<std::string, Resources> others;
   std::unordered_map<std::string, PodShare> pods;            // by key, terminal pods left out
   std::map<std::string, std::set<std::string>> by_pipeline;  // pod keys
   std::map<std::string, PriorityClassValue> priority_classes;
@@ -200,16 +225,63 @@ struct ClusterView::State {
                                      const std::string& pipeline) const;
   // The priority admission gives the pipeline's pods.
   int PriorityOf(const model::Pipeline& pipeline) const;
+  PoolView Pool(const model::HardwareClass& hw) const;
+  // What a bound pod takes from its node (`sign` 1) or gives back (-1).
+  void Account(const PodShare& pod, int sign);
 };
+
+void ClusterView::State::Account(const PodShare& pod, int sign) {
+  if (pod.node.empty()) return;
+  Resources& on = used[pod.node][pod.priority];
+  for (const auto& [k, v] : pod.requests) on[k] += sign * v;
+  if (pod.pipeline.empty()) {
+    Resources& other = others[pod.node];
+    for (const auto& [k, v] : pod.requests) other[k] += sign * v;
+    return;
+  }
+  auto& on_node = models[pod.node];
+  const std::string holder = HolderKey(pod.pipeline, pod.hardware_class);
+  ModelPods& m = on_node[holder];
+  for (const auto& [k, v] : pod.requests) m.requests[k] += sign * v;
+  m.pods += sign;
+  m.priority = pod.priority;
+  if (m.pods <= 0) on_node.erase(holder);
+}
+
+PoolView ClusterView::State::Pool(const model::HardwareClass& hw) const {
+  const Resources need = ReplicaRequests(hw);
+  const std::string resource = PoolResource(need);
+  PoolView pool;
+  if (resource.empty()) return pool;
+  pool.key = resource;
+  pool.unit = Amount(need, resource);
+  for (const auto& [name, node] : nodes) {
+    if (!Admits(hw, node)) continue;
+    pool.key += "|" + name;
+    pool.capacity += Amount(node.allocatable, resource);
+    if (const auto o = others.find(name); o != others.end()) {
+      pool.capacity -= Amount(o->second, resource);
+    }
+    const auto m = models.find(name);
+    if (m == models.end()) continue;
+    for (const auto& [holder, held] : m->second) {
+      const double units = Amount(held.requests, resource);
+      if (units <= 0) continue;
+      PoolView::Holding& h = pool.holders[holder];
+      h.units += units;
+      h.pods += held.pods;
+      h.priority = held.priority;
+    }
+  }
+  pool.capacity = std::max(0.0, pool.capacity);
+  return pool;
+}
 
 void ClusterView::State::Unplace(const std::string& key) {
   auto it = pods.find(key);
   if (it == pods.end()) return;
   const PodShare& pod = it->second;
-  if (!pod.node.empty()) {
-    Resources& on = used[pod.node][pod.priority];
-    for (const auto& [k, v] : pod.requests) on[k] -= v;
-  }
+  Account(pod, -1);
   if (!pod.pipeline.empty()) {
     auto& keys = by_pipeline[pod.pipeline];
     keys.erase(key);
@@ -287,6 +359,10 @@ std::map<std::string, int> ClusterView::State::Holders(const model::HardwareClas
   return holders;
 }
 
+std::string HolderKey(const std::string& pipeline, const std::string& hardware_class) {
+  return pipeline + "@" + hardware_class;
+}
+
 const ClassCapacity* ClusterCapacity::Find(const std::string& hardware_class) const {
   for (const ClassCapacity& c : classes) {
     if (c.hardware_class == hardware_class) return &c;
@@ -315,10 +391,7 @@ void ClusterView::SetPod(const std::string& key, const PodShare& pod) {
   s.Unplace(key);
   s.rooms.clear();
   if (pod.terminal) return;  // its room is free
-  if (!pod.node.empty()) {
-    Resources& on = s.used[pod.node][pod.priority];
-    for (const auto& [k, v] : pod.requests) on[k] += v;
-  }
+  s.Account(pod, 1);
   if (!pod.pipeline.empty()) s.by_pipeline[pod.pipeline].insert(key);
   s.pods.emplace(key, pod);
 }
@@ -367,14 +440,19 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
   }
   ClusterCapacity out;
   const int priority = s.PriorityOf(pipeline);
+  out.priority = priority;
   for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
     ClassRoom room = s.Room(hw, priority);
+    PoolView pool = hw.burst_min_warm ? PoolView{} : s.Pool(hw);  // burst classes are not sized
+    const int pooled = pool.key.empty() ? 0 : static_cast<int>(pool.capacity / pool.unit + 1e-9);
     out.classes.push_back({.hardware_class = hw.name,
                            .nodes = room.nodes,
                            .placeable = room.placeable,
                            .scheduled = scheduled[hw.name],
                            .preemptible = room.preemptible,
-                           .full_reason = std::move(room.full_reason)});
+                           .full_reason = std::move(room.full_reason),
+                           .pool = pooled});
+    out.pools.push_back(std::move(pool));
   }
   for (auto& [name, u] : waiting) out.unschedulable.push_back(std::move(u));
   const std::string key = pipeline.namespace_name + "/" + pipeline.name;

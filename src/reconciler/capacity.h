@@ -23,15 +23,40 @@ using model::Unschedulable;
 
 // A class with no room left whose nodes run pods of a higher priority than the pipeline's: the
 // pipeline yields the class to them.
+// Or (share set) a class whose pool the arbiter divides, the pipeline held to a share of it.
 struct Yielded {
   std::string hardware_class;
-  std::map<std::string, int> holders;  // pods of a higher priority, by their pipeline (ns/name)
+  // Pods of a higher priority, by their pipeline (ns/name); with share, the others' shares.
+  std::map<std::string, int> holders;
+  std::optional<int> share;
+  int pool = 0;  // with share: the replicas the pool holds
 };
+
+// The nodes a class admits, seen as one pool of the resource its replicas need most of (an
+// extended resource such as nvidia.com/gpu, else cpu): every pipeline whose classes admit the
+// same nodes shares it, and the arbiter divides it among them (reconciler/arbiter.h).
+struct PoolView {
+  struct Holding {
+    double units = 0;  // of the pool's resource
+    int pods = 0;
+    int priority = 0;
+  };
+  std::string key;      // the resource and the nodes; "" when the class needs no such resource
+  double unit = 0;      // what one replica of the class takes of it
+  double capacity = 0;  // the nodes' allocatable less what pods other than model pods request
+  // What model pods on the nodes take, by pipeline and class (HolderKey).
+  std::map<std::string, Holding> holders;
+};
+
+// How a pool's holdings and claims name a pipeline's class: "namespace/name@class".
+std::string HolderKey(const std::string& pipeline, const std::string& hardware_class);
 
 struct ClusterCapacity {
   std::vector<ClassCapacity> classes;  // in the spec's order
   std::vector<Unschedulable> unschedulable;
   std::vector<Yielded> yielded;
+  int priority = 0;             // the pipeline's pods', as admission resolves it
+  std::vector<PoolView> pools;  // by class, in the spec's order
 
   const ClassCapacity* Find(const std::string& hardware_class) const;
 };

@@ -32,6 +32,9 @@ inline constexpr const char* kBatchHeld = "BatchHeld";
 // Yielded's, and an event's: a class has no room left for the pipeline and pods of a higher
 // priority run on its nodes (spec.priorityClassName).
 inline constexpr const char* kHigherPriority = "HigherPriority";
+// Yielded's, and an event's: pipelines contend for a class's nodes and the arbiter holds this
+// one to its share of them (reconciler/arbiter.h).
+inline constexpr const char* kFairShare = "FairShare";
 // An event's: a field the operator manages was changed outside it and has been set back.
 inline constexpr const char* kChangeReverted = "ChangeReverted";
 // An event's: the router's measured query sizes moved past kMixShift; Kairos plans for them.

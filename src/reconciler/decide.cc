@@ -284,18 +284,32 @@ void ReportUnschedulable(const Context& c, Decision& d) {
   }
 }
 
-// A class full for the pipeline with pods of a higher priority on its nodes: Yielded says to
-// whom, and a Normal event when it starts or the holders change; gone when nothing is yielded.
+// What the pipeline yields of one class, for Yielded's message.
+std::string YieldedMessage(const Yielded& y) {
+  std::string holders;
+  for (const auto& [holder, pods] : y.holders) {
+    holders += StrFormat("%s%s (%d)", holders.empty() ? "" : ", ", holder.c_str(), pods);
+  }
+  if (y.share) {
+    return StrFormat(
+        "%s: held to a share of %d of the %d replicas its nodes hold; the others' "
+        "shares: %s",
+        y.hardware_class.c_str(), *y.share, y.pool, holders.c_str());
+  }
+  return StrFormat("%s: no room left; pods of a higher priority hold it: %s",
+                   y.hardware_class.c_str(), holders.c_str());
+}
+
+// A class full for the pipeline with pods of a higher priority on its nodes, or whose pool the
+// arbiter divides with the pipeline held below what it would take: Yielded says to whom, and a
+// Normal event when it starts or the holders change; gone when nothing is yielded.
 void ReportYielded(const Context& c, Decision& d) {
   static const std::vector<Yielded> kNone;
   std::string message;
+  const char* why = reason::kFairShare;
   for (const Yielded& y : c.o.capacity ? c.o.capacity->yielded : kNone) {
-    std::string holders;
-    for (const auto& [holder, pods] : y.holders) {
-      holders += StrFormat("%s%s (%d)", holders.empty() ? "" : ", ", holder.c_str(), pods);
-    }
-    message += StrFormat("%s%s: no room left; pods of a higher priority hold it: %s",
-                         message.empty() ? "" : "; ", y.hardware_class.c_str(), holders.c_str());
+    message += (message.empty() ? "" : "; ") + YieldedMessage(y);
+    if (!y.share) why = reason::kHigherPriority;
   }
   if (message.empty()) {
     RemoveCondition(d.status.conditions, "Yielded");
@@ -304,9 +318,8 @@ void ReportYielded(const Context& c, Decision& d) {
   const bool news = std::ranges::none_of(d.status.conditions, [&](const model::Condition& k) {
     return k.type == "Yielded" && k.message == message;
   });
-  SetCondition(d.status.conditions, "Yielded", true, reason::kHigherPriority, message, c.generation,
-               c.o.now);
-  if (news) d.notices.push_back({reason::kHigherPriority, message});
+  SetCondition(d.status.conditions, "Yielded", true, why, message, c.generation, c.o.now);
+  if (news) d.notices.push_back({why, message});
 }
 
 // QuerySizesShifted follows the status, as PlanChanged does: a mix adopted in memory whose
@@ -542,6 +555,41 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   d.plan = std::move(plan);
 }
 
+// Decision::needs. A class whose limit the plan reached may need more than it was given: a
+// second plan, with every such class allowed its whole pool, says how much.
+std::map<std::string, int> Needs(const Context& c, const model::Pipeline& measured,
+                                 const DemandStep& step, const model::Plan& plan) {
+  std::map<std::string, int> needs;
+  if (!c.o.capacity) return needs;
+  std::map<std::string, int> planned;
+  for (const model::TaskPlan& t : plan.tasks) planned[t.hardware_class] += t.replicas;
+  model::Pipeline whole = measured;
+  std::vector<std::string> capped;
+  for (model::HardwareClass& hw : whole.spec.hardware_classes) {
+    const model::ClassCapacity* room = c.o.capacity->Find(hw.name);
+    if (room == nullptr || room->pool == 0) continue;
+    needs[hw.name] = planned[hw.name];
+    const model::HardwareClass& declared =
+        c.pipeline.spec
+            .hardware_classes[static_cast<size_t>(c.pipeline.HardwareClassIndex(hw.name))];
+    const int most = std::min(declared.max_replicas.value_or(room->pool), room->pool);
+    const int limit = hw.max_replicas.value_or(most);
+    if (planned[hw.name] < limit || limit >= most) continue;
+    hw.max_replicas = most;
+    capped.push_back(hw.name);
+  }
+  if (capped.empty()) return needs;
+  const model::Plan unbounded = c.optimizer.solve(whole, step.workload, step.input);
+  if (unbounded.tasks.empty()) return needs;  // no answer in time: what it was given, as before
+  for (const std::string& name : capped) needs[name] = 0;
+  for (const model::TaskPlan& t : unbounded.tasks) {
+    if (std::ranges::find(capped, t.hardware_class) != capped.end()) {
+      needs[t.hardware_class] += t.replicas;
+    }
+  }
+  return needs;
+}
+
 }  // namespace
 
 Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
@@ -624,6 +672,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   // Within the room the cluster has, as the plan: a floor past it says so in the plan's notes.
   optimizer::ApplyReplicaFloors(measured, plan);
+  d.needs = Needs(c, measured, step, plan);
   Enact(c, std::move(plan), step, sleep, d);
   return d;
 }

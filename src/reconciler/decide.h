@@ -70,7 +70,11 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   std::optional<ConfigMapWrite> router_pipeline;  // and its graph, when it changed
   // When to look again; nullopt for an invalid spec, which waits for the next generation.
   std::optional<double> requeue_after_seconds;
-  std::optional<model::Plan> plan;       // the plan decided on, when there is one
+  std::optional<model::Plan> plan;  // the plan decided on, when there is one
+  // With the plan, per class counted in a pool others share, the replicas the pipeline needs of
+  // it: the plan's, or where the plan took all the class's limit, a plan's given the whole pool.
+  // What the arbiter divides the pool by (arbiter.h).
+  std::map<std::string, int> needs;
   std::map<std::string, double> surges;  // the paths planned for their recent rates (surge.h)
   // FA2's feedback: every path's planned rate over its measured one (slo_feedback.h); empty for
   // an optimizer without it.

@@ -34,6 +34,7 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   if (!object) {
     // Deleted: its Deployments go with it through their owner references.
     owned_.ForgetAdopter(key);
+    if (arbiter_ != nullptr) arbiter_->Forget(key);
     std::lock_guard lock(mu_);
     memory_.erase(key);
     return outcome;
@@ -41,6 +42,10 @@ Result<Reconciler::Outcome> Reconciler::Reconcile(const std::string& key) {
   auto seen = Observe(key, std::move(object), std::move(cached_version));
   if (!seen) return seen.error();
   Decision decision = TimedDecide(key, *seen, outcome);
+  const Observed& o = seen->observed;
+  if (arbiter_ != nullptr && o.capacity && decision.plan && seen->object->parsed.pipeline) {
+    arbiter_->Record(*seen->object->parsed.pipeline, *o.capacity, decision.needs, o.now);
+  }
   if (Status acted = Act(*seen, decision, outcome); !acted) return acted.error();
   if (Status reported = Report(key, *seen, std::move(decision), outcome); !reported) {
     return reported.error();
@@ -121,7 +126,9 @@ std::optional<api::ConfigMapView> Reconciler::ObserveRoutingConfigMap(
 std::optional<ClusterCapacity> Reconciler::ObserveCapacity(const model::Pipeline& pipeline) const {
   // No nodes in view (not synced, or no rights to list them) is no news about capacity.
   if (cluster_ == nullptr || !cluster_->HasNodes()) return std::nullopt;
-  return cluster_->Capacity(pipeline);
+  ClusterCapacity capacity = cluster_->Capacity(pipeline);
+  if (arbiter_ != nullptr) arbiter_->Allot(pipeline, capacity, clock_());
+  return capacity;
 }
 
 // What the last decision for `key` remembered; on first sight (a new leader, a restart) what the

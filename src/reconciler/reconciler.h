@@ -20,6 +20,7 @@
 #include "kube/informer.h"
 #include "model/metrics_snapshot.h"
 #include "model/pipeline.h"
+#include "reconciler/arbiter.h"
 #include "reconciler/capacity.h"
 #include "reconciler/decide.h"
 #include "reconciler/owned.h"
@@ -52,6 +53,9 @@ class Reconciler {
   // Plan within what the cluster can place, as `cluster` (kept from the Node and Pod watches)
   // says; it must outlive the reconciler. Without it only the spec's limits apply.
   void WatchCapacity(const ClusterView& cluster) { cluster_ = &cluster; }
+  // Plan within the share `arbiter` gives the pipeline of the pools it shares with others (with
+  // WatchCapacity); it must outlive the reconciler.
+  void ShareWith(Arbiter& arbiter) { arbiter_ = &arbiter; }
 
   // The ClusterRole the RoleBinding of each pipeline's router grants (the chart installs it).
   void SetRouterClusterRole(std::string name) { router_cluster_role_ = std::move(name); }
@@ -137,6 +141,7 @@ class Reconciler {
   Clock clock_;
   HistoryReader history_;
   const ClusterView* cluster_ = nullptr;
+  Arbiter* arbiter_ = nullptr;
 
   // The informer's copy of `key`, or the status this replica wrote since when the copy is
   // older: it lags a write by a watch event, and a decision from it would announce the same

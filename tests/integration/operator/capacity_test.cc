@@ -267,6 +267,60 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
 }
 
+// Two pipelines of one priority, each wanting all of the pool's 8 GPUs: the first takes them,
+// the second's claim holds the first to half, and once its pods have gone the second grows
+// into them. Each status says the share it is held to and the other's.
+TEST_F(CapacityTest, PipelinesOfOnePriorityDivideAFullPoolEqually) {
+  testing::NodePool pool(ns_, json::array({GpuNode("gpu-a", 4), GpuNode("gpu-b", 4)}));
+  ASSERT_TRUE(Eventually([&] { return pool.ReadyNodes() == 2; }, 20s)) << pool.Log();
+  testing::Load load(ns_, {{"first", {{"p", 800}}}, {"second", {{"p", 800}}}});
+  OperatorProcess op(ns_, "capacity");
+  const auto create = [&](const std::string& name) {
+    Create(Pipeline(name, "fa2", GpuClass(pool.Admit(json::object())),
+                    json::array({Variant("v", 1.0, 20)})));
+  };
+  create("first");
+  ASSERT_TRUE(Eventually(
+      [&] { return Settled("first-detect-v-gpu", "pipescale.io/pipeline=first") == 8; }, 60s))
+      << Status("first").dump() << op.process().Log();
+  create("second");
+  const auto settled = [&] {
+    return Settled("first-detect-v-gpu", "pipescale.io/pipeline=first") == 4 &&
+           Settled("second-detect-v-gpu", "pipescale.io/pipeline=second") == 4;
+  };
+  ASSERT_TRUE(Eventually(settled, 90s)) << Status("first").dump() << "\n"
+                                        << Status("second").dump() << op.process().Log();
+  for (const std::string name : {"first", "second"}) {
+    const json status = Status(name);
+    EXPECT_EQ(status["capacity"][0].value("pool", -1), 8) << status.dump();
+    EXPECT_EQ(status["capacity"][0].value("share", -1), 4) << status.dump();
+    EXPECT_EQ(status.value("share", ""), "gpu 4/8") << status.dump();
+    const std::string other = name == "first" ? "second" : "first";
+    const auto yielded = [&] {
+      for (const json& c : Status(name).value("conditions", json::array())) {
+        if (c.value("type", "") == "Yielded") return c;
+      }
+      return json::object();
+    };
+    EXPECT_TRUE(Eventually([&] { return yielded().value("reason", "") == "FairShare"; }, 20s))
+        << Status(name).dump();
+    EXPECT_EQ(yielded().value("message", ""),
+              "gpu: held to a share of 4 of the 8 replicas its nodes hold; the others' shares: " +
+                  ns_ + "/" + other + " (4)");
+  }
+  EXPECT_GE(Events("FairShare"), 1);
+  // At rest: neither Deployment is written again over the next looks.
+  const auto generations = [&] {
+    return std::pair{Deployment("first-detect-v-gpu")["metadata"].value("generation", -1),
+                     Deployment("second-detect-v-gpu")["metadata"].value("generation", -1)};
+  };
+  const auto before = generations();
+  const double looked = op.Reconciles();
+  EXPECT_TRUE(Eventually([&] { return op.Reconciles() >= looked + 10; }, 60s, 500ms));
+  EXPECT_EQ(generations(), before);
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
 // A class whose nodeSelector matches no node: the operator plans its one replica, says which
 // Deployment waits and why (the scheduler's words) once, and does not rewrite it in a loop.
 TEST_F(CapacityTest, ANodeSelectorThatMatchesNothingIsReportedOnce) {

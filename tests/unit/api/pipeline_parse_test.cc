@@ -292,6 +292,23 @@ TEST(ParsePipeline, PoolOptimizersReadQuerySizesAndBurstClasses) {
   EXPECT_EQ(spec.hardware_classes[1].burst_min_warm, 2);
 }
 
+// A tenant's quota of a class on a shared cluster: at most what the class may run at all.
+TEST(ParsePipeline, AGuaranteeIsAtMostTheClassesMaxReplicas) {
+  const std::string text = ReplaceFirst(kValid, "      maxReplicas: 20\n",
+                                        "      maxReplicas: 20\n      guaranteedReplicas: 6\n");
+  const ParsedPipeline parsed = ParsePipeline(text);
+  ASSERT_TRUE(parsed.errors.empty()) << Dump(Errors(text));
+  EXPECT_EQ(parsed.pipeline->spec.hardware_classes[0].guaranteed_replicas, 6);
+  EXPECT_FALSE(ParsePipeline(kValid).pipeline->spec.hardware_classes[0].guaranteed_replicas);
+  auto errors = Errors(ReplaceFirst(text, "guaranteedReplicas: 6", "guaranteedReplicas: 21"));
+  EXPECT_TRUE(
+      Has(errors, "spec.hardwareClasses[0].guaranteedReplicas: must not exceed maxReplicas (20)"))
+      << Dump(errors);
+  errors = Errors(ReplaceFirst(text, "guaranteedReplicas: 6", "guaranteedReplicas: -1"));
+  EXPECT_TRUE(Has(errors, "spec.hardwareClasses[0].guaranteedReplicas: must be >= 0, got -1"))
+      << Dump(errors);
+}
+
 TEST(ParsePipeline, PoolOptimizersNameWhatIsWrong) {
   const std::string kairos = ReplaceFirst(kValid, "optimizer: fa2", "optimizer: kairos");
   auto errors = Errors(ReplaceFirst(kairos, "  forecast:",

@@ -5,90 +5,24 @@
 #include <map>
 #include <random>
 
-#include "api/pipeline_parse.h"
 #include "optimizer/registry.h"
+#include "support/cluster_objects.h"
 
 namespace pipescale::reconciler {
 namespace {
 
 using nlohmann::json;
-
-// One GPU class (a GPU per replica, tolerating the GPU taint) and one CPU class (2 cores).
-model::Pipeline Pipeline() {
-  const json profile = [] {
-    return json{{"latencyMs", {{"quadratic", {{"a", 0}, {"b", 10}, {"c", 5}}}}}};
-  }();
-  json gpu = profile, cpu = profile;
-  gpu["hardwareClass"] = "gpu";
-  cpu["hardwareClass"] = "cpu";
-  const json spec = {
-      {"apiVersion", "pipescale.io/v1alpha1"},
-      {"kind", "InferencePipeline"},
-      {"metadata", {{"name", "shop"}, {"namespace", "ns"}}},
-      {"spec",
-       {{"hardwareClasses",
-         {{{"name", "gpu"},
-           {"costPerHour", 1},
-           {"maxReplicas", 100},
-           {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}},
-           {"nodeSelector", {{"accelerator", "nvidia"}}},
-           {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}}},
-          {{"name", "cpu"},
-           {"costPerHour", 0.1},
-           {"resources", {{"requests", {{"cpu", "2"}, {"memory", "1Gi"}}}}}}}},
-        {"tasks",
-         {{{"name", "detect"}, {"variants", {{{"name", "v"}, {"profiles", {gpu, cpu}}}}}}}},
-        {"paths", {{{"name", "p"}, {"tasks", {"detect"}}, {"sloMs", 500}}}}}}};
-  auto parsed = api::ParsePipeline(spec.dump());
-  EXPECT_TRUE(parsed.pipeline.has_value());
-  return *parsed.pipeline;
-}
-
-json Node(const std::string& name, int gpus, int cpus, bool tainted, bool ready = true) {
-  json node = {
-      {"metadata", {{"name", name}, {"labels", json::object()}}},
-      {"spec", json::object()},
-      {"status",
-       {{"allocatable", {{"cpu", std::to_string(cpus)}, {"memory", "64Gi"}, {"pods", "110"}}},
-        {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
-  if (gpus > 0) {
-    node["status"]["allocatable"]["nvidia.com/gpu"] = std::to_string(gpus);
-    node["metadata"]["labels"]["accelerator"] = "nvidia";
-  }
-  if (tainted) {
-    node["spec"]["taints"] = {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}};
-  }
-  return node;
-}
-
-// A pod on `node` ("" for unbound) asking for `gpus` GPUs and `cpu` cores; `of_pipeline`
-// labels it as the pipeline's, on `cls`.
-json Pod(const std::string& node, int gpus, const std::string& cpu, bool of_pipeline,
-         const std::string& cls = "gpu") {
-  json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"labels", json::object()}}},
-              {"spec",
-               {{"containers",
-                 {{{"name", "c"},
-                   {"resources", {{"requests", {{"cpu", cpu}}}, {"limits", json::object()}}}}}}}},
-              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
-  if (gpus > 0) {
-    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
-  }
-  if (of_pipeline) {
-    pod["metadata"]["labels"] = {{"pipescale.io/pipeline", "shop"},
-                                 {"pipescale.io/task", "detect"},
-                                 {"pipescale.io/variant", "v"},
-                                 {"pipescale.io/hardware-class", cls}};
-  }
-  return pod;
-}
+using testing::Node;
+using testing::Pipeline;
+using testing::Pod;
+using testing::PriorityClass;
+using testing::WithPriority;
 
 TEST(Capacity, CountsTheRoomOfTheNodesAClassAdmits) {
   const std::vector<json> nodes = {Node("gpu-1", 4, 48, true), Node("gpu-2", 4, 48, true),
                                    Node("cpu-1", 0, 16, false)};
-  const std::vector<json> pods = {Pod("gpu-1", 1, "1", true), Pod("gpu-1", 1, "1", true),
-                                  Pod("gpu-1", 1, "1", true), Pod("gpu-2", 2, "1", false)};
+  const std::vector<json> pods = {Pod("gpu-1", 1, "1", "shop"), Pod("gpu-1", 1, "1", "shop"),
+                                  Pod("gpu-1", 1, "1", "shop"), Pod("gpu-2", 2, "1", "")};
   const ClusterCapacity c = ComputeCapacity(Pipeline(), nodes, pods);
   const ClassCapacity* gpu = c.Find("gpu");
   ASSERT_NE(gpu, nullptr);
@@ -105,7 +39,7 @@ TEST(Capacity, CountsTheRoomOfTheNodesAClassAdmits) {
 
 TEST(Capacity, SaysWhatRanOutAndWhoWaits) {
   const std::vector<json> nodes = {Node("gpu-1", 1, 48, true)};
-  json waiting = Pod("", 1, "1", true);
+  json waiting = Pod("", 1, "1", "shop");
   waiting["status"]["conditions"] = {{{"type", "PodScheduled"},
                                       {"status", "False"},
                                       {"reason", "Unschedulable"},
@@ -113,7 +47,7 @@ TEST(Capacity, SaysWhatRanOutAndWhoWaits) {
                                        "0/1 nodes are available: 1 Insufficient "
                                        "nvidia.com/gpu."}}};
   const ClusterCapacity c =
-      ComputeCapacity(Pipeline(), nodes, {Pod("gpu-1", 1, "1", true), waiting, waiting});
+      ComputeCapacity(Pipeline(), nodes, {Pod("gpu-1", 1, "1", "shop"), waiting, waiting});
   EXPECT_EQ(c.Find("gpu")->placeable, 0);
   EXPECT_EQ(c.Find("gpu")->full_reason, "no room left for nvidia.com/gpu");
   EXPECT_EQ(c.Find("cpu")->full_reason,
@@ -127,7 +61,7 @@ TEST(Capacity, SaysWhatRanOutAndWhoWaits) {
 TEST(Capacity, IgnoresUnreadyCordonedNodesAndFinishedPods) {
   json cordoned = Node("gpu-2", 4, 48, true);
   cordoned["spec"]["unschedulable"] = true;
-  json done = Pod("gpu-1", 4, "1", false);
+  json done = Pod("gpu-1", 4, "1", "");
   done["status"]["phase"] = "Succeeded";
   const ClusterCapacity c = ComputeCapacity(
       Pipeline(), {Node("gpu-1", 4, 48, true), cordoned, Node("gpu-3", 4, 48, true, false)},
@@ -150,7 +84,7 @@ TEST(Capacity, MatchesPlacingOneReplicaAtATime) {
       int used_gpus = 0, used_cpus = 0;
       for (int k = static_cast<int>(rng() % 4); k > 0; --k) {
         const int g = static_cast<int>(rng() % 2), c = static_cast<int>(rng() % 3);
-        pods.push_back(Pod("n" + std::to_string(i), g, std::to_string(c), false));
+        pods.push_back(Pod("n" + std::to_string(i), g, std::to_string(c), ""));
         used_gpus += g;
         used_cpus += c;
       }
@@ -162,18 +96,9 @@ TEST(Capacity, MatchesPlacingOneReplicaAtATime) {
     }
     const ClusterCapacity c = ComputeCapacity(Pipeline(), nodes, pods);
     EXPECT_EQ(c.Find("cpu")->placeable, placed) << "round " << round;
-    pods.push_back(Pod("n0", 0, "1", false));
+    pods.push_back(Pod("n0", 0, "1", ""));
     EXPECT_LE(ComputeCapacity(Pipeline(), nodes, pods).Find("cpu")->placeable, placed);
   }
-}
-
-json PriorityClass(const std::string& name, int value, bool global_default = false) {
-  return {{"metadata", {{"name", name}}}, {"value", value}, {"globalDefault", global_default}};
-}
-
-json WithPriority(json pod, int priority) {
-  pod["spec"]["priority"] = priority;
-  return pod;
 }
 
 // Another's pods of a lower priority than the pipeline's are room the scheduler preempts for
@@ -181,9 +106,9 @@ json WithPriority(json pod, int priority) {
 // names no class has the globalDefault's priority, else 0.
 TEST(Capacity, PodsOfALowerPriorityAreRoomTheSchedulerPreempts) {
   const std::vector<json> nodes = {Node("gpu-1", 4, 48, true)};
-  const std::vector<json> pods = {WithPriority(Pod("gpu-1", 1, "1", false), 100),
-                                  WithPriority(Pod("gpu-1", 1, "1", false), 100),
-                                  WithPriority(Pod("gpu-1", 1, "1", false), 5000)};
+  const std::vector<json> pods = {WithPriority(Pod("gpu-1", 1, "1", ""), 100),
+                                  WithPriority(Pod("gpu-1", 1, "1", ""), 100),
+                                  WithPriority(Pod("gpu-1", 1, "1", ""), 5000)};
   const std::vector<json> classes = {PriorityClass("batch", 100), PriorityClass("online", 1000),
                                      PriorityClass("critical", 5000)};
   const auto gpu = [&](const std::string& name, const std::vector<json>& with) {
@@ -207,11 +132,11 @@ TEST(Capacity, PodsOfALowerPriorityAreRoomTheSchedulerPreempts) {
 // theirs, the rest as other pods); pods of the same priority, or a class with room, yield nothing.
 TEST(Capacity, AFullClassNamesThePodsOfAHigherPriorityOnItsNodes) {
   const std::vector<json> nodes = {Node("gpu-1", 2, 48, true), Node("cpu-1", 0, 16, false)};
-  json online = WithPriority(Pod("gpu-1", 1, "1", false), 1000);
+  json online = WithPriority(Pod("gpu-1", 1, "1", ""), 1000);
   online["metadata"]["namespace"] = "team-a";
   online["metadata"]["labels"]["pipescale.io/pipeline"] = "online";
-  const std::vector<json> pods = {online, WithPriority(Pod("gpu-1", 1, "1", false), 1000),
-                                  WithPriority(Pod("cpu-1", 0, "1", false), 1000)};
+  const std::vector<json> pods = {online, WithPriority(Pod("gpu-1", 1, "1", ""), 1000),
+                                  WithPriority(Pod("cpu-1", 0, "1", ""), 1000)};
   const std::vector<json> classes = {PriorityClass("batch", 100), PriorityClass("online", 1000)};
   model::Pipeline batch = Pipeline();
   batch.spec.priority_class_name = "batch";
@@ -246,7 +171,7 @@ TEST(Capacity, RoomGrowsWithThePriorityAndIsWhatFitsWithoutTheLowerPods) {
       for (int k = static_cast<int>(rng() % 5); k > 0; --k) {
         const int c = static_cast<int>(rng() % 4), priority = values[rng() % values.size()];
         pods.push_back(
-            WithPriority(Pod("n" + std::to_string(i), 0, std::to_string(c), false), priority));
+            WithPriority(Pod("n" + std::to_string(i), 0, std::to_string(c), ""), priority));
         on.back().emplace_back(c, priority);
       }
     }
@@ -302,8 +227,9 @@ TEST(Capacity, AViewKeptFromEventsCountsWhatTheFinalObjectsDo) {
           view.RemovePod(key);
           continue;
         }
-        json pod = Pod(rng() % 3 == 0 ? "" : node, static_cast<int>(rng() % 2),
-                       std::to_string(rng() % 3), rng() % 2 == 0, rng() % 2 ? "gpu" : "cpu");
+        json pod =
+            Pod(rng() % 3 == 0 ? "" : node, static_cast<int>(rng() % 2), std::to_string(rng() % 3),
+                rng() % 2 == 0 ? "shop" : "", rng() % 2 ? "gpu" : "cpu");
         if (rng() % 6 == 0) pod["status"]["phase"] = "Succeeded";
         if (!pod["spec"].contains("nodeName") && rng() % 2 == 0) {
           pod["status"]["conditions"] = {{{"type", "PodScheduled"},
@@ -371,7 +297,7 @@ TEST(Capacity, KairosMovesTheLoadToClassesWithRoom) {
 
 // What the Pod watch keeps of a pod: the little the count reads, and whose pipeline it is.
 TEST(Capacity, APodIsReadForWhatTheCountNeeds) {
-  json pod = Pod("n1", 2, "1", true, "gpu");
+  json pod = Pod("n1", 2, "1", "shop", "gpu");
   const PodShare share = ReadPod(pod);
   EXPECT_FALSE(share.terminal);
   EXPECT_EQ(share.node, "n1");

@@ -308,6 +308,52 @@ TEST(Decide, SaysToWhomItYieldsAFullClassOnce) {
   EXPECT_EQ(ConditionStatus(d.status.conditions, "Yielded"), "");
 }
 
+// Held to a share of a pool others contend for: Yielded says what the share is and the others',
+// with reason FairShare; the plan stays within the share.
+TEST(Decide, SaysItIsHeldToAShareOfThePool) {
+  World w;
+  w.capacity = ClusterCapacity{
+      .classes = {{.hardware_class = "cpu",
+                   .nodes = 1,
+                   .placeable = 4,
+                   .scheduled = 4,
+                   .pool = 8,
+                   .share = 2}},
+      .yielded = {
+          {.hardware_class = "cpu", .holders = {{"team-a/online", 6}}, .share = 2, .pool = 8}}};
+  Decision d = w.Step(Rate(400), 1000);
+  ASSERT_TRUE(d.plan.has_value());
+  EXPECT_LE(d.plan->TotalReplicas(), 2);
+  ASSERT_EQ(d.notices.size(), 1u);
+  EXPECT_EQ(d.notices[0].reason, "FairShare");
+  EXPECT_EQ(d.notices[0].message,
+            "cpu: held to a share of 2 of the 8 replicas its nodes hold; the others' shares: "
+            "team-a/online (6)");
+  EXPECT_EQ(Json(d)["capacity"][0]["share"], 2);
+  EXPECT_EQ(Json(d)["capacity"][0]["limit"], 2);
+  EXPECT_EQ(Json(d)["share"], "cpu 4/8");
+}
+
+// What the pipeline needs of a pooled class: the plan's replicas when it did not reach its
+// limit; else a second plan's, allowed the whole pool. Each is what an unconstrained plan takes.
+TEST(Decide, SaysWhatItNeedsOfAPoolBeyondItsShare) {
+  World w;
+  w.capacity = ClusterCapacity{
+      .classes = {
+          {.hardware_class = "cpu", .nodes = 1, .placeable = 40, .scheduled = 0, .pool = 40}}};
+  const int alone = w.Step(Rate(400), 1000).plan->TotalReplicas();
+  ASSERT_GT(alone, 2);
+  World held;
+  held.capacity = w.capacity;
+  EXPECT_EQ(held.Step(Rate(400), 1000).needs.at("cpu"), alone) << "within its limit: the plan";
+  held.capacity->classes[0].share = 2;
+  const Decision d = held.Step(Rate(400), 1010);
+  EXPECT_LE(d.plan->TotalReplicas(), 2);
+  EXPECT_EQ(d.needs.at("cpu"), alone) << "at its limit: a plan given the pool";
+  held.capacity->classes[0].pool = 0;
+  EXPECT_TRUE(held.Step(Rate(400), 1020).needs.empty()) << "no pool: nothing to claim";
+}
+
 TEST(Decide, SecondDecisionWritesNothing) {
   World w;
   w.Step(Rate(200), 1000);

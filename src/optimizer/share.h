@@ -1,0 +1,27 @@
+// Divides a pool of a scarce resource (the GPUs a set of nodes holds) among the pipelines that
+// contend for it: guaranteed replicas first, then by priority, then max-min fair on the resource
+// among pipelines of one priority. A pipeline is asked to give up replicas it runs only for a
+// gain worth the restarts. Pure.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+namespace pipescale::optimizer {
+
+// One pipeline's claim on a pool, in replicas of its class.
+struct Claim {
+  int priority = 0;
+  int guaranteed = 0;         // spec.hardwareClasses[].guaranteedReplicas
+  std::optional<int> demand;  // what its plan needs; nullopt: more than it was given
+  int held = 0;               // replicas it runs in the pool now
+  double unit = 1;            // the pool's resource one replica takes (> 0)
+};
+
+// Each claim's share in replicas, in the claims' order. The shares' units never exceed
+// `capacity`, nor a share its demand, and no replica is left unshared that a claim under its
+// demand could take. Shares take from what claims hold (up to their demand) only when they take
+// at least `min_gain` units; otherwise every claim keeps what it holds.
+std::vector<int> DivideShares(double capacity, const std::vector<Claim>& claims, double min_gain);
+
+}  // namespace pipescale::optimizer

@@ -1,0 +1,66 @@
+// Divides the GPUs (or CPUs) that pipelines' classes share when their plans together need more
+// than the nodes hold: each reconcile records what its plan needs of each pooled class, and every
+// pipeline on the pool plans within its share (optimizer/share.h: guaranteedReplicas first,
+// then by priority, then equal parts of the resource), so the first to reconcile no longer takes
+// it all. Pipelines the arbiter has no record of keep what they run. Thread-safe; one per
+// operator, shared by its reconcilers.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "model/pipeline.h"
+#include "reconciler/capacity.h"
+
+namespace pipescale::reconciler {
+
+class Arbiter {
+ public:
+  // Asks for a reconcile of a pipeline ("namespace/name") whose share may have moved.
+  using Nudge = std::function<void(const std::string& pipeline)>;
+  explicit Arbiter(Nudge nudge = nullptr) : nudge_(std::move(nudge)) {}
+
+  // Sets `capacity`'s shares (classes[].share) and the Yielded entries for them, for `pipeline`.
+  void Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, double now);
+  // What the pipeline needs of each pooled class (Decision::needs, decided within `capacity`).
+  void Record(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
+              const std::map<std::string, int>& needs, double now);
+  // The pipeline is gone.
+  void Forget(const std::string& pipeline);
+  // A pod of `pipeline` came or went: the pipelines it contends with look again, as its room
+  // may be theirs now.
+  void PodChanged(const std::string& pipeline);
+
+  // A record older than this is read as absent (its pipeline keeps what it runs).
+  static constexpr double kRecordSeconds = 600;
+  // The least a division takes from running pipelines, as a share of the pool: a smaller gain
+  // is not worth the pods it restarts.
+  static constexpr double kMinGainShare = 0.1;
+
+ private:
+  struct Entry {
+    std::string pool;
+    int priority = 0;
+    int guaranteed = 0;
+    int demand = 0;
+    double unit = 1;
+    double at = 0;
+    bool operator==(const Entry& o) const {
+      return pool == o.pool && priority == o.priority && guaranteed == o.guaranteed &&
+             demand == o.demand && unit == o.unit;
+    }
+  };
+  void NudgeOthers(const std::string& pool, const std::string& pipeline);
+
+  Nudge nudge_;
+  std::mutex mu_;
+  std::map<std::string, Entry> records_;  // by HolderKey
+  // The pipelines last seen contending on each pool, by pool key.
+  std::map<std::string, std::set<std::string>> contending_;
+};
+
+}  // namespace pipescale::reconciler
