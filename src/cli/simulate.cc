@@ -26,7 +26,8 @@ constexpr const char* kSimulateUsage =
     R"(pipescale simulate: replay a trace through the whole loop, in simulated time
 
 usage:
-  pipescale simulate -f PIPELINE.yaml --trace SHAPE|csv:FILE [--policy P[,P...]]
+  pipescale simulate -f PIPELINE.yaml [-f PIPELINE.yaml...] --trace SHAPE|csv:FILE [--trace ...]
+                     [--policy P[,P...]]
                      [--scale X] [--tune SHARE] [--seed N] [--duration D] [--nodes FILE]
                      [-o table|json|csv] [--plot FILE.svg] [--progress auto|bar|none]
 
@@ -48,7 +49,11 @@ as hpa's, in the operator's loop; hpa alone is the HPA controller's own loop).
 --trace takes pipescale-loadgen's shapes: RPS:SECONDS[,...], fa2:SECONDS, normal:MEAN:SD:SECONDS,
 diurnal:LOW:HIGH:PERIOD:SECONDS[:BURST], csv:FILE; --scale multiplies its rates. --duration (90s, 10m, 24h) cuts or extends
 it. --nodes is a cluster file in hack/nodes.yaml's format: pods wait for room there; without it,
-room is unbounded. --seed N (default 42) sends the requests pipescale-loadgen --seed N sends:
+room is unbounded. Several -f run their pipelines together on --nodes, each under its own
+optimizer and with its own --trace (one per -f in order, or one for all), their traces starting
+together: --policy shared (the operator's arbiter divides the pools they share: guaranteedReplicas,
+priority, equal parts) and first-come (each plans within the room it finds), both by default;
+a table per pipeline, then the totals. --seed N (default 42) sends the requests pipescale-loadgen --seed N sends:
 every policy meets the same ones. -o csv prints one row per policy and interval; --plot writes
 an SVG.
 )";
@@ -75,6 +80,8 @@ std::vector<std::string> Names(const std::string& list) {
 }
 
 struct SimulateFlags {
+  std::vector<std::string> files, traces;  // -f and --trace, each as often as given
+  std::vector<double> scales;              // --scale, as often as given
   std::string file, trace, nodes, output = "table", plot, progress = "auto";
   std::vector<std::string> policies;
   unsigned seed = 42;
@@ -85,9 +92,9 @@ struct SimulateFlags {
 
 std::string SetSimulateFlag(const std::string& name, const std::string& value, SimulateFlags& f) {
   if (name == "-f" || name == "--file") {
-    f.file = value;
+    f.files.push_back(value);
   } else if (name == "--trace") {
-    f.trace = value;
+    f.traces.push_back(value);
   } else if (name == "--policy") {
     f.policies = Names(value);
   } else if (name == "--seed") {
@@ -97,7 +104,9 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";
     f.seconds = *d;
   } else if (name == "--scale") {
-    return ParseFlag(name, value, 1e-3, 1000.0, f.scale);
+    const std::string problem = ParseFlag(name, value, 1e-3, 1000.0, f.scale);
+    if (problem.empty()) f.scales.push_back(f.scale);
+    return problem;
   } else if (name == "--tune") {
     return ParseFlag(name, value, 0.01, 1.0, f.tune);
   } else if (name == "--nodes") {
@@ -131,8 +140,17 @@ std::string ParseSimulateFlags(std::span<const std::string> args, SimulateFlags&
     }
     if (std::string problem = SetSimulateFlag(name, value, f); !problem.empty()) return problem;
   }
-  if (f.file.empty()) return "-f FILE is required";
-  if (f.trace.empty()) return "--trace is required";
+  if (f.files.empty()) return "-f FILE is required";
+  if (f.traces.empty()) return "--trace is required";
+  if (f.traces.size() > 1 && f.traces.size() != f.files.size()) {
+    return "give one --trace for every pipeline, or one per -f in their order";
+  }
+  if (f.scales.size() > 1 && f.scales.size() != f.files.size()) {
+    return "give one --scale for every pipeline, or one per -f in their order";
+  }
+  f.file = f.files[0];
+  f.trace = f.traces[0];
+  if (f.files.size() > 1 && f.tune > 0) return "--tune takes one pipeline";
   return "";
 }
 
@@ -148,24 +166,36 @@ struct Inputs {  // NOLINT(bugprone-exception-escape)
   gym::Options options;
 };
 
-Result<Inputs> ReadInputs(const SimulateFlags& f) {
-  Inputs in;
-  const auto text = ReadFileText(f.file);
+Result<nlohmann::json> ReadPipeline(const std::string& file) {
+  const auto text = ReadFileText(file);
   if (!text) return Error{ErrorKind::kInvalid, text.error().message};
   auto doc = api::ParseDocument(*text);
-  if (!doc) return Error{ErrorKind::kInvalid, f.file + ": " + doc.error().message};
-  in.pipeline = std::move(*doc);
+  if (!doc) return Error{ErrorKind::kInvalid, file + ": " + doc.error().message};
+  return std::move(*doc);
+}
+
+Result<trace::Trace> ReadTrace(const std::string& shape, double scale, const SimulateFlags& f) {
   std::string csv;
-  if (f.trace.rfind("csv:", 0) == 0) {
-    const auto t = ReadFileText(f.trace.substr(4), "the trace");
+  if (shape.rfind("csv:", 0) == 0) {
+    const auto t = ReadFileText(shape.substr(4), "the trace");
     if (!t) return Error{ErrorKind::kInvalid, t.error().message};
     csv = *t;
   }
-  auto trace = trace::ParseTrace(f.trace, f.seed, csv);
+  auto trace = trace::ParseTrace(shape, f.seed, csv);
   if (!trace) return Error{ErrorKind::kInvalid, "--trace: " + trace.error().message};
-  auto scaled = trace::ScaleTrace(std::move(*trace), f.scale);
+  auto scaled = trace::ScaleTrace(std::move(*trace), scale);
   if (!scaled) return Error{ErrorKind::kInvalid, "--scale: " + scaled.error().message};
-  in.options.trace = std::move(*scaled);
+  return std::move(*scaled);
+}
+
+Result<Inputs> ReadInputs(const SimulateFlags& f) {
+  Inputs in;
+  auto pipeline = ReadPipeline(f.file);
+  if (!pipeline) return pipeline.error();
+  in.pipeline = std::move(*pipeline);
+  auto trace = ReadTrace(f.trace, f.scales.empty() ? 1 : f.scales[0], f);
+  if (!trace) return trace.error();
+  in.options.trace = std::move(*trace);
   in.options.seed = f.seed;
   in.options.seconds = f.seconds;
   if (!f.nodes.empty()) {
@@ -212,7 +242,52 @@ Status TuneBaselines(const Inputs& inputs, const SimulateFlags& f,
   return Done{};
 }
 
+// Several -f: the pipelines share --nodes, and each policy (the operator's arbiter dividing the
+// pools they share, or first come, first served) runs them together.
+int SimulateTogether(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
+  if (!f.plot.empty()) return Fail(err, "--plot draws one pipeline", kExitInvalidInput);
+  auto inputs = ReadInputs(f);
+  if (!inputs) return Fail(err, inputs.error().message, kExitInvalidInput);
+  std::vector<gym::Tenant> tenants;
+  std::vector<gym::Report> reports;
+  for (size_t i = 0; i < f.files.size(); ++i) {
+    auto pipeline = ReadPipeline(f.files[i]);
+    if (!pipeline) return Fail(err, pipeline.error().message, kExitInvalidInput);
+    const std::string& shape = f.traces.size() > 1 ? f.traces[i] : f.traces[0];
+    const double scale = f.scales.empty() ? 1 : f.scales[f.scales.size() > 1 ? i : 0];
+    auto trace = ReadTrace(shape, scale, f);
+    if (!trace) return Fail(err, trace.error().message, kExitInvalidInput);
+    reports.push_back({.pipeline = StringField(Member(*pipeline, "metadata"), "name"),
+                       .trace = shape,
+                       .seconds = f.seconds > 0 ? f.seconds : trace->Seconds(),
+                       .seed = f.seed});
+    tenants.push_back({std::move(*pipeline), std::move(*trace)});
+  }
+  const std::vector<std::string> policies =
+      f.policies.empty() ? std::vector<std::string>{gym::kShared, gym::kFirstCome} : f.policies;
+  for (const std::string& policy : policies) {
+    if (policy != gym::kShared && policy != gym::kFirstCome) {
+      return Fail(err, "with several pipelines --policy is shared, first-come or both",
+                  kExitInvalidInput);
+    }
+    gym::Options options = inputs->options;
+    options.progress = Progress(f.progress, policy, err);
+    auto runs = gym::SimulateTogether(tenants, options, policy == gym::kShared);
+    if (options.progress) err << "\n";
+    if (!runs) return Fail(err, runs.error().message, kExitInvalidInput);
+    for (size_t i = 0; i < runs->size(); ++i) reports[i].policies.push_back(std::move((*runs)[i]));
+  }
+  if (f.output == "csv") {
+    for (const gym::Report& r : reports) out << "# " << r.pipeline << "\n" << gym::RenderCsv(r);
+  } else {
+    out << (f.output == "json" ? gym::TogetherJson(reports).dump(2) + "\n"
+                               : gym::RenderTogether(reports));
+  }
+  return kExitOk;
+}
+
 int Simulate(const SimulateFlags& f, std::ostream& out, std::ostream& err) {
+  if (f.files.size() > 1) return SimulateTogether(f, out, err);
   auto inputs = ReadInputs(f);
   if (!inputs) return Fail(err, inputs.error().message, kExitInvalidInput);
   gym::Report report;

@@ -273,11 +273,12 @@ void World::PlacePending() {
     const std::map<std::string, double> need = Requests(deployments[p.deployment].object);
     for (size_t n = 0; n < nodes.size() && p.node < 0; ++n) {
       if (!Fits(nodes[n], p.deployment)) continue;
-      bool room = node_free[n]["pods"] >= 1;
-      for (const auto& [r, q] : need) room &= node_free[n][r] + 1e-9 >= q;
+      std::map<std::string, double>& free = Free()[n];
+      bool room = free["pods"] >= 1;
+      for (const auto& [r, q] : need) room &= free[r] + 1e-9 >= q;
       if (!room) continue;
-      for (const auto& [r, q] : need) node_free[n][r] -= q;
-      node_free[n]["pods"] -= 1;
+      for (const auto& [r, q] : need) free[r] -= q;
+      free["pods"] -= 1;
       p.node = static_cast<int>(n);
     }
     if (nodes.empty()) p.node = 0;  // no cluster file: room without bound
@@ -310,14 +311,16 @@ void World::OnPodGone(int pod) {
   Pod& p = pods[pod];
   if (p.state == Pod::State::kGone) return;
   if (p.node >= 0 && !nodes.empty()) {
-    for (const auto& [r, q] : Requests(deployments[p.deployment].object)) node_free[p.node][r] += q;
-    node_free[p.node]["pods"] += 1;
+    std::map<std::string, double>& free = Free()[p.node];
+    for (const auto& [r, q] : Requests(deployments[p.deployment].object)) free[r] += q;
+    free["pods"] += 1;
   }
   p.state = Pod::State::kGone;
   ++pods_changed;
   live_pods.erase(std::find(live_pods.begin(), live_pods.end(), pod));
   RebuildRouting();
   PlacePending();
+  if (tenancy != nullptr) tenancy->RoomFreed(*this);
   PodChanged();
 }
 

@@ -710,6 +710,70 @@ nlohmann::json ToJson(const Report& report) {
           {"tuned", TunedJson(report)}};
 }
 
+namespace {
+
+// One policy's figures over every pipeline run with it.
+struct Totals {
+  std::string policy;
+  long sent = 0, within_slo = 0, pod_starts = 0;
+  double cost = 0;
+  double worst_path = 1;  // the lowest attainment of any pipeline's path that was sent requests
+  double Attainment() const { return sent > 0 ? static_cast<double>(within_slo) / sent : 0; }
+};
+
+std::vector<Totals> TotalsOf(const std::vector<Report>& reports) {
+  std::vector<Totals> out;
+  for (const Report& r : reports) {
+    for (size_t i = 0; i < r.policies.size(); ++i) {
+      const PolicyReport& p = r.policies[i];
+      if (out.size() <= i) out.push_back({.policy = p.policy});
+      Totals& t = out[i];
+      for (const auto& [name, path] : p.paths) {
+        t.sent += path.sent;
+        t.within_slo += path.within_slo;
+        if (path.sent > 0) t.worst_path = std::min(t.worst_path, path.Attainment());
+      }
+      t.pod_starts += p.pod_starts;
+      t.cost += p.total_cost;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderTogether(const std::vector<Report>& reports) {
+  std::string out;
+  for (const Report& r : reports) out += RenderTable(r) + "\n";
+  const std::vector<Column> columns = {{"POLICY", true}, {"SENT"},       {"WITHIN-SLO"}, {"SHARE"},
+                                       {"WORST-PATH"},   {"POD-STARTS"}, {"COST-$"}};
+  Rows rows;
+  for (const Totals& t : TotalsOf(reports)) {
+    rows.push_back({t.policy, StrFormat("%ld", t.sent), StrFormat("%ld", t.within_slo),
+                    StrFormat("%.4f", t.Attainment()), StrFormat("%.4f", t.worst_path),
+                    StrFormat("%ld", t.pod_starts), StrFormat("%.3f", t.cost)});
+  }
+  return out +
+         StrFormat("all %zu pipelines together (within the SLO, every path)\n", reports.size()) +
+         Columns(columns, rows);
+}
+
+nlohmann::json TogetherJson(const std::vector<Report>& reports) {
+  nlohmann::json pipelines = nlohmann::json::array();
+  for (const Report& r : reports) pipelines.push_back(ToJson(r));
+  nlohmann::json totals = nlohmann::json::array();
+  for (const Totals& t : TotalsOf(reports)) {
+    totals.push_back({{"policy", t.policy},
+                      {"sent", t.sent},
+                      {"withinSlo", t.within_slo},
+                      {"sloAttainment", t.Attainment()},
+                      {"worstPathAttainment", t.worst_path},
+                      {"podStarts", t.pod_starts},
+                      {"totalCost", t.cost}});
+  }
+  return {{"pipelines", std::move(pipelines)}, {"totals", std::move(totals)}};
+}
+
 std::string RenderCsv(const Report& report) {
   const std::set<std::string> tasks = TaskNames(report);
   const std::set<std::string> paths = PathNames(report);

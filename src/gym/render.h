@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gym/report.h"
 
@@ -35,6 +36,15 @@ std::string RenderTable(const Report& report);
 // "wallSeconds", "intervals": [{"atS", "offeredRps", "replicas", "p99Ms", "attainment",
 // "costPerHour"}]}]}. A path's keys are pipescale-loadgen's, so one script reads both.
 nlohmann::json ToJson(const Report& report);
+
+// Pipelines run together on one node file (pipescale simulate with several -f), one Report each
+// with the same policies: each pipeline's table, then per policy the totals over the pipelines
+// (requests sent, answered within their SLO and its share, the worst path's share, pod starts,
+// cost).
+std::string RenderTogether(const std::vector<Report>& reports);
+// {"pipelines": [ToJson of each], "totals": [{"policy", "sent", "withinSlo", "sloAttainment",
+// "worstPathAttainment", "podStarts", "totalCost"}]}.
+nlohmann::json TogetherJson(const std::vector<Report>& reports);
 
 // One header line, then one row per (policy, interval) in the report's order: policy, at_s,
 // offered_rps, replicas:TASK..., p99_ms:PATH..., attainment:PATH..., cost_per_hour. Task and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "api/config_map.h"
 #include "api/deployment_view.h"
@@ -105,10 +106,16 @@ void World::OperatorStep() {
   o.now = kEpoch + now_ms_ / 1000;
   o.routing_config_map.reset();
   if (routing_config_map) o.routing_config_map = api::ReadConfigMap(*routing_config_map);
-  if (!nodes.empty() && pods_counted != pods_changed) {
-    o.capacity = reconciler::ComputeCapacity(pipeline, nodes, PodObjects());
-    pods_counted = pods_changed;
+  // Every pipeline's pods take room on the nodes the pipelines share.
+  const std::uint64_t changed = tenancy != nullptr ? tenancy->PodsChanged() : pods_changed;
+  if (!nodes.empty() && pods_counted != changed) {
+    counted = reconciler::ComputeCapacity(
+        pipeline, nodes, tenancy != nullptr ? tenancy->PodObjects() : PodObjects());
+    pods_counted = changed;
   }
+  o.capacity = counted;
+  reconciler::Arbiter* arbiter = tenancy != nullptr ? tenancy->arbiter.get() : nullptr;
+  if (arbiter != nullptr && o.capacity) arbiter->Allot(pipeline, *o.capacity, o.now);
   const auto router_deployment = router_objects.find("deployments");
   o.router = {.service_account = router_objects.contains("serviceaccounts"),
               .role_binding = router_objects.contains("rolebindings"),
@@ -117,6 +124,9 @@ void World::OperatorStep() {
                                 ? std::nullopt
                                 : std::optional(api::ReadDeployment(router_deployment->second))};
   reconciler::Decision decision = reconciler::Decide(o, *parsed);
+  if (arbiter != nullptr && o.capacity && decision.plan) {
+    arbiter->Record(pipeline, *o.capacity, decision.needs, o.now);
+  }
   o.status = std::move(decision.status);
   o.memory = std::move(decision.memory);
   ApplyDecision(decision);
@@ -138,6 +148,14 @@ void World::PodChanged() {
   // The operator watches the pipeline's pods (operator/main.cc): each change of one, created,
   // bound to a node, Ready, deleted or gone, queues the pipeline at once (the informer's latency,
   // a fraction of a second). So a scale-out is re-planned within seconds on the rate then read.
+  // The room it takes or frees is the room pipelines sharing its nodes divide.
+  if (tenancy != nullptr && tenancy->arbiter) {
+    tenancy->arbiter->PodChanged(pipeline.namespace_name + "/" + pipeline.name);
+  }
+  Nudge();
+}
+
+void World::Nudge() {
   if (optimizer == nullptr || event_at_ms >= now_ms_) return;
   event_at_ms = now_ms_ + kWatchLatencyMs;
   At(event_at_ms, EventKind::kControl, kWatched);
@@ -185,7 +203,9 @@ void World::OnSecond() {
   EndSecond();
   PlacePending();
   WatchSurges();
-  if (trace_start_ms < 0 && (ReadyToStart() || now_ms_ >= kWaitReadyMs)) StartTrace();
+  // Pipelines that share the nodes start their traces together, whose peaks then overlap.
+  const bool all_ready = tenancy != nullptr ? tenancy->AllReady() : ReadyToStart();
+  if (trace_start_ms < 0 && (all_ready || now_ms_ >= kWaitReadyMs)) StartTrace();
   if (trace_start_ms >= 0 && now_ms_ - last_row_ms >= 1000 * options.interval_row_s - 1e-6) {
     RecordInterval();
   }
@@ -253,26 +273,42 @@ void World::Dispatch(const Event& e) {
   }
 }
 
-PolicyReport World::Run() {
-  const auto wall = std::chrono::steady_clock::now();
+void World::Begin() {
   periodic_at_ms = 0;
   At(0, EventKind::kControl, kPeriodic);
   At(1000, EventKind::kSecond);
-  std::uint64_t handled = 0;
-  while (!events.empty()) {
-    const Event e = events.top();
-    if (trace_start_ms >= 0 && e.at_ms > end_ms_) break;
-    if (trace_start_ms < 0 && e.at_ms > 2 * kWaitReadyMs) break;  // never ready: nothing to run
-    events.pop();
-    now_ms_ = e.at_ms;
-    Dispatch(e);
-    if (options.progress && ++handled % 200000 == 0 && trace_start_ms >= 0) {
-      options.progress((now_ms_ - trace_start_ms) / std::max(1.0, end_ms_ - trace_start_ms));
-    }
+}
+
+double World::NextAt() const {
+  constexpr double kDone = std::numeric_limits<double>::infinity();
+  if (events.empty()) return kDone;
+  const double at = events.top().at_ms;
+  if (trace_start_ms >= 0 && at > end_ms_) return kDone;
+  if (trace_start_ms < 0 && at > 2 * kWaitReadyMs) return kDone;  // never ready: nothing to run
+  return at;
+}
+
+void World::HandleNext() {
+  const Event e = events.top();
+  events.pop();
+  now_ms_ = e.at_ms;
+  Dispatch(e);
+  if (options.progress && ++handled_ % 200000 == 0 && trace_start_ms >= 0) {
+    options.progress((now_ms_ - trace_start_ms) / std::max(1.0, end_ms_ - trace_start_ms));
   }
+}
+
+PolicyReport World::End() {
   now_ms_ = std::max(now_ms_, end_ms_);
   if (trace_start_ms >= 0 && now_ms_ > last_row_ms) RecordInterval();
-  PolicyReport out = Finish();
+  return Finish();
+}
+
+PolicyReport World::Run() {
+  const auto wall = std::chrono::steady_clock::now();
+  Begin();
+  while (NextAt() < std::numeric_limits<double>::infinity()) HandleNext();
+  PolicyReport out = End();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   return out;
 }

@@ -1,4 +1,5 @@
 // Simulate: the policy named on the command line set up in a World, and the run.
+#include <memory>
 #include <optional>
 
 #include "api/pipeline_object.h"
@@ -33,7 +34,8 @@ Status TopLevelShape(const nlohmann::json& object) {
 
 }  // namespace
 
-Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
+Result<std::unique_ptr<World>> engine::MakeWorld(const nlohmann::json& pipeline_object,
+                                                 const Options& options) {
   const double seconds = options.RunSeconds();
   if (seconds > trace::kMaxSeconds) {
     return Error{ErrorKind::kInvalid, StrFormat("the run may last at most %.0f days of load",
@@ -96,14 +98,20 @@ Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Optio
   named.policy = warm             ? options.policy
                  : policy.empty() ? PolicyOf(parsed->pipeline->spec.optimizer)
                                   : policy;
-  World world(*parsed->pipeline, object, named);
-  world.parsed = parsed;
+  auto world = std::make_unique<World>(*parsed->pipeline, object, named);
+  world->parsed = parsed;
   if (!baseline) {
-    world.optimizer = &optimizer::OptimizerOf(world.pipeline.spec);
-  } else if (auto set = SetUpBaseline(world, *base); !set) {
+    world->optimizer = &optimizer::OptimizerOf(world->pipeline.spec);
+  } else if (auto set = SetUpBaseline(*world, *base); !set) {
     return set.error();
   }
-  return world.Run();
+  return world;
+}
+
+Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options) {
+  auto world = engine::MakeWorld(pipeline_object, options);
+  if (!world) return world.error();
+  return (*world)->Run();
 }
 
 }  // namespace pipescale::gym

@@ -65,6 +65,22 @@ struct Options {
 // `options`. kInvalid when the policy is unknown or the pipeline is not valid for it.
 Result<PolicyReport> Simulate(const nlohmann::json& pipeline_object, const Options& options);
 
+// One of several pipelines that share a node file, with its own clients' trace.
+struct Tenant {
+  nlohmann::json pipeline;  // as Simulate takes it
+  trace::Trace trace;
+};
+
+// Runs `tenants` on `options.nodes` in one simulated time, each under its own optimizer, their
+// traces starting together once every one is Ready: with `divide`, the operator's arbiter divides
+// the pools they share (reconciler/arbiter.h); without, each plans within the room it finds,
+// first come, first served. A report per tenant, in their order, its policy "shared" or
+// "first-come". kInvalid without nodes, for two tenants of one name, or as Simulate says.
+Result<std::vector<PolicyReport>> SimulateTogether(const std::vector<Tenant>& tenants,
+                                                   const Options& options, bool divide);
+inline constexpr const char* kShared = "shared";
+inline constexpr const char* kFirstCome = "first-come";
+
 // The policy that runs the spec's own optimizer with spec.scaleToZero off: what scale to zero
 // saves against, beside the pipeline's own row.
 inline constexpr const char* kAlwaysWarm = "always-warm";

@@ -11,11 +11,29 @@
 
 #include "gym/simulation.h"
 #include "gym/slab.h"
+#include "reconciler/arbiter.h"
 #include "reconciler/capacity.h"
 #include "routing/walk.h"
 #include "trace/arrivals.h"
 
 namespace pipescale::gym::engine {
+
+class World;
+
+// Pipelines that share one node file (tenancy.cc): their pods take the same nodes' room, each
+// pipeline's operator counts all of them, and with an arbiter the pools are divided as the
+// operator divides them.
+struct Tenancy {
+  std::vector<std::map<std::string, double>> node_free;  // allocatable less requests
+  std::vector<World*> worlds;
+  std::unique_ptr<reconciler::Arbiter> arbiter;  // none: first come, first served
+
+  bool AllReady() const;
+  std::uint64_t PodsChanged() const;
+  std::vector<nlohmann::json> PodObjects() const;
+  // A pod of `from` left at its `now_ms`: the others' pending pods may fit now.
+  void RoomFreed(const World& from);
+};
 
 // A second's answered requests by the router's duration buckets (observe.cc), +Inf last.
 using DurationBuckets = std::array<double, 12>;
@@ -54,6 +72,14 @@ class World {
 
   // Runs to the end; the report of what happened.
   PolicyReport Run();
+  // The same in steps, for runs that share a clock (tenancy.cc): Begin, then HandleNext while
+  // NextAt is finite (the earliest first across the worlds), then End.
+  void Begin();
+  double NextAt() const;
+  void HandleNext();
+  PolicyReport End();
+  // The operator is asked to look again (a pod changed, or its share may have moved).
+  void Nudge();
 
   // cluster.cc
   void ApplyDecision(const reconciler::Decision& decision);
@@ -101,6 +127,7 @@ class World {
 
  private:
   friend struct Access;
+  friend struct Tenancy;
   // cluster.cc
   void CreatePod(int deployment);
   void Terminate(int pod);
@@ -161,6 +188,7 @@ class World {
   Options options;
   std::mt19937_64 rng;  // the world's chance (start-ups, picks, objects found), not the clients'
   double now_ms_ = 0, end_ms_ = 0;
+  std::uint64_t handled_ = 0;  // events, for the progress bar
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   std::uint64_t seq = 0;
 
@@ -171,6 +199,11 @@ class World {
   std::vector<int> live_pods;  // not gone
   std::vector<nlohmann::json> nodes;
   std::vector<std::map<std::string, double>> node_free;  // allocatable less requests
+  Tenancy* tenancy = nullptr;  // set when pipelines share the nodes: its node_free is theirs
+  std::vector<std::map<std::string, double>>& Free() {
+    return tenancy != nullptr ? tenancy->node_free : node_free;
+  }
+  std::optional<reconciler::ClusterCapacity> counted;  // as the pods last counted
   std::optional<nlohmann::json> routing_config_map;
   std::map<std::string, nlohmann::json> router_objects;  // by resource (plural)
 
@@ -272,5 +305,9 @@ class World {
   std::vector<int> next_key_;  // path, task, then the counts by edge
   std::map<std::vector<int>, Result<std::vector<routing::Call>>> next_hops_;
 };
+
+// The World `options` set up for `pipeline_object` (simulate.cc): kInvalid as Simulate says.
+Result<std::unique_ptr<World>> MakeWorld(const nlohmann::json& pipeline_object,
+                                         const Options& options);
 
 }  // namespace pipescale::gym::engine

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
+#include <cmath>
 #include <functional>
+#include <numeric>
 
 namespace pipescale::optimizer {
 namespace {
@@ -11,43 +13,90 @@ namespace {
 constexpr double kEps = 1e-9;
 
 int DemandOf(const Claim& c) { return c.demand.value_or(INT_MAX); }
+// The fewest replicas worth giving: a pipeline that runs fewer serves nothing.
+int LeastOf(const Claim& c) { return std::min(std::max(c.minimum, 0), DemandOf(c)); }
 
-// Progressive filling: each tier (by priority, highest first) raises its claims one replica at a
-// time toward `target`, the least given first, while the pool has room; `shares` holds what is
-// already given and `left` the units not.
-void Fill(const std::vector<Claim>& claims, const std::vector<int>& target,
-          std::vector<int>& shares, double& left) {
-  std::vector<int> tiers;
-  for (const Claim& c : claims) tiers.push_back(c.priority);
-  std::sort(tiers.begin(), tiers.end(), std::greater<>());
-  tiers.erase(std::unique(tiers.begin(), tiers.end()), tiers.end());
-  for (const int tier : tiers) {
+// One division in progress: what each claim has, the units left, and which claims were found
+// not worth giving to (their least did not fit when their turn came).
+struct Division {
+  const std::vector<Claim>& claims;
+  std::vector<int> shares;
+  std::vector<bool> out;
+  double left;
+
+  Division(const std::vector<Claim>& c, double capacity)
+      : claims(c), shares(c.size(), 0), out(c.size(), false), left(capacity) {}
+
+  // Raises claim i toward `to` replicas (and to at least its least) as far as the pool allows;
+  // rules it out when not even its least fits.
+  void Grant(size_t i, int to) {
+    const Claim& c = claims[i];
+    if (out[i]) return;
+    to = std::max(to, shares[i] == 0 ? LeastOf(c) : 0);
+    if (to <= shares[i]) return;
+    const int fits = shares[i] + static_cast<int>(std::floor((left + kEps) / c.unit));
+    if (shares[i] == 0 && LeastOf(c) > fits) {
+      out[i] = true;
+      return;
+    }
+    const int granted = std::min(to, fits);
+    left -= (granted - shares[i]) * c.unit;
+    shares[i] = granted;
+  }
+
+  // Progressive filling within one tier: one replica at a time toward demand, the least given
+  // first, while the pool has room.
+  void Fill(int tier) {
     while (true) {
       int next = -1;
       for (size_t i = 0; i < claims.size(); ++i) {
         const Claim& c = claims[i];
-        if (c.priority != tier || shares[i] >= target[i] || c.unit > left + kEps) continue;
+        if (c.priority != tier || out[i] || (shares[i] == 0 && LeastOf(c) > 1) ||
+            shares[i] >= DemandOf(c) || c.unit > left + kEps) {
+          continue;
+        }
         if (next < 0 || shares[i] * c.unit < shares[next] * claims[next].unit - kEps) {
           next = static_cast<int>(i);
         }
       }
-      if (next < 0) break;
+      if (next < 0) return;
       ++shares[next];
       left -= claims[next].unit;
     }
   }
+};
+
+// The claims' indices by priority, highest first; ties in the claims' order.
+std::vector<size_t> ByPriority(const std::vector<Claim>& claims) {
+  std::vector<size_t> order(claims.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return claims[a].priority > claims[b].priority; });
+  return order;
 }
 
-// The shares with `floors` given first (in priority order), then demand.
+// `floors` first (in priority order), then, tier by tier, each claim's least (those running it
+// first) and equal parts up to demand.
 std::vector<int> Divide(double capacity, const std::vector<Claim>& claims,
                         const std::vector<int>& floors) {
-  std::vector<int> shares(claims.size(), 0);
-  std::vector<int> demand;
-  for (const Claim& c : claims) demand.push_back(DemandOf(c));
-  double left = capacity;
-  Fill(claims, floors, shares, left);
-  Fill(claims, demand, shares, left);
-  return shares;
+  Division d(claims, capacity);
+  const std::vector<size_t> order = ByPriority(claims);
+  for (const size_t i : order) {
+    if (floors[i] > 0) d.Grant(i, floors[i]);
+  }
+  for (size_t k = 0; k < order.size();) {
+    const int tier = claims[order[k]].priority;
+    size_t end = k;
+    while (end < order.size() && claims[order[end]].priority == tier) ++end;
+    std::vector<size_t> tier_order(order.begin() + static_cast<long>(k),
+                                   order.begin() + static_cast<long>(end));
+    std::stable_partition(tier_order.begin(), tier_order.end(),
+                          [&](size_t i) { return claims[i].held >= LeastOf(claims[i]); });
+    for (const size_t i : tier_order) d.Grant(i, 0);
+    d.Fill(tier);
+    k = end;
+  }
+  return d.shares;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Divides a pool of a scarce resource (the GPUs a set of nodes holds) among the pipelines that
 // contend for it: guaranteed replicas first, then by priority, then max-min fair on the resource
-// among pipelines of one priority. A pipeline is asked to give up replicas it runs only for a
+// among pipelines of one priority. A pipeline gets none or enough to run each of its tasks (a
+// part too small to serve would be wasted), and is asked to give up replicas it runs only for a
 // gain worth the restarts. Pure.
 #pragma once
 
@@ -16,10 +17,14 @@ struct Claim {
   std::optional<int> demand;  // what its plan needs; nullopt: more than it was given
   int held = 0;               // replicas it runs in the pool now
   double unit = 1;            // the pool's resource one replica takes (> 0)
+  // Fewer replicas than this serve nothing (a pipeline runs one per task it places on the pool):
+  // a claim gets none or at least this many.
+  int minimum = 0;
 };
 
 // Each claim's share in replicas, in the claims' order. The shares' units never exceed
-// `capacity`, nor a share its demand, and no replica is left unshared that a claim under its
+// `capacity`, nor a share its demand; a share is 0 or at least the claim's minimum (those
+// running theirs are given it first); and no replica is left unshared that a claim under its
 // demand could take. Shares take from what claims hold (up to their demand) only when they take
 // at least `min_gain` units; otherwise every claim keeps what it holds.
 std::vector<int> DivideShares(double capacity, const std::vector<Claim>& claims, double min_gain);

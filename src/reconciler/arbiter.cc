@@ -59,16 +59,17 @@ void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, 
     };
     Contest contest;
     const auto mine = records_.find(self);
+    const bool planned = mine != records_.end() && fresh(mine->second);
     contest.Add(self, {.priority = capacity.priority,
                        .guaranteed = hw.guaranteed_replicas.value_or(0),
-                       .demand = mine != records_.end() && fresh(mine->second)
-                                     ? std::optional<int>(mine->second.demand)
-                                     : std::nullopt,
+                       .demand = planned ? std::optional<int>(mine->second.demand) : std::nullopt,
                        .held = Held(pool, self),
-                       .unit = pool.unit});
+                       .unit = pool.unit,
+                       .minimum = planned ? mine->second.minimum : 0});
     for (const auto& [holder, e] : records_) {
       if (holder == self || !fresh(e)) continue;
-      contest.Add(holder, {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit});
+      contest.Add(holder,
+                  {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit, e.minimum});
     }
     for (const auto& [holder, h] : pool.holders) {
       if (h.pods <= 0 || std::ranges::find(contest.holders, holder) != contest.holders.end()) {
@@ -100,7 +101,7 @@ void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, 
 }
 
 void Arbiter::Record(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-                     const std::map<std::string, int>& needs, double now) {
+                     const std::map<std::string, ClassNeed>& needs, double now) {
   const std::string me = KeyOf(pipeline);
   std::set<std::string> moved;  // pools
   {
@@ -114,7 +115,8 @@ void Arbiter::Record(const model::Pipeline& pipeline, const ClusterCapacity& cap
       Entry e{.pool = pool.key,
               .priority = capacity.priority,
               .guaranteed = hw.guaranteed_replicas.value_or(0),
-              .demand = need->second,
+              .demand = need->second.replicas,
+              .minimum = need->second.tasks,
               .unit = pool.unit,
               .at = now};
       Entry& old = records_[HolderKey(me, hw.name)];

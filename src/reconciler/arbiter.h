@@ -15,6 +15,7 @@
 
 #include "model/pipeline.h"
 #include "reconciler/capacity.h"
+#include "reconciler/decide.h"
 
 namespace pipescale::reconciler {
 
@@ -28,7 +29,7 @@ class Arbiter {
   void Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, double now);
   // What the pipeline needs of each pooled class (Decision::needs, decided within `capacity`).
   void Record(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
-              const std::map<std::string, int>& needs, double now);
+              const std::map<std::string, ClassNeed>& needs, double now);
   // The pipeline is gone.
   void Forget(const std::string& pipeline);
   // A pod of `pipeline` came or went: the pipelines it contends with look again, as its room
@@ -47,11 +48,12 @@ class Arbiter {
     int priority = 0;
     int guaranteed = 0;
     int demand = 0;
+    int minimum = 0;  // its tasks on the class
     double unit = 1;
     double at = 0;
     bool operator==(const Entry& o) const {
       return pool == o.pool && priority == o.priority && guaranteed == o.guaranteed &&
-             demand == o.demand && unit == o.unit;
+             demand == o.demand && minimum == o.minimum && unit == o.unit;
     }
   };
   void NudgeOthers(const std::string& pool, const std::string& pipeline);

@@ -170,6 +170,33 @@ void Stabilize(const model::Pipeline& pipeline, double now, std::vector<PlannedD
   }
 }
 
+// A share the arbiter holds the pipeline to is given up at once: the scale-down window waits out
+// a falling load, not another pipeline's claim, so a class over its share goes to the plan. What
+// the pipeline needs of a class is what it holds after its window: the replicas it keeps for the
+// load that just left (a burst that returns) are part of its claim.
+void YieldShares(const Observed& o, std::vector<PlannedDeployment>& planned,
+                 std::map<std::string, ClassNeed>& needs) {
+  for (auto& [name, need] : needs) {
+    int held = 0;
+    for (const PlannedDeployment& p : planned) {
+      if (p.hardware_class->name == name) held += p.target;
+    }
+    need.replicas = std::max(need.replicas, held);
+  }
+  if (!o.capacity) return;
+  for (const model::ClassCapacity& c : o.capacity->classes) {
+    if (!c.share) continue;
+    int held = 0;
+    for (const PlannedDeployment& p : planned) {
+      if (p.hardware_class->name == c.hardware_class) held += p.target;
+    }
+    if (held <= *c.share) continue;
+    for (PlannedDeployment& p : planned) {
+      if (p.hardware_class->name == c.hardware_class) p.target = std::min(p.target, p.planned);
+    }
+  }
+}
+
 // What the pipeline's Deployments outside the plan still run: the budget counts them.
 Spend OthersSpend(const model::Pipeline& pipeline, const Deployments& deployments,
                   const std::vector<PlannedDeployment>& planned) {
@@ -529,6 +556,7 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   const Observed& o = c.o;
   std::vector<PlannedDeployment> planned = Place(c.pipeline, plan, o.deployments);
   Stabilize(c.pipeline, o.now, planned, d.memory.history);
+  YieldShares(o, planned, d.needs);
   if (sleep) PutToSleep(*sleep, planned);
   const std::vector<std::string> held =
       HoldBatchesDuringRollouts(c.pipeline, o.deployments, *o.metrics, o.capacity, planned);
@@ -555,37 +583,49 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   d.plan = std::move(plan);
 }
 
+// Per class, the replicas of `plan` and its tasks with any.
+std::map<std::string, ClassNeed> NeedsOf(const model::Plan& plan) {
+  std::map<std::string, ClassNeed> out;
+  std::set<std::pair<std::string, std::string>> seen;  // (class, task)
+  for (const model::TaskPlan& t : plan.tasks) {
+    if (t.replicas <= 0) continue;
+    ClassNeed& need = out[t.hardware_class];
+    need.replicas += t.replicas;
+    if (seen.emplace(t.hardware_class, t.task).second) ++need.tasks;
+  }
+  return out;
+}
+
 // Decision::needs. A class whose limit the plan reached may need more than it was given: a
 // second plan, with every such class allowed its whole pool, says how much.
-std::map<std::string, int> Needs(const Context& c, const model::Pipeline& measured,
-                                 const DemandStep& step, const model::Plan& plan) {
-  std::map<std::string, int> needs;
+std::map<std::string, ClassNeed> Needs(const Context& c, const model::Pipeline& measured,
+                                       const DemandStep& step, const model::Plan& plan) {
+  std::map<std::string, ClassNeed> needs;
   if (!c.o.capacity) return needs;
-  std::map<std::string, int> planned;
-  for (const model::TaskPlan& t : plan.tasks) planned[t.hardware_class] += t.replicas;
+  const std::map<std::string, ClassNeed> planned = NeedsOf(plan);
   model::Pipeline whole = measured;
   std::vector<std::string> capped;
   for (model::HardwareClass& hw : whole.spec.hardware_classes) {
     const model::ClassCapacity* room = c.o.capacity->Find(hw.name);
     if (room == nullptr || room->pool == 0) continue;
-    needs[hw.name] = planned[hw.name];
+    const auto it = planned.find(hw.name);
+    needs[hw.name] = it == planned.end() ? ClassNeed{} : it->second;
     const model::HardwareClass& declared =
         c.pipeline.spec
             .hardware_classes[static_cast<size_t>(c.pipeline.HardwareClassIndex(hw.name))];
     const int most = std::min(declared.max_replicas.value_or(room->pool), room->pool);
     const int limit = hw.max_replicas.value_or(most);
-    if (planned[hw.name] < limit || limit >= most) continue;
+    if (needs[hw.name].replicas < limit || limit >= most) continue;
     hw.max_replicas = most;
     capped.push_back(hw.name);
   }
   if (capped.empty()) return needs;
   const model::Plan unbounded = c.optimizer.solve(whole, step.workload, step.input);
   if (unbounded.tasks.empty()) return needs;  // no answer in time: what it was given, as before
-  for (const std::string& name : capped) needs[name] = 0;
-  for (const model::TaskPlan& t : unbounded.tasks) {
-    if (std::ranges::find(capped, t.hardware_class) != capped.end()) {
-      needs[t.hardware_class] += t.replicas;
-    }
+  const std::map<std::string, ClassNeed> more = NeedsOf(unbounded);
+  for (const std::string& name : capped) {
+    const auto it = more.find(name);
+    needs[name] = it == more.end() ? ClassNeed{} : it->second;
   }
   return needs;
 }

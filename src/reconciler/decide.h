@@ -55,6 +55,14 @@ struct Event {
   std::string message;
 };
 
+// What a pipeline needs of one hardware class: replicas, and the tasks among them (fewer
+// replicas than tasks serve nothing: each runs at least one).
+struct ClassNeed {
+  int replicas = 0;
+  int tasks = 0;
+  bool operator==(const ClassNeed&) const = default;
+};
+
 // clang-tidy 14 blames the implicit members of this aggregate for what its members' allocations
 // may throw; nothing here is declared noexcept.
 struct Decision {                                 // NOLINT(bugprone-exception-escape)
@@ -71,10 +79,10 @@ struct Decision {                                 // NOLINT(bugprone-exception-e
   // When to look again; nullopt for an invalid spec, which waits for the next generation.
   std::optional<double> requeue_after_seconds;
   std::optional<model::Plan> plan;  // the plan decided on, when there is one
-  // With the plan, per class counted in a pool others share, the replicas the pipeline needs of
-  // it: the plan's, or where the plan took all the class's limit, a plan's given the whole pool.
-  // What the arbiter divides the pool by (arbiter.h).
-  std::map<std::string, int> needs;
+  // With the plan, per class counted in a pool others share, what the pipeline needs of it: the
+  // plan's, or where the plan took all the class's limit, a plan's given the whole pool. What
+  // the arbiter divides the pool by (arbiter.h).
+  std::map<std::string, ClassNeed> needs;
   std::map<std::string, double> surges;  // the paths planned for their recent rates (surge.h)
   // FA2's feedback: every path's planned rate over its measured one (slo_feedback.h); empty for
   // an optimizer without it.

@@ -28,10 +28,11 @@ struct Instance {
   std::vector<Claim> claims;
 };
 
-// Up to 4 claims over 2 priorities, units of 1 or 2 (or all 1), demands up to 8 or unbounded.
-Instance Generate(std::mt19937& rng, bool one_unit, bool one_priority) {
+// Up to 4 claims over 2 priorities, units of 1 or 2 (or all 1), demands up to 8 or unbounded,
+// minimums up to 5 (or none).
+Instance Generate(std::mt19937& rng, bool one_unit, bool one_priority, bool minimum = true) {
   std::uniform_int_distribution<int> count(1, 4), demand(0, 9), guaranteed(0, 4), unit(1, 2),
-      priority(0, 1), capacity(0, 16);
+      priority(0, 1), capacity(0, 16), least(0, 5);
   Instance out{.capacity = static_cast<double>(capacity(rng)), .claims = {}};
   const int n = count(rng);
   for (int i = 0; i < n; ++i) {
@@ -40,7 +41,8 @@ Instance Generate(std::mt19937& rng, bool one_unit, bool one_priority) {
                           .guaranteed = guaranteed(rng),
                           .demand = d == 9 ? std::nullopt : std::optional<int>(d),
                           .held = 0,
-                          .unit = one_unit ? 1.0 : unit(rng)});
+                          .unit = one_unit ? 1.0 : unit(rng),
+                          .minimum = minimum ? least(rng) : 0});
   }
   return out;
 }
@@ -70,43 +72,65 @@ TEST(DivideShares, KeepsWhatRunsForASmallGain) {
   EXPECT_EQ(DivideShares(12, claims, 1), (std::vector<int>{6, 6}));
 }
 
+int LeastOf(const Claim& c) { return std::min(c.minimum, DemandOf(c)); }
+// What a guarantee gives before anything else: the guarantee up to demand, with the claim's
+// minimum when it is more.
+int FloorOf(const Claim& c) {
+  const int floor = std::min(c.guaranteed, DemandOf(c));
+  return floor > 0 ? std::max(floor, LeastOf(c)) : 0;
+}
+// The least a claim short of its demand could have taken: one replica, or its minimum from none.
+double NextStep(const Claim& c, int share) {
+  return (share == 0 ? std::max(1, LeastOf(c)) : 1) * c.unit;
+}
+
 TEST(DivideShares, HoldsItsPropertiesOnGeneratedPools) {
   std::mt19937 rng(49);
-  for (int trial = 0; trial < 3000; ++trial) {
-    const Instance in = Generate(rng, trial % 2 == 0, false);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const Instance in = Generate(rng, trial % 2 == 0, false, trial % 3 != 0);
     const std::vector<int> shares = DivideShares(in.capacity, in.claims, 1);
     ASSERT_EQ(shares.size(), in.claims.size());
     const double used = Used(in.claims, shares);
+    const double left = in.capacity - used;
     ASSERT_LE(used, in.capacity + 1e-9) << trial;
     double floors = 0;
-    for (const Claim& c : in.claims) floors += std::min(c.guaranteed, DemandOf(c)) * c.unit;
+    for (const Claim& c : in.claims) floors += FloorOf(c) * c.unit;
     for (size_t i = 0; i < in.claims.size(); ++i) {
       const Claim& c = in.claims[i];
       ASSERT_GE(shares[i], 0);
       ASSERT_LE(shares[i], DemandOf(c)) << trial;
+      ASSERT_TRUE(shares[i] == 0 || shares[i] >= LeastOf(c)) << "a part too small " << trial;
       if (shares[i] < DemandOf(c)) {
-        ASSERT_LT(in.capacity - used, c.unit) << "a claim under its demand could take more";
+        ASSERT_LT(left, NextStep(c, shares[i]) - 1e-9) << "a claim could take more " << trial;
       }
-      if (floors <= in.capacity) {
+      if (floors <= in.capacity + 1e-9) {
         ASSERT_GE(shares[i], std::min(c.guaranteed, DemandOf(c))) << "guarantee " << trial;
       }
-      if (shares[i] <= std::min(c.guaranteed, DemandOf(c))) continue;
+      if (shares[i] <= FloorOf(c)) continue;
       for (size_t j = 0; j < in.claims.size(); ++j) {
         const Claim& h = in.claims[j];
         if (h.priority <= c.priority || shares[j] == DemandOf(h)) continue;
-        // A higher claim short of its demand: only a unit too large for what is left excuses it.
-        ASSERT_GT(h.unit, in.capacity - used +
-                              (shares[i] - std::min(c.guaranteed, DemandOf(c))) * c.unit - 1e-9)
+        // A higher claim short of its demand: what it lacked did not fit even with what the
+        // lower one was given past its guarantee.
+        ASSERT_GT(NextStep(h, shares[j]), left + (shares[i] - FloorOf(c)) * c.unit - 1e-9)
             << "priority " << trial;
       }
     }
   }
 }
 
+// Of claims of one priority, those running their minimum are given it before the others.
+TEST(DivideShares, APipelineRunningItsTasksKeepsThemBeforeAnotherStarts) {
+  const std::vector<Claim> claims = {{.demand = 14, .held = 0, .minimum = 7},
+                                     {.demand = 14, .held = 12, .minimum = 7}};
+  EXPECT_EQ(DivideShares(12, claims, 1), (std::vector<int>{0, 12}));
+  EXPECT_EQ(DivideShares(14, claims, 1), (std::vector<int>{7, 7}));
+}
+
 TEST(DivideShares, NoShareFallsAsThePoolGrows) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 2000; ++trial) {
-    Instance in = Generate(rng, true, trial % 3 == 0);
+    Instance in = Generate(rng, true, trial % 3 == 0, false);
     const std::vector<int> before = DivideShares(in.capacity, in.claims, 1);
     const std::vector<int> after = DivideShares(in.capacity + 1, in.claims, 1);
     for (size_t i = 0; i < before.size(); ++i) ASSERT_GE(after[i], before[i]) << trial;
@@ -116,7 +140,7 @@ TEST(DivideShares, NoShareFallsAsThePoolGrows) {
 TEST(DivideShares, NoShareFallsAsItsDemandGrows) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 2000; ++trial) {
-    Instance in = Generate(rng, trial % 2 == 0, false);
+    Instance in = Generate(rng, trial % 2 == 0, false, false);
     const std::vector<int> before = DivideShares(in.capacity, in.claims, 1);
     Claim& grown = in.claims[trial % in.claims.size()];
     if (!grown.demand) continue;
@@ -150,7 +174,7 @@ std::vector<int> ExhaustiveMaxMin(int capacity, const std::vector<Claim>& claims
 TEST(DivideShares, IsTheMaxMinFairDivisionAnExhaustiveSearchFinds) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 1500; ++trial) {
-    Instance in = Generate(rng, true, true);
+    Instance in = Generate(rng, true, true, false);
     for (Claim& c : in.claims) c.guaranteed = 0;
     std::vector<int> shares = DivideShares(in.capacity, in.claims, 1);
     std::sort(shares.begin(), shares.end());
@@ -167,7 +191,9 @@ TEST(DivideShares, TakesFromRunningPipelinesOnlyForTheGainAsked) {
     double kept = 0;
     for (Claim& c : in.claims) {
       c.held = held(rng);
-      kept += std::max(std::min(c.held, DemandOf(c)), std::min(c.guaranteed, DemandOf(c))) * c.unit;
+      const int floor =
+          std::max(std::min(c.held, DemandOf(c)), std::min(c.guaranteed, DemandOf(c)));
+      kept += (floor > 0 ? std::max(floor, LeastOf(c)) : 0) * c.unit;
     }
     if (kept > in.capacity) continue;
     const double min_gain = gain(rng);

@@ -45,7 +45,7 @@ ClusterCapacity Allotted(Arbiter& arbiter, const Cluster& cluster, const model::
 ClusterCapacity Planned(Arbiter& arbiter, const Cluster& cluster, const model::Pipeline& p,
                         int gpus) {
   ClusterCapacity capacity = Allotted(arbiter, cluster, p);
-  arbiter.Record(p, capacity, {{"gpu", gpus}}, kNow);
+  arbiter.Record(p, capacity, {{"gpu", {.replicas = gpus, .tasks = gpus > 0 ? 1 : 0}}}, kNow);
   return capacity;
 }
 
@@ -142,6 +142,22 @@ TEST(Arbiter, TakesNothingThatRunsForASmallGain) {
   EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("b")).classes[0].share, 5);
 }
 
+// Two pipelines of 7 tasks each on 12 GPUs: halves of 6 would serve neither, so the one running
+// first keeps what its tasks need and the other gets none until there is room for all of its.
+TEST(Arbiter, GivesNoPipelineAPartTooSmallToRunItsTasks) {
+  Cluster cluster;
+  Arbiter arbiter;
+  cluster.Run("a", 12);
+  const auto plan = [&](const std::string& name) {
+    ClusterCapacity capacity = Allotted(arbiter, cluster, Pipeline(name));
+    arbiter.Record(Pipeline(name), capacity, {{"gpu", {.replicas = 14, .tasks = 7}}}, kNow);
+  };
+  plan("a");
+  plan("b");
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("a")).classes[0].share, 12);
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("b")).classes[0].share, 0);
+}
+
 TEST(Arbiter, RouterAndOtherPodsAreNotThePoolsToDivide) {
   Cluster cluster;
   cluster.view.SetPod("other", ReadPod(Pod("gpu-0", 2, "1", "")));
@@ -177,7 +193,8 @@ TEST(Arbiter, AnOldRecordIsReadAsAbsent) {
   Arbiter arbiter;
   cluster.Run("a", 4);
   ClusterCapacity for_a = Allotted(arbiter, cluster, Pipeline("a"));
-  arbiter.Record(Pipeline("a"), for_a, {{"gpu", 12}}, kNow - Arbiter::kRecordSeconds - 1);
+  arbiter.Record(Pipeline("a"), for_a, {{"gpu", {.replicas = 12, .tasks = 1}}},
+                 kNow - Arbiter::kRecordSeconds - 1);
   // Only a's four running replicas count against b, which takes the rest.
   EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("b")).classes[0].share, 8);
 }

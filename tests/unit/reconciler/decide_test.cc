@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "api/deployment.h"
 #include "api/object_meta.h"
@@ -341,15 +342,20 @@ TEST(Decide, SaysWhatItNeedsOfAPoolBeyondItsShare) {
   w.capacity = ClusterCapacity{
       .classes = {
           {.hardware_class = "cpu", .nodes = 1, .placeable = 40, .scheduled = 0, .pool = 40}}};
-  const int alone = w.Step(Rate(400), 1000).plan->TotalReplicas();
+  const model::Plan plan = *w.Step(Rate(400), 1000).plan;
+  const int alone = plan.TotalReplicas();
+  std::set<std::string> tasks;
+  for (const model::TaskPlan& t : plan.tasks) tasks.insert(t.task);
   ASSERT_GT(alone, 2);
   World held;
   held.capacity = w.capacity;
-  EXPECT_EQ(held.Step(Rate(400), 1000).needs.at("cpu"), alone) << "within its limit: the plan";
+  EXPECT_EQ(held.Step(Rate(400), 1000).needs.at("cpu").replicas, alone)
+      << "within its limit: the plan";
   held.capacity->classes[0].share = 2;
   const Decision d = held.Step(Rate(400), 1010);
   EXPECT_LE(d.plan->TotalReplicas(), 2);
-  EXPECT_EQ(d.needs.at("cpu"), alone) << "at its limit: a plan given the pool";
+  EXPECT_EQ(d.needs.at("cpu").replicas, alone) << "at its limit: a plan given the pool";
+  EXPECT_EQ(d.needs.at("cpu").tasks, static_cast<int>(tasks.size()));
   held.capacity->classes[0].pool = 0;
   EXPECT_TRUE(held.Step(Rate(400), 1020).needs.empty()) << "no pool: nothing to claim";
 }
