@@ -44,18 +44,24 @@ struct Division {
     shares[i] = granted;
   }
 
-  // Progressive filling within one tier: one replica at a time toward demand, the least given
-  // first, while the pool has room.
+  bool Eligible(size_t i, int tier) const {
+    const Claim& c = claims[i];
+    return c.priority == tier && !out[i] && !(shares[i] == 0 && LeastOf(c) > 1) &&
+           shares[i] < DemandOf(c) && c.unit <= left + kEps;
+  }
+
+  // Filling within one tier: one replica at a time toward demand, to the claims whose replicas
+  // buy clearly the most, of those the least given first, while the pool has room.
   void Fill(int tier) {
     while (true) {
+      double best = -1;
+      for (size_t i = 0; i < claims.size(); ++i) {
+        if (Eligible(i, tier)) best = std::max(best, claims[i].value);
+      }
       int next = -1;
       for (size_t i = 0; i < claims.size(); ++i) {
-        const Claim& c = claims[i];
-        if (c.priority != tier || out[i] || (shares[i] == 0 && LeastOf(c) > 1) ||
-            shares[i] >= DemandOf(c) || c.unit > left + kEps) {
-          continue;
-        }
-        if (next < 0 || shares[i] * c.unit < shares[next] * claims[next].unit - kEps) {
+        if (!Eligible(i, tier) || claims[i].value * kClearlyMore < best) continue;
+        if (next < 0 || shares[i] * claims[i].unit < shares[next] * claims[next].unit - kEps) {
           next = static_cast<int>(i);
         }
       }

@@ -1,6 +1,7 @@
 // Divides a pool of a scarce resource (the GPUs a set of nodes holds) among the pipelines that
-// contend for it: guaranteed replicas first, then by priority, then max-min fair on the resource
-// among pipelines of one priority. A pipeline gets none or enough to run each of its tasks (a
+// contend for it: guaranteed replicas first, then by priority, then by the goodput a replica
+// buys, and max-min fair on the resource among pipelines of one priority whose replicas buy
+// about as much. A pipeline gets none or enough to run each of its tasks (a
 // part too small to serve would be wasted), and is asked to give up replicas it runs only for a
 // gain worth the restarts. Pure.
 #pragma once
@@ -20,7 +21,13 @@ struct Claim {
   // Fewer replicas than this serve nothing (a pipeline runs one per task it places on the pool):
   // a claim gets none or at least this many.
   int minimum = 0;
+  // The goodput one more replica buys, in requests per second (the pipeline's rate over the
+  // replicas it needs). Among claims of one priority the pool goes first to those whose value is
+  // clearly higher (by more than kClearlyMore); among the rest, in equal parts.
+  double value = 0;
 };
+
+inline constexpr double kClearlyMore = 1.25;
 
 // Each claim's share in replicas, in the claims' order. The shares' units never exceed
 // `capacity`, nor a share its demand; a share is 0 or at least the claim's minimum (those

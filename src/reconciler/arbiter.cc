@@ -65,11 +65,12 @@ void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, 
                        .demand = planned ? std::optional<int>(mine->second.demand) : std::nullopt,
                        .held = Held(pool, self),
                        .unit = pool.unit,
-                       .minimum = planned ? mine->second.minimum : 0});
+                       .minimum = planned ? mine->second.minimum : 0,
+                       .value = planned ? mine->second.value : 0});
     for (const auto& [holder, e] : records_) {
       if (holder == self || !fresh(e)) continue;
-      contest.Add(holder,
-                  {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit, e.minimum});
+      contest.Add(holder, {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit,
+                           e.minimum, e.value});
     }
     for (const auto& [holder, h] : pool.holders) {
       if (h.pods <= 0 || std::ranges::find(contest.holders, holder) != contest.holders.end()) {
@@ -117,10 +118,17 @@ void Arbiter::Record(const model::Pipeline& pipeline, const ClusterCapacity& cap
               .guaranteed = hw.guaranteed_replicas.value_or(0),
               .demand = need->second.replicas,
               .minimum = need->second.tasks,
+              .value = need->second.replicas > 0 ? need->second.rps / need->second.replicas : 0,
               .unit = pool.unit,
               .at = now};
       Entry& old = records_[HolderKey(me, hw.name)];
-      if (!(old == e)) moved.insert(pool.key);
+      e.value_at = now;
+      if (old.value > e.value &&
+          now - old.value_at < pipeline.spec.behavior.scale_down_window_seconds) {
+        e.value = old.value;
+        e.value_at = old.value_at;
+      }
+      if (!old.SameClaim(e)) moved.insert(pool.key);
       old = std::move(e);
     }
   }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "model/pipeline.h"
+#include "optimizer/share.h"
 #include "reconciler/capacity.h"
 #include "reconciler/decide.h"
 
@@ -49,11 +50,19 @@ class Arbiter {
     int guaranteed = 0;
     int demand = 0;
     int minimum = 0;  // its tasks on the class
+    // Requests per second per replica needed: the highest over the pipeline's scale-down window,
+    // as its replicas are (a burst that has just left is the value they keep).
+    double value = 0;
+    double value_at = 0;  // when that value was measured
     double unit = 1;
     double at = 0;
-    bool operator==(const Entry& o) const {
+    // Whether the division could differ: a value within optimizer::kClearlyMore of the last
+    // divides as it did.
+    bool SameClaim(const Entry& o) const {
       return pool == o.pool && priority == o.priority && guaranteed == o.guaranteed &&
-             demand == o.demand && minimum == o.minimum && unit == o.unit;
+             demand == o.demand && minimum == o.minimum && unit == o.unit &&
+             value <= o.value * optimizer::kClearlyMore &&
+             o.value <= value * optimizer::kClearlyMore;
     }
   };
   void NudgeOthers(const std::string& pool, const std::string& pipeline);

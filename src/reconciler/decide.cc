@@ -596,6 +596,14 @@ std::map<std::string, ClassNeed> NeedsOf(const model::Plan& plan) {
   return out;
 }
 
+std::map<std::string, ClassNeed> WithRate(const DemandStep& step,
+                                          std::map<std::string, ClassNeed> needs) {
+  double rps = 0;
+  for (const auto& [path, rate] : step.workload.path_rates_rps) rps += rate;
+  for (auto& [name, need] : needs) need.rps = rps;
+  return needs;
+}
+
 // Decision::needs. A class whose limit the plan reached may need more than it was given: a
 // second plan, with every such class allowed its whole pool, says how much.
 std::map<std::string, ClassNeed> Needs(const Context& c, const model::Pipeline& measured,
@@ -619,15 +627,15 @@ std::map<std::string, ClassNeed> Needs(const Context& c, const model::Pipeline& 
     hw.max_replicas = most;
     capped.push_back(hw.name);
   }
-  if (capped.empty()) return needs;
+  if (capped.empty()) return WithRate(step, needs);
   const model::Plan unbounded = c.optimizer.solve(whole, step.workload, step.input);
-  if (unbounded.tasks.empty()) return needs;  // no answer in time: what it was given, as before
+  if (unbounded.tasks.empty()) return WithRate(step, needs);  // no answer in time: as given
   const std::map<std::string, ClassNeed> more = NeedsOf(unbounded);
   for (const std::string& name : capped) {
     const auto it = more.find(name);
     needs[name] = it == more.end() ? ClassNeed{} : it->second;
   }
-  return needs;
+  return WithRate(step, needs);
 }
 
 }  // namespace

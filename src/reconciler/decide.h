@@ -60,6 +60,7 @@ struct Event {
 struct ClassNeed {
   int replicas = 0;
   int tasks = 0;
+  double rps = 0;  // the pipeline's demand those replicas serve, every path's
   bool operator==(const ClassNeed&) const = default;
 };
 

@@ -42,7 +42,8 @@ Instance Generate(std::mt19937& rng, bool one_unit, bool one_priority, bool mini
                           .demand = d == 9 ? std::nullopt : std::optional<int>(d),
                           .held = 0,
                           .unit = one_unit ? 1.0 : unit(rng),
-                          .minimum = minimum ? least(rng) : 0});
+                          .minimum = minimum ? least(rng) : 0,
+                          .value = minimum ? static_cast<double>(least(rng)) : 0});
   }
   return out;
 }
@@ -62,6 +63,15 @@ TEST(DivideShares, EqualPartsAreOfTheResourceNotOfReplicas) {
   const std::vector<Claim> claims = {{.demand = std::nullopt, .unit = 2},
                                      {.demand = std::nullopt, .unit = 1}};
   EXPECT_EQ(DivideShares(12, claims, 1), (std::vector<int>{3, 6}));
+}
+
+// Of one priority, replicas go first where they buy clearly more goodput; where they buy about
+// as much (within kClearlyMore), in equal parts.
+TEST(DivideShares, ServesWhereAReplicaBuysClearlyMoreFirst) {
+  std::vector<Claim> claims = {{.demand = 9, .value = 10}, {.demand = 9, .value = 30}};
+  EXPECT_EQ(DivideShares(12, claims, 1), (std::vector<int>{3, 9}));
+  claims[0].value = 25;
+  EXPECT_EQ(DivideShares(12, claims, 1), (std::vector<int>{6, 6}));
 }
 
 TEST(DivideShares, KeepsWhatRunsForASmallGain) {

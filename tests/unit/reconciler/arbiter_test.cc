@@ -158,6 +158,25 @@ TEST(Arbiter, GivesNoPipelineAPartTooSmallToRunItsTasks) {
   EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("b")).classes[0].share, 0);
 }
 
+// A burst's value outlives it for the pipeline's scale-down window, as its replicas do: the
+// quiet pipeline is not handed them between bursts.
+TEST(Arbiter, ABurstsValueLastsTheScaleDownWindow) {
+  Cluster cluster;
+  Arbiter arbiter;
+  const auto plan = [&](const std::string& name, double rps, double at) {
+    ClusterCapacity capacity = Allotted(arbiter, cluster, Pipeline(name));
+    arbiter.Record(Pipeline(name), capacity, {{"gpu", {.replicas = 10, .tasks = 1, .rps = rps}}},
+                   at);
+  };
+  plan("steady", 100, kNow);  // 10 per replica
+  plan("bursty", 400, kNow);  // 40 per replica
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("bursty")).classes[0].share, 10);
+  plan("bursty", 0, kNow + 60);  // the burst has gone, its replicas stay
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("bursty")).classes[0].share, 10);
+  plan("bursty", 0, kNow + 301);  // past the 300 s window: the steady one buys more
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("bursty")).classes[0].share, 2);
+}
+
 TEST(Arbiter, RouterAndOtherPodsAreNotThePoolsToDivide) {
   Cluster cluster;
   cluster.view.SetPod("other", ReadPod(Pod("gpu-0", 2, "1", "")));
