@@ -125,6 +125,44 @@ TEST(Cli, SimulateRefusesSeedsOutOfRangeAndRunsTooLongOrLarge) {
   EXPECT_EQ(simulate({"--trace", "10:5", "--seed", "4294967295"}).code, kExitOk);
 }
 
+// Several -f run together on --nodes: a table per pipeline and the totals; flags that do not
+// pair with the pipelines are refused, naming them.
+TEST(Cli, SimulateRunsSeveralPipelinesTogether) {
+  const std::string root = PIPESCALE_SOURCE_DIR;
+  const std::vector<std::string> both = {"simulate",
+                                         "--progress",
+                                         "none",
+                                         "--nodes",
+                                         root + "/bench/tenancy/nodes.yaml",
+                                         "-f",
+                                         root + "/bench/tenancy/code.yaml",
+                                         "-f",
+                                         root + "/bench/tenancy/chat.yaml"};
+  const auto run = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = both;
+    args.insert(args.end(), more.begin(), more.end());
+    return RunCli(args);
+  };
+  const Output ok = run({"--trace", "20:60", "--trace", "5:60", "--scale", "2"});
+  ASSERT_EQ(ok.code, kExitOk) << ok.err;
+  EXPECT_NE(ok.out.find("pipeline code, trace 20:60"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("pipeline chat, trace 5:60"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("all 2 pipelines together"), std::string::npos) << ok.out;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--trace", "1:5", "--trace", "1:5", "--trace", "1:5"}, "one --trace for every pipeline"},
+      {{"--trace", "1:5", "--scale", "1", "--scale", "2", "--scale", "3"},
+       "one --scale for every pipeline"},
+      {{"--trace", "1:5", "--policy", "fa2"}, "--policy is shared, first-come or both"},
+      {{"--trace", "1:5", "--tune", "0.99"}, "--tune takes one pipeline"},
+      {{"--trace", "1:5", "--plot", "x.svg"}, "--plot draws one pipeline"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Output r = run(args);
+    EXPECT_EQ(r.code, kExitInvalidInput) << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, InvalidPipelineExitsTwoWithFieldErrors) {
   std::ifstream in(kExample);
   std::stringstream text;
