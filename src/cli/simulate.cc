@@ -104,7 +104,7 @@ std::string SetSimulateFlag(const std::string& name, const std::string& value, S
     if (!d || *d <= 0) return "--duration must be a duration such as 90s, 10m or 24h";
     f.seconds = *d;
   } else if (name == "--scale") {
-    const std::string problem = ParseFlag(name, value, 1e-3, 1000.0, f.scale);
+    std::string problem = ParseFlag(name, value, 1e-3, 1000.0, f.scale);
     if (problem.empty()) f.scales.push_back(f.scale);
     return problem;
   } else if (name == "--tune") {

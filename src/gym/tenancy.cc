@@ -47,6 +47,7 @@ std::string KeyOf(const model::Pipeline& p) { return p.namespace_name + "/" + p.
 
 Result<std::vector<PolicyReport>> SimulateTogether(const std::vector<Tenant>& tenants,
                                                    const Options& options, bool divide) {
+  if (tenants.empty()) return std::vector<PolicyReport>{};
   if (options.nodes.empty()) {
     return Error{ErrorKind::kInvalid, "pipelines that share a cluster need its nodes (--nodes)"};
   }
@@ -88,8 +89,8 @@ Result<std::vector<PolicyReport>> SimulateTogether(const std::vector<Tenant>& te
     for (auto& w : worlds) {
       if (next == nullptr || w->NextAt() < next->NextAt()) next = w.get();
     }
+    if (next == nullptr || next->NextAt() == std::numeric_limits<double>::infinity()) break;
     clock = next->NextAt();
-    if (clock == std::numeric_limits<double>::infinity()) break;
     next->HandleNext();
   }
   std::vector<PolicyReport> reports;

@@ -19,9 +19,9 @@ struct ClassCapacity {
   // Why nothing more fits, when placeable is 0: the resource that ran out, or that no node
   // admits the class.
   std::string full_reason;
-  // The replicas of the class the nodes it shares with other pipelines hold for pipelines of its
-  // priority and below (0: not counted), and of them the pipeline's share when the arbiter
-  // divides them among contending pipelines (reconciler/arbiter.h).
+  // The replicas of the class its nodes hold for model pods, which the pipelines whose classes
+  // admit the same nodes share (0: not counted), and of them the pipeline's share while the
+  // arbiter divides them among contending pipelines (reconciler/arbiter.h).
   int pool = 0;
   std::optional<int> share;
 
