@@ -79,11 +79,15 @@ void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, 
       // No record of what it needs: it keeps what it runs, and is given no more.
       contest.Add(holder, {h.priority, h.pods, h.pods, h.pods, h.units / h.pods});
     }
-    std::set<std::string>& contending = contending_[pool.key];
     if (!contest.Contended(pool.capacity)) {
-      contending.erase(me);
+      // A pool no one contends for is forgotten (a node that joins or leaves makes a new one).
+      if (const auto it = contending_.find(pool.key); it != contending_.end()) {
+        it->second.erase(me);
+        if (it->second.empty()) contending_.erase(it);
+      }
       continue;
     }
+    std::set<std::string>& contending = contending_[pool.key];
     for (const std::string& holder : contest.holders) contending.insert(PipelineOf(holder));
     double largest = 0;
     for (const optimizer::Claim& c : contest.claims) largest = std::max(largest, c.unit);
@@ -144,8 +148,9 @@ void Arbiter::Forget(const std::string& pipeline) {
       pools.insert(r.second.pool);
       return true;
     });
-    for (auto& [pool, pipelines] : contending_) {
-      if (pipelines.erase(pipeline) > 0) pools.insert(pool);
+    for (auto it = contending_.begin(); it != contending_.end();) {
+      if (it->second.erase(pipeline) > 0) pools.insert(it->first);
+      it = it->second.empty() ? contending_.erase(it) : std::next(it);
     }
   }
   for (const std::string& pool : pools) NudgeOthers(pool, pipeline);
