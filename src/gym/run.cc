@@ -150,7 +150,7 @@ void World::PodChanged() {
   // a fraction of a second). So a scale-out is re-planned within seconds on the rate then read.
   // The room it takes or frees is the room pipelines sharing its nodes divide.
   if (tenancy != nullptr && tenancy->arbiter) {
-    tenancy->arbiter->PodChanged(pipeline.namespace_name + "/" + pipeline.name);
+    tenancy->arbiter->PodChanged(reconciler::PipelineKey(pipeline));
   }
   Nudge();
 }

@@ -39,12 +39,6 @@ void Tenancy::RoomFreed(const World& from) {
 
 }  // namespace engine
 
-namespace {
-
-std::string KeyOf(const model::Pipeline& p) { return p.namespace_name + "/" + p.name; }
-
-}  // namespace
-
 Result<std::vector<PolicyReport>> SimulateTogether(const std::vector<Tenant>& tenants,
                                                    const Options& options, bool divide) {
   if (tenants.empty()) return std::vector<PolicyReport>{};
@@ -62,7 +56,7 @@ Result<std::vector<PolicyReport>> SimulateTogether(const std::vector<Tenant>& te
     if (!worlds.empty()) o.progress = nullptr;  // one bar, the first pipeline's
     auto world = engine::MakeWorld(tenant.pipeline, o);
     if (!world) return world.error();
-    const std::string key = KeyOf((*world)->pipeline);
+    const std::string key = reconciler::PipelineKey((*world)->pipeline);
     if (!by_key.emplace(key, world->get()).second) {
       return Error{ErrorKind::kInvalid, "two pipelines are named " + key};
     }

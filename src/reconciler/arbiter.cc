@@ -12,10 +12,6 @@ namespace {
 
 std::string PipelineOf(const std::string& holder) { return holder.substr(0, holder.rfind('@')); }
 
-std::string KeyOf(const model::Pipeline& pipeline) {
-  return pipeline.namespace_name + "/" + pipeline.name;
-}
-
 // The pipelines' claims on one pool, the allotting pipeline's class first.
 struct Contest {
   std::vector<std::string> holders;  // HolderKeys
@@ -46,7 +42,7 @@ int Held(const PoolView& pool, const std::string& holder) {
 }  // namespace
 
 void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, double now) {
-  const std::string me = KeyOf(pipeline);
+  const std::string me = PipelineKey(pipeline);
   std::lock_guard lock(mu_);
   const size_t n = std::min(capacity.pools.size(), pipeline.spec.hardware_classes.size());
   for (size_t i = 0; i < n && i < capacity.classes.size(); ++i) {
@@ -107,7 +103,7 @@ void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, 
 
 void Arbiter::Record(const model::Pipeline& pipeline, const ClusterCapacity& capacity,
                      const std::map<std::string, ClassNeed>& needs, double now) {
-  const std::string me = KeyOf(pipeline);
+  const std::string me = PipelineKey(pipeline);
   std::set<std::string> moved;  // pools
   {
     std::lock_guard lock(mu_);

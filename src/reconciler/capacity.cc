@@ -359,6 +359,10 @@ std::map<std::string, int> ClusterView::State::Holders(const model::HardwareClas
   return holders;
 }
 
+std::string PipelineKey(const model::Pipeline& pipeline) {
+  return pipeline.namespace_name + "/" + pipeline.name;
+}
+
 std::string HolderKey(const std::string& pipeline, const std::string& hardware_class) {
   return pipeline + "@" + hardware_class;
 }
@@ -425,7 +429,8 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
   std::map<std::string, Unschedulable> waiting;
   std::map<std::string, int> scheduled;  // by class
   static const std::set<std::string> kNone;
-  const auto mine = s.by_pipeline.find(pipeline.namespace_name + "/" + pipeline.name);
+  const std::string me = PipelineKey(pipeline);
+  const auto mine = s.by_pipeline.find(me);
   for (const std::string& key : mine == s.by_pipeline.end() ? kNone : mine->second) {
     const PodShare& pod = s.pods.at(key);
     // Terminating pods count as the pipeline's until they are gone: their room is not free
@@ -455,10 +460,9 @@ ClusterCapacity ClusterView::Capacity(const model::Pipeline& pipeline) const {
     out.pools.push_back(std::move(pool));
   }
   for (auto& [name, u] : waiting) out.unschedulable.push_back(std::move(u));
-  const std::string key = pipeline.namespace_name + "/" + pipeline.name;
   for (const model::HardwareClass& hw : pipeline.spec.hardware_classes) {
     if (out.Find(hw.name)->placeable > 0) continue;
-    auto holders = s.Holders(hw, priority, key);
+    auto holders = s.Holders(hw, priority, me);
     if (!holders.empty()) out.yielded.push_back({hw.name, std::move(holders)});
   }
   return out;

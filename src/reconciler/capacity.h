@@ -48,6 +48,8 @@ struct PoolView {
   std::map<std::string, Holding> holders;
 };
 
+// How the watches and the work queue name a pipeline: "namespace/name".
+std::string PipelineKey(const model::Pipeline& pipeline);
 // How a pool's holdings and claims name a pipeline's class: "namespace/name@class".
 std::string HolderKey(const std::string& pipeline, const std::string& hardware_class);
 

@@ -170,27 +170,28 @@ void Stabilize(const model::Pipeline& pipeline, double now, std::vector<PlannedD
   }
 }
 
-// A share the arbiter holds the pipeline to is given up at once: the scale-down window waits out
-// a falling load, not another pipeline's claim, so a class over its share goes to the plan. What
-// the pipeline needs of a class is what it holds after its window: the replicas it keeps for the
-// load that just left (a burst that returns) are part of its claim.
-void YieldShares(const Observed& o, std::vector<PlannedDeployment>& planned,
-                 std::map<std::string, ClassNeed>& needs) {
-  for (auto& [name, need] : needs) {
-    int held = 0;
-    for (const PlannedDeployment& p : planned) {
-      if (p.hardware_class->name == name) held += p.target;
-    }
-    need.replicas = std::max(need.replicas, held);
+// The replicas `planned` sets for `hardware_class`, after stabilization.
+int Targets(const std::vector<PlannedDeployment>& planned, const std::string& hardware_class) {
+  int targets = 0;
+  for (const PlannedDeployment& p : planned) {
+    if (p.hardware_class->name == hardware_class) targets += p.target;
   }
+  return targets;
+}
+
+// What the pipeline needs of a class is at least what it holds after its scale-down window: the
+// replicas it keeps for the load that just left (a burst that returns) are part of its claim.
+void ClaimWhatTheWindowKeeps(const std::vector<PlannedDeployment>& planned,
+                             std::map<std::string, ClassNeed>& needs) {
+  for (auto& [name, need] : needs) need.replicas = std::max(need.replicas, Targets(planned, name));
+}
+
+// A share the arbiter holds the pipeline to is given up at once: the scale-down window waits out
+// a falling load, not another pipeline's claim, so a class over its share goes to the plan.
+void YieldShares(const Observed& o, std::vector<PlannedDeployment>& planned) {
   if (!o.capacity) return;
   for (const model::ClassCapacity& c : o.capacity->classes) {
-    if (!c.share) continue;
-    int held = 0;
-    for (const PlannedDeployment& p : planned) {
-      if (p.hardware_class->name == c.hardware_class) held += p.target;
-    }
-    if (held <= *c.share) continue;
+    if (!c.share || Targets(planned, c.hardware_class) <= *c.share) continue;
     for (PlannedDeployment& p : planned) {
       if (p.hardware_class->name == c.hardware_class) p.target = std::min(p.target, p.planned);
     }
@@ -556,7 +557,8 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   const Observed& o = c.o;
   std::vector<PlannedDeployment> planned = Place(c.pipeline, plan, o.deployments);
   Stabilize(c.pipeline, o.now, planned, d.memory.history);
-  YieldShares(o, planned, d.needs);
+  ClaimWhatTheWindowKeeps(planned, d.needs);
+  YieldShares(o, planned);
   if (sleep) PutToSleep(*sleep, planned);
   const std::vector<std::string> held =
       HoldBatchesDuringRollouts(c.pipeline, o.deployments, *o.metrics, o.capacity, planned);
