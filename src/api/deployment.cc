@@ -103,7 +103,11 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   if (!hardware_class.limits.empty()) {
     ObjectAt(ObjectAt(container, "resources"), "limits").update(QuantityMap(hardware_class.limits));
   }
-  if (!variant.RouterBatches()) SetEnv(container, variant.batch_env, std::to_string(batch_size));
+  if (!variant.RouterBatches()) {
+    for (const auto& [name, value] : BatchEnv(variant.batch_env, batch_size, queue, false)) {
+      SetEnv(container, name, value);
+    }
+  }
   for (const auto& [name, value] : ServerQueueEnv(queue)) SetEnv(container, name, value);
   SetEnv(container, "PIPESCALE_PIPELINE", pipeline.name);
   SetEnv(container, "PIPESCALE_TASK", task.name);

@@ -79,15 +79,34 @@ std::vector<std::pair<std::string, std::string>> ServerQueueEnv(const model::Ser
   return env;
 }
 
+std::vector<std::pair<std::string, std::string>> BatchEnv(const std::string& batch_env,
+                                                          int batch_size,
+                                                          const model::ServerQueue& queue,
+                                                          bool planned_set) {
+  const int most = queue.max_batch > 0 ? queue.max_batch : batch_size;
+  std::vector<std::pair<std::string, std::string>> env{{batch_env, std::to_string(most)}};
+  if (most != batch_size || planned_set)
+    env.emplace_back(model::kPlannedBatchEnv, std::to_string(batch_size));
+  return env;
+}
+
 ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env) {
   ManagedFields fields{.replicas = deployment.replicas};
   if (!deployment.container) return fields;
+  std::optional<int> most;
+  std::optional<int> planned;
   for (const auto& [name, value] : deployment.container->env) {
     const std::optional<int> n = WholeNumber(value);
-    if (name == batch_env) fields.batch_size = n;
+    if (name == batch_env) most = n;
+    if (name == model::kPlannedBatchEnv) {
+      planned = n;
+      fields.planned_set = true;
+    }
     if (name == kMaxQueueDelayEnv) fields.server_queue.max_delay_ms = n.value_or(0);
     if (name == kQueueTimeoutEnv) fields.server_queue.timeout_ms = n.value_or(0);
   }
+  fields.batch_size = planned ? planned : most;
+  if (planned && most && *most != *planned) fields.server_queue.max_batch = *most;
   return fields;
 }
 
@@ -101,11 +120,17 @@ std::optional<json> ManagedPatch(const DeploymentView& deployment, const std::st
   json patch = json::object();
   if (now.replicas != replicas) patch["spec"]["replicas"] = replicas;
   json env = json::array();
-  if (!batch_env.empty() && now.batch_size != batch_size) {
-    env.push_back({{"name", batch_env}, {"value", std::to_string(batch_size)}});
+  auto want = ServerQueueEnv(queue);
+  auto have = ServerQueueEnv(now.server_queue);
+  if (!batch_env.empty()) {
+    const auto batch = BatchEnv(batch_env, batch_size, queue, now.planned_set);
+    want.insert(want.begin(), batch.begin(), batch.end());
+    if (now.batch_size) {
+      const auto had = BatchEnv(batch_env, *now.batch_size, now.server_queue, now.planned_set);
+      have.insert(have.end(), had.begin(), had.end());
+    }
   }
-  const auto have = ServerQueueEnv(now.server_queue);
-  for (const auto& entry : ServerQueueEnv(queue)) {
+  for (const auto& entry : want) {
     if (std::find(have.begin(), have.end(), entry) == have.end()) {
       env.push_back({{"name", entry.first}, {"value", entry.second}});
     }

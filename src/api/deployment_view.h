@@ -52,11 +52,22 @@ inline constexpr const char* kQueueTimeoutEnv = "PIPESCALE_QUEUE_TIMEOUT_MS";
 // The env entries for `queue`: a name and whole milliseconds (at least 1) for each that is set.
 std::vector<std::pair<std::string, std::string>> ServerQueueEnv(const model::ServerQueue& queue);
 
+// The env entries for a server's batch: `batch_env` at the most it may batch (queue.max_batch,
+// else `batch_size`), and model::kPlannedBatchEnv at `batch_size` where the two differ or where the
+// Deployment has one already (`planned_set`: kept current, never left behind stale).
+std::vector<std::pair<std::string, std::string>> BatchEnv(const std::string& batch_env,
+                                                          int batch_size,
+                                                          const model::ServerQueue& queue,
+                                                          bool planned_set);
+
 // What the operator manages on an existing Deployment.
 struct ManagedFields {
   std::optional<int> replicas;
-  std::optional<int> batch_size;    // nullopt when the env var is absent or not a number
+  // The plan's batch size: kPlannedBatchEnv where set, else the batch env's; nullopt when the
+  // env var is absent or not a number.
+  std::optional<int> batch_size;
   model::ServerQueue server_queue;  // 0 where its env var is absent or not a number
+  bool planned_set = false;         // kPlannedBatchEnv is among the env vars
   bool operator==(const ManagedFields&) const = default;
 };
 ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::string& batch_env);

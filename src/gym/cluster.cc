@@ -2,6 +2,7 @@
 // would keep them, pods created and removed to match (a template change rolls them), each
 // placed on a node with room as the scheduler would, Ready after its class's start-up.
 #include <algorithm>
+#include <cstdlib>
 
 #include "api/deployment.h"
 #include "api/deployment_view.h"
@@ -147,8 +148,11 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   if (wait.empty()) wait = Env(container, api::kMaxQueueDelayEnv);
   const std::string timeout = Env(container, api::kQueueTimeoutEnv);
   const std::string scale = Env(container, "PIPESCALE_LATENCY_SCALE");
-  if (new_batch != d.batch || d.revision == 0) ++d.revision;
+  const std::string planned = batch.empty() ? "" : Env(container, model::kPlannedBatchEnv);
+  const int new_planned = planned.empty() ? new_batch : std::max(1, std::atoi(planned.c_str()));
+  if (new_batch != d.batch || new_planned != d.planned_batch || d.revision == 0) ++d.revision;
   d.batch = new_batch;
+  d.planned_batch = new_planned;
   d.max_wait_ms = d.server ? d.server->max_delay_ms : wait.empty() ? 1000 : std::atof(wait.c_str());
   d.queue_timeout_ms = d.server          ? d.server->queue_timeout_ms
                        : timeout.empty() ? 0
@@ -195,6 +199,7 @@ void World::CreatePod(int deployment) {
   p.revision = d.revision;
   p.created_ms = now_ms_;
   p.batch = d.batch;
+  p.planned_batch = d.planned_batch;
   p.max_wait_ms = d.max_wait_ms;
   p.queue_timeout_ms = d.queue_timeout_ms;
   p.latency_scale = d.latency_scale;

@@ -71,7 +71,7 @@ void World::RebuildRouting() {
     const model::Task& task = pipeline.spec.tasks[d.task];
     routing::PodEndpoint e{.variant = task.variants[d.variant].name,
                            .hardware_class = pipeline.spec.hardware_classes[d.hw_class].name,
-                           .batch = p.batch};
+                           .batch = p.planned_batch};
     pod_router_batch[pi] = 0;
     if (auto b = batcher_of.find({d.task, d.variant});
         b != batcher_of.end() && batchers[b->second].wait_ms >= 0) {

@@ -119,6 +119,7 @@ struct Deployment {  // NOLINT(bugprone-exception-escape)
   nlohmann::json object;                    // as the operator wrote it
   int replicas = 0;
   int batch = 1;                // the server's batch (its batch env); 1 when the router forms them
+  int planned_batch = 1;        // the plan's (api::kPlannedBatchEnv, else `batch`): the router's
   double max_wait_ms = 1000;    // the model server's --max-wait-ms
   double queue_timeout_ms = 0;  // and its queue timeout (0: never)
   double latency_scale = 1;     // PIPESCALE_LATENCY_SCALE
@@ -143,6 +144,7 @@ struct Pod {
   double created_ms = 0;
   // The server.
   int batch = 1;
+  int planned_batch = 1;  // the batch the router profiles the pod at
   double max_wait_ms = 1000;
   double latency_scale = 1;
   double queue_timeout_ms = 0;        // a call waiting longer is rejected (0: never)

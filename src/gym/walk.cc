@@ -24,7 +24,7 @@ routing::PodLoad World::Loads::Pod(int task, int index) const {
   return {.variant = d.variant,
           .hardware_class = d.hw_class,
           .outstanding = p.outstanding,
-          .batch = w_.pod_router_batch[pi] > 0 ? 1 : p.batch,
+          .batch = w_.pod_router_batch[pi] > 0 ? 1 : p.planned_batch,
           .batch_ms = w_.pod_batch_ms[pi],
           .weight = w_.pod_weight[pi]};
 }

@@ -25,8 +25,19 @@ const char* SolveStatusName(SolveStatus status);
 struct ServerQueue {
   double max_delay_ms = 0;
   double timeout_ms = 0;
+  // The most rows the server may put in one batch, past the plan's batch size, when requests
+  // queue behind a busy server (its batchSize.env then holds this); 0: the plan's batch size.
+  // A dynamic batcher takes what waits when it is free: under a burst the batches grow, and a
+  // replica answers more requests per second, where a batch fixed at the plan's size for the
+  // planned rate (often 1) leaves the queue to grow.
+  int max_batch = 0;
   bool operator==(const ServerQueue&) const = default;
 };
+
+// Where the server may grow its batches (ServerQueue::max_batch), the env var beside the
+// variant's batchSize.env that holds the plan's batch size: the operator's holds and the
+// router's picker and door count on that one, the server on the other.
+inline constexpr const char* kPlannedBatchEnv = "PIPESCALE_PLANNED_BATCH_SIZE";
 
 struct TaskPlan {
   std::string task;

@@ -30,6 +30,19 @@ const optimizer::Choice* ChoiceAt(const optimizer::Problem& problem, int dnn, in
   return most_within != nullptr ? most_within : fewest;
 }
 
+// The largest batch of `variant` from `batch` up whose run, twice, after `wait_ms` fits
+// `budget_ms`. Once was tried: fa2-cpu kept 80% on its worst path through bursts where it had
+// kept 91% (tests/data/trace-regression.csv), each request waiting out a grown batch ahead.
+int MostRows(const model::Variant& variant, const model::Profile* profile, int batch,
+             double wait_ms, double budget_ms) {
+  if (profile == nullptr) return batch;
+  // A table's last point, not a batch beyond it.
+  const int largest = profile->latency.MaxBatch(variant.max_batch);
+  int most = batch;
+  while (most < largest && wait_ms + 2 * profile->latency.Ms(most + 1) <= budget_ms) ++most;
+  return most;
+}
+
 bool SloMissed(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics) {
   return std::ranges::any_of(pipeline.spec.paths, [&](const model::Path& path) {
     auto it = metrics.path_latency_ms.find(path.name);
@@ -140,8 +153,9 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
   }
 }
 
-model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::TaskPlan& task,
-                                  const api::ManagedFields* running, double budget_ms) {
+model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::Profile* profile,
+                                  const model::TaskPlan& task, const api::ManagedFields* running,
+                                  double budget_ms) {
   if (variant.RouterBatches() || task.server_queue != model::ServerQueue{}) {
     return task.server_queue;
   }
@@ -149,11 +163,19 @@ model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::Ta
       running->server_queue.max_delay_ms > 0) {
     return running->server_queue;
   }
-  if (task.batch_size <= 1) return {};
+  model::ServerQueue queue;
   // The whole wait the plan counted at the SLO's percentile (the fill's tail and the queue):
   // the mean fill alone sent half the batches out partial, below the throughput planned.
   const double counted = std::max(task.queue_ms, task.batch_wait_ms);
-  return {.max_delay_ms = std::max(1.0, std::min(counted, budget_ms))};
+  if (task.batch_size > 1) queue.max_delay_ms = std::max(1.0, std::min(counted, budget_ms));
+  // A batch that may grow waits at least 1 ms for company.
+  const double wait = std::max(1.0, queue.max_delay_ms);
+  const int most = MostRows(variant, profile, task.batch_size, wait, budget_ms);
+  if (most > task.batch_size) {
+    queue.max_batch = most;
+    queue.max_delay_ms = wait;
+  }
+  return queue;
 }
 
 bool RollingOut(const api::DeploymentView& deployment) {

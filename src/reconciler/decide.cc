@@ -89,7 +89,8 @@ std::vector<PlannedDeployment> Place(const model::Pipeline& pipeline, const mode
       p.current = now->replicas;
       p.running = api::RunningReplicas(it->second);
     }
-    p.server_queue = ServerQueueFor(*variant, t, now ? &*now : nullptr, budgets[ti]);
+    p.server_queue = ServerQueueFor(*variant, variant->FindProfile(hw.name), t,
+                                    now ? &*now : nullptr, budgets[ti]);
     out.push_back(std::move(p));
   }
   return out;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "common/json_fields.h"
+#include "model/plan.h"
 
 namespace pipescale::routing {
 namespace {
@@ -32,19 +34,23 @@ int PortOf(const json& containers) {
   return first > 0 ? first : kDefaultModelPort;
 }
 
-// The batch size the pod runs with: the variant's environment variable in any container.
+// The batch size the pod runs with as planned: model::kPlannedBatchEnv where the server may
+// grow its batches past it, else the variant's environment variable, in any container.
 int BatchOf(const json& containers, const std::string& env) {
+  std::optional<int> most;
   for (const json& c : containers) {
     if (!c.is_object()) continue;
     const json env_list = c.value("env", json::array());
     if (!env_list.is_array()) continue;
     for (const json& e : env_list) {
-      if (e.is_object() && StringField(e, "name") == env) {
-        return std::max(1, std::atoi(StringField(e, "value").c_str()));
-      }
+      if (!e.is_object()) continue;
+      const std::string name = StringField(e, "name");
+      const int value = std::max(1, std::atoi(StringField(e, "value").c_str()));
+      if (name == model::kPlannedBatchEnv) return value;
+      if (name == env && !most) most = value;
     }
   }
-  return 1;
+  return most.value_or(1);
 }
 
 }  // namespace
@@ -92,6 +98,7 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     const int t = pipeline.TaskIndex(task);
     const model::Variant* v =
         t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(endpoint.variant);
+    // The plan's batch, where the server may grow its batches past it (api::kPlannedBatchEnv).
     if (v != nullptr) endpoint.batch = BatchOf(containers, v->batch_env);
     Profile(pipeline, task, endpoint);
     out[task].push_back(std::move(endpoint));

@@ -111,5 +111,37 @@ TEST(DeploymentView, TheServerQueueIsSetOnlyWhereItDiffers) {
   EXPECT_EQ(ManagedPatch(set, "", 3, 8, queue), std::nullopt) << "as written, read back the same";
 }
 
+// A server that may grow its batches past the plan's holds the most in the batch env and the
+// plan's batch beside it; the operator reads back the plan's, and writes nothing the second time.
+// Once the two agree again the planned one is kept current, never left stale.
+TEST(DeploymentView, AGrownBatchIsWrittenBesideThePlansAndReadBack) {
+  const model::ServerQueue grown{.max_delay_ms = 1, .max_batch = 8};
+  const auto patch =
+      ManagedPatch(ReadDeployment(WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "1"}}})),
+                   "MAX_BATCH_SIZE", 3, 1, grown);
+  ASSERT_TRUE(patch.has_value());
+  const json env = (*patch)["spec"]["template"]["spec"]["containers"][0]["env"];
+  EXPECT_EQ(env, (json::array({{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}},
+                               {{"name", model::kPlannedBatchEnv}, {"value", "1"}},
+                               {{"name", kMaxQueueDelayEnv}, {"value", "1"}}})));
+  const DeploymentView written = ReadDeployment(WithEnv(env));
+  const ManagedFields read = ReadManagedFields(written, "MAX_BATCH_SIZE");
+  EXPECT_EQ(read.batch_size, 1);
+  EXPECT_EQ(read.server_queue, grown);
+  EXPECT_EQ(ManagedPatch(written, "MAX_BATCH_SIZE", 3, 1, grown), std::nullopt);
+
+  const auto back = ManagedPatch(written, "MAX_BATCH_SIZE", 3, 4, {.max_delay_ms = 1});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ((*back)["spec"]["template"]["spec"]["containers"][0]["env"],
+            (json::array({{{"name", "MAX_BATCH_SIZE"}, {"value", "4"}},
+                          {{"name", model::kPlannedBatchEnv}, {"value", "4"}}})));
+  const ManagedFields plain =
+      ReadManagedFields(WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "4"}},
+                                 {{"name", model::kPlannedBatchEnv}, {"value", "4"}}}),
+                        "MAX_BATCH_SIZE");
+  EXPECT_EQ(plain.batch_size, 4);
+  EXPECT_EQ(plain.server_queue.max_batch, 0);
+}
+
 }  // namespace
 }  // namespace pipescale::api

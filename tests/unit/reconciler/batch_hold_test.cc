@@ -300,32 +300,73 @@ TEST(ServerQueueFor, WaitsNoLongerThanThePlanCountedAndMovesOnlyWithTheBatch) {
   const model::Pipeline servers = OneTask();
   const model::Variant& v = servers.spec.tasks[0].variants[0];
   const model::TaskPlan batch4{.batch_size = 4, .queue_ms = 120, .batch_wait_ms = 40};
-  EXPECT_EQ(ServerQueueFor(v, batch4, nullptr, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, nullptr, batch4, nullptr, kBudget),
+            (model::ServerQueue{.max_delay_ms = 120}));
   model::TaskPlan tight = batch4;
   tight.queue_ms = 0.2;
   tight.batch_wait_ms = 0.1;
-  EXPECT_EQ(ServerQueueFor(v, tight, nullptr, kBudget), (model::ServerQueue{.max_delay_ms = 1}));
-  EXPECT_EQ(ServerQueueFor(v, {.batch_size = 1, .queue_ms = 50}, nullptr, kBudget),
+  EXPECT_EQ(ServerQueueFor(v, nullptr, tight, nullptr, kBudget),
+            (model::ServerQueue{.max_delay_ms = 1}));
+  EXPECT_EQ(ServerQueueFor(v, nullptr, {.batch_size = 1, .queue_ms = 50}, nullptr, kBudget),
             model::ServerQueue{});
   model::TaskPlan saturated = batch4;
   saturated.queue_ms = optimizer::kMaxQueueMs;
-  EXPECT_EQ(ServerQueueFor(v, saturated, nullptr, kBudget),
+  EXPECT_EQ(ServerQueueFor(v, nullptr, saturated, nullptr, kBudget),
             (model::ServerQueue{.max_delay_ms = kBudget}));
-  EXPECT_EQ(ServerQueueFor(v, saturated, nullptr, 0), (model::ServerQueue{.max_delay_ms = 1}));
+  EXPECT_EQ(ServerQueueFor(v, nullptr, saturated, nullptr, 0),
+            (model::ServerQueue{.max_delay_ms = 1}));
 
   const api::ManagedFields same{.batch_size = 4, .server_queue = {.max_delay_ms = 30}};
-  EXPECT_EQ(ServerQueueFor(v, batch4, &same, kBudget), same.server_queue);
+  EXPECT_EQ(ServerQueueFor(v, nullptr, batch4, &same, kBudget), same.server_queue);
   const api::ManagedFields other{.batch_size = 2, .server_queue = {.max_delay_ms = 30}};
-  EXPECT_EQ(ServerQueueFor(v, batch4, &other, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, nullptr, batch4, &other, kBudget),
+            (model::ServerQueue{.max_delay_ms = 120}));
   const api::ManagedFields unset{.batch_size = 4};  // the server's default: not the plan's
-  EXPECT_EQ(ServerQueueFor(v, batch4, &unset, kBudget), (model::ServerQueue{.max_delay_ms = 120}));
+  EXPECT_EQ(ServerQueueFor(v, nullptr, batch4, &unset, kBudget),
+            (model::ServerQueue{.max_delay_ms = 120}));
 
   model::TaskPlan own = batch4;
   own.server_queue = {.max_delay_ms = 5, .timeout_ms = 200};
-  EXPECT_EQ(ServerQueueFor(v, own, &same, kBudget), own.server_queue);
+  EXPECT_EQ(ServerQueueFor(v, nullptr, own, &same, kBudget), own.server_queue);
   const model::Pipeline router = Chain(/*router=*/true);
-  EXPECT_EQ(ServerQueueFor(router.spec.tasks[0].variants[0], batch4, nullptr, kBudget),
+  EXPECT_EQ(ServerQueueFor(router.spec.tasks[0].variants[0], nullptr, batch4, nullptr, kBudget),
             model::ServerQueue{});
+}
+
+// Behind a busy server a batch grows past the plan's, as a dynamic batcher's do, to the largest
+// the variant takes whose run, twice (the batch ahead, then its own), after the wait fits the
+// task's budget: d(b) = 10 b + 5 ms here.
+// A batch of 1 then waits 1 ms, not the server's default (the emulated server's 1 s). The
+// router's batches and a plan's own queue are the plan's.
+TEST(ServerQueueFor, LetsABatchGrowBehindABusyServerWithinTheBudget) {
+  const model::Pipeline servers = OneTask();
+  const model::Variant& v = servers.spec.tasks[0].variants[0];
+  const model::Profile* profile = v.FindProfile("cpu");
+  const model::TaskPlan one{.batch_size = 1, .queue_ms = 50};
+  EXPECT_EQ(ServerQueueFor(v, profile, one, nullptr, 500),
+            (model::ServerQueue{.max_delay_ms = 1, .max_batch = 8}))
+      << "up to the variant's largest batch, 85 ms";
+  EXPECT_EQ(ServerQueueFor(v, profile, one, nullptr, 112),
+            (model::ServerQueue{.max_delay_ms = 1, .max_batch = 5}))
+      << "1 ms and twice d(5) = 55 fit 112, twice d(6) does not";
+  EXPECT_EQ(ServerQueueFor(v, profile, one, nullptr, 50), model::ServerQueue{})
+      << "twice d(2) = 25 does not fit: the plan's batch of 1, without a wait";
+  const model::TaskPlan four{.batch_size = 4, .queue_ms = 20, .batch_wait_ms = 10};
+  EXPECT_EQ(ServerQueueFor(v, profile, four, nullptr, 150),
+            (model::ServerQueue{.max_delay_ms = 20, .max_batch = 6}))
+      << "the wait counts: 20 + twice d(6) = 150";
+  EXPECT_EQ(ServerQueueFor(v, profile, four, nullptr, 60),
+            (model::ServerQueue{.max_delay_ms = 20}));
+  const api::ManagedFields grown{.batch_size = 1,
+                                 .server_queue = {.max_delay_ms = 1, .max_batch = 3}};
+  EXPECT_EQ(ServerQueueFor(v, profile, one, &grown, 500), grown.server_queue)
+      << "kept while its batch runs: a change is a rolling restart";
+  const model::Pipeline router = Chain(/*router=*/true);
+  const model::Variant& rv = router.spec.tasks[0].variants[0];
+  EXPECT_EQ(ServerQueueFor(rv, rv.FindProfile("cpu"), one, nullptr, 500), model::ServerQueue{});
+  model::TaskPlan own = one;
+  own.server_queue = {.max_delay_ms = 5};
+  EXPECT_EQ(ServerQueueFor(v, profile, own, nullptr, 500), own.server_queue);
 }
 
 }  // namespace

@@ -91,9 +91,16 @@ struct World {
           if (w.body["spec"].contains("replicas"))
             dep["spec"]["replicas"] = w.body["spec"]["replicas"];
           if (w.body["spec"].contains("template")) {
-            const json& env = w.body["spec"]["template"]["spec"]["containers"][0]["env"][0];
-            for (json& e : dep["spec"]["template"]["spec"]["containers"][0]["env"]) {
-              if (e["name"] == env["name"]) e["value"] = env["value"];
+            // A strategic merge of the first container's env, by name.
+            json& have = dep["spec"]["template"]["spec"]["containers"][0]["env"];
+            for (const json& set : w.body["spec"]["template"]["spec"]["containers"][0]["env"]) {
+              auto same = std::find_if(have.begin(), have.end(),
+                                       [&](const json& e) { return e["name"] == set["name"]; });
+              if (same != have.end()) {
+                (*same)["value"] = set["value"];
+              } else {
+                have.push_back(set);
+              }
             }
           }
           break;
