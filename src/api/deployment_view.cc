@@ -46,6 +46,18 @@ std::optional<DeploymentView::Container> FirstContainer(const json& object) {
   return out;
 }
 
+// The message of condition ReplicaFailure while it is True ("" without one).
+std::string ReplicaFailure(const json& status) {
+  const json& conditions = Member(status, "conditions");
+  if (!conditions.is_array()) return "";
+  for (const json& c : conditions) {
+    if (StringField(c, "type") != "ReplicaFailure" || StringField(c, "status") != "True") continue;
+    const std::string message = StringField(c, "message");
+    return message.empty() ? StringField(c, "reason") + " (no message)" : message;
+  }
+  return "";
+}
+
 }  // namespace
 
 DeploymentView ReadDeployment(const json& object) {
@@ -56,7 +68,8 @@ DeploymentView ReadDeployment(const json& object) {
           .status_replicas = OptionalInt(status, "replicas"),
           .updated_replicas = IntField(status, "updatedReplicas", 0),
           .ready_replicas = IntField(status, "readyReplicas", 0),
-          .observed_generation = IntField(status, "observedGeneration", 0)};
+          .observed_generation = IntField(status, "observedGeneration", 0),
+          .replica_failure = ReplicaFailure(status)};
 }
 
 namespace {

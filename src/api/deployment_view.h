@@ -35,6 +35,10 @@ struct DeploymentView {
   int updated_replicas = 0;            // pods of the current template
   int ready_replicas = 0;              // pods passing their readiness probe
   long observed_generation = 0;
+  // Why the controller cannot create the pods (condition ReplicaFailure, True): the API server
+  // refused them, as it does a pod naming a PriorityClass the cluster lacks, or past a quota.
+  // "" when it can.
+  std::string replica_failure;
   bool operator==(const DeploymentView&) const = default;
 };
 

@@ -26,6 +26,9 @@ inline constexpr const char* kOverBudget = "OverBudget";
 inline constexpr const char* kScaleInFirst = "ScaleInFirst";
 // PlanApplied's, and an event's: pods of the plan wait because no node has room for them.
 inline constexpr const char* kUnschedulable = "Unschedulable";
+// PlanApplied's, and an event's: the API server refuses a Deployment's pods (its ReplicaFailure
+// condition: a spec.priorityClassName the cluster has no PriorityClass of, a quota).
+inline constexpr const char* kPodsRefused = "PodsRefused";
 // PlanApplied's: a batch change waits (for a rollout to finish, for the scale-in the
 // scale-down window holds back, or for room for surge pods).
 inline constexpr const char* kBatchHeld = "BatchHeld";

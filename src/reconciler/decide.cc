@@ -313,6 +313,25 @@ void ReportUnschedulable(const Context& c, Decision& d) {
   }
 }
 
+// Pods the API server refuses to create (a Deployment's ReplicaFailure): no plan is applied
+// until someone fixes what it names, so PlanApplied says so, and a Warning event goes out when
+// the message changes. Read from the Deployments each look: it needs no memory.
+void ReportRefusedPods(const Context& c, Decision& d) {
+  std::string message;
+  for (const auto& [name, deployment] : c.o.deployments) {
+    if (deployment.replica_failure.empty()) continue;
+    message += StrFormat("%s%s: the API server refuses its pods: %s", message.empty() ? "" : "; ",
+                         name.c_str(), deployment.replica_failure.c_str());
+  }
+  if (message.empty()) return;
+  const bool news = std::ranges::none_of(c.o.status.conditions, [&](const model::Condition& k) {
+    return k.type == "PlanApplied" && k.reason == reason::kPodsRefused && k.message == message;
+  });
+  SetCondition(d.status.conditions, "PlanApplied", false, reason::kPodsRefused, message,
+               c.generation, c.o.now);
+  if (news) d.warnings.push_back({reason::kPodsRefused, message});
+}
+
 // What the pipeline yields of one class, for Yielded's message.
 std::string YieldedMessage(const Yielded& y) {
   std::string holders;
@@ -570,6 +589,7 @@ void Enact(const Context& c, model::Plan plan, const DemandStep& step,
   Apply(c, guard, Writes(c, plan, planned, d), d);
   ReportHeldBatches(c, held, d);
   if (c.apply) ReportUnschedulable(c, d);
+  if (c.apply) ReportRefusedPods(c, d);
   ReportYielded(c, d);
   SetCondition(d.status.conditions, "Ready", true, reason::kReconciled, "", c.generation, o.now);
   Report(c, plan, planned, spend, step, d);
@@ -656,6 +676,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   if (!o.metrics.ok() || !o.metrics->Complete()) {
     Hold(c, d);
     ReportUnschedulable(c, d);
+    ReportRefusedPods(c, d);
     ReportYielded(c, d);
     return d;
   }

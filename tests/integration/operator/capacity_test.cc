@@ -267,6 +267,32 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
   EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
 }
 
+// spec.priorityClassName naming a class the cluster lacks: the API server refuses every pod of
+// the pipeline's Deployments (the controller's ReplicaFailure), and PlanApplied says so, naming
+// the Deployment and the API server's reason, instead of a plan that never runs.
+TEST_F(CapacityTest, APriorityClassTheClusterLacksIsReportedWithTheAPIServersReason) {
+  OperatorProcess op(ns_, "capacity");
+  json pipeline = Pipeline("refused", "fa2", {{"name", "gpu"}, {"costPerHour", 1.0}},
+                           json::array({Variant("v", 1.0, 20)}));
+  pipeline["spec"]["priorityClassName"] = ns_ + "-nowhere";
+  Create(pipeline);
+  const auto applied = [&] {
+    for (const json& c : Status("refused").value("conditions", json::array())) {
+      if (c.value("type", "") == "PlanApplied") return c;
+    }
+    return json::object();
+  };
+  ASSERT_TRUE(Eventually([&] { return applied().value("reason", "") == "PodsRefused"; }, 40s))
+      << Status("refused").dump() << op.process().Log();
+  EXPECT_EQ(applied()["status"], "False");
+  const std::string message = applied().value("message", "");
+  EXPECT_NE(message.find("refused-detect-v-gpu: the API server refuses its pods"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(ns_ + "-nowhere"), std::string::npos) << message;
+  EXPECT_EQ(op.process().Stop(SIGTERM, 10s), 0) << op.process().Log();
+}
+
 // Two pipelines of one priority, each wanting all of the pool's 8 GPUs: the first takes them,
 // the second's claim holds the first to half, and once its pods have gone the second grows
 // into them. Each status says the share it is held to and the other's.

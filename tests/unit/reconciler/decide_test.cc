@@ -294,6 +294,33 @@ TEST(Decide, PlansWithinTheRoomTheClusterHasAndSaysWhoWaits) {
   EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "True");
 }
 
+// A Deployment whose pods the API server refuses (its controller's ReplicaFailure, as for a
+// priorityClassName the cluster lacks): PlanApplied says which and why, a Warning goes out once
+// per message, also while the metrics are missing, and PlanApplied is True again once fixed.
+TEST(Decide, PodsTheAPIServerRefusesAreReportedOnce) {
+  World w;
+  w.Step(Rate(40), 1000);
+  const std::string refused =
+      "pods \"x\" is forbidden: no PriorityClass with name online was found";
+  w.deployments.at(kDetect)["status"]["conditions"] = json::array({{{"type", "ReplicaFailure"},
+                                                                    {"status", "True"},
+                                                                    {"reason", "FailedCreate"},
+                                                                    {"message", refused}}});
+  Decision d = w.Step(Rate(40), 1010);
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "False");
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0].reason, "PodsRefused");
+  EXPECT_EQ(d.warnings[0].message, kDetect + ": the API server refuses its pods: " + refused);
+  EXPECT_TRUE(w.Step(Rate(40), 1020).warnings.empty()) << "no news";
+  d = w.Step(Error{ErrorKind::kTransient, "down"}, 1030);
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "False");
+  EXPECT_TRUE(d.warnings.empty());
+  w.deployments.at(kDetect)["status"]["conditions"][0]["status"] = "False";
+  d = w.Step(Rate(40), 1040);
+  EXPECT_EQ(ConditionStatus(d.status.conditions, "PlanApplied"), "True");
+  EXPECT_TRUE(d.warnings.empty());
+}
+
 // A class full for the pipeline, held by pods of a higher priority: Yielded names them, a Normal
 // event says so once (and again when the holders change), and the condition goes with them.
 TEST(Decide, SaysToWhomItYieldsAFullClassOnce) {
