@@ -95,6 +95,14 @@ class CapacityTest : public testing::ClusterTest {
     return o.ok() ? o->value("status", json::object()) : json::object();
   }
 
+  // The pipeline's status condition of `type`; {} while there is none.
+  json Condition(const std::string& pipeline, const std::string& type) {
+    for (const json& c : Status(pipeline).value("conditions", json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return json::object();
+  }
+
   json Deployment(const std::string& name) {
     auto d = client_->Get(kube::ObjectPath(kube::kDeployments, ns_, name));
     return d.ok() ? *d : json{{"metadata", json::object()}, {"spec", json::object()}};
@@ -254,12 +262,7 @@ TEST_F(CapacityTest, ALowerPrioritysRoomIsPlannedAndTheSchedulerPreemptsIt) {
                         json::array({Variant("v", 1.0, 20)}));
   batch["spec"]["priorityClassName"] = classes.names[0];
   Create(batch);
-  const auto yielded = [&] {
-    for (const json& c : Status("batch").value("conditions", json::array())) {
-      if (c.value("type", "") == "Yielded") return c;
-    }
-    return json::object();
-  };
+  const auto yielded = [&] { return Condition("batch", "Yielded"); };
   ASSERT_TRUE(Eventually([&] { return yielded().value("status", "") == "True"; }, 30s))
       << Status("batch").dump();
   EXPECT_EQ(yielded()["message"],
@@ -276,12 +279,7 @@ TEST_F(CapacityTest, APriorityClassTheClusterLacksIsReportedWithTheAPIServersRea
                            json::array({Variant("v", 1.0, 20)}));
   pipeline["spec"]["priorityClassName"] = ns_ + "-nowhere";
   Create(pipeline);
-  const auto applied = [&] {
-    for (const json& c : Status("refused").value("conditions", json::array())) {
-      if (c.value("type", "") == "PlanApplied") return c;
-    }
-    return json::object();
-  };
+  const auto applied = [&] { return Condition("refused", "PlanApplied"); };
   ASSERT_TRUE(Eventually([&] { return applied().value("reason", "") == "PodsRefused"; }, 40s))
       << Status("refused").dump() << op.process().Log();
   EXPECT_EQ(applied()["status"], "False");
@@ -322,12 +320,7 @@ TEST_F(CapacityTest, PipelinesOfOnePriorityDivideAFullPoolEqually) {
     EXPECT_EQ(status["capacity"][0].value("share", -1), 4) << status.dump();
     EXPECT_EQ(status.value("share", ""), "gpu 4/8") << status.dump();
     const std::string other = name == "first" ? "second" : "first";
-    const auto yielded = [&] {
-      for (const json& c : Status(name).value("conditions", json::array())) {
-        if (c.value("type", "") == "Yielded") return c;
-      }
-      return json::object();
-    };
+    const auto yielded = [&] { return Condition(name, "Yielded"); };
     EXPECT_TRUE(Eventually([&] { return yielded().value("reason", "") == "FairShare"; }, 20s))
         << Status(name).dump();
     EXPECT_EQ(yielded().value("message", ""),
