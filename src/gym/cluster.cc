@@ -8,6 +8,7 @@
 #include "api/deployment_view.h"
 #include "api/quantity.h"
 #include "gym/world.h"
+#include "routing/endpoints.h"
 
 namespace pipescale::gym::engine {
 namespace {
@@ -148,8 +149,13 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   if (wait.empty()) wait = Env(container, api::kMaxQueueDelayEnv);
   const std::string timeout = Env(container, api::kQueueTimeoutEnv);
   const std::string scale = Env(container, "PIPESCALE_LATENCY_SCALE");
-  const std::string planned = batch.empty() ? "" : Env(container, model::kPlannedBatchEnv);
-  const int new_planned = planned.empty() ? new_batch : std::max(1, std::atoi(planned.c_str()));
+  // What the router profiles the pod at: its own reading of the pod's env.
+  const int new_planned =
+      d.server || batch.empty()
+          ? new_batch
+          : routing::PlannedBatch(
+                Field(Field(Field(Field(d.object, "spec"), "template"), "spec"), "containers"),
+                v.batch_env);
   if (new_batch != d.batch || new_planned != d.planned_batch || d.revision == 0) ++d.revision;
   d.batch = new_batch;
   d.planned_batch = new_planned;

@@ -119,7 +119,7 @@ struct Deployment {  // NOLINT(bugprone-exception-escape)
   nlohmann::json object;                    // as the operator wrote it
   int replicas = 0;
   int batch = 1;                // the server's batch (its batch env); 1 when the router forms them
-  int planned_batch = 1;        // the plan's (api::kPlannedBatchEnv, else `batch`): the router's
+  int planned_batch = 1;        // the plan's, as the router reads it (routing::PlannedBatch)
   double max_wait_ms = 1000;    // the model server's --max-wait-ms
   double queue_timeout_ms = 0;  // and its queue timeout (0: never)
   double latency_scale = 1;     // PIPESCALE_LATENCY_SCALE

@@ -41,13 +41,13 @@ void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& 
 // with its batch and kept while that batch runs (`running`, the Deployment's now; null for a new
 // one): an env change is a rolling restart, the plan's wait moves with every measured rate, and
 // a batch fills sooner as the load rises, so the wait that binds is the lower load's, which the
-// plan that set it counted. Batches of 1 never wait, and none longer than the task's share of
-// its tightest SLO (`budget_ms`, optimizer::TaskBudgetsMs): a saturated plan counts its queue as
-// 1e9 ms, which no server takes (the emulated one refuses past an hour and would not start).
-// While requests queue behind a busy server its batches may grow past the plan's (max_batch):
-// to the largest the variant takes whose run on the task's class (`profile`, null when unknown)
-// fits the budget twice after the wait (a request that finds such a batch running then waits
-// in the next). A batch of 1 then waits 1 ms, not the server's default.
+// plan that set it counted. Batches of 1 never wait (but one that may grow, below), and none longer
+// than the task's share of its tightest SLO (`budget_ms`, optimizer::TaskBudgetsMs): a saturated
+// plan counts its queue as 1e9 ms, which no server takes (the emulated one refuses past an hour and
+// would not start). While requests queue behind a busy server its batches may grow past the plan's
+// (max_batch): to the largest the variant takes whose run on the task's class (`profile`, null when
+// unknown) fits the budget twice after the wait (a request that finds such a batch running then
+// waits in the next). A batch of 1 then waits 1 ms, not the server's default.
 model::ServerQueue ServerQueueFor(const model::Variant& variant, const model::Profile* profile,
                                   const model::TaskPlan& task, const api::ManagedFields* running,
                                   double budget_ms);

@@ -84,15 +84,12 @@ Result<Reconciler::Observation> Reconciler::Observe(const std::string& key, Obje
 Deployments Reconciler::ObserveDeployments(const Observation& seen) const {
   const api::ObjectMeta& pipeline = seen.object->meta;
   const std::optional<model::Pipeline>& parsed = seen.object->parsed.pipeline;
+  const std::string key = pipeline.namespace_name + "/" + pipeline.name;
   Deployments out;
-  for (const auto& d :
-       deployments_.ByIndex(kPipelineIndex, pipeline.namespace_name + "/" + pipeline.name)) {
-    out.emplace(d->meta.name, *d);
-  }
+  for (const auto& d : deployments_.ByIndex(kPipelineIndex, key)) out.emplace(d->meta.name, *d);
   // Adopted Deployments carry none of our labels: read them by name, from their own watch once
   // it has listed. (An invalid spec is decided without its Deployments.)
   if (!parsed) return out;
-  const std::string key = pipeline.namespace_name + "/" + pipeline.name;
   for (const model::Task& task : parsed->spec.tasks) {
     for (const model::Variant& variant : task.variants) {
       const std::string& adopted = variant.deployment_name;

@@ -34,9 +34,10 @@ int PortOf(const json& containers) {
   return first > 0 ? first : kDefaultModelPort;
 }
 
-// The batch size the pod runs with as planned: model::kPlannedBatchEnv where the server may
-// grow its batches past it, else the variant's environment variable, in any container.
-int BatchOf(const json& containers, const std::string& env) {
+}  // namespace
+
+int PlannedBatch(const json& containers, const std::string& env) {
+  if (!containers.is_array()) return 1;
   std::optional<int> most;
   for (const json& c : containers) {
     if (!c.is_object()) continue;
@@ -45,15 +46,14 @@ int BatchOf(const json& containers, const std::string& env) {
     for (const json& e : env_list) {
       if (!e.is_object()) continue;
       const std::string name = StringField(e, "name");
+      if (name != model::kPlannedBatchEnv && (name != env || most)) continue;
       const int value = std::max(1, std::atoi(StringField(e, "value").c_str()));
       if (name == model::kPlannedBatchEnv) return value;
-      if (name == env && !most) most = value;
+      most = value;
     }
   }
   return most.value_or(1);
 }
-
-}  // namespace
 
 void Profile(const model::Pipeline& pipeline, const std::string& task, PodEndpoint& pod) {
   const int t = pipeline.TaskIndex(task);
@@ -98,8 +98,7 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     const int t = pipeline.TaskIndex(task);
     const model::Variant* v =
         t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(endpoint.variant);
-    // The plan's batch, where the server may grow its batches past it (api::kPlannedBatchEnv).
-    if (v != nullptr) endpoint.batch = BatchOf(containers, v->batch_env);
+    if (v != nullptr) endpoint.batch = PlannedBatch(containers, v->batch_env);
     Profile(pipeline, task, endpoint);
     out[task].push_back(std::move(endpoint));
   }

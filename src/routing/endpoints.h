@@ -19,10 +19,15 @@ struct PodEndpoint {
   double weight = 1;           // requests per second one replica serves as planned
   std::string variant;         // its pipescale.io/variant label, for the per-variant metrics
   std::string hardware_class;  // its pipescale.io/hardware-class label, for the pools
-  int batch = 1;               // the batch size in its environment
+  int batch = 1;               // the batch size it runs as planned (PlannedBatch)
   double batch_ms = 0;         // d(batch) of its variant on its class; 0 where not known
   bool operator==(const PodEndpoint&) const = default;
 };
+
+// The batch size a pod runs as planned, from its containers: model::kPlannedBatchEnv where the
+// server may grow its batches past it, else the variant's batch env `env`, in any container; 1
+// without either.
+int PlannedBatch(const nlohmann::json& containers, const std::string& env);
 
 // Fills the weight and batch_ms of `pod` (a pod of `task`) from the pipeline's profile of its
 // variant on its class, its batch capped at the variant's largest; left as they are where the

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "api/pipeline_parse.h"
+#include "model/plan.h"
 #include "support/parsed_pipeline.h"
 
 namespace pipescale::routing {
@@ -84,6 +85,25 @@ TEST(Endpoints, WeightIsThePlannedThroughputOfOneReplica) {
   json unknown = Pod("d", "detect", "10.0.0.4");
   unknown["metadata"]["labels"]["pipescale.io/variant"] = "gone";
   EXPECT_DOUBLE_EQ(ReadyEndpoints(Chain(), {unknown}).at("detect")[0].weight, 1);
+}
+
+// A server that may grow its batches holds the most in its batch env and the plan's batch in
+// model::kPlannedBatchEnv: the router weighs the pod at the plan's, whichever comes first.
+TEST(Endpoints, APodIsWeighedAtThePlansBatchNotTheMostItsServerMayBatch) {
+  json grown = Pod("a", "detect", "10.0.0.1");
+  grown["spec"]["containers"][0]["env"] = {{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}},
+                                           {{"name", model::kPlannedBatchEnv}, {"value", "4"}}};
+  const auto e = ReadyEndpoints(Chain(), {grown});
+  EXPECT_EQ(e.at("detect")[0].batch, 4);
+  EXPECT_DOUBLE_EQ(e.at("detect")[0].weight, 50);
+  EXPECT_EQ(PlannedBatch(grown["spec"]["containers"], "MAX_BATCH_SIZE"), 4);
+  std::swap(grown["spec"]["containers"][0]["env"][0], grown["spec"]["containers"][0]["env"][1]);
+  EXPECT_EQ(PlannedBatch(grown["spec"]["containers"], "MAX_BATCH_SIZE"), 4);
+  EXPECT_EQ(PlannedBatch(json::array({{{"env", {{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}}}}}}),
+                         "MAX_BATCH_SIZE"),
+            8)
+      << "without the planned one, the batch env's";
+  EXPECT_EQ(PlannedBatch(json("x"), "MAX_BATCH_SIZE"), 1);
 }
 
 // Pods come from outside: any shape is passed over or read as far as it makes sense, never a
