@@ -2,12 +2,13 @@
 // would keep them, pods created and removed to match (a template change rolls them), each
 // placed on a node with room as the scheduler would, Ready after its class's start-up.
 #include <algorithm>
-#include <cstdlib>
 
 #include "api/deployment.h"
 #include "api/deployment_view.h"
 #include "api/quantity.h"
+#include "common/flags.h"
 #include "gym/world.h"
+#include "model/limits.h"
 #include "routing/endpoints.h"
 
 namespace pipescale::gym::engine {
@@ -140,9 +141,8 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   const json& container = Container(d.object);
   const model::Variant& v = pipeline.spec.tasks[d.task].variants[d.variant];
   const std::string batch = v.RouterBatches() ? "" : Env(container, v.batch_env);
-  const int new_batch = d.server        ? d.server->batch
-                        : batch.empty() ? 1
-                                        : std::max(1, std::atoi(batch.c_str()));
+  const auto planned = ParseInteger(v.batch_env, batch, 1, limits::kMaxBatch);
+  const int new_batch = d.server ? d.server->batch : planned ? *planned : 1;
   // The model server's queue: its flag, else the plan's env (api/deployment_view.h), else its
   // default; a baseline's server holds its own.
   std::string wait = Arg(container, "--max-wait-ms");

@@ -1,8 +1,8 @@
 #include "profile/pods.h"
 
-#include <cstdlib>
-
+#include "common/flags.h"
 #include "common/json_fields.h"
+#include "model/limits.h"
 #include "routing/endpoints.h"
 
 namespace pipescale::profile {
@@ -47,7 +47,9 @@ int BatchOf(const json& containers, const std::string& env) {
   if (env.empty()) return 0;
   for (const json& c : containers) {
     for (const json& e : Array(c, "env")) {
-      if (StringField(e, "name") == env) return std::atoi(StringField(e, "value").c_str());
+      if (StringField(e, "name") != env) continue;
+      const auto batch = ParseInteger(env, StringField(e, "value"), 1, limits::kMaxBatch);
+      return batch ? *batch : 0;
     }
   }
   return 0;

@@ -1,10 +1,11 @@
 #include "routing/endpoints.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 
+#include "common/flags.h"
 #include "common/json_fields.h"
+#include "model/limits.h"
 #include "model/plan.h"
 
 namespace pipescale::routing {
@@ -47,9 +48,11 @@ int PlannedBatch(const json& containers, const std::string& env) {
       if (!e.is_object()) continue;
       const std::string name = StringField(e, "name");
       if (name != model::kPlannedBatchEnv && (name != env || most)) continue;
-      const int value = std::max(1, std::atoi(StringField(e, "value").c_str()));
-      if (name == model::kPlannedBatchEnv) return value;
-      most = value;
+      // A value that is not a batch size (a user's template, a hand edit) says nothing.
+      const auto value = ParseInteger(name, StringField(e, "value"), 1, limits::kMaxBatch);
+      if (!value) continue;
+      if (name == model::kPlannedBatchEnv) return *value;
+      most = *value;
     }
   }
   return most.value_or(1);

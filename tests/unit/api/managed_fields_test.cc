@@ -75,6 +75,33 @@ TEST(DeploymentView, AnythingElseReadsAsAbsent) {
   }
 }
 
+// status.conditions is the controller's, read as far as it makes sense: ReplicaFailure's message
+// while it is True, its reason where the message is not text, nothing from any other shape.
+TEST(DeploymentView, AReplicaFailureIsReadFromAnyConditionsList) {
+  const auto failure = [](const json& conditions) {
+    return ReadDeployment(json{{"status", {{"conditions", conditions}}}}).replica_failure;
+  };
+  const json refused = {{"type", "ReplicaFailure"},
+                        {"status", "True"},
+                        {"reason", "FailedCreate"},
+                        {"message", "pods \"a\" is forbidden"}};
+  EXPECT_EQ(failure(json::array({refused})), "pods \"a\" is forbidden");
+  json no_message = refused;
+  no_message["message"] = 7;
+  EXPECT_EQ(failure(json::array({1, "x", nullptr, json::array(), no_message})),
+            "FailedCreate (no message)");
+  json cleared = refused;
+  cleared["status"] = "False";
+  EXPECT_EQ(failure(json::array({cleared})), "");
+  json odd = refused;
+  odd["type"] = 5;
+  EXPECT_EQ(failure(json::array({odd})), "");
+  for (const json& shape : {json("ReplicaFailure"), json(3), json::object(), json(nullptr)}) {
+    EXPECT_EQ(failure(shape), "") << shape;
+  }
+  EXPECT_EQ(ReadDeployment(json{{"status", "x"}}).replica_failure, "");
+}
+
 TEST(DeploymentView, ThePatchSetsOnlyWhatDiffers) {
   const DeploymentView v = ReadDeployment(WithEnv({{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}}}));
   EXPECT_EQ(ManagedPatch(v, "MAX_BATCH_SIZE", 3, 8), std::nullopt);

@@ -106,6 +106,21 @@ TEST(Endpoints, APodIsWeighedAtThePlansBatchNotTheMostItsServerMayBatch) {
   EXPECT_EQ(PlannedBatch(json("x"), "MAX_BATCH_SIZE"), 1);
 }
 
+// A value that is not a batch size (a user's template, a hand edit) is read as if absent: the
+// other env var's, else 1; never a number made of its first digits, never an overflow.
+TEST(Endpoints, ABatchEnvThatIsNotABatchSizeIsPassedOver) {
+  for (const std::string junk : {"", "x", "8x", " 8", "0", "-4", "99999999999", "1e3"}) {
+    const json planned_junk =
+        json::array({{{"env",
+                       {{{"name", "MAX_BATCH_SIZE"}, {"value", "8"}},
+                        {{"name", model::kPlannedBatchEnv}, {"value", junk}}}}}});
+    EXPECT_EQ(PlannedBatch(planned_junk, "MAX_BATCH_SIZE"), 8) << junk;
+    const json batch_junk =
+        json::array({{{"env", {{{"name", "MAX_BATCH_SIZE"}, {"value", junk}}}}}});
+    EXPECT_EQ(PlannedBatch(batch_junk, "MAX_BATCH_SIZE"), 1) << junk;
+  }
+}
+
 // Pods come from outside: any shape is passed over or read as far as it makes sense, never a
 // crash.
 TEST(Endpoints, MalformedPodsArePassedOver) {
