@@ -113,5 +113,35 @@ TEST(ReplicaFloors, APoolsMemberCountsTheAddedReplicas) {
   EXPECT_NE(plan.report.notes[0].find("+$0.500/h"), std::string::npos) << plan.report.notes[0];
 }
 
+// A task without a floor that the plan runs on one replica is named once, with what a second
+// would cost; a task raised by its floor, or one on two replicas, is not; a pipeline that scales
+// to zero accepts its cold starts and is told nothing.
+TEST(ReplicaFloors, TasksOnOneReplicaAreNamedWithWhatASecondWouldCost) {
+  model::Pipeline pipeline;
+  pipeline.spec.hardware_classes = {{.name = "gpu", .cost_per_hour = 0.5, .startup_seconds = 6},
+                                    {.name = "cpu", .cost_per_hour = 0.1, .startup_seconds = 2}};
+  pipeline.spec.tasks = {
+      {.name = "a"}, {.name = "b"}, {.name = "c"}, {.name = "d", .min_replicas = 2}};
+  model::Plan plan;
+  plan.tasks = {{.task = "a", .variant = "v", .hardware_class = "gpu", .replicas = 1},
+                {.task = "b", .variant = "v", .hardware_class = "gpu", .replicas = 1},
+                {.task = "b", .variant = "v", .hardware_class = "cpu", .replicas = 1},
+                {.task = "c", .variant = "v", .hardware_class = "cpu", .replicas = 1},
+                {.task = "d", .variant = "v", .hardware_class = "cpu", .replicas = 1}};
+  model::Plan scale_to_zero = plan;
+  ApplyReplicaFloors(pipeline, plan);
+  ASSERT_EQ(plan.report.notes.size(), 2u) << "d's floor, and the note";
+  EXPECT_EQ(plan.report.notes[1],
+            "one replica: a, c run one replica each: a restart of one of their pods holds its "
+            "task's requests at the door for its start-up (up to 6s), and a pod killed loses what "
+            "it held; spec.tasks[].minReplicas: 2 keeps one serving (+$0.600/h in all)");
+  const model::Plan once = plan;
+  ApplyReplicaFloors(pipeline, plan);
+  EXPECT_EQ(plan, once) << "applied twice, the same as once";
+  pipeline.spec.scale_to_zero = model::ScaleToZero{};
+  ApplyReplicaFloors(pipeline, scale_to_zero);
+  EXPECT_EQ(scale_to_zero.report.notes.size(), 1u) << "d's floor only";
+}
+
 }  // namespace
 }  // namespace pipescale::optimizer
