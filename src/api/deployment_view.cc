@@ -1,11 +1,10 @@
 #include "api/deployment_view.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
-#include "common/flags.h"
 #include "common/json_fields.h"
 
 namespace pipescale::api {
@@ -75,10 +74,13 @@ DeploymentView ReadDeployment(const json& object) {
 
 namespace {
 
-std::optional<int> WholeNumber(const std::string& name, const std::string& value) {
-  const auto n =
-      ParseInteger(name, value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
-  return n ? std::optional<int>(*n) : std::nullopt;
+// Every env entry of every Deployment goes through here at each reconcile, most of them not
+// numbers: a failure costs nothing (no message is built, as ParseInteger's would be).
+std::optional<int> WholeNumber(const std::string& value) {
+  int n = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || ptr != value.data() + value.size()) return std::nullopt;
+  return n;
 }
 
 std::string WholeMs(double ms) { return std::to_string(std::max(1L, std::lround(ms))); }
@@ -109,7 +111,7 @@ ManagedFields ReadManagedFields(const DeploymentView& deployment, const std::str
   std::optional<int> most;
   std::optional<int> planned;
   for (const auto& [name, value] : deployment.container->env) {
-    const std::optional<int> n = WholeNumber(name, value);
+    const std::optional<int> n = WholeNumber(value);
     if (name == batch_env) most = n;
     if (name == model::kPlannedBatchEnv) {
       planned = n;

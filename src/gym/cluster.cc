@@ -141,8 +141,8 @@ void World::WriteDeployment(const reconciler::DeploymentWrite& write) {
   const json& container = Container(d.object);
   const model::Variant& v = pipeline.spec.tasks[d.task].variants[d.variant];
   const std::string batch = v.RouterBatches() ? "" : Env(container, v.batch_env);
-  const auto planned = ParseInteger(v.batch_env, batch, 1, limits::kMaxBatch);
-  const int new_batch = d.server ? d.server->batch : planned ? *planned : 1;
+  const auto server_batch = ParseInteger(v.batch_env, batch, 1, limits::kMaxBatch);
+  const int new_batch = d.server ? d.server->batch : server_batch ? *server_batch : 1;
   // The model server's queue: its flag, else the plan's env (api/deployment_view.h), else its
   // default; a baseline's server holds its own.
   std::string wait = Arg(container, "--max-wait-ms");
