@@ -501,7 +501,7 @@ constexpr double kHeldServedSlack = 1e-3;
 
 // Limits the model to the (task, variant, class) Deployments in `running`.
 void KeepToRunning(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
-                   const std::set<std::string>& running, Milp& milp) {
+                   const std::map<std::string, int>& running, Milp& milp) {
   const model::PipelineSpec& spec = pipeline.spec;
   for (size_t v = 0; v < in.vertices.size(); ++v) {
     const Vertex& vertex = in.vertices[v];
@@ -567,10 +567,72 @@ std::map<std::string, int> ReplicasByKey(const model::Plan& plan) {
 }
 
 // Whether every replica of `plan` runs in a Deployment of `running`.
-bool RunsOnly(const model::Plan& plan, const std::set<std::string>& running) {
+bool RunsOnly(const model::Plan& plan, const std::map<std::string, int>& running) {
   return std::ranges::all_of(plan.tasks, [&](const model::TaskPlan& t) {
     return running.contains(RunningKey(t.task, t.variant, t.hardware_class));
   });
+}
+
+// The Ready pods of the running Deployments that `plan` does not keep.
+int StoppedPods(const model::Plan& plan, const std::map<std::string, int>& running) {
+  const std::map<std::string, int> kept = ReplicasByKey(plan);
+  int stopped = 0;
+  for (const auto& [key, ready] : running) {
+    const auto it = kept.find(key);
+    stopped += std::max(0, ready - (it == kept.end() ? 0 : it->second));
+  }
+  return stopped;
+}
+
+// How many Ready pods one plan may stop: of the pods, a quarter at least one (a Deployment's
+// default maxUnavailable) may be unavailable, those still starting first. On a full cluster every
+// variant a plan starts stops a Ready pod for its start-up; a whole new mix at once left paths
+// with no Ready pod, and plans a second apart each stopping their quarter did as much.
+int StopLimit(const std::map<std::string, int>& running, int starting) {
+  int ready = 0;
+  for (const auto& [key, r] : running) ready += r;
+  return std::max(0, std::max(1, (ready + starting + 3) / 4) - starting);
+}
+
+std::string KeyOf(const model::PipelineSpec& spec, const Vertex& vertex, const Config& c) {
+  const model::Task& task = spec.tasks[vertex.task];
+  return RunningKey(task.name, task.variants[vertex.variant].name,
+                    spec.hardware_classes[c.hardware_class].name);
+}
+
+// Raises each variant's bound on replicas to what runs of it, so that a plan may keep pods the
+// demand no longer needs (after it fell) rather than stop more than LimitStops allows.
+void RoomForRunning(const model::Pipeline& pipeline, const std::map<std::string, int>& running,
+                    Instance& in) {
+  for (Vertex& vertex : in.vertices) {
+    for (const Config& c : vertex.configs) {
+      const auto it = running.find(KeyOf(pipeline.spec, vertex, c));
+      if (it != running.end()) vertex.max_replicas = std::max(vertex.max_replicas, it->second);
+    }
+  }
+}
+
+// Lets the model stop at most `limit` of the Ready pods in `running`: per running Deployment,
+// stopped >= ready - its replicas in the plan.
+void LimitStops(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
+                const std::map<std::string, int>& running, int limit, Milp& milp) {
+  std::map<std::string, std::vector<MilpTerm>> kept;
+  for (size_t v = 0; v < in.vertices.size(); ++v) {
+    for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
+      kept[KeyOf(pipeline.spec, in.vertices[v], in.vertices[v].configs[k])].push_back(
+          {col.n[v][k], 1});
+    }
+  }
+  std::vector<MilpTerm> stops;
+  for (const auto& [key, ready] : running) {
+    if (ready <= 0) continue;
+    const int stopped = milp.AddVar(0, ready, 0, false);
+    std::vector<MilpTerm> row = kept[key];
+    row.push_back({stopped, 1});
+    milp.AddRow(std::move(row), ready, kInfinity);
+    stops.push_back({stopped, 1});
+  }
+  if (!stops.empty()) milp.AddRow(std::move(stops), -kInfinity, limit);
 }
 
 }  // namespace
@@ -595,15 +657,18 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   }
   const bool accuracy_scaling =
       !options.hardware_scaling_only && all_variants_fit && has_alternatives;
-  Derating derating;  // seeded once per config, kept across the steps
+  Derating derating;                 // seeded once per config, kept across the steps
+  std::optional<int> stops_limited;  // set for the second pass, when the best stops too many
   auto solve_once = [&](Step step, Variants variants, bool held,
                         bool batches_held) -> std::optional<model::Plan> {
     Instance in = Build(pipeline, workload, variants, derating);
     if (step == Step::kHardwareScaling) MarkRunningBatches(pipeline, options.running_batches, in);
+    if (stops_limited) RoomForRunning(pipeline, options.running, in);
     Milp milp;
     const Columns col = Formulate(pipeline, in, step, options, milp);
     if (held) KeepToRunning(pipeline, in, col, options.running, milp);
     if (batches_held) KeepRunningBatches(in, col, milp);
+    if (stops_limited) LimitStops(pipeline, in, col, options.running, *stops_limited, milp);
     MilpSolution solution = SolveMilpWith(options.solver, milp, options.milp);
     if (!solution.HasSolution()) {
       notes.push_back(StrFormat("%s: %s%s",
@@ -702,13 +767,15 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
         100 * options.hold_accuracy));
     return held;
   };
-  std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
-  // Back to the most accurate variants too waits until the running pods are Ready.
-  if (plan && options.hold_while_starting) plan = hold(Step::kAccuracyScaling, std::move(plan));
-  if (!plan && accuracy_scaling) {
-    plan = hold(Step::kAccuracyScaling, attempt(Step::kAccuracyScaling, Variants::kAll));
-  }
-  if (!plan) {
+  // Loki's steps: hardware scaling, accuracy scaling, overloaded; each held as above.
+  auto plan_steps = [&]() -> model::Plan {
+    std::optional<model::Plan> plan = attempt(Step::kHardwareScaling, Variants::kMostAccurate);
+    // Back to the most accurate variants too waits until the running pods are Ready.
+    if (plan && options.hold_while_starting) plan = hold(Step::kAccuracyScaling, std::move(plan));
+    if (!plan && accuracy_scaling) {
+      plan = hold(Step::kAccuracyScaling, attempt(Step::kAccuracyScaling, Variants::kAll));
+    }
+    if (plan) return *std::move(plan);
     // The largest servable share needs every variant (the fastest carry the most); only a
     // system without variants (hardware_scaling_only) or past the budget stays on the most
     // accurate ones.
@@ -726,6 +793,30 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
     notes.push_back(
         StrFormat("overloaded: serves %.1f%% of the demand", 100 * plan->served_fraction));
     reasons.push_back(notes.back());
+    return *std::move(plan);
+  };
+  const std::vector<std::string> first_reasons = reasons;
+  std::optional<model::Plan> plan = plan_steps();
+  const int stop_limit = StopLimit(options.running, options.pods_starting);
+  if (const int stops = StoppedPods(*plan, options.running); stops > stop_limit) {
+    // The best plan again, stopping at most stop_limit of the Ready pods: the rest of the change
+    // follows once the pods it starts are Ready (hold_while_starting).
+    model::Plan best = *std::move(plan);
+    std::vector<std::string> best_notes = std::exchange(notes, {});
+    std::vector<std::string> best_reasons = std::exchange(reasons, first_reasons);
+    stops_limited = stop_limit;
+    plan = plan_steps();
+    if (plan->tasks.empty()) {  // nothing within the limit (the class shrank): the best plan
+      plan = std::move(best);
+      notes = std::move(best_notes);
+      reasons = std::move(best_reasons);
+    } else {
+      notes.push_back(StrFormat(
+          "rolling: stops %d of the %d Ready pods the best plan stops (%.2f%% accurate, %.1f%% of "
+          "the demand served, where this step gives %.2f%%, %.1f%%)",
+          StoppedPods(*plan, options.running), stops, 100 * LokiPart(best).accuracy,
+          100 * best.served_fraction, 100 * LokiPart(*plan).accuracy, 100 * plan->served_fraction));
+    }
   }
   if (plan->report.status != model::SolveStatus::kInfeasible) reasons.clear();
   for (const std::string& r : reasons) {

@@ -23,12 +23,15 @@ struct LokiOptions {
   // Solve each MILP split by the budgets of batch time each task may take (exact, and fast to
   // prove); false solves it whole, the yardstick the split search is checked against.
   bool split_by_budgets = true;
-  // The (task, variant, hardware class) Deployments running now, by RunningKey (pool.h). When
-  // the best plan runs others, the best plan on these alone replaces it if it serves as much
-  // and its accuracy is within hold_accuracy: a variant change restarts pods, and near-ties
-  // between variant mixes would otherwise swap them every interval as the demand wobbles.
-  std::set<std::string> running;
-  double hold_accuracy = 0.005;
+  // The (task, variant, hardware class) Deployments running now, by RunningKey (pool.h), with
+  // their Ready pods. When the best plan runs others, the best plan on these alone replaces it
+  // if it serves as much and its accuracy is within hold_accuracy: a variant change restarts
+  // pods, and near-ties between variant mixes would otherwise swap them every interval as the
+  // demand wobbles. A plan that stops more than a quarter of the Ready pods (at least one) is
+  // made again with at most that many stopped, a rolling change: on a full cluster each pod a
+  // new variant starts is a Ready one stopped for its start-up.
+  std::map<std::string, int> running;
+  double hold_accuracy = 0.02;
   // Some pods of the running Deployments are not Ready (starting, or Pending for room): the plan
   // on these alone is taken whatever the best other mix gains, so that a change serves before
   // the next one (on a full cluster under bursts, changes every interval left the first task of
@@ -36,6 +39,9 @@ struct LokiOptions {
   // for room (194 of 208 decisions of the regression suite's step), so there Loki moves only
   // where its running variants cannot give a plan.
   bool hold_while_starting = false;
+  // Those pods: of the quarter of the pods a plan may have unavailable, each counts as one
+  // (a Deployment's maxUnavailable), so a rolling change stops more only as its pods turn Ready.
+  int pods_starting = 0;
   // The batch each running (task, variant, hardware class) was given, by RunningKey. While
   // hardware scaling serves the demand, a plan at the same replicas keeps them, and a smaller
   // batch replaces one only with kBatchKeepBand of its capacity to spare (loki_budgets.h).

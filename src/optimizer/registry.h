@@ -47,11 +47,12 @@ struct PlannerInput {
   std::map<std::string, int> running;
   // Their batch sizes: kept while they still meet the budget, as every change restarts pods.
   std::map<std::string, int> running_batch;
-  // Every (task, variant, class) with replicas now, by RunningKey: Loki holds them on near-ties.
-  std::set<std::string> running_variants;
-  // Some of their pods are not Ready (starting, or Pending for room): Loki keeps to them until
+  // Every (task, variant, class) with replicas now, by RunningKey, with its Ready pods: Loki
+  // holds them on near-ties, and stops a quarter of the Ready pods at most in one plan.
+  std::map<std::string, int> running_variants;
+  // How many of their pods are not Ready (starting, or Pending for room): Loki keeps to them until
   // they are, as a change of variants before the last one serves restarts what has not served.
-  bool variants_starting = false;
+  int pods_starting = 0;
   // By RunningKey: the batch the operator's applied plan gave each of them (the status's plan;
   // where the router forms batches no Deployment holds it). Loki keeps it near a threshold.
   std::map<std::string, int> applied_batches;
@@ -67,7 +68,10 @@ struct PlannerInput {
 
 // What a planner remembers between decisions (the reconciler keeps it and hands it back).
 struct Memory {
-  bool demand_ewma = false;   // plans for an EWMA of each path's rate (Loki, alpha 1/2.6)
+  bool demand_ewma = false;  // plans for an EWMA of each path's rate (Loki, alpha 1/2.6)
+  // Plans each path for at least the highest rate measured over its scale-down window (Loki;
+  // reconciler/demand.h): a rise at once, a fall once the window has passed.
+  bool window_peak = false;
   bool rate_history = false;  // one rate per path per interval, to forecast from (MArk)
   // Plans each path for its rate plus its rises over a start-up and an interval (FA2;
   // reconciler/burst.h).

@@ -26,7 +26,7 @@ inline constexpr double kEwmaAlpha = 1 / 2.6;  // Loki's, 1 / (1 + 1.6)
 struct Demand {
   double at = 0;                                      // unix seconds of the last update; 0: never
   std::map<std::string, double> rps;                  // Loki: the EWMA per path
-  std::map<std::string, std::vector<double>> series;  // MArk: oldest first, bounded
+  std::map<std::string, std::vector<double>> series;  // measured, oldest first (SeriesKept)
   double guard_quiet_until = 0;                       // MArk: no guard action before this
   MixMemory query_mix;                                // Kairos: the query sizes adopted
   std::vector<model::ProfileCorrection> profiles;     // spec.profiles.learn: Plan
@@ -52,7 +52,8 @@ struct DemandStep {
 };
 
 // Rates per path `optimizer` keeps, one per interval: MArk's whole series (kMaxSeries), the last
-// kBurstWindow for the burst allowance (burst.h); 0 when it keeps none.
+// kBurstWindow for the burst allowance (burst.h) and Loki's peak over the scale-down window; 0
+// when it keeps none.
 size_t SeriesKept(const optimizer::Descriptor& optimizer);
 
 // Advances `before` by the measured rates at `now` (once per interval) and query sizes, as the
@@ -66,7 +67,7 @@ DemandStep StepDemand(const model::Pipeline& pipeline, const optimizer::Descript
 // By RunningKey, the batch `applied` (the status's plan) gave each (task, variant, class) of
 // `running`: the planners that hold running variants keep it near a threshold.
 std::map<std::string, int> AppliedBatches(const model::AppliedPlan& applied,
-                                          const std::set<std::string>& running);
+                                          const std::map<std::string, int>& running);
 
 // The spec's multiplicative factors replaced by the measured ones, where there are any, its
 // query sizes by the mix to plan for, and its profiles by the corrections to plan from.

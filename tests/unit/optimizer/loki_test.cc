@@ -635,6 +635,22 @@ std::set<std::string> RunningKeys(const model::Plan& plan) {
   return keys;
 }
 
+// The plan's Deployments as LokiOptions::running, by RunningKey: its replicas all Ready, or
+// (`ready` false) none Ready yet, which leaves the hold alone to judge a change (no pod to stop).
+std::map<std::string, int> Running(const model::Plan& plan, bool ready) {
+  std::map<std::string, int> out;
+  for (const model::TaskPlan& t : plan.tasks) {
+    out[RunningKey(t.task, t.variant, t.hardware_class)] += ready ? t.replicas : 0;
+  }
+  return out;
+}
+
+// Whether every Deployment of `plan` is one of `running`.
+bool RunsOnly(const std::map<std::string, int>& running, const model::Plan& plan) {
+  return std::ranges::all_of(RunningKeys(plan),
+                             [&](const std::string& key) { return running.contains(key); });
+}
+
 // Options that solve to proven optima: the hold tests compare plans between them, and with the
 // default one-second limit a loaded CI machine returned a different near-tie for `best` than
 // for `plan` (CI of 6ad1ffb).
@@ -645,12 +661,12 @@ LokiOptions Exact() {
 }
 
 // The variants the plan for 800 requests/s of kIssue10's pipeline runs (accuracy scaling there):
-// what runs, for the hold tests.
-std::set<std::string> RunningAt800(const model::Pipeline& pipeline) {
+// what runs, for the hold tests (no pod Ready yet: the hold alone).
+std::map<std::string, int> RunningAt800(const model::Pipeline& pipeline) {
   const model::Plan first =
       SolveLoki(pipeline, api::MakeWorkload(pipeline, 800, {}).value(), Exact());
   EXPECT_EQ(LokiPart(first).phase, model::Phase::kAccuracyScaling);
-  return RunningKeys(first);
+  return Running(first, false);
 }
 
 // Accuracy scaling keeps the variants running now while, on them alone, it serves as much of
@@ -672,7 +688,7 @@ TEST(Loki, HoldsTheRunningVariantsWhileTheyServeWithinTheTolerance) {
     ASSERT_NE(plan.report.status, model::SolveStatus::kTimeLimit) << rate;
     EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << rate;
     const std::set<std::string> keys = RunningKeys(plan);
-    const bool runs_only = std::ranges::includes(options.running, keys);
+    const bool runs_only = RunsOnly(options.running, plan);
     if (runs_only && RunningKeys(best) != keys) {
       ++held;
       EXPECT_GE(plan.served_fraction, best.served_fraction - 1e-3) << rate;
@@ -707,9 +723,9 @@ TEST(Loki, KeepsToTheRunningVariantsWhileTheirPodsStart) {
     const model::Plan plan = SolveLoki(pipeline, workload, starting);
     ASSERT_NE(plan.report.status, model::SolveStatus::kTimeLimit) << rate;
     EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << rate;
-    const bool runs_only = std::ranges::includes(starting.running, RunningKeys(plan));
+    const bool runs_only = RunsOnly(starting.running, plan);
     EXPECT_TRUE(runs_only) << rate << " rps: the running variants serve it, so they are kept";
-    if (runs_only && !std::ranges::includes(holding.running, RunningKeys(plain))) {
+    if (runs_only && !RunsOnly(holding.running, plain)) {
       ++kept_only_while_starting;
       EXPECT_TRUE(std::ranges::any_of(plan.report.notes, [](const std::string& n) {
         return n.starts_with("held the running variants while some of their pods are not Ready");
@@ -759,11 +775,11 @@ TEST(Loki, KeepsItsRunningBatchesWhileTheDemandWobbles) {
       const double rate = level * wobble;
       const model::Workload workload = api::MakeWorkload(pipeline, rate, {}).value();
       LokiOptions plain = Exact();
-      if (free) plain.running = RunningKeys(*free);
+      if (free) plain.running = Running(*free, false);
       const model::Plan next_free = SolveLoki(pipeline, workload, plain);
       LokiOptions keeping = Exact();
       if (held) {
-        keeping.running = RunningKeys(*held);
+        keeping.running = Running(*held, false);
         keeping.running_batches = Batches(*held);
       }
       const model::Plan next_held = SolveLoki(pipeline, workload, keeping);
@@ -784,6 +800,70 @@ TEST(Loki, KeepsItsRunningBatchesWhileTheDemandWobbles) {
   std::printf("batch changes over the levels: %d, %d with the running batches\n", free_changes,
               held_changes);
   EXPECT_LT(2 * held_changes, free_changes);
+}
+
+// The Ready pods of `running` that `plan` does not keep (counted here, apart from Loki's own).
+int Stopped(const std::map<std::string, int>& running, const model::Plan& plan) {
+  const std::map<std::string, int> kept = Replicas(plan);
+  int stopped = 0;
+  for (const auto& [key, ready] : running) {
+    const auto it = kept.find(key);
+    stopped += std::max(0, ready - (it == kept.end() ? 0 : it->second));
+  }
+  return stopped;
+}
+
+// On the demo's 8 GPUs, from the plan for one demand with all its pods Ready to another demand:
+// a plan stops at most a quarter of the Ready pods (at least one), none while a quarter of the
+// pods still start, and says how many it stops where its best plan would stop more; made again each
+// time its pods are Ready, the rolling change reaches a plan serving as much as the best within a
+// few steps.
+TEST(Loki, ChangesAFullClusterAQuarterOfItsReadyPodsAtATime) {
+  model::Pipeline pipeline = Example("loki-traffic.yaml");
+  pipeline.spec.budget.max_replicas = 8;
+  const std::vector<double> levels = {40, 100, 200, 300};
+  int rolled = 0;
+  for (double from : levels) {
+    const model::Plan start =
+        SolveLoki(pipeline, api::MakeWorkload(pipeline, from, {}).value(), Exact());
+    for (double to : levels) {
+      if (to == from) continue;
+      const model::Workload workload = api::MakeWorkload(pipeline, to, {}).value();
+      const model::Plan best = SolveLoki(pipeline, workload, Exact());
+      LokiOptions options = Exact();
+      options.running = Running(start, true);
+      const int limit = std::max(1, (start.TotalReplicas() + 3) / 4);
+      const model::Plan plan = SolveLoki(pipeline, workload, options);
+      EXPECT_EQ(Check(pipeline, workload, plan), std::vector<std::string>{}) << from << "->" << to;
+      EXPECT_LE(Stopped(options.running, plan), limit) << from << "->" << to;
+      const std::string says =
+          "rolling: stops " + std::to_string(Stopped(options.running, plan)) + " of the ";
+      const bool noted = std::ranges::any_of(
+          plan.report.notes, [](const std::string& n) { return n.starts_with("rolling: "); });
+      EXPECT_EQ(noted,
+                std::ranges::any_of(plan.report.notes,
+                                    [&](const std::string& n) { return n.starts_with(says); }))
+          << from << "->" << to;
+      rolled += noted;
+      LokiOptions starting = options;  // a quarter of the pods not Ready yet
+      starting.hold_while_starting = true;
+      for (auto& [key, ready] : starting.running) {
+        const int not_ready = std::min(ready, limit - starting.pods_starting);
+        ready -= not_ready;
+        starting.pods_starting += not_ready;
+      }
+      EXPECT_EQ(Stopped(starting.running, SolveLoki(pipeline, workload, starting)), 0)
+          << from << "->" << to;
+      model::Plan step = plan;
+      for (int k = 0; k < 8 && step.served_fraction < best.served_fraction - 1e-3; ++k) {
+        options.running = Running(step, true);
+        step = SolveLoki(pipeline, workload, options);
+      }
+      EXPECT_GE(step.served_fraction, best.served_fraction - 1e-3) << from << "->" << to;
+    }
+  }
+  std::printf("%d of %zu changes rolled\n", rolled, levels.size() * (levels.size() - 1));
+  EXPECT_GT(rolled, 0);
 }
 
 model::Workload Scaled(model::Workload workload, double by) {

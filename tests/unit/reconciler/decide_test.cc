@@ -394,6 +394,29 @@ TEST(Decide, SaysWhatItNeedsOfAPoolBeyondItsShare) {
   EXPECT_TRUE(held.Step(Rate(400), 1020).needs.empty()) << "no pool: nothing to claim";
 }
 
+// The scale-down window keeps only what the class can hold: where the class's limit falls below
+// what the window keeps (the room went to another Deployment of the plan, a node left), the
+// replicas held above the plan are given up until the targets fit, and no further.
+TEST(Decide, TheScaleDownWindowKeepsOnlyWhatTheClassHolds) {
+  World w;
+  w.capacity = ClusterCapacity{
+      .classes = {
+          {.hardware_class = "cpu", .nodes = 1, .placeable = 40, .scheduled = 0, .pool = 40}}};
+  w.Step(Rate(400), 1000);
+  const int high = w.Replicas(kDetect) + w.Replicas(kClassify);
+  const auto total = [&] { return w.Replicas(kDetect) + w.Replicas(kClassify); };
+  w.capacity->classes[0] = {.hardware_class = "cpu", .nodes = 1, .scheduled = high, .pool = 40};
+  const int planned = w.Step(Rate(50), 1010).plan->TotalReplicas();
+  ASSERT_LT(planned + 1, high) << "the load's fall must leave room to test";
+  EXPECT_EQ(total(), high) << "room for all: the window holds";
+  w.capacity->classes[0].scheduled = high - 1;
+  w.Step(Rate(50), 1020);
+  EXPECT_EQ(total(), high - 1) << "one fewer fits: one given up";
+  w.capacity->classes[0].scheduled = planned;
+  w.Step(Rate(50), 1030);
+  EXPECT_EQ(total(), planned) << "down to the plan, no further";
+}
+
 TEST(Decide, SecondDecisionWritesNothing) {
   World w;
   w.Step(Rate(200), 1000);
@@ -950,9 +973,13 @@ TEST(Decide, ASolverThatDiesHoldsWhatRuns) {
   const std::string conditions = Json(d)["conditions"].dump();
   EXPECT_NE(conditions.find(reason::kHeld), std::string::npos) << conditions;
   EXPECT_NE(conditions.find("signal 6"), std::string::npos) << conditions;
-  // Once the solver works again, the load is planned for.
+  // Once the solver works again, the load is planned for (Loki keeps the window's peak: what
+  // runs, so nothing to write) and nothing is held.
   w.milp_solver = nullptr;
-  EXPECT_FALSE(w.Step(Rate(5), 1200).writes.empty());
+  const Decision again = w.Step(Rate(5), 1200);
+  EXPECT_TRUE(again.plan.has_value());
+  const std::string now = Json(again)["conditions"].dump();
+  EXPECT_EQ(now.find(reason::kHeld), std::string::npos) << now;
 }
 
 TEST(Decide, LokiPlansForTheSmoothedDemand) {

@@ -33,21 +33,31 @@ model::MetricsSnapshot Rate(double rps, double p99_ms = 0) {
 
 const optimizer::Descriptor& Named(const char* name) { return *optimizer::FindOptimizer(name); }
 
-TEST(Demand, LokiPlansForAnEwmaAdvancedOncePerInterval) {
-  const model::Pipeline p = OnePath();
+// Loki remembers an EWMA advanced once per interval, and plans for at least the highest rate
+// measured over the scale-down window: a rise at once, a fall once the window has passed.
+TEST(Demand, LokiPlansForTheWindowsPeakAndAnEwmaAdvancedOncePerInterval) {
+  const model::Pipeline p = OnePath();  // interval 10 s, window 300 s: 30 intervals
   DemandStep first = StepDemand(p, Named("loki"), {}, Rate(100), {}, 1000);
   EXPECT_DOUBLE_EQ(first.workload.path_rates_rps.at("p"), 100);  // the first measurement
   DemandStep second = StepDemand(p, Named("loki"), first.demand, Rate(360), {}, 1010);
-  EXPECT_DOUBLE_EQ(second.workload.path_rates_rps.at("p"), 100 + (360 - 100) / 2.6);
+  EXPECT_DOUBLE_EQ(second.demand.rps.at("p"), 100 + (360 - 100) / 2.6);
+  EXPECT_DOUBLE_EQ(second.workload.path_rates_rps.at("p"), 360);
   // An extra reconcile within the interval plans for the same demand and remembers nothing new.
   DemandStep extra = StepDemand(p, Named("loki"), second.demand, Rate(900), {}, 1012);
   EXPECT_DOUBLE_EQ(extra.workload.path_rates_rps.at("p"), second.workload.path_rates_rps.at("p"));
   EXPECT_EQ(extra.demand, second.demand);
+  DemandStep later = second;
+  for (int k = 1; k <= 30; ++k) {
+    later = StepDemand(p, Named("loki"), later.demand, Rate(50), {}, 1010 + 10 * k);
+    const double planned = later.workload.path_rates_rps.at("p");
+    const double expected = k < 30 ? 360 : std::max(50.0, later.demand.rps.at("p"));
+    EXPECT_DOUBLE_EQ(planned, expected) << k << " intervals after the peak";
+  }
 }
 
-// Loki keeps to its running variants while some of their pods are not Ready (optimizer/loki.h):
-// the demand step
-// reads it from the Deployments' Ready pods.
+// Loki keeps to its running variants while some of their pods are not Ready, and counts those
+// against the pods a rolling change may have unavailable (optimizer/loki.h): the demand step
+// reads both from the Deployments' Ready pods.
 TEST(Demand, LokiKnowsWhenItsRunningVariantsStillStartPods) {
   model::Pipeline p = OnePath();
   p.name = "shop";
@@ -61,10 +71,10 @@ TEST(Demand, LokiKnowsWhenItsRunningVariantsStillStartPods) {
                                     {"status", {{"replicas", 3}, {"readyReplicas", ready}}}})}};
   };
   const DemandStep starting = StepDemand(p, Named("loki"), {}, Rate(10), with_ready(2), 1000);
-  EXPECT_EQ(starting.input.running_variants.size(), 1u);
-  EXPECT_TRUE(starting.input.variants_starting);
-  EXPECT_FALSE(
-      StepDemand(p, Named("loki"), {}, Rate(10), with_ready(3), 1000).input.variants_starting);
+  EXPECT_EQ(starting.input.running_variants,
+            (std::map<std::string, int>{{optimizer::RunningKey("t", "v", "cpu"), 2}}));
+  EXPECT_EQ(starting.input.pods_starting, 1);
+  EXPECT_EQ(StepDemand(p, Named("loki"), {}, Rate(10), with_ready(3), 1000).input.pods_starting, 0);
 }
 
 // hpa reads what the HPA does: each pool's replicas and Ready pods from its Deployment, and the
@@ -190,8 +200,8 @@ TEST(Demand, AppliedBatchesAreThoseOfTheRunningDeployments) {
       {.task = "a", .variant = "big", .hardware_class = "gpu", .replicas = 2, .batch_size = 4},
       {.task = "a", .variant = "small", .hardware_class = "gpu", .replicas = 0, .batch_size = 2},
       {.task = "b", .variant = "v", .hardware_class = "cpu", .replicas = 1, .batch_size = 8}};
-  const std::set<std::string> running = {optimizer::RunningKey("a", "big", "gpu"),
-                                         optimizer::RunningKey("a", "small", "gpu")};
+  const std::map<std::string, int> running = {{optimizer::RunningKey("a", "big", "gpu"), 2},
+                                              {optimizer::RunningKey("a", "small", "gpu"), 0}};
   EXPECT_EQ(AppliedBatches(applied, running),
             (std::map<std::string, int>{{optimizer::RunningKey("a", "big", "gpu"), 4}}));
 }
