@@ -10,6 +10,7 @@
 #include "optimizer/graph.h"
 #include "optimizer/loki_budgets.h"
 #include "optimizer/loki_model.h"
+#include "optimizer/loki_rolling.h"
 #include "optimizer/pool.h"
 #include "optimizer/problem.h"
 #include "optimizer/tail.h"
@@ -22,8 +23,13 @@ using loki::AddBudgetSplits;
 using loki::Columns;
 using loki::Config;
 using loki::Instance;
+using loki::LimitStops;
+using loki::ReplicasByKey;
+using loki::RoomForRunning;
 using loki::ShortestBatches;
 using loki::Step;
+using loki::StopLimit;
+using loki::StoppedPods;
 using loki::VariantPath;
 using loki::Vertex;
 
@@ -557,82 +563,11 @@ bool RunsBatches(const model::Plan& plan, const std::map<std::string, int>& batc
   });
 }
 
-// Each (task, variant, class) of the plan with its replicas.
-std::map<std::string, int> ReplicasByKey(const model::Plan& plan) {
-  std::map<std::string, int> out;
-  for (const model::TaskPlan& t : plan.tasks) {
-    out[RunningKey(t.task, t.variant, t.hardware_class)] += t.replicas;
-  }
-  return out;
-}
-
 // Whether every replica of `plan` runs in a Deployment of `running`.
 bool RunsOnly(const model::Plan& plan, const std::map<std::string, int>& running) {
   return std::ranges::all_of(plan.tasks, [&](const model::TaskPlan& t) {
     return running.contains(RunningKey(t.task, t.variant, t.hardware_class));
   });
-}
-
-// The Ready pods of the running Deployments that `plan` does not keep.
-int StoppedPods(const model::Plan& plan, const std::map<std::string, int>& running) {
-  const std::map<std::string, int> kept = ReplicasByKey(plan);
-  int stopped = 0;
-  for (const auto& [key, ready] : running) {
-    const auto it = kept.find(key);
-    stopped += std::max(0, ready - (it == kept.end() ? 0 : it->second));
-  }
-  return stopped;
-}
-
-// How many Ready pods one plan may stop: of the pods, a quarter at least one (a Deployment's
-// default maxUnavailable) may be unavailable, those still starting first. On a full cluster every
-// variant a plan starts stops a Ready pod for its start-up; a whole new mix at once left paths
-// with no Ready pod, and plans a second apart each stopping their quarter did as much.
-int StopLimit(const std::map<std::string, int>& running, int starting) {
-  int ready = 0;
-  for (const auto& [key, r] : running) ready += r;
-  return std::max(0, std::max(1, (ready + starting + 3) / 4) - starting);
-}
-
-std::string KeyOf(const model::PipelineSpec& spec, const Vertex& vertex, const Config& c) {
-  const model::Task& task = spec.tasks[vertex.task];
-  return RunningKey(task.name, task.variants[vertex.variant].name,
-                    spec.hardware_classes[c.hardware_class].name);
-}
-
-// Raises each variant's bound on replicas to what runs of it, so that a plan may keep pods the
-// demand no longer needs (after it fell) rather than stop more than LimitStops allows.
-void RoomForRunning(const model::Pipeline& pipeline, const std::map<std::string, int>& running,
-                    Instance& in) {
-  for (Vertex& vertex : in.vertices) {
-    for (const Config& c : vertex.configs) {
-      const auto it = running.find(KeyOf(pipeline.spec, vertex, c));
-      if (it != running.end()) vertex.max_replicas = std::max(vertex.max_replicas, it->second);
-    }
-  }
-}
-
-// Lets the model stop at most `limit` of the Ready pods in `running`: per running Deployment,
-// stopped >= ready - its replicas in the plan.
-void LimitStops(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
-                const std::map<std::string, int>& running, int limit, Milp& milp) {
-  std::map<std::string, std::vector<MilpTerm>> kept;
-  for (size_t v = 0; v < in.vertices.size(); ++v) {
-    for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
-      kept[KeyOf(pipeline.spec, in.vertices[v], in.vertices[v].configs[k])].push_back(
-          {col.n[v][k], 1});
-    }
-  }
-  std::vector<MilpTerm> stops;
-  for (const auto& [key, ready] : running) {
-    if (ready <= 0) continue;
-    const int stopped = milp.AddVar(0, ready, 0, false);
-    std::vector<MilpTerm> row = kept[key];
-    row.push_back({stopped, 1});
-    milp.AddRow(std::move(row), ready, kInfinity);
-    stops.push_back({stopped, 1});
-  }
-  if (!stops.empty()) milp.AddRow(std::move(stops), -kInfinity, limit);
 }
 
 }  // namespace
