@@ -27,6 +27,7 @@ using loki::LimitStops;
 using loki::ReplicasByKey;
 using loki::RoomForRunning;
 using loki::ShortestBatches;
+using loki::StartedPods;
 using loki::Step;
 using loki::StopLimit;
 using loki::StoppedPods;
@@ -733,9 +734,12 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
   const std::vector<std::string> first_reasons = reasons;
   std::optional<model::Plan> plan = plan_steps();
   const int stop_limit = StopLimit(options.running, options.pods_starting);
-  if (const int stops = StoppedPods(*plan, options.running); stops > stop_limit) {
+  const int stops = StoppedPods(*plan, options.running);
+  if (stops > stop_limit && StartedPods(*plan, options.running) > 0) {
     // The best plan again, stopping at most stop_limit of the Ready pods: the rest of the change
-    // follows once the pods it starts are Ready (hold_while_starting).
+    // follows once the pods it starts are Ready (hold_while_starting). A plan that starts nothing
+    // only scales down, which makes nothing it needs unavailable; one without tasks (no solution
+    // in time) is the caller's to hold.
     model::Plan best = *std::move(plan);
     std::vector<std::string> best_notes = std::exchange(notes, {});
     std::vector<std::string> best_reasons = std::exchange(reasons, first_reasons);
@@ -746,6 +750,10 @@ model::Plan SolveLoki(const model::Pipeline& pipeline, const model::Workload& wo
       notes = std::move(best_notes);
       reasons = std::move(best_reasons);
     } else {
+      // A step short of the demand is the limit's, not the cluster's: the best plan's status.
+      if (best.report.status != model::SolveStatus::kInfeasible) {
+        plan->report.status = best.report.status;
+      }
       notes.push_back(StrFormat(
           "rolling: stops %d of the %d Ready pods the best plan stops (%.2f%% accurate, %.1f%% of "
           "the demand served, where this step gives %.2f%%, %.1f%%)",

@@ -27,9 +27,9 @@ struct LokiOptions {
   // their Ready pods. When the best plan runs others, the best plan on these alone replaces it
   // if it serves as much and its accuracy is within hold_accuracy: a variant change restarts
   // pods, and near-ties between variant mixes would otherwise swap them every interval as the
-  // demand wobbles. A plan that stops more than a quarter of the Ready pods (at least one) is
-  // made again with at most that many stopped, a rolling change: on a full cluster each pod a
-  // new variant starts is a Ready one stopped for its start-up.
+  // demand wobbles. A plan that starts pods and stops more than a quarter of the Ready ones (at
+  // least one) is made again with at most that many stopped, a rolling change: on a full
+  // cluster each pod a new variant starts is a Ready one stopped for its start-up.
   std::map<std::string, int> running;
   double hold_accuracy = 0.02;
   // Some pods of the running Deployments are not Ready (starting, or Pending for room): the plan

@@ -33,6 +33,15 @@ int StoppedPods(const model::Plan& plan, const std::map<std::string, int>& runni
   return stopped;
 }
 
+int StartedPods(const model::Plan& plan, const std::map<std::string, int>& running) {
+  int started = 0;
+  for (const auto& [key, replicas] : ReplicasByKey(plan)) {
+    const auto it = running.find(key);
+    started += std::max(0, replicas - (it == running.end() ? 0 : it->second));
+  }
+  return started;
+}
+
 int StopLimit(const std::map<std::string, int>& running, int starting) {
   int ready = 0;
   for (const auto& [key, r] : running) ready += r;

@@ -19,6 +19,10 @@ std::map<std::string, int> ReplicasByKey(const model::Plan& plan);
 // The Ready pods of the running Deployments (by RunningKey) that `plan` does not keep.
 int StoppedPods(const model::Plan& plan, const std::map<std::string, int>& running);
 
+// The pods `plan` runs beyond the Ready pods of its running Deployments: those it starts, or
+// still waits for.
+int StartedPods(const model::Plan& plan, const std::map<std::string, int>& running);
+
 // How many Ready pods one plan may stop: of the pods, a quarter at least one (a Deployment's
 // default maxUnavailable) may be unavailable, those still starting first. On a full cluster every
 // variant a plan starts stops a Ready pod for its start-up; a whole new mix at once left paths

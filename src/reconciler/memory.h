@@ -27,7 +27,8 @@ struct Memory {
 };
 
 // How many past intervals of path rates rebuild the optimizer's memory: MArk's whole series,
-// enough of Loki's EWMA for the oldest rate to weigh under 1%; 0 when it keeps none.
+// Loki's scale-down window of rates (kBurstWindow, which also leaves its EWMA's oldest rate
+// under 1%), else what the EWMA needs for that; 0 when it keeps none.
 int RebuildIntervals(const optimizer::Descriptor& optimizer);
 
 // status.memory: what a new leader cannot rebuild from Prometheus, bounded in size.

@@ -813,16 +813,26 @@ int Stopped(const std::map<std::string, int>& running, const model::Plan& plan) 
   return stopped;
 }
 
+// The pods `plan` runs beyond the Ready ones of `running`.
+int Started(const std::map<std::string, int>& running, const model::Plan& plan) {
+  int started = 0;
+  for (const auto& [key, replicas] : Replicas(plan)) {
+    const auto it = running.find(key);
+    started += std::max(0, replicas - (it == running.end() ? 0 : it->second));
+  }
+  return started;
+}
+
 // On the demo's 8 GPUs, from the plan for one demand with all its pods Ready to another demand:
-// a plan stops at most a quarter of the Ready pods (at least one), none while a quarter of the
-// pods still start, and says how many it stops where its best plan would stop more; made again each
-// time its pods are Ready, the rolling change reaches a plan serving as much as the best within a
-// few steps.
+// a plan stops at most a quarter of the Ready pods (at least one) and none while a quarter of the
+// pods still start (a plan that only scales down aside), and says how many it stops where its
+// best plan would stop more; made again each time its pods are Ready, the rolling change reaches
+// a plan serving as much as the best within a few steps.
 TEST(Loki, ChangesAFullClusterAQuarterOfItsReadyPodsAtATime) {
   model::Pipeline pipeline = Example("loki-traffic.yaml");
   pipeline.spec.budget.max_replicas = 8;
   const std::vector<double> levels = {40, 100, 200, 300};
-  int rolled = 0;
+  int rolled = 0, settled = 0;
   for (double from : levels) {
     const model::Plan start =
         SolveLoki(pipeline, api::MakeWorkload(pipeline, from, {}).value(), Exact());
@@ -852,17 +862,26 @@ TEST(Loki, ChangesAFullClusterAQuarterOfItsReadyPodsAtATime) {
         ready -= not_ready;
         starting.pods_starting += not_ready;
       }
-      EXPECT_EQ(Stopped(starting.running, SolveLoki(pipeline, workload, starting)), 0)
-          << from << "->" << to;
+      const model::Plan held = SolveLoki(pipeline, workload, starting);
+      EXPECT_TRUE(Stopped(starting.running, held) == 0 || Started(starting.running, held) == 0)
+          << from << "->" << to << ": stops while a quarter starts, and starts pods";
       model::Plan step = plan;
-      for (int k = 0; k < 8 && step.served_fraction < best.served_fraction - 1e-3; ++k) {
+      auto rolling = [](const model::Plan& p) {
+        return std::ranges::any_of(p.report.notes,
+                                   [](const std::string& n) { return n.starts_with("rolling: "); });
+      };
+      for (int k = 0; k < 8 && rolling(step); ++k) {
         options.running = Running(step, true);
         step = SolveLoki(pipeline, workload, options);
       }
+      // It may settle short of the best mix's accuracy (100->300 stays 2.15 points below it: no
+      // quarter of the pods moves to a more accurate plan), never of what the best serves.
+      settled += !rolling(step);
       EXPECT_GE(step.served_fraction, best.served_fraction - 1e-3) << from << "->" << to;
     }
   }
-  std::printf("%d of %zu changes rolled\n", rolled, levels.size() * (levels.size() - 1));
+  std::printf("%d of %zu changes rolled; %d ended with no step left to roll\n", rolled,
+              levels.size() * (levels.size() - 1), settled);
   EXPECT_GT(rolled, 0);
 }
 
