@@ -26,6 +26,7 @@ using loki::Instance;
 using loki::LimitStops;
 using loki::ReplicasByKey;
 using loki::RoomForRunning;
+using loki::RunningKeyOf;
 using loki::ShortestBatches;
 using loki::StartedPods;
 using loki::Step;
@@ -509,15 +510,10 @@ constexpr double kHeldServedSlack = 1e-3;
 // Limits the model to the (task, variant, class) Deployments in `running`.
 void KeepToRunning(const model::Pipeline& pipeline, const Instance& in, const Columns& col,
                    const std::map<std::string, int>& running, Milp& milp) {
-  const model::PipelineSpec& spec = pipeline.spec;
   for (size_t v = 0; v < in.vertices.size(); ++v) {
     const Vertex& vertex = in.vertices[v];
-    const model::Task& task = spec.tasks[vertex.task];
     for (size_t k = 0; k < vertex.configs.size(); ++k) {
-      const std::string key =
-          RunningKey(task.name, task.variants[vertex.variant].name,
-                     spec.hardware_classes[vertex.configs[k].hardware_class].name);
-      if (running.contains(key)) continue;
+      if (running.contains(RunningKeyOf(pipeline.spec, vertex, vertex.configs[k]))) continue;
       // Its replicas only: a budget split may fix which config the variant would run.
       milp.SetBounds(col.n[v][k], 0, 0);
     }
@@ -529,12 +525,9 @@ void KeepToRunning(const model::Pipeline& pipeline, const Instance& in, const Co
 void MarkRunningBatches(const model::Pipeline& pipeline, const std::map<std::string, int>& batches,
                         Instance& in) {
   if (batches.empty()) return;
-  const model::PipelineSpec& spec = pipeline.spec;
   for (Vertex& vertex : in.vertices) {
-    const model::Task& task = spec.tasks[vertex.task];
     for (const Config& c : vertex.configs) {
-      const auto it = batches.find(RunningKey(task.name, task.variants[vertex.variant].name,
-                                              spec.hardware_classes[c.hardware_class].name));
+      const auto it = batches.find(RunningKeyOf(pipeline.spec, vertex, c));
       if (it != batches.end()) vertex.running_batch[c.hardware_class] = it->second;
     }
   }

@@ -7,13 +7,23 @@
 namespace pipescale::optimizer::loki {
 namespace {
 
-std::string KeyOf(const model::PipelineSpec& spec, const Vertex& vertex, const Config& c) {
+// The pods `from` has beyond `to`, Deployment by Deployment (by RunningKey).
+int PodsBeyond(const std::map<std::string, int>& from, const std::map<std::string, int>& to) {
+  int beyond = 0;
+  for (const auto& [key, pods] : from) {
+    const auto it = to.find(key);
+    beyond += std::max(0, pods - (it == to.end() ? 0 : it->second));
+  }
+  return beyond;
+}
+
+}  // namespace
+
+std::string RunningKeyOf(const model::PipelineSpec& spec, const Vertex& vertex, const Config& c) {
   const model::Task& task = spec.tasks[vertex.task];
   return RunningKey(task.name, task.variants[vertex.variant].name,
                     spec.hardware_classes[c.hardware_class].name);
 }
-
-}  // namespace
 
 std::map<std::string, int> ReplicasByKey(const model::Plan& plan) {
   std::map<std::string, int> out;
@@ -24,22 +34,11 @@ std::map<std::string, int> ReplicasByKey(const model::Plan& plan) {
 }
 
 int StoppedPods(const model::Plan& plan, const std::map<std::string, int>& running) {
-  const std::map<std::string, int> kept = ReplicasByKey(plan);
-  int stopped = 0;
-  for (const auto& [key, ready] : running) {
-    const auto it = kept.find(key);
-    stopped += std::max(0, ready - (it == kept.end() ? 0 : it->second));
-  }
-  return stopped;
+  return PodsBeyond(running, ReplicasByKey(plan));
 }
 
 int StartedPods(const model::Plan& plan, const std::map<std::string, int>& running) {
-  int started = 0;
-  for (const auto& [key, replicas] : ReplicasByKey(plan)) {
-    const auto it = running.find(key);
-    started += std::max(0, replicas - (it == running.end() ? 0 : it->second));
-  }
-  return started;
+  return PodsBeyond(ReplicasByKey(plan), running);
 }
 
 int StopLimit(const std::map<std::string, int>& running, int starting) {
@@ -52,7 +51,7 @@ void RoomForRunning(const model::Pipeline& pipeline, const std::map<std::string,
                     Instance& in) {
   for (Vertex& vertex : in.vertices) {
     for (const Config& c : vertex.configs) {
-      const auto it = running.find(KeyOf(pipeline.spec, vertex, c));
+      const auto it = running.find(RunningKeyOf(pipeline.spec, vertex, c));
       if (it != running.end()) vertex.max_replicas = std::max(vertex.max_replicas, it->second);
     }
   }
@@ -63,7 +62,7 @@ void LimitStops(const model::Pipeline& pipeline, const Instance& in, const Colum
   std::map<std::string, std::vector<MilpTerm>> kept;
   for (size_t v = 0; v < in.vertices.size(); ++v) {
     for (size_t k = 0; k < in.vertices[v].configs.size(); ++k) {
-      kept[KeyOf(pipeline.spec, in.vertices[v], in.vertices[v].configs[k])].push_back(
+      kept[RunningKeyOf(pipeline.spec, in.vertices[v], in.vertices[v].configs[k])].push_back(
           {col.n[v][k], 1});
     }
   }

@@ -13,6 +13,9 @@
 
 namespace pipescale::optimizer::loki {
 
+// The RunningKey (pool.h) of a vertex's Deployment on config `c`'s class.
+std::string RunningKeyOf(const model::PipelineSpec& spec, const Vertex& vertex, const Config& c);
+
 // Each (task, variant, class) of the plan, by RunningKey, with its replicas.
 std::map<std::string, int> ReplicasByKey(const model::Plan& plan);
 
