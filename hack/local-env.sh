@@ -3,8 +3,8 @@
 #   hack/local-env.sh up DIR     start etcd, kube-apiserver (HTTPS, our own CA, RBAC, signed
 #                                service-account tokens), kube-controller-manager (deployment,
 #                                replicaset, endpointslice, serviceaccount, garbage collector,
-#                                namespace controllers), kube-scheduler, Prometheus (pods found
-#                                through pipescale-pod-sd), the node agent with the emulated nodes
+#                                namespace, node lifecycle, pod GC), kube-scheduler, Prometheus
+#                                (pods found through pipescale-pod-sd), the node agent with the emulated nodes
 #                                of $PIPESCALE_NODES (default hack/nodes.yaml), install the CRD;
 #                                write DIR/env (sourceable) and DIR/kubeconfig
 #   hack/local-env.sh down DIR   stop them all and remove DIR's state
@@ -178,11 +178,15 @@ up() {
   kubeconfig "$dir/kube-scheduler.kubeconfig" "$server" kube-scheduler "$sched_token"
 
   # The controllers that turn Deployments into Pods and clean up after them. Each runs with
-  # its own service account's rights (RBAC), as in a real cluster.
+  # its own service account's rights (RBAC), as in a real cluster. The node lifecycle controller
+  # marks a node whose Lease the node agent stopped renewing (a lost node) unreachable after 10 s
+  # (a real cluster's default is 40 s), its pods not Ready, and evicts them by its taint; podgc
+  # removes the pods of a node deleted for good.
   local bin
   bin=$(dirname "$kas")
   "$bin/kube-controller-manager" --kubeconfig "$dir/kube-controller-manager.kubeconfig" \
-    --controllers deployment,replicaset,endpoint,endpointslice,serviceaccount,serviceaccount-token,garbagecollector,namespace \
+    --controllers deployment,replicaset,endpoint,endpointslice,serviceaccount,serviceaccount-token,garbagecollector,namespace,nodelifecycle,podgc \
+    --node-monitor-period 1s --node-monitor-grace-period 10s \
     --service-account-private-key-file "$dir/sa.key" --root-ca-file "$dir/ca.crt" \
     --use-service-account-credentials --leader-elect=false --port 0 --secure-port 0 \
     >"$dir/kube-controller-manager.log" 2>&1 &

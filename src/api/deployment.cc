@@ -5,6 +5,7 @@
 
 #include "api/deployment_view.h"
 #include "api/plan_json.h"
+#include "api/pod_placement.h"
 #include "common/json_fields.h"
 
 namespace pipescale::api {
@@ -117,6 +118,11 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   }
   const json& tolerations = hardware_class.tolerations.get();
   if (tolerations.is_array() && !tolerations.empty()) spec["tolerations"] = tolerations;
+  spec["tolerations"] = ToleratingNodeLoss(spec.value("tolerations", json()),
+                                           static_cast<int>(std::ceil(hardware_class.startup_seconds)));
+  if (!spec.contains("topologySpreadConstraints")) {
+    spec["topologySpreadConstraints"] = SpreadOverNodes(selector);
+  }
   // The pipeline's, over any in the template: the room the plan counts on is the priority's.
   if (!pipeline.spec.priority_class_name.empty()) {
     spec["priorityClassName"] = pipeline.spec.priority_class_name;

@@ -1,9 +1,15 @@
 #include "api/router_objects.h"
 
+#include "api/pod_placement.h"
+
 namespace pipescale::api {
 namespace {
 
 using nlohmann::json;
+
+// How long a router replica on a lost node waits to be replaced (api/pod_placement.h): its own
+// start-up, about a second.
+constexpr int kRouterStartupSeconds = 1;
 
 json Metadata(const model::Pipeline& pipeline, const Owner& owner) {
   return {{"name", RouterName(pipeline)},
@@ -87,13 +93,10 @@ json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, 
                           {{"serviceAccountName", RouterName(pipeline)},
                            // The requests in flight finish within the router's own 25 s drain.
                            {"terminationGracePeriodSeconds", 30},
-                           // One node's loss must not take every replica: spread where the nodes
-                           // allow, never left Pending for it.
-                           {"topologySpreadConstraints",
-                            {{{"maxSkew", 1},
-                              {"topologyKey", "kubernetes.io/hostname"},
-                              {"whenUnsatisfiable", "ScheduleAnyway"},
-                              {"labelSelector", {{"matchLabels", selector}}}}}},
+                           // One node's loss must not take every replica.
+                           {"topologySpreadConstraints", SpreadOverNodes(selector)},
+                           {"tolerations",
+                            ToleratingNodeLoss(json::array(), kRouterStartupSeconds)},
                            {"containers", {RouterContainer(pipeline, router)}}}}}}}}};
   // The request path is as important as the models behind it.
   if (!pipeline.spec.priority_class_name.empty()) {

@@ -94,13 +94,15 @@ class FaultTest : public ::testing::Test {
     for (const nlohmann::json& pod : Pods(selector)) n += routing::PodReady(pod) ? 1 : 0;
     return n;
   }
-  // detect (planned two replicas for the load) and the router with at least two Ready pods, and
-  // no pod of theirs leaving.
+  // detect (planned two replicas for the load) and the router with at least two Ready pods (and
+  // whatever else `whole_` lists), and no pod of theirs leaving but on a lost node (`lost_node_`),
+  // where an evicted pod stays until the node returns.
   bool Whole() const {
-    for (const char* selector : {"pipescale.io/task=detect", "pipescale.io/router"}) {
+    for (const std::string& selector : whole_) {
       if (ReadyPods(selector) < 2) return false;
       for (const nlohmann::json& pod : Pods(selector)) {
-        if (pod["metadata"].contains("deletionTimestamp")) return false;
+        const bool lost = !lost_node_.empty() && pod["spec"].value("nodeName", "") == lost_node_;
+        if (pod["metadata"].contains("deletionTimestamp") && !lost) return false;
       }
     }
     return true;
@@ -174,14 +176,17 @@ class FaultTest : public ::testing::Test {
     return at == std::string::npos ? 0 : std::atoi(holder.c_str() + at + 1);
   }
 
-  // The pipeline applied and its operator started (`elected`: as OperatorCommand); nullptr
-  // unless detect and the router come to two Ready pods each.
-  std::unique_ptr<Process> StartPipeline(bool elected = false) {
-    pipeline_file_ = dir_ + "/pipeline.yaml";
+  // The chain planned for kRate; `class_fields` go into its hardware class.
+  std::string PipelineYaml(const std::string& class_fields = ", startupSeconds: 1") const {
     // The router as by default: two replicas, so that one may fail.
-    std::ofstream(pipeline_file_) << ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"),
-                                                   ", startupSeconds: 1",
-                                                   "  minRate: " + std::to_string(kRate) + "\n");
+    return ChainPipeline("faults", ns_, env().Var("PIPESCALE_PROMETHEUS"), class_fields,
+                         "  minRate: " + std::to_string(kRate) + "\n");
+  }
+  // The pipeline (`yaml`, default PipelineYaml()) applied and its operator started (`elected`:
+  // as OperatorCommand); nullptr unless the pipeline comes whole (Whole()).
+  std::unique_ptr<Process> StartPipeline(bool elected = false, const std::string& yaml = "") {
+    pipeline_file_ = dir_ + "/pipeline.yaml";
+    std::ofstream(pipeline_file_) << (yaml.empty() ? PipelineYaml() : yaml);
     auto op = std::make_unique<Process>(OperatorCommand(elected), dir_ + "/operator.log");
     if (!KubectlApply(env(), pipeline_file_)) return nullptr;
     if (!Eventually([&] { return Whole(); }, std::chrono::seconds(120),
@@ -208,6 +213,8 @@ class FaultTest : public ::testing::Test {
   static constexpr const char* kLease = "pipescale-operator";
   std::unique_ptr<kube::Client> client_;
   std::string ns_, dir_, pipeline_file_;
+  std::vector<std::string> whole_ = {"pipescale.io/task=detect", "pipescale.io/router"};
+  std::string lost_node_;
 };
 
 }  // namespace pipescale::testing

@@ -73,6 +73,7 @@ Agent::Agent(const kube::Client& client, AgentOptions options)
     : client_(client),
       options_(std::move(options)),
       nodes_(client, options_.nodes_file),
+      leases_(client),
       pods_(client,
             {.type = kube::kPods,
              .indexes = {{"node",
@@ -92,6 +93,8 @@ Agent::~Agent() = default;
 
 void Agent::Run(const std::atomic<bool>& stop) {
   nodes_.Sync();
+  leases_.Set(nodes_.uids());
+  std::thread leases([&] { leases_.Run(stop); });
   pods_.Start();
   pipelines_.Start();
   pods_.WaitForSync(30s);
@@ -109,6 +112,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
       }
     }
   }
+  leases.join();
   if (options_.delete_nodes_on_exit) nodes_.DeleteAll();
   pods_.Stop();
   pipelines_.Stop();
@@ -122,6 +126,7 @@ void Agent::WaitForChange(std::chrono::milliseconds most) {
 
 void Agent::Sync() {
   nodes_.Sync();
+  leases_.Set(nodes_.uids());
   std::map<std::string, json> mine;
   for (const std::string& node : nodes_.names()) {
     for (json& pod : pods_.ByIndex("node", node)) {

@@ -15,6 +15,7 @@
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "node_agent/container.h"
+#include "node_agent/leases.h"
 #include "node_agent/nodes.h"
 #include "node_agent/pod_status.h"
 
@@ -77,6 +78,7 @@ class Agent {
   const kube::Client& client_;
   AgentOptions options_;
   Nodes nodes_;
+  NodeLeases leases_;
   std::mutex changed_mu_;
   std::condition_variable changed_cv_;
   bool changed_ = false;

@@ -31,6 +31,7 @@ Status Nodes::Register(const json& node) {
                                  {{"metadata", {{"labels", node["metadata"]["labels"]}}},
                                   {"spec", {{"taints", node["spec"]["taints"]}}}});
   if (!spec) return spec.error();
+  uids_[name] = (*spec)["metadata"].value("uid", "");
   auto status = client_.MergePatch(kube::ObjectPath(kube::kNodes, "", name, "status"),
                                    {{"status", node["status"]}});
   if (!status) return status.error();
@@ -64,6 +65,7 @@ void Nodes::Sync() {
       if (!fresh.contains(gone)) (void)client_.Delete(kube::ObjectPath(kube::kNodes, "", gone));
     }
     names_ = fresh;
+    std::erase_if(uids_, [&](const auto& entry) { return !fresh.contains(entry.first); });
     if (ok) mtime_ = mtime;  // else retry on the next sync
     last_heartbeat_ = std::chrono::steady_clock::now();
     Log("info", "nodes registered", {{"count", std::to_string(names_.size())}});
@@ -78,6 +80,7 @@ void Nodes::DeleteAll() {
   for (const std::string& name : names_)
     (void)client_.Delete(kube::ObjectPath(kube::kNodes, "", name));
   names_.clear();
+  uids_.clear();
 }
 
 }  // namespace pipescale::emulator

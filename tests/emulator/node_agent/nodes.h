@@ -1,8 +1,9 @@
 // The emulated nodes of the node agent: read from a small YAML file, registered as real Node
 // objects (capacity and allocatable as a kubelet and its device plugins would report them),
-// kept Ready with heartbeats, and removed when they leave the file.
+// kept Ready with heartbeats (and Leases, node_agent/leases.h), and removed when they leave the file.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -26,6 +27,8 @@ class Nodes {
   void DeleteAll();
   bool Owns(const std::string& node) const { return names_.contains(node); }
   const std::set<std::string>& names() const { return names_; }
+  // The registered nodes' uids, by name.
+  const std::map<std::string, std::string>& uids() const { return uids_; }
 
  private:
   Status Register(const nlohmann::json& node);
@@ -35,6 +38,7 @@ class Nodes {
   std::string file_;
   long long mtime_ = -1;
   std::set<std::string> names_;
+  std::map<std::string, std::string> uids_;
   std::chrono::steady_clock::time_point last_heartbeat_{};
 };
 

@@ -22,42 +22,55 @@ const char* kPoolKey = "pipescale.io/pool";
 }  // namespace
 
 NodePool::NodePool(const std::string& name, const json& nodes,
-                   const std::map<std::string, std::string>& images)
+                   const std::map<std::string, std::string>& images, const std::string& pool)
     : name_(name),
+      pool_(pool.empty() ? name : pool),
       file_(::testing::TempDir() + "/nodes-" + name + ".yaml"),
       work_dir_(::testing::TempDir() + "/pods-" + name) {
   SetNodes(nodes);
   const LocalEnv& env = LocalEnv::Get();
   const std::string bin = env.Var("PIPESCALE_EMULATORS");
-  // A pod network of the pool's own, apart from the cluster's agent (network 1).
+  // A pod network of the agent's own, apart from the cluster's agent (network 1).
   const int network = 2 + static_cast<int>(std::hash<std::string>()(name) % 250);
-  std::vector<std::string> argv = {bin + "/pipescale-node-agent",
-                                   "--kubeconfig",
-                                   env.Var("KUBECONFIG"),
-                                   "--nodes",
-                                   file_,
-                                   "--work-dir",
-                                   work_dir_,
-                                   "--network",
-                                   std::to_string(network),
-                                   "--delete-nodes-on-exit",
-                                   "--image",
-                                   "pipescale/model-server=" + bin + "/pipescale-model-server"};
+  argv_ = {bin + "/pipescale-node-agent",
+           "--kubeconfig",
+           env.Var("KUBECONFIG"),
+           "--nodes",
+           file_,
+           "--work-dir",
+           work_dir_,
+           "--network",
+           std::to_string(network),
+           "--delete-nodes-on-exit",
+           "--image",
+           "pipescale/model-server=" + bin + "/pipescale-model-server"};
   for (const auto& [image, binary] : images) {
-    argv.push_back("--image");
-    argv.push_back(image + "=" + binary);
+    argv_.push_back("--image");
+    argv_.push_back(image + "=" + binary);
   }
-  agent_ = std::make_unique<Process>(argv, ::testing::TempDir() + "/node-agent-" + name + ".log");
+  Return();
 }
 
 NodePool::~NodePool() { (void)agent_->Stop(SIGTERM, 30s); }
+
+bool NodePool::Lose() {
+  const bool running = agent_->Running();
+  (void)agent_->Stop(SIGKILL, 10s);
+  return running;
+}
+
+void NodePool::Return() {
+  const std::string log = ::testing::TempDir() + "/node-agent-" + name_ +
+                          (starts_++ > 0 ? "-" + std::to_string(starts_) : "") + ".log";
+  agent_ = std::make_unique<Process>(argv_, log);
+}
 
 void NodePool::SetNodes(const json& nodes) {
   json entries = json::array();
   for (json n : nodes) {
     n["name"] = name_ + "-" + n.value("name", "node");
-    n["labels"][kPoolKey] = name_;
-    n["taints"] = json::array({{{"key", kPoolKey}, {"value", name_}, {"effect", "NoSchedule"}}});
+    n["labels"][kPoolKey] = pool_;
+    n["taints"] = json::array({{{"key", kPoolKey}, {"value", pool_}, {"effect", "NoSchedule"}}});
     entries.push_back(n);
   }
   // Written whole and renamed, so the agent never reads half a file.
@@ -66,10 +79,10 @@ void NodePool::SetNodes(const json& nodes) {
 }
 
 json NodePool::Admit(json hw) const {
-  hw["nodeSelector"][kPoolKey] = name_;
+  hw["nodeSelector"][kPoolKey] = pool_;
   if (!hw["tolerations"].is_array()) hw["tolerations"] = json::array();
   hw["tolerations"].push_back(
-      {{"key", kPoolKey}, {"operator", "Equal"}, {"value", name_}, {"effect", "NoSchedule"}});
+      {{"key", kPoolKey}, {"operator", "Equal"}, {"value", pool_}, {"effect", "NoSchedule"}});
   return hw;
 }
 
@@ -84,7 +97,7 @@ std::string NodePool::ContainerLog(const std::string& ns, const std::string& pod
 int NodePool::ReadyNodes() const {
   const kube::Client client(LocalEnv::Get().Config());
   auto nodes = client.Get("/api/v1/nodes?labelSelector=" + kube::QueryEscape(kPoolKey) + "%3D" +
-                          kube::QueryEscape(name_));
+                          kube::QueryEscape(pool_));
   if (!nodes.ok()) return -1;
   int ready = 0;
   for (const json& node : (*nodes)["items"]) {

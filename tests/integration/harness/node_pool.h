@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "integration/harness/process.h"
 
@@ -16,11 +17,19 @@ namespace pipescale::testing {
 class NodePool {
  public:
   // `nodes`: entries of the nodes file ({name, count, capacity, labels}); names are prefixed
-  // with the pool's, labels and taints added. `images` adds to the agent's image table
-  // (image -> binary) beside the model server.
+  // with `name`, labels and taints added. `images` adds to the agent's image table
+  // (image -> binary) beside the model server. `pool` (default `name`) is the label and taint:
+  // agents of one pool run nodes a class admitted to it shares, and each can be lost alone.
   NodePool(const std::string& name, const nlohmann::json& nodes,
-           const std::map<std::string, std::string>& images = {});
+           const std::map<std::string, std::string>& images = {}, const std::string& pool = "");
   ~NodePool();  // stops the agent, which deletes its nodes
+
+  // The nodes lost as a power cut loses them: the agent killed (SIGKILL), every process of their
+  // pods with it, their Leases no longer renewed. Whether the agent was running.
+  bool Lose();
+  // The nodes back, as after a reboot: the agent again, which removes the pods deleted meanwhile
+  // and starts those still bound to its nodes.
+  void Return();
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
 
@@ -36,8 +45,10 @@ class NodePool {
                            const std::string& container) const;
 
  private:
-  std::string name_;
+  std::string name_, pool_;
   std::string file_;
+  std::vector<std::string> argv_;
+  int starts_ = 0;
   std::string work_dir_;
   std::unique_ptr<Process> agent_;
 };
