@@ -179,14 +179,15 @@ up() {
 
   # The controllers that turn Deployments into Pods and clean up after them. Each runs with
   # its own service account's rights (RBAC), as in a real cluster. The node lifecycle controller
-  # marks a node whose Lease the node agent stopped renewing (a lost node) unreachable after 10 s
+  # marks a node whose Lease the node agent stopped renewing (a lost node) unreachable after 20 s
   # (a real cluster's default is 40 s), its pods not Ready, and evicts them by its taint; podgc
-  # removes the pods of a node deleted for good.
+  # removes the pods of a node deleted for good. 20 s is twice the longest apiserver outage of
+  # the tests: after one of 10 s a 10 s grace saw every Lease stale and marked every node lost.
   local bin
   bin=$(dirname "$kas")
   "$bin/kube-controller-manager" --kubeconfig "$dir/kube-controller-manager.kubeconfig" \
     --controllers deployment,replicaset,endpoint,endpointslice,serviceaccount,serviceaccount-token,garbagecollector,namespace,nodelifecycle,podgc \
-    --node-monitor-period 1s --node-monitor-grace-period 10s \
+    --node-monitor-period 1s --node-monitor-grace-period 20s \
     --service-account-private-key-file "$dir/sa.key" --root-ca-file "$dir/ca.crt" \
     --use-service-account-credentials --leader-elect=false --port 0 --secure-port 0 \
     >"$dir/kube-controller-manager.log" 2>&1 &

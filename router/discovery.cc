@@ -77,7 +77,10 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
   e->class_index = graph.ClassIndex(pod.hardware_class);
   e->batch = pod.batch;
   e->batch_ms = pod.batch_ms;
-  if (it != known.endpoints.end()) e->outstanding = it->second->outstanding;
+  if (it != known.endpoints.end()) {
+    e->outstanding = it->second->outstanding;
+    e->ejection = it->second->ejection;
+  }
   if (known.peers) {
     e->peers = known.peers->Track(pod.address, e->outstanding);
     e->link = known.peers;

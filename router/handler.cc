@@ -1,7 +1,9 @@
 #include "handler.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "clock.h"
 #include "counters.h"
 #include "guards.h"
 #include "reply.h"
@@ -56,9 +58,7 @@ struct PipelineHandler::Walk {
   }
 };
 
-double PipelineHandler::NowMs() {
-  return std::chrono::duration<double, std::milli>(Clock::now().time_since_epoch()).count();
-}
+double PipelineHandler::NowMs() { return SteadyNowMs(); }
 
 asio::awaitable<ClientResponse> PipelineHandler::Handle(const HttpRequest& request) {
   const std::string_view target(request.target().data(), request.target().size());
@@ -164,7 +164,8 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
       const auto header_length =
           wire.binary.empty() ? std::nullopt : std::optional<size_t>(wire.JsonBytes());
       const auto timeout =
-          remaining + std::chrono::milliseconds(static_cast<long>(walk.walker->policy().grace_ms));
+          std::chrono::milliseconds(static_cast<long>(std::ceil(walk.walker->AttemptTimeoutMs(
+              *walk.table, walk.state, task, lease->index, attempt, NowMs()))));
       reply = co_await pool_.Post(pod.address, "/v2/models/" + name + "/infer", pieces,
                                   header_length, timeout);
     }
@@ -175,6 +176,12 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
                                              : routing::CallOutcome{0, reply.error().message};
     routing::CallVerdict verdict =
         walk.walker->AfterCall(walk.state, task, attempt, outcome, NowMs());
+    if (verdict.eject) {
+      pod.ejection->Eject(NowMs());
+      metrics_.Eject(name);
+    } else if (reply.ok()) {
+      pod.ejection->Answered();
+    }
     if (verdict.kind == routing::CallVerdict::Kind::kDone) {
       co_return TaskReply{.call = {.body = std::move(reply->body),
                                    .header_length = std::move(reply->header_length),

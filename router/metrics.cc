@@ -76,6 +76,11 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                    .Name("pipescale_router_retries_total")
                    .Help("Calls sent again to another pod after a failure")
                    .Register(r)),
+      ejections_(prometheus::BuildCounter()
+                     .Name("pipescale_router_ejections_total")
+                     .Help("Pods left out of picks for a while after a call they left "
+                           "unanswered (connection failed or reset, or too slow to answer)")
+                     .Register(r)),
       drops_(prometheus::BuildCounter()
                  .Name("pipescale_router_drops_total")
                  .Help("Requests dropped before a task, by reason: Loki's budgets, a full "
@@ -205,6 +210,7 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
   for (size_t t = 0; t < graph.tasks().size(); ++t) {
     const std::string& task = graph.tasks()[t];
     retries_.Add(Labels({{"task", task}}));
+    ejections_.Add(Labels({{"task", task}}));
     task_in_flight_.Add(Labels({{"task", task}}));
     for (const char* reason : routing::kDropReasons) {
       drops_.Add(Labels({{"task", task}, {"reason", reason}}));
@@ -233,6 +239,10 @@ void RouterMetrics::Cold(const std::string& path, double seconds) {
 
 void RouterMetrics::Retry(const std::string& task) {
   Cached(retries_, {task}, [&] { return &retries_.Add(Labels({{"task", task}})); }).Increment();
+}
+
+void RouterMetrics::Eject(const std::string& task) {
+  Cached(ejections_, {task}, [&] { return &ejections_.Add(Labels({{"task", task}})); }).Increment();
 }
 
 void RouterMetrics::Drop(const std::string& task, const std::string& reason) {

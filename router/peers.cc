@@ -13,6 +13,7 @@
 #include <random>
 #include <system_error>
 
+#include "clock.h"
 #include "common/guard.h"
 #include "common/log.h"
 #include "routing/peer_counts.h"
@@ -25,11 +26,7 @@ namespace {
 // send the heartbeat.
 constexpr int kTickMs = 5;
 
-double NowMs() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double NowMs() { return SteadyNowMs(); }
 
 std::optional<sockaddr_in> Address(const std::string& ip, unsigned short port) {
   sockaddr_in a{};

@@ -1,5 +1,7 @@
 #include "routing_table.h"
 
+#include "clock.h"
+
 namespace pipescale::router {
 
 RoutingTable::RoutingTable(const model::Pipeline& pipeline)
@@ -34,7 +36,8 @@ routing::PodLoad RoutingTable::Pod(int task, int index) const {
                                              routers, peer_link ? peer_link->fresh_peers() : 0),
       .batch = e.batch,
       .batch_ms = e.batch_ms,
-      .weight = e.weight};
+      .weight = e.weight,
+      .ejected = e.ejection->until_ms.load(std::memory_order_relaxed) > SteadyNowMs()};
 }
 
 double RoutingTable::FillMs(int task, int variant) const {

@@ -17,8 +17,23 @@
 #include "routing/graph.h"
 #include "routing/loads.h"
 #include "routing/loki.h"
+#include "routing/walk.h"
 
 namespace pipescale::router {
+
+// A pod left out of picks for calls it left unanswered.
+struct Ejection {
+  std::atomic<double> until_ms{0};  // SteadyNowMs() before which picks leave it out
+  std::atomic<int> times{0};        // ejections since its last answer
+  // Left out for the n-th time in a row.
+  void Eject(double now_ms) {
+    until_ms.store(now_ms + routing::EjectMs(++times), std::memory_order_relaxed);
+  }
+  // It answered: the next ejection is the first again.
+  void Answered() {
+    if (times.load(std::memory_order_relaxed) != 0) times.store(0, std::memory_order_relaxed);
+  }
+};
 
 struct Endpoint {
   std::string address;         // ip:port of a Ready pod
@@ -35,6 +50,9 @@ struct Endpoint {
   // The calls the other router replicas report at the pod (peers.h); null when they share none.
   std::shared_ptr<const std::atomic<int>> peers;
   std::shared_ptr<const PeerLink> link;  // nudged as `outstanding` changes; null as `peers`
+  // Picks leave the pod out while it is ejected (routing::EjectMs). Shared by every Endpoint of
+  // the address, as `outstanding`.
+  std::shared_ptr<Ejection> ejection = std::make_shared<Ejection>();
 };
 
 // A task served by a pool across hardware classes (Kairos's and MArk's pools.json).

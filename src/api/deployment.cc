@@ -118,8 +118,9 @@ json BuildDeployment(const model::Pipeline& pipeline, const Owner& owner, const 
   }
   const json& tolerations = hardware_class.tolerations.get();
   if (tolerations.is_array() && !tolerations.empty()) spec["tolerations"] = tolerations;
-  spec["tolerations"] = ToleratingNodeLoss(spec.value("tolerations", json()),
-                                           static_cast<int>(std::ceil(hardware_class.startup_seconds)));
+  spec["tolerations"] =
+      ToleratingNodeLoss(spec.value("tolerations", json()),
+                         static_cast<int>(std::ceil(hardware_class.startup_seconds)));
   if (!spec.contains("topologySpreadConstraints")) {
     spec["topologySpreadConstraints"] = SpreadOverNodes(selector);
   }

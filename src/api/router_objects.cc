@@ -81,23 +81,23 @@ json BuildRouterRoleBinding(const model::Pipeline& pipeline, const Owner& owner,
 json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, int replicas) {
   const model::RouterSpec router = pipeline.spec.router.value_or(model::RouterSpec{});
   const json selector = RouterSelector(pipeline);
-  json deployment = {{"apiVersion", "apps/v1"},
-                     {"kind", "Deployment"},
-                     {"metadata", Metadata(pipeline, owner)},
-                     {"spec",
-                      {{"replicas", replicas},
-                       {"selector", {{"matchLabels", selector}}},
-                       {"template",
-                        {{"metadata", {{"labels", RouterLabels(pipeline)}}},
-                         {"spec",
-                          {{"serviceAccountName", RouterName(pipeline)},
-                           // The requests in flight finish within the router's own 25 s drain.
-                           {"terminationGracePeriodSeconds", 30},
-                           // One node's loss must not take every replica.
-                           {"topologySpreadConstraints", SpreadOverNodes(selector)},
-                           {"tolerations",
-                            ToleratingNodeLoss(json::array(), kRouterStartupSeconds)},
-                           {"containers", {RouterContainer(pipeline, router)}}}}}}}}};
+  json deployment = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", Metadata(pipeline, owner)},
+      {"spec",
+       {{"replicas", replicas},
+        {"selector", {{"matchLabels", selector}}},
+        {"template",
+         {{"metadata", {{"labels", RouterLabels(pipeline)}}},
+          {"spec",
+           {{"serviceAccountName", RouterName(pipeline)},
+            // The requests in flight finish within the router's own 25 s drain.
+            {"terminationGracePeriodSeconds", 30},
+            // One node's loss must not take every replica.
+            {"topologySpreadConstraints", SpreadOverNodes(selector)},
+            {"tolerations", ToleratingNodeLoss(json::array(), kRouterStartupSeconds)},
+            {"containers", {RouterContainer(pipeline, router)}}}}}}}}};
   // The request path is as important as the models behind it.
   if (!pipeline.spec.priority_class_name.empty()) {
     deployment["spec"]["template"]["spec"]["priorityClassName"] = pipeline.spec.priority_class_name;

@@ -19,6 +19,7 @@ struct PodLoad {
   int batch = 1;            // the batch its server forms (1 where the router forms them)
   double batch_ms = 0;      // d(batch) of its variant on its class; 0 when not known
   double weight = 1;        // its planned capacity (requests per second), > 0
+  bool ejected = false;     // it left a call unanswered lately (walk.h, EjectMs)
 };
 
 // MArk's pool at a task: the warm burst class and the response-time limit a main replica must

@@ -1,6 +1,7 @@
 #include "routing/walk.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/strings.h"
 #include "routing/body.h"
@@ -188,6 +189,10 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
       pods.swap(pick.main);
     }
   }
+  // A pod that left a call unanswered only when every candidate did.
+  const bool all_ejected =
+      std::all_of(pods.begin(), pods.end(), [&](int i) { return loads.Pod(task, i).ejected; });
+  if (!all_ejected) std::erase_if(pods, [&](int i) { return loads.Pod(task, i).ejected; });
   pick.candidates.clear();
   for (const int i : pods) {
     const PodLoad pod = loads.Pod(task, i);
@@ -195,6 +200,22 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
   }
   const int chosen = routing::PickPod(pick.candidates, u);
   if (chosen >= 0) pick.pod = pods[chosen];
+}
+
+double Walker::AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int task, int pod,
+                                int attempt, double now_ms) const {
+  const double left = std::max(walk.deadline_ms - now_ms, 0.0) + policy_.grace_ms;
+  if (attempt + 1 >= kAttempts || pod < 0) return left;
+  const PodLoad load = loads.Pod(task, pod);
+  if (load.batch_ms <= 0) return left;
+  bool another = false;
+  for (int i = 0; i < loads.PodCount(task) && !another; ++i) {
+    another = i != pod && !loads.Pod(task, i).ejected;
+  }
+  if (!another) return left;
+  const double batches_ahead =
+      std::ceil(static_cast<double>(std::max(load.outstanding, 0)) / std::max(load.batch, 1));
+  return std::min(left, std::max(left / 2, kSlowFactor * (batches_ahead + 1) * load.batch_ms));
 }
 
 std::optional<Error> Walker::BeforeCall(const Walk& walk, int task, double now_ms) const {
@@ -230,7 +251,9 @@ CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const Cal
                     ? Error{ErrorKind::kUnavailable, "task " + name + ": " + what}
                     : Error{ErrorKind::kTransient, "task " + name + " failed: " + what};
   // Once more, on another pod: a failed pod must not fail the request alone.
-  return {attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail, std::move(error)};
+  return {.kind = attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail,
+          .error = std::move(error),
+          .eject = outcome.status == 0};
 }
 
 Failure Walker::BadAnswer(int task, const Error& error) const {

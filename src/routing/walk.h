@@ -6,6 +6,7 @@
 // of the request path exists once. Pure: time and randomness are passed in.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,15 @@ inline constexpr double kGraceMs = 50;           // answered past its deadline b
 inline constexpr double kDoorPollMs = 20;        // a request waiting for pods looks again
 inline constexpr double kCallTimeoutMs = 30000;  // the deadline of a request no SLO bounds
 inline constexpr int kAttempts = 2;              // a failed call is tried once on another pod
+// A pod that left a call unanswered (its connection failed, was reset, or the attempt's time ran
+// out) is left out of picks while the task has another, then a call tries it again: a frozen
+// node or a hung accelerator costs a call now and then, not every call, until Kubernetes sees
+// it. EjectMs(n) after the n-th time in a row: kEjectMs, doubling up to 16 times that.
+inline constexpr double kEjectMs = 5000;
+inline double EjectMs(int times) { return kEjectMs * (1 << std::clamp(times - 1, 0, 4)); }
+// An attempt may take this many times what the pod's queue and batch predict before it is
+// given up on (Walker::AttemptTimeoutMs).
+inline constexpr double kSlowFactor = 2;
 
 // How the walk behaves: the router's flags, the simulator's options.
 struct Policy {
@@ -106,6 +116,7 @@ struct CallVerdict {
   Kind kind = Kind::kDone;
   // kFail: what the visit fails with; kRetry: the same, should no other pod be left to try.
   Error error;
+  bool eject = false;  // the pod left the call unanswered: out of picks for a while (EjectMs)
 };
 
 // How a request ends: its status and, for the per-path counters, the paths it counts under with
@@ -141,10 +152,19 @@ class Walker {
 
   // Which of `task`'s pods takes a call: those of `variant` when it has any (else any of the
   // task's), MArk's main classes unless every main replica would answer late, then the least
-  // loaded (picker.h), never `tried` (-1: none). `u` uniform in [0, 1).
+  // loaded (picker.h), never `tried` (-1: none), nor a pod left out for a call it left
+  // unanswered (PodLoad::ejected) unless every candidate is. `u` uniform in [0, 1).
   void PickPod(const TaskLoads& loads, int task, int variant, int tried, double u,
                PodPick& pick) const;
 
+  // How long attempt `attempt` of a call to pod `pod` of `task` may go unanswered before the
+  // pod is given up on: the time left plus the grace on the last attempt, for a pod whose d(b)
+  // is not known, or where the task has no other pod to try; else the larger of half that and
+  // kSlowFactor times what the pod's queue and batch predict. A pod that hangs then costs the
+  // request half its budget, leaving the other half to another pod, and a live pod behind a
+  // queue is not given up on for it.
+  double AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int task, int pod, int attempt,
+                          double now_ms) const;
   // Before a call to `task` leaves: the error when the deadline has passed.
   std::optional<Error> BeforeCall(const Walk& walk, int task, double now_ms) const;
   // The error when `task` has no pod to take a call.

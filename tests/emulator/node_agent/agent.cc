@@ -62,6 +62,15 @@ std::string FieldValue(const json& pod, const std::string& path, const std::stri
   return "";
 }
 
+// The status of a pod status's Ready condition ("" when it has none).
+std::string ReadyOf(const json& status) {
+  if (!status.is_object()) return "";
+  for (const json& c : status.value("conditions", json::array())) {
+    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "");
+  }
+  return "";
+}
+
 int Seconds(const json& probe, const char* key, int fallback) {
   return probe.value(key, json(fallback)).is_number_integer() ? probe.value(key, fallback)
                                                               : fallback;
@@ -434,7 +443,9 @@ void Agent::Report(PodState& pod, const json& object) {
                .restart_policy = pod.spec["spec"].value("restartPolicy", "Always")};
   for (const ContainerState& c : pod.containers) view.containers.push_back(c.view);
   const json status = PodStatus(view, object.value("status", json::object()));
-  if (status == pod.reported) return;
+  // As the kubelet's status manager reconciles: again when the apiserver's Ready differs from
+  // ours, e.g. after the node lifecycle controller marked the pods of a node it lost touch with.
+  if (status == pod.reported && ReadyOf(status) == ReadyOf(object.value("status", json()))) return;
   auto patched = client_.MergePatch(kube::ObjectPath(kube::kPods, pod.ns, pod.name, "status"),
                                     {{"status", status}});
   if (patched) pod.reported = status;

@@ -17,8 +17,7 @@ constexpr const char* kLeaseNamespace = "kube-node-lease";
 constexpr int kLeaseDurationSeconds = 40;
 
 double UnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -44,8 +43,8 @@ void NodeLeases::Renew(const std::string& node, const std::string& uid) {
   const json spec = {{"holderIdentity", node},
                      {"leaseDurationSeconds", kLeaseDurationSeconds},
                      {"renewTime", FormatRfc3339(UnixSeconds(), 6)}};
-  auto renewed = client_.MergePatch(kube::ObjectPath(kube::kLeases, kLeaseNamespace, node),
-                                    {{"spec", spec}});
+  auto renewed =
+      client_.MergePatch(kube::ObjectPath(kube::kLeases, kLeaseNamespace, node), {{"spec", spec}});
   if (renewed || renewed.error().kind != ErrorKind::kNotFound) return;
   const json lease = {
       {"apiVersion", "coordination.k8s.io/v1"},

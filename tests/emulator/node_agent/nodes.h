@@ -1,6 +1,7 @@
 // The emulated nodes of the node agent: read from a small YAML file, registered as real Node
 // objects (capacity and allocatable as a kubelet and its device plugins would report them),
-// kept Ready with heartbeats (and Leases, node_agent/leases.h), and removed when they leave the file.
+// kept Ready with heartbeats (and Leases, node_agent/leases.h), and removed when they leave the
+// file.
 #pragma once
 
 #include <map>

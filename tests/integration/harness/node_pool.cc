@@ -59,6 +59,40 @@ bool NodePool::Lose() {
   return running;
 }
 
+namespace {
+
+// The agent and the processes of its pods (its children), agent first.
+std::vector<pid_t> AgentAndPods(pid_t agent) {
+  std::vector<pid_t> out = {agent};
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces, so read past its closing parenthesis.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == agent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool NodePool::Freeze() {
+  if (!agent_->Running()) return false;
+  for (const pid_t pid : AgentAndPods(agent_->pid())) kill(pid, SIGSTOP);
+  return true;
+}
+
+void NodePool::Thaw() {
+  for (const pid_t pid : AgentAndPods(agent_->pid())) kill(pid, SIGCONT);
+}
+
 void NodePool::Return() {
   const std::string log = ::testing::TempDir() + "/node-agent-" + name_ +
                           (starts_++ > 0 ? "-" + std::to_string(starts_) : "") + ".log";

@@ -30,6 +30,11 @@ class NodePool {
   // The nodes back, as after a reboot: the agent again, which removes the pods deleted meanwhile
   // and starts those still bound to its nodes.
   void Return();
+  // The nodes frozen, as a hung kernel or a partition freezes them: the agent and every process
+  // of their pods stopped (SIGSTOP), their connections open and unanswered, their Leases stale.
+  // Thaw() resumes them. Whether the agent was running.
+  bool Freeze();
+  void Thaw();
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
 

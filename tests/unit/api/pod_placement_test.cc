@@ -1,6 +1,8 @@
 // The operator's pods on a lost node: model replicas wait their class's start-up before they are
 // replaced, routers their own second, a user's toleration of the taint stands, and replicas of one
 // Deployment spread over the nodes.
+#include "api/pod_placement.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,7 +11,6 @@
 #include "api/deployment.h"
 #include "api/document.h"
 #include "api/pipeline_parse.h"
-#include "api/pod_placement.h"
 #include "api/router_objects.h"
 
 namespace pipescale::api {
@@ -28,7 +29,8 @@ kind: InferencePipeline
 metadata: {name: traffic, namespace: ns}
 spec:
   router: {}
-  hardwareClasses: [{name: gpu)yaml" + class_fields +
+  hardwareClasses: [{name: gpu)yaml" +
+                           class_fields +
                            R"yaml(}]
   tasks:
     - name: detect
@@ -57,8 +59,8 @@ std::vector<json> Of(const json& spec, const std::string& key) {
 }
 
 TEST(PodPlacement, AModelReplicaOnALostNodeWaitsItsClassesStartUpThenIsReplaced) {
-  for (const auto& [startup, seconds] : {std::pair{"", 0}, {", startupSeconds: 6", 6},
-                                         {", startupSeconds: 2.5", 3}}) {
+  for (const auto& [startup, seconds] :
+       {std::pair{"", 0}, {", startupSeconds: 6", 6}, {", startupSeconds: 2.5", 3}}) {
     const json spec = PodSpec(Pipeline(startup));
     for (const char* key : {kUnreachable, kNotReady}) {
       const std::vector<json> found = Of(spec, key);

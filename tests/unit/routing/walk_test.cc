@@ -260,6 +260,81 @@ TEST(WalkTest, AFailedCallIsTriedOnceMoreUnlessTheModelRefusedItOrTheDeadlinePas
   EXPECT_EQ(f.walker.BeforeCall(cars, kDetect, 199.5)->kind, ErrorKind::kExpired);
 }
 
+TEST(WalkTest, APodThatLeftACallUnansweredIsLeftOutButNotForRefusingOrBeingLate) {
+  Fixture f;
+  const Walk cars = f.walker.Start(kCars, 1, 0);
+  EXPECT_TRUE(f.walker.AfterCall(cars, kDetect, 0, {0, "connection refused"}, 10).eject);
+  EXPECT_TRUE(f.walker.AfterCall(cars, kDetect, 1, {0, "no answer within 120 ms"}, 130).eject);
+  EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {503, "overloaded"}, 10).eject);
+  EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {500, "model error"}, 10).eject);
+  EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {400, "bad input"}, 10).eject);
+  // Past the deadline a silent pod may only have been busy: the request is late, the pod stays.
+  EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {0, "no answer"}, 200).eject);
+  // Longer each time in a row, up to a bound.
+  double last = 0;
+  for (int times = 1; times <= 8; ++times) {
+    EXPECT_GE(EjectMs(times), last);
+    last = EjectMs(times);
+  }
+  EXPECT_EQ(EjectMs(1), kEjectMs);
+  EXPECT_EQ(EjectMs(2), 2 * kEjectMs);
+  EXPECT_EQ(last, 16 * kEjectMs);
+}
+
+TEST(WalkTest, PicksLeaveOutAnEjectedPodWhileAnotherCanTakeTheCall) {
+  Fixture f;
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40), Idle(kBig, 40), Idle(kBig, 40)};
+  loads.pods[kDetect][1].ejected = true;
+  PodPick pick;
+  for (double u : {0.0, 0.3, 0.5, 0.7, 0.99}) {
+    f.walker.PickPod(loads, kDetect, kBig, -1, u, pick);
+    EXPECT_NE(pick.pod, 1) << u;
+    EXPECT_GE(pick.pod, 0);
+  }
+  // The only other pod already tried: the ejected one still beats none.
+  loads.pods[kDetect].pop_back();
+  f.walker.PickPod(loads, kDetect, kBig, 0, 0.5, pick);
+  EXPECT_EQ(pick.pod, 1);
+  // Every pod ejected: they are all candidates again.
+  loads.pods[kDetect][0].ejected = true;
+  f.walker.PickPod(loads, kDetect, kBig, -1, 0.5, pick);
+  EXPECT_GE(pick.pod, 0);
+}
+
+TEST(WalkTest, AnAttemptIsGivenUpOnAtHalfItsBudgetOnlyWhereAnotherPodCanServeTheRest) {
+  Fixture f;
+  const Walk cars = f.walker.Start(kCars, 1, 0);  // deadline 200 ms, grace 50
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 10), Idle(kBig, 10)};
+  const double all = 200 - 20 + kGraceMs;
+  // Half the time left (and its grace), leaving the rest to the other pod.
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all / 2);
+  // The last attempt, or no other pod that is not ejected: all of it.
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 1, 20), all);
+  loads.pods[kDetect][1].ejected = true;
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all);
+  loads.pods[kDetect][1].ejected = false;
+  // A pod whose d(b) is not known is not judged slow.
+  loads.pods[kDetect][0].batch_ms = 0;
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all);
+  // A queue ahead buys time: four times the batches it predicts, up to all of it, never less
+  // as the queue grows.
+  loads.pods[kDetect][0] = Idle(kBig, 30);
+  double last = 0;
+  for (int ahead = 0; ahead <= 8; ++ahead) {
+    loads.pods[kDetect][0].outstanding = ahead;
+    const double ms = f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20);
+    EXPECT_GE(ms, std::min(all, kSlowFactor * (ahead + 1) * 30) - 1e-9) << ahead;
+    EXPECT_LE(ms, all);
+    EXPECT_GE(ms, last);
+    last = ms;
+  }
+  EXPECT_DOUBLE_EQ(last, all);
+  // Kairos's matched replica (no pod index): all of it.
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, -1, 0, 20), all);
+}
+
 TEST(WalkTest, ARequestEndsWithItsFirstFailureOrLateAndCountsUnderEachPathOnce) {
   Fixture f;
   Walk cars = f.walker.Start(kCars, 1, 0);
