@@ -153,6 +153,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     // The clock starts here, as the call leaves: whatever waited in the router before (a batch
     // filling, Kairos's queue) is not the pod's time.
     const auto start = Clock::now();
+    const double sent_ms = NowMs();
     Result<UpstreamReply> reply = Error{ErrorKind::kTransient, "not sent"};
     int ahead = 0;
     {
@@ -171,16 +172,20 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     metrics_.Call(name, pod.variant, reply.ok() ? reply->status : 0, seconds);
-    const routing::CallOutcome outcome = reply.ok()
-                                             ? routing::CallOutcome{reply->status, reply->body}
-                                             : routing::CallOutcome{0, reply.error().message};
+    const routing::CallOutcome outcome =
+        reply.ok() ? routing::CallOutcome{reply->status, reply->body}
+                   : routing::CallOutcome{
+                         .status = 0,
+                         .detail = reply.error().message,
+                         .pod_answered_meanwhile =
+                             pod.ejection->answered_ms.load(std::memory_order_relaxed) > sent_ms};
     routing::CallVerdict verdict =
         walk.walker->AfterCall(walk.state, task, attempt, outcome, NowMs());
     if (verdict.eject) {
       pod.ejection->Eject(NowMs());
       metrics_.Eject(name);
     } else if (reply.ok()) {
-      pod.ejection->Answered();
+      pod.ejection->Answered(NowMs());
     }
     if (verdict.kind == routing::CallVerdict::Kind::kDone) {
       co_return TaskReply{.call = {.body = std::move(reply->body),

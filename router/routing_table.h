@@ -23,14 +23,16 @@ namespace pipescale::router {
 
 // A pod left out of picks for calls it left unanswered.
 struct Ejection {
-  std::atomic<double> until_ms{0};  // SteadyNowMs() before which picks leave it out
-  std::atomic<int> times{0};        // ejections since its last answer
+  std::atomic<double> until_ms{0};     // SteadyNowMs() before which picks leave it out
+  std::atomic<int> times{0};           // ejections since its last answer
+  std::atomic<double> answered_ms{0};  // SteadyNowMs() of its last answer
   // Left out for the n-th time in a row.
   void Eject(double now_ms) {
     until_ms.store(now_ms + routing::EjectMs(++times), std::memory_order_relaxed);
   }
   // It answered: the next ejection is the first again.
-  void Answered() {
+  void Answered(double now_ms) {
+    answered_ms.store(now_ms, std::memory_order_relaxed);
     if (times.load(std::memory_order_relaxed) != 0) times.store(0, std::memory_order_relaxed);
   }
 };

@@ -202,20 +202,31 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
   if (chosen >= 0) pick.pod = pods[chosen];
 }
 
+namespace {
+
+// What a call sent to `pod` now would take: the batches it holds, then its own (d(b) each).
+double PredictedMs(const PodLoad& pod) {
+  const double batches_ahead =
+      std::ceil(static_cast<double>(std::max(pod.outstanding, 0)) / std::max(pod.batch, 1));
+  return (batches_ahead + 1) * pod.batch_ms;
+}
+
+}  // namespace
+
 double Walker::AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int task, int pod,
                                 int attempt, double now_ms) const {
   const double left = std::max(walk.deadline_ms - now_ms, 0.0) + policy_.grace_ms;
   if (attempt + 1 >= kAttempts || pod < 0) return left;
   const PodLoad load = loads.Pod(task, pod);
   if (load.batch_ms <= 0) return left;
+  // Another pod, not ejected, that would serve the call within the half that would be left.
   bool another = false;
   for (int i = 0; i < loads.PodCount(task) && !another; ++i) {
-    another = i != pod && !loads.Pod(task, i).ejected;
+    const PodLoad other = loads.Pod(task, i);
+    another = i != pod && !other.ejected && PredictedMs(other) < left / 2;
   }
   if (!another) return left;
-  const double batches_ahead =
-      std::ceil(static_cast<double>(std::max(load.outstanding, 0)) / std::max(load.batch, 1));
-  return std::min(left, std::max(left / 2, kSlowFactor * (batches_ahead + 1) * load.batch_ms));
+  return std::min(left, std::max(left / 2, kSlowFactor * PredictedMs(load)));
 }
 
 std::optional<Error> Walker::BeforeCall(const Walk& walk, int task, double now_ms) const {
@@ -253,7 +264,7 @@ CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const Cal
   // Once more, on another pod: a failed pod must not fail the request alone.
   return {.kind = attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail,
           .error = std::move(error),
-          .eject = outcome.status == 0};
+          .eject = outcome.status == 0 && !outcome.pod_answered_meanwhile};
 }
 
 Failure Walker::BadAnswer(int task, const Error& error) const {

@@ -109,6 +109,8 @@ struct PodPick {
 struct CallOutcome {
   unsigned status = 0;
   std::string detail;
+  // The pod answered another call while this one waited: alive, only slow to this one.
+  bool pod_answered_meanwhile = false;
 };
 
 struct CallVerdict {
@@ -116,7 +118,9 @@ struct CallVerdict {
   Kind kind = Kind::kDone;
   // kFail: what the visit fails with; kRetry: the same, should no other pod be left to try.
   Error error;
-  bool eject = false;  // the pod left the call unanswered: out of picks for a while (EjectMs)
+  // The pod left the call unanswered and answered nothing else meanwhile: out of picks for a
+  // while (EjectMs).
+  bool eject = false;
 };
 
 // How a request ends: its status and, for the per-path counters, the paths it counts under with
@@ -159,10 +163,11 @@ class Walker {
 
   // How long attempt `attempt` of a call to pod `pod` of `task` may go unanswered before the
   // pod is given up on: the time left plus the grace on the last attempt, for a pod whose d(b)
-  // is not known, or where the task has no other pod to try; else the larger of half that and
-  // kSlowFactor times what the pod's queue and batch predict. A pod that hangs then costs the
-  // request half its budget, leaving the other half to another pod, and a live pod behind a
-  // queue is not given up on for it.
+  // is not known, or where no other pod (not ejected) would serve the call within half of that;
+  // else the larger of half and kSlowFactor times what the pod's queue and batch predict. A pod
+  // that hangs then costs the request half its budget, leaving the other half to a pod that can
+  // use it, and a live pod behind a queue is not given up on for it, nor when every pod is
+  // loaded (a retry would only add to another queue).
   double AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int task, int pod, int attempt,
                           double now_ms) const;
   // Before a call to `task` leaves: the error when the deadline has passed.

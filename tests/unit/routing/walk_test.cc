@@ -265,6 +265,9 @@ TEST(WalkTest, APodThatLeftACallUnansweredIsLeftOutButNotForRefusingOrBeingLate)
   const Walk cars = f.walker.Start(kCars, 1, 0);
   EXPECT_TRUE(f.walker.AfterCall(cars, kDetect, 0, {0, "connection refused"}, 10).eject);
   EXPECT_TRUE(f.walker.AfterCall(cars, kDetect, 1, {0, "no answer within 120 ms"}, 130).eject);
+  // A pod that answered other calls meanwhile is alive, only slow to this one.
+  EXPECT_FALSE(
+      f.walker.AfterCall(cars, kDetect, 0, {0, "no answer within 120 ms", true}, 130).eject);
   EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {503, "overloaded"}, 10).eject);
   EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {500, "model error"}, 10).eject);
   EXPECT_FALSE(f.walker.AfterCall(cars, kDetect, 0, {400, "bad input"}, 10).eject);
@@ -333,6 +336,12 @@ TEST(WalkTest, AnAttemptIsGivenUpOnAtHalfItsBudgetOnlyWhereAnotherPodCanServeThe
   EXPECT_DOUBLE_EQ(last, all);
   // Kairos's matched replica (no pod index): all of it.
   EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, -1, 0, 20), all);
+  // The other pod so loaded that it would not serve the call in the half left: all of it.
+  loads.pods[kDetect][0] = Idle(kBig, 10);
+  loads.pods[kDetect][1].outstanding = 12;  // 13 x 10 ms >= 115
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all);
+  loads.pods[kDetect][1].outstanding = 10;  // 11 x 10 ms < 115
+  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all / 2);
 }
 
 TEST(WalkTest, ARequestEndsWithItsFirstFailureOrLateAndCountsUnderEachPathOnce) {
