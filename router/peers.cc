@@ -26,8 +26,6 @@ namespace {
 // send the heartbeat.
 constexpr int kTickMs = 5;
 
-double NowMs() { return SteadyNowMs(); }
-
 std::optional<sockaddr_in> Address(const std::string& ip, unsigned short port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -108,7 +106,7 @@ void PeerLink::Loop() {
     poll(p, 2, kTickMs);
     std::uint64_t nudges = 0;
     [[maybe_unused]] const ssize_t n = read(nudge_fd_, &nudges, sizeof nudges);
-    const double now = NowMs();
+    const double now = SteadyNowMs();
     // The sums move only with a report or as one goes stale, not with this router's own nudges.
     if ((Receive(now) || now - last_published_ms_ >= kTickMs) && Publish(now) && counts_changed_) {
       counts_changed_();

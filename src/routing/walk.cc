@@ -189,14 +189,22 @@ void Walker::PickPod(const TaskLoads& loads, int task, int variant, int tried, d
       pods.swap(pick.main);
     }
   }
-  // A pod that left a call unanswered only when every candidate did.
-  const bool all_ejected =
-      std::all_of(pods.begin(), pods.end(), [&](int i) { return loads.Pod(task, i).ejected; });
-  if (!all_ejected) std::erase_if(pods, [&](int i) { return loads.Pod(task, i).ejected; });
+  // Each pod read once; one that left a call unanswered only when every candidate did.
   pick.candidates.clear();
-  for (const int i : pods) {
-    const PodLoad pod = loads.Pod(task, i);
+  pick.live.clear();
+  for (size_t j = 0; j < pods.size(); ++j) {
+    const PodLoad pod = loads.Pod(task, pods[j]);
     pick.candidates.push_back({pod.weight, pod.outstanding, pod.batch});
+    if (!pod.ejected) pick.live.push_back(static_cast<int>(j));
+  }
+  if (!pick.live.empty() && pick.live.size() < pods.size()) {
+    // In place: live[j] >= j.
+    for (size_t j = 0; j < pick.live.size(); ++j) {
+      pods[j] = pods[pick.live[j]];
+      pick.candidates[j] = pick.candidates[pick.live[j]];
+    }
+    pods.resize(pick.live.size());
+    pick.candidates.resize(pick.live.size());
   }
   const int chosen = routing::PickPod(pick.candidates, u);
   if (chosen >= 0) pick.pod = pods[chosen];

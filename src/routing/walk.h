@@ -100,6 +100,7 @@ struct PodPick {
   int pod = -1;          // among TaskLoads::Pod(task, ·); -1 when none may take it
   bool spilled = false;  // MArk's burst class took it: every main replica would answer late
   std::vector<int> pods, main, burst;
+  std::vector<int> live;  // positions in `pods` of those not ejected
   std::vector<MainReplica> load;
   std::vector<Candidate> candidates;
 };

@@ -101,8 +101,7 @@ Agent::Agent(const kube::Client& client, AgentOptions options)
 Agent::~Agent() = default;
 
 void Agent::Run(const std::atomic<bool>& stop) {
-  nodes_.Sync();
-  leases_.Set(nodes_.uids());
+  if (nodes_.Sync()) leases_.Set(nodes_.uids());
   std::thread leases([&] { leases_.Run(stop); });
   pods_.Start();
   pipelines_.Start();
@@ -134,8 +133,7 @@ void Agent::WaitForChange(std::chrono::milliseconds most) {
 }
 
 void Agent::Sync() {
-  nodes_.Sync();
-  leases_.Set(nodes_.uids());
+  if (nodes_.Sync()) leases_.Set(nodes_.uids());
   std::map<std::string, json> mine;
   for (const std::string& node : nodes_.names()) {
     for (json& pod : pods_.ByIndex("node", node)) {

@@ -43,14 +43,15 @@ void Nodes::Heartbeat(const std::string& name) {
                            {{"status", {{"conditions", api::NodeReadyConditions()}}}});
 }
 
-void Nodes::Sync() {
+bool Nodes::Sync() {
   const long long mtime = MTime(file_);
+  bool registered = false;
   if (mtime != mtime_) {
     auto nodes = ReadNodesFile(file_);
     if (!nodes) {
       Log("error", "nodes file", {{"error", nodes.error().message}});
       mtime_ = mtime;
-      return;
+      return false;
     }
     std::set<std::string> fresh;
     bool ok = true;
@@ -69,11 +70,13 @@ void Nodes::Sync() {
     if (ok) mtime_ = mtime;  // else retry on the next sync
     last_heartbeat_ = std::chrono::steady_clock::now();
     Log("info", "nodes registered", {{"count", std::to_string(names_.size())}});
+    registered = true;
   }
   if (std::chrono::steady_clock::now() - last_heartbeat_ > std::chrono::seconds(10)) {
     for (const std::string& name : names_) Heartbeat(name);
     last_heartbeat_ = std::chrono::steady_clock::now();
   }
+  return registered;
 }
 
 void Nodes::DeleteAll() {

@@ -23,8 +23,9 @@ class Nodes {
   Nodes(const kube::Client& client, std::string file) : client_(client), file_(std::move(file)) {}
 
   // Re-reads the file when it changed, creates or updates its nodes and deletes those that
-  // left it; renews every node's Ready condition at most every 10 s.
-  void Sync();
+  // left it; renews every node's Ready condition at most every 10 s. Whether it registered them
+  // (the names and uids may have changed).
+  bool Sync();
   void DeleteAll();
   bool Owns(const std::string& node) const { return names_.contains(node); }
   const std::set<std::string>& names() const { return names_; }

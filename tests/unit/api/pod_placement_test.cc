@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/deployment.h"
-#include "api/document.h"
-#include "api/pipeline_parse.h"
 #include "api/router_objects.h"
+#include "support/parsed_pipeline.h"
+#include "support/pipelines.h"
 
 namespace pipescale::api {
 namespace {
@@ -21,27 +23,12 @@ using nlohmann::json;
 constexpr const char* kUnreachable = "node.kubernetes.io/unreachable";
 constexpr const char* kNotReady = "node.kubernetes.io/not-ready";
 
-// `class_fields` go into the one hardware class.
-model::Pipeline Pipeline(const std::string& class_fields) {
-  const std::string yaml = R"yaml(
-apiVersion: pipescale.io/v1alpha1
-kind: InferencePipeline
-metadata: {name: traffic, namespace: ns}
-spec:
-  router: {}
-  hardwareClasses: [{name: gpu)yaml" +
-                           class_fields +
-                           R"yaml(}]
-  tasks:
-    - name: detect
-      variants:
-        - name: yolo
-          profiles: [{hardwareClass: gpu, latencyMs: {quadratic: {a: 0, b: 3, c: 8}}}]
-  paths: [{name: p, tasks: [detect], sloMs: 500}]
-)yaml";
-  ParsedPipeline parsed = ParsePipeline(yaml);
-  EXPECT_TRUE(parsed.pipeline) << (parsed.errors.empty() ? "" : parsed.errors[0].ToString());
-  return parsed.pipeline ? *parsed.pipeline : model::Pipeline{};
+// The shared one-task pipeline with a router; `class_fields` go into its one hardware class.
+model::Pipeline Pipeline(const json& class_fields = json::object()) {
+  json doc = testing::OneTaskPipeline("traffic", "ns");
+  doc["spec"]["router"] = json::object();
+  doc["spec"]["hardwareClasses"][0].update(class_fields);
+  return testing::ParsedPipeline(doc.dump());
 }
 
 json PodSpec(const model::Pipeline& p) {
@@ -59,31 +46,33 @@ std::vector<json> Of(const json& spec, const std::string& key) {
 }
 
 TEST(PodPlacement, AModelReplicaOnALostNodeWaitsItsClassesStartUpThenIsReplaced) {
-  for (const auto& [startup, seconds] :
-       {std::pair{"", 0}, {", startupSeconds: 6", 6}, {", startupSeconds: 2.5", 3}}) {
+  const std::vector<std::pair<json, int>> cases = {{json::object(), 0},
+                                                   {json::parse(R"({"startupSeconds": 6})"), 6},
+                                                   {json::parse(R"({"startupSeconds": 2.5})"), 3}};
+  for (const auto& [startup, seconds] : cases) {
     const json spec = PodSpec(Pipeline(startup));
     for (const char* key : {kUnreachable, kNotReady}) {
       const std::vector<json> found = Of(spec, key);
       ASSERT_EQ(found.size(), 1u) << key << " " << spec.dump();
       EXPECT_EQ(found[0]["effect"], "NoExecute");
       EXPECT_EQ(found[0]["operator"], "Exists");
-      EXPECT_EQ(found[0]["tolerationSeconds"], seconds) << startup;
+      EXPECT_EQ(found[0]["tolerationSeconds"], seconds) << startup.dump();
     }
   }
 }
 
 TEST(PodPlacement, TheClassesOwnTolerationsStayAndAUsersChoiceForALostNodeStands) {
-  const json spec = PodSpec(Pipeline(
-      ", startupSeconds: 6, tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: "
-      "NoSchedule}, {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, "
-      "tolerationSeconds: 120}]"));
+  const json spec = PodSpec(Pipeline(json::parse(R"({"startupSeconds": 6, "tolerations": [
+      {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+      {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+       "tolerationSeconds": 120}]})")));
   EXPECT_EQ(Of(spec, "nvidia.com/gpu").size(), 1u);
   ASSERT_EQ(Of(spec, kUnreachable).size(), 1u) << spec.dump();
   EXPECT_EQ(Of(spec, kUnreachable)[0]["tolerationSeconds"], 120);
   ASSERT_EQ(Of(spec, kNotReady).size(), 1u);
   EXPECT_EQ(Of(spec, kNotReady)[0]["tolerationSeconds"], 6);
   // A toleration of every taint (no key, Exists) is the user's choice for both.
-  const json all = PodSpec(Pipeline(", tolerations: [{operator: Exists}]"));
+  const json all = PodSpec(Pipeline(json::parse(R"({"tolerations": [{"operator": "Exists"}]})")));
   EXPECT_EQ(all["tolerations"].size(), 1u) << all.dump();
 }
 
@@ -101,7 +90,7 @@ TEST(PodPlacement, ATolerationOfAnotherEffectDoesNotCountForALostNode) {
 }
 
 TEST(PodPlacement, ReplicasOfADeploymentSpreadOverTheNodesUnlessTheTemplateSaysOtherwise) {
-  const model::Pipeline p = Pipeline("");
+  const model::Pipeline p = Pipeline();
   const json d = BuildDeployment(p, {}, p.spec.tasks[0], p.spec.tasks[0].variants[0],
                                  p.spec.hardware_classes[0], 2, 4);
   const json& spread = d["spec"]["template"]["spec"]["topologySpreadConstraints"];
@@ -122,7 +111,7 @@ TEST(PodPlacement, ReplicasOfADeploymentSpreadOverTheNodesUnlessTheTemplateSaysO
 }
 
 TEST(PodPlacement, ARouterOnALostNodeIsReplacedAfterASecondAndItsReplicasSpread) {
-  const model::Pipeline p = Pipeline("");
+  const model::Pipeline p = Pipeline();
   const json d = BuildRouterDeployment(p, {}, 2);
   const json& spec = d["spec"]["template"]["spec"];
   for (const char* key : {kUnreachable, kNotReady}) {
