@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "counters.h"
 #include "guards.h"
+#include "prober.h"
 #include "reply.h"
 #include "routing/binary.h"
 #include "routing/request.h"
@@ -184,6 +185,12 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     if (verdict.eject) {
       pod.ejection->Eject(NowMs());
       metrics_.Eject(name);
+      if (pod.ejection->StartProbe()) {
+        asio::co_spawn(
+            pool_.executor(),
+            ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + name + "/ready", pool_),
+            ReportThrow{"router-probe"});
+      }
     } else if (reply.ok()) {
       pod.ejection->Answered(NowMs());
     }

@@ -21,19 +21,36 @@
 
 namespace pipescale::router {
 
-// A pod left out of picks for calls it left unanswered.
+// A pod left out of picks for calls it left unanswered, until it answers a probe (prober.h).
 struct Ejection {
   std::atomic<double> until_ms{0};     // SteadyNowMs() before which picks leave it out
   std::atomic<int> times{0};           // ejections since its last answer
   std::atomic<double> answered_ms{0};  // SteadyNowMs() of its last answer
+  std::atomic<bool> probing{false};    // a probe runs for it
   // Left out for the n-th time in a row.
   void Eject(double now_ms) {
     until_ms.store(now_ms + routing::EjectMs(++times), std::memory_order_relaxed);
+  }
+  // Left out until `until` at least.
+  void Hold(double until) {
+    if (until_ms.load(std::memory_order_relaxed) < until)
+      until_ms.store(until, std::memory_order_relaxed);
   }
   // It answered: the next ejection is the first again.
   void Answered(double now_ms) {
     answered_ms.store(now_ms, std::memory_order_relaxed);
     if (times.load(std::memory_order_relaxed) != 0) times.store(0, std::memory_order_relaxed);
+  }
+  // True for the one caller that is to run the pod's probe.
+  bool StartProbe() {
+    bool idle = false;
+    return probing.compare_exchange_strong(idle, true);
+  }
+  // It answered the probe: back in picks, and a later ejection may start a probe again.
+  void Readmit(double now_ms) {
+    Answered(now_ms);
+    until_ms.store(0, std::memory_order_relaxed);
+    probing.store(false);
   }
 };
 

@@ -145,6 +145,12 @@ class RouterTest : public ::testing::Test {
   }
 
   std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
+  // The value of the router's first series that begins with `series`, -1 when it has none.
+  double Metric(const std::string& series) const {
+    const std::string m = Metrics();
+    const size_t at = m.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(m.find(' ', at) + 1));
+  }
 
   // Runs the load generator (Poisson arrivals at `trace`, query sizes from the pipeline's
   // querySizes) against the router to its end; its report.
@@ -374,6 +380,43 @@ double ModelMetric(const std::string& address, const std::string& name) {
 // Requests a model server at `address` has served, by its own count.
 double Served(const std::string& address) {
   return ModelMetric(address, "pipescale_model_requests_total");
+}
+
+// A pod that hangs (SIGSTOP: a frozen node) costs one request the half of its budget it waited,
+// once: the pod is then left out of picks and comes back only by answering a readiness probe, so
+// no request waits on it again however long it stays hung (without the probe, the calls after
+// the first ejection's 5 s and the second's 10 s would each pay again). Running again, it serves.
+TEST_F(RouterTest, AHungPodIsLeftOutUntilItAnswersAProbe) {
+  processes_.reserve(3);
+  const std::string a = Model("detect", "0,0,5");
+  const std::string b = Model("detect", "0,0,5");
+  // As the operator's discovery gives them: with the variant and class whose d(b) they serve.
+  StartRouter("detect=" + a + "@v/cpu/1," + b + "@v/cpu/1;classify=" + Model("classify", "0,0,5"),
+              400);
+  ASSERT_EQ(Infer(kRequest).code, 200);
+  const std::string ejections =
+      R"(pipescale_router_ejections_total{namespace="demo",pipeline="chain",task="detect"})";
+  const double served = Served(a);
+  ASSERT_EQ(kill(processes_[0]->pid(), SIGSTOP), 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        EXPECT_EQ(Infer(kRequest).code, 200);
+        return Metric(ejections) >= 1;
+      },
+      30s, 0ms));
+  for (const auto end = std::chrono::steady_clock::now() + 16s;
+       std::chrono::steady_clock::now() < end;) {
+    EXPECT_EQ(Infer(kRequest).code, 200);
+  }
+  EXPECT_EQ(Metric(ejections), 1) << Metrics();
+  ASSERT_EQ(kill(processes_[0]->pid(), SIGCONT), 0);
+  // The call it hung on may be served now; a second one only after a probe let it back.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        EXPECT_EQ(Infer(kRequest).code, 200);
+        return Served(a) >= served + 2;
+      },
+      60s, 0ms));
 }
 
 // classify takes 3 s against a 200 ms SLO: the client hears 504 by the deadline (plus a 50 ms
@@ -637,11 +680,7 @@ TEST_F(RouterTest, MarkSpillsToTheBurstClassOnlyWhenEveryMainReplicaWouldBeLate)
             {"capacityRps", 50}}}}}}}}.dump();
   const std::string main = Model("classify", "0,0,20"), burst = Model("classify", "0,0,20");
   const std::string endpoints = "classify=" + main + "@v/cpu/1," + burst + "@v/burst/1";
-  const auto spills = [&] {
-    const std::string m = Metrics();
-    const size_t at = m.find("pipescale_router_spills_total{");
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(m.find(' ', at) + 1));
-  };
+  const auto spills = [&] { return Metric("pipescale_router_spills_total{"); };
   StartRouter(endpoints, 400, "0", {"--pools-file", dir_ + "/pools.json"});
   Load("5:3");
   EXPECT_GE(spills(), 0);  // -1: the router exports no spill counter
