@@ -28,7 +28,7 @@ namespace pipescale::testing {
 
 // The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
 inline constexpr double kRate = 20;
-inline constexpr int kSeconds = 75;
+inline constexpr int kSeconds = 90;
 
 inline double UnixMs() {
   return std::chrono::duration<double, std::milli>(
@@ -70,6 +70,10 @@ struct Fault {
   double gone_ms = 0;
   double whole_again_s =
       -1;  // until detect and the router had two Ready pods again; 0: never short
+  // A task's only pod lost: every request sent until it is Ready again (`outage_end_ms`) may
+  // fail, as nothing else serves it.
+  bool outage = false;
+  double outage_end_ms = 0;
 };
 
 class FaultTest : public ::testing::Test {
