@@ -12,8 +12,11 @@
 
 namespace pipescale::testing {
 
+// Path p's SLO.
+inline constexpr int kChainSloMs = 400;
+
 // The chain's tasks and path, as spec lines: detect -> classify on the class `cpu`, path p.
-inline constexpr const char* kChainTasks = R"(  tasks:
+inline const std::string kChainTasks = R"(  tasks:
     - name: detect
       next: [{task: classify}]
       variants:
@@ -25,8 +28,8 @@ inline constexpr const char* kChainTasks = R"(  tasks:
         - name: tiny
           batchSize: {max: 8}
           profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {a: 0, b: 5, c: 15}}}]
-  paths: [{name: p, tasks: [detect, classify], sloMs: 400}]
-)";
+  paths: [{name: p, tasks: [detect, classify], sloMs: )" +
+                                       std::to_string(kChainSloMs) + "}]\n";
 
 // The pipeline `name` in `ns`, read from `prometheus`; `class_fields` go into the hardware class
 // (", startupSeconds: 2"), `spec_lines` into the spec (each line indented two spaces).

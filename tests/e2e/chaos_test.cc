@@ -71,7 +71,7 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     return back;
   });
   // A killed leader does not release its Lease: the standby takes it once it expires (15 s).
-  next("operator leader killed (SIGKILL), the standby takes over", [&](Fault&) {
+  next("operator leader killed (SIGKILL), the standby takes over", [&](Fault& fault) {
     op->Stop(SIGKILL, 5s);
     const double killed_ms = UnixMs();
     const bool taken = Eventually([&] { return LeaseHolder() == standby->pid(); }, 40s, 200ms);
@@ -79,6 +79,7 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     std::printf("the standby leads %.1f s after the leader's kill\n",
                 (UnixMs() - killed_ms) / 1000);
     op = std::move(standby);
+    fault.slo_held = true;
     return taken;
   });
   next("router pod deleted (SIGTERM)",
@@ -128,14 +129,21 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
                     << " ms)";
     }
   }
-  std::printf("%-52s %10s %5s %10s %12s\n", "fault", "at", "lost", "in flight", "whole again");
+  std::printf("%-52s %10s %5s %10s %12s %11s\n", "fault", "at", "lost", "in flight", "whole again",
+              "within SLO");
   for (size_t f = 0; f < faults.size(); ++f) {
-    std::printf("%-52s %8.1f s %5d %10s %10.1f s\n", faults[f].name.c_str(),
+    // Of the requests sent from the fault until the next one (or the load's end).
+    const double until = f + 1 < faults.size() ? faults[f + 1].at_ms : started_ms + 1e3 * kSeconds;
+    const double within = WithinSlo(all, faults[f].at_ms, until);
+    std::printf("%-52s %8.1f s %5d %10s %10.1f s %10.1f%%\n", faults[f].name.c_str(),
                 (faults[f].at_ms - started_ms) / 1000, lost[f],
                 faults[f].may_lose_in_flight || faults[f].outage
                     ? std::to_string(in_flight[f]).c_str()
                     : "-",
-                faults[f].whole_again_s);
+                faults[f].whole_again_s, 100 * within);
+    if (faults[f].slo_held) {
+      EXPECT_GE(within, kHeldWithinSlo) << faults[f].name << ": the clients should not notice";
+    }
   }
   std::printf("requests: %zu, lost outside a killed router's in-flight or an outage: %d\n",
               all.size(), unexcused);

@@ -48,6 +48,7 @@ TEST_F(FaultTest, PrometheusAndTheApiserverAwayCostTheClientsNothingAndScaleNoth
   // Prometheus away: the Deployments' replicas, read every half second, never fall below what
   // they were.
   std::map<std::string, int> least = before;
+  const double prometheus_away_ms = UnixMs();
   std::thread outage([&] {
     EXPECT_EQ(env().Script("outage " + env().Var("PIPESCALE_DIR") + " prometheus " +
                            std::to_string(kPrometheusAwaySeconds)),
@@ -81,11 +82,16 @@ TEST_F(FaultTest, PrometheusAndTheApiserverAwayCostTheClientsNothingAndScaleNoth
                     << r.router << " answered " << r.code;
     }
   }
+  // Within the SLO while each was away and until the next (the load's end).
+  const double prometheus_within = WithinSlo(all, prometheus_away_ms, apiserver_away_ms);
+  const double apiserver_within = WithinSlo(all, apiserver_away_ms, started_ms + 1e3 * seconds);
   std::printf(
-      "%zu requests, %d lost; Prometheus away from 8 s for %d s, the apiserver from %.1f s "
-      "for %d s\n",
-      all.size(), lost, kPrometheusAwaySeconds, (apiserver_away_ms - started_ms) / 1000,
-      kApiserverAwaySeconds);
+      "%zu requests, %d lost; Prometheus away from 8 s for %d s (%.1f%% within the SLO until the "
+      "apiserver's outage), the apiserver from %.1f s for %d s (%.1f%% within the SLO from it)\n",
+      all.size(), lost, kPrometheusAwaySeconds, 100 * prometheus_within,
+      (apiserver_away_ms - started_ms) / 1000, kApiserverAwaySeconds, 100 * apiserver_within);
+  EXPECT_GE(prometheus_within, kHeldWithinSlo);
+  EXPECT_GE(apiserver_within, kHeldWithinSlo);
   if (lost > 0) ADD_FAILURE() << load.Log() << EventsOf(*client_, ns_) << op->Log();
   EXPECT_EQ(op->Stop(SIGTERM, 10s), 0) << op->Log();
 }

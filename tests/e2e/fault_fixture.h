@@ -58,6 +58,18 @@ inline std::vector<Request> ReadRequests(const std::string& file) {
   return out;
 }
 
+// The share of the requests sent in [from_ms, to_ms) answered 200 within path p's SLO, as the
+// client timed them; 1 when none was sent.
+inline double WithinSlo(const std::vector<Request>& all, double from_ms, double to_ms) {
+  int sent = 0, within = 0;
+  for (const Request& r : all) {
+    if (r.sent_ms < from_ms || r.sent_ms >= to_ms) continue;
+    ++sent;
+    within += r.code == 200 && r.done_ms - r.sent_ms <= kChainSloMs ? 1 : 0;
+  }
+  return sent == 0 ? 1 : static_cast<double>(within) / sent;
+}
+
 // One fault as done: when, to which router address ("" for none), and whether it was a kill.
 struct Fault {
   std::string name;
@@ -74,7 +86,13 @@ struct Fault {
   // fail, as nothing else serves it.
   bool outage = false;
   double outage_end_ms = 0;
+  // The control plane's fault: the requests sent until the next fault keep kHeldWithinSlo.
+  bool slo_held = false;
 };
+
+// Where the control plane fails, the share of the requests within the SLO the data plane keeps
+// (issue 48's goal).
+inline constexpr double kHeldWithinSlo = 0.99;
 
 class FaultTest : public ::testing::Test {
  protected:

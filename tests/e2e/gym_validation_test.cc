@@ -42,7 +42,7 @@ std::string Pipeline(const std::string& ns, const std::string& prometheus) {
          "  minRate: 10\n"
          "  router: {}\n"
          "  hardwareClasses: [{name: cpu, costPerHour: 0.1, startupSeconds: 3}]\n" +
-         std::string(testing::kChainTasks) +
+         testing::kChainTasks +
          "  behavior: {scaleDown: {stabilizationWindowSeconds: 20}}\n"
          "  metrics: {prometheusURL: " +
          prometheus + "}\n";
