@@ -52,7 +52,7 @@ void AddPools(const model::Pipeline& pipeline, const PoolsPart& pools, bool fcfs
       continue;
     }
     auto& matcher = known.matchers[pool.task];
-    if (!matcher) matcher = std::make_shared<Matcher>();
+    if (!matcher) matcher = std::make_shared<Matcher>(known.peers);
     matcher->Configure(pool.qos_ms, fcfs, MatchedReplicas(pipeline, pool, table.pods[task]));
     out.matcher = matcher;
   }
@@ -81,10 +81,7 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
     e->outstanding = it->second->outstanding;
     e->ejection = it->second->ejection;
   }
-  if (known.peers) {
-    e->peers = known.peers->Track(pod.address, e->outstanding);
-    e->link = known.peers;
-  }
+  if (known.peers) e->peers = known.peers->Track(pod.address, e->outstanding);
   return e;
 }
 

@@ -159,7 +159,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     int ahead = 0;
     {
       const Outstanding busy(lease->matcher ? nullptr : pod.outstanding.get(),
-                             metrics_.TaskInFlight(name), pod.link.get());
+                             metrics_.TaskInFlight(name), walk.table->peer_link.get());
       ahead = busy.ahead();
       const routing::Wire wire = body.Render(parameters);
       const auto pieces = wire.Pieces();

@@ -51,7 +51,7 @@ void Matcher::Start(const std::vector<routing::KairosQueue::Start>& starts) {
     // Counted at once, here under the lock, not when the waiter's call leaves: a replica whose
     // answer starts this router's next query there never reads idle to the other routers.
     ++*replica->outstanding;
-    if (replica->link) replica->link->Nudge();
+    if (peers_) peers_->Nudge();
     std::shared_ptr<Waiter> w = std::move(waiter.mapped());
     w->served = replica;
     // The timer belongs to the waiter's loop: cancel it there.
@@ -96,7 +96,7 @@ void Matcher::Release(const Endpoint& replica) {
     }
   }
   --*replica.outstanding;  // after the next start there, if any
-  if (replica.link) replica.link->Nudge();
+  if (peers_) peers_->Nudge();
 }
 
 void Matcher::Rematch() {

@@ -21,10 +21,14 @@
 namespace pipescale::router {
 
 struct Endpoint;
+class PeerLink;
 
 class Matcher {
  public:
   using Clock = std::chrono::steady_clock;
+
+  // `peers`: told of each change of a replica's count (null: the counts are this router's alone).
+  explicit Matcher(std::shared_ptr<const PeerLink> peers = nullptr) : peers_(std::move(peers)) {}
 
   struct Replica {
     std::shared_ptr<Endpoint> endpoint;
@@ -63,6 +67,7 @@ class Matcher {
   void Match();
   void Start(const std::vector<routing::KairosQueue::Start>& starts);
 
+  const std::shared_ptr<const PeerLink> peers_;
   mutable std::mutex mu_;
   std::optional<routing::KairosQueue> queue_;
   std::map<std::uint64_t, std::shared_ptr<Waiter>> waiters_;

@@ -68,7 +68,6 @@ struct Endpoint {
   std::shared_ptr<std::atomic<int>> outstanding = std::make_shared<std::atomic<int>>(0);
   // The calls the other router replicas report at the pod (peers.h); null when they share none.
   std::shared_ptr<const std::atomic<int>> peers;
-  std::shared_ptr<const PeerLink> link;  // nudged as `outstanding` changes; null as `peers`
   // Picks leave the pod out while it is ejected (routing::EjectMs). Shared by every Endpoint of
   // the address, as `outstanding`.
   std::shared_ptr<Ejection> ejection = std::make_shared<Ejection>();
@@ -96,7 +95,8 @@ class RoutingTable final : public routing::TaskLoads {
   // router reads it adds what the others report (routing::PodOutstanding), so that the door and
   // the picker read the whole queue.
   int routers = 1;
-  std::shared_ptr<const PeerLink> peer_link;  // null when the replicas share no counts
+  // Nudged as a pod's `outstanding` changes; null when the replicas share no counts.
+  std::shared_ptr<const PeerLink> peer_link;
 
   // The batcher of `task` for `variant` (-1: the task's first) and its variant; null when the
   // router forms no batches there.
