@@ -257,12 +257,11 @@ CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const Cal
             {ErrorKind::kInvalid, "task " + name + " refused the request (" +
                                       std::to_string(outcome.status) + "): " + outcome.detail}};
   }
-  // No answer, and none to any other call meanwhile: the pod hangs, whether or not time is left.
-  const bool hung = outcome.status == 0 && !outcome.pod_answered_meanwhile;
+  // Past the deadline a silent pod may only have been busy with other routers' calls (under
+  // overload its queue outlasts a budget): ejecting it would cost the pool its capacity.
   if (now_ms >= walk.deadline_ms) {
-    return {.kind = Kind::kFail,
-            .error = {ErrorKind::kExpired, "the deadline passed while task " + name + " served"},
-            .eject = hung};
+    return {Kind::kFail,
+            {ErrorKind::kExpired, "the deadline passed while task " + name + " served"}};
   }
   const std::string what = outcome.status == 0
                                ? outcome.detail
@@ -275,7 +274,7 @@ CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const Cal
   // Once more, on another pod: a failed pod must not fail the request alone.
   return {.kind = attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail,
           .error = std::move(error),
-          .eject = hung};
+          .eject = outcome.status == 0 && !outcome.pod_answered_meanwhile};
 }
 
 Failure Walker::BadAnswer(int task, const Error& error) const {
