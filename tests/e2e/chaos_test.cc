@@ -45,7 +45,7 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     ASSERT_TRUE(act(fault)) << name;
     // Short of a Ready pod within a few seconds (a killed process is seen at its next probe),
     // then whole again: how long the fault took from the pipeline.
-    if (fault.outage) {
+    if (fault.outage()) {
       fault.whole_again_s = (fault.outage_end_ms - fault.at_ms) / 1000;
     } else {
       const bool short_of_one = Eventually([&] { return !Whole(); }, 5s, 100ms);
@@ -64,7 +64,6 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
   next("model pod killed (SIGKILL), its task's only replica", [&](Fault& fault) {
     const std::string classify = "pipescale.io/task=classify";
     if (!KillListener(ReadyPod(classify).second, fault)) return false;
-    fault.outage = true;
     Eventually([&] { return ReadyPods(classify) == 0; }, 5s, 50ms);
     const bool back = Eventually([&] { return ReadyPods(classify) == 1; }, 60s, 100ms);
     fault.outage_end_ms = UnixMs();
@@ -113,9 +112,10 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
       const bool spans = fault.may_lose_in_flight && r.router == fault.router &&
                          r.sent_ms <= fault.gone_ms && r.done_ms >= fault.at_ms;
       // In the pipeline at the kill: an upper bound of what the pod held.
-      const bool in_pipeline = fault.outage && r.sent_ms <= fault.at_ms && r.done_ms >= fault.at_ms;
+      const bool in_pipeline =
+          fault.outage() && r.sent_ms <= fault.at_ms && r.done_ms >= fault.at_ms;
       const bool in_outage =
-          fault.outage && r.sent_ms <= fault.outage_end_ms && r.done_ms >= fault.at_ms;
+          fault.outage() && r.sent_ms <= fault.outage_end_ms && r.done_ms >= fault.at_ms;
       in_flight[f] += spans || in_pipeline ? 1 : 0;
       if (r.code != 200 && (spans || in_outage)) {
         ++lost[f];
@@ -137,7 +137,7 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     const double within = WithinSlo(all, faults[f].at_ms, until);
     std::printf("%-52s %8.1f s %5d %10s %10.1f s %10.1f%%\n", faults[f].name.c_str(),
                 (faults[f].at_ms - started_ms) / 1000, lost[f],
-                faults[f].may_lose_in_flight || faults[f].outage
+                faults[f].may_lose_in_flight || faults[f].outage()
                     ? std::to_string(in_flight[f]).c_str()
                     : "-",
                 faults[f].whole_again_s, 100 * within);

@@ -82,10 +82,10 @@ struct Fault {
   double gone_ms = 0;
   double whole_again_s =
       -1;  // until detect and the router had two Ready pods again; 0: never short
-  // A task's only pod lost: every request sent until it is Ready again (`outage_end_ms`) may
-  // fail, as nothing else serves it.
-  bool outage = false;
+  // A task's only pod lost (0: not this fault): every request sent until it was Ready again, at
+  // this time, may fail, as nothing else serves it.
   double outage_end_ms = 0;
+  bool outage() const { return outage_end_ms > 0; }
   // The control plane's fault: the requests sent until the next fault keep kHeldWithinSlo.
   bool slo_held = false;
 };

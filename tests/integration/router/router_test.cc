@@ -27,6 +27,14 @@ using testing::Eventually;
 using testing::Process;
 using namespace std::chrono_literals;
 
+// The value of the first series in `text` (Prometheus's text format) whose line begins with
+// `series`, -1 when none does.
+double FirstValue(const std::string& text, const std::string& series) {
+  const size_t at = text.find(series);
+  const size_t space = at == std::string::npos ? at : text.find(' ', at);
+  return space == std::string::npos ? -1.0 : std::stod(text.substr(space + 1));
+}
+
 struct Reply {
   int code = 0;
   json body;           // the JSON (the header's part, when the answer carries binary data)
@@ -146,11 +154,7 @@ class RouterTest : public ::testing::Test {
 
   std::string Metrics() const { return testing::HttpGet(metrics_port_, "/metrics").second; }
   // The value of the router's first series that begins with `series`, -1 when it has none.
-  double Metric(const std::string& series) const {
-    const std::string m = Metrics();
-    const size_t at = m.find(series);
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(m.find(' ', at) + 1));
-  }
+  double Metric(const std::string& series) const { return FirstValue(Metrics(), series); }
 
   // Runs the load generator (Poisson arrivals at `trace`, query sizes from the pipeline's
   // querySizes) against the router to its end; its report.
@@ -200,10 +204,7 @@ TEST_F(RouterTest, ServesAPathAndMeasuresIt) {
   // The model servers report how long each call waited for its batch: the router splits each
   // call's time into that and the rest, which for 5 ms batches on idle servers is most of it.
   const std::string labels = R"({namespace="demo",pipeline="chain",task="detect",variant=""})";
-  auto value = [&](const std::string& series) {
-    const size_t at = m.find(series + labels + " ");
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size() + labels.size()));
-  };
+  auto value = [&](const std::string& series) { return FirstValue(m, series + labels + " "); };
   EXPECT_EQ(value("pipescale_router_task_queue_seconds_count"), 20) << m;
   const double queue = value("pipescale_router_task_queue_seconds_sum");
   const double service = value("pipescale_router_task_service_seconds_sum");
@@ -371,10 +372,7 @@ TEST_F(RouterTest, AFailedPodIsRetriedOnceOnAnotherThenTheTaskIsNamed) {
 
 // A model server's own metric (its first series), -1 when it has none.
 double ModelMetric(const std::string& address, const std::string& name) {
-  const std::string m = testing::RunShell("curl -s http://" + address + "/metrics").out;
-  const size_t at = m.find(name + "{");
-  const size_t space = at == std::string::npos ? at : m.find(' ', at);
-  return space == std::string::npos ? -1 : std::stod(m.substr(space + 1));
+  return FirstValue(testing::RunShell("curl -s http://" + address + "/metrics").out, name + "{");
 }
 
 // Requests a model server at `address` has served, by its own count.
@@ -749,10 +747,7 @@ spec:
   const double requests = Served(model) - requests0;
   EXPECT_GE((rows - 8) / requests, 2.5) << "rows per request the model served";
   const std::string m = Metrics();
-  const auto value = [&](const std::string& series) {
-    const size_t at = m.find(series);
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(m.find(' ', at) + 1));
-  };
+  const auto value = [&](const std::string& series) { return FirstValue(m, series); };
   EXPECT_EQ(value("pipescale_router_batch_rows_bucket{namespace=\"demo\",pipeline=\"chain\","
                   "task=\"classify\",le=\"4\"}"),
             value("pipescale_router_batch_rows_count"))
