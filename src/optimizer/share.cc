@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 namespace pipescale::optimizer {
 namespace {
@@ -127,6 +128,67 @@ std::vector<int> DivideShares(double capacity, const std::vector<Claim>& claims,
     floors[i] = std::max(floors[i], std::min(claims[i].held, DemandOf(claims[i])));
   }
   return Divide(capacity, claims, floors);
+}
+
+namespace {
+
+// What a part of a pipeline's claim weighs among its parts: the replicas it needs, else those it
+// runs.
+double WeightOf(const Claim& c) { return c.demand.value_or(c.held); }
+
+}  // namespace
+
+Claim MergeClaims(const std::vector<Claim>& parts) {
+  assert(!parts.empty());
+  Claim out{.priority = parts[0].priority, .demand = 0};
+  double total = 0;
+  for (const Claim& c : parts) {
+    out.priority = std::max(out.priority, c.priority);
+    out.guaranteed += c.guaranteed;
+    out.demand = out.demand && c.demand ? std::optional(*out.demand + *c.demand) : std::nullopt;
+    out.held += c.held;
+    out.minimum += c.minimum;
+    total += WeightOf(c);
+  }
+  // Averaged over the parts' weights (all alike where no part needs or runs a replica), summed
+  // before dividing, so that parts of one unit or one value merge into exactly it.
+  double units = 0, value = 0;
+  for (const Claim& c : parts) {
+    const double w = total > 0 ? WeightOf(c) : 1;
+    units += w * c.unit;
+    value += w * c.value;
+  }
+  const double sum = total > 0 ? total : static_cast<double>(parts.size());
+  out.unit = units / sum;
+  out.value = value / sum;
+  return out;
+}
+
+std::vector<int> SplitShare(int share, const std::vector<Claim>& parts) {
+  std::vector<int> out(parts.size(), 0);
+  if (parts.size() == 1) {
+    out[0] = share;
+    return out;
+  }
+  double left = share * MergeClaims(parts).unit + kEps;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int least = LeastOf(parts[i]);
+    if (least * parts[i].unit > left) continue;
+    out[i] = least;
+    left -= least * parts[i].unit;
+  }
+  const auto weight = [&](size_t i) { return std::max(WeightOf(parts[i]), 1.0); };
+  while (true) {
+    int next = -1;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (out[i] >= DemandOf(parts[i]) || parts[i].unit > left) continue;
+      // out[i] / weight(i) below next's, without dividing.
+      if (next < 0 || out[i] * weight(next) < out[next] * weight(i)) next = static_cast<int>(i);
+    }
+    if (next < 0) return out;
+    ++out[next];
+    left -= parts[next].unit;
+  }
 }
 
 }  // namespace pipescale::optimizer

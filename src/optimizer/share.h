@@ -36,4 +36,15 @@ inline constexpr double kClearlyMore = 1.25;
 // at least `min_gain` units; otherwise every claim keeps what it holds.
 std::vector<int> DivideShares(double capacity, const std::vector<Claim>& claims, double min_gain);
 
+// A pipeline claims a pool once, however many of its classes take it: its classes' claims
+// (`parts`, not empty) as one. Demand, holdings, guarantees and leasts are summed (the demand
+// unknown when a part's is), the unit and the value averaged over the replicas each part needs
+// (what it holds where its demand is unknown), so that the merged claim's units are the parts'.
+Claim MergeClaims(const std::vector<Claim>& parts);
+// A merged claim's share back into its parts: each part's least first, in order, then one
+// replica at a time to the part given the least for the replicas it needs, up to its demand,
+// while the share's units last. Parts of one unit get exactly `share` between them when their
+// demands add up to it.
+std::vector<int> SplitShare(int share, const std::vector<Claim>& parts);
+
 }  // namespace pipescale::optimizer

@@ -12,13 +12,13 @@ namespace {
 
 std::string PipelineOf(const std::string& holder) { return holder.substr(0, holder.rfind('@')); }
 
-// The pipelines' claims on one pool, the allotting pipeline's class first.
+// The pipelines' claims on one pool, one each, the allotting pipeline's first.
 struct Contest {
-  std::vector<std::string> holders;  // HolderKeys
+  std::vector<std::string> pipelines;
   std::vector<optimizer::Claim> claims;
 
-  void Add(std::string holder, optimizer::Claim claim) {
-    holders.push_back(std::move(holder));
+  void Add(std::string pipeline, optimizer::Claim claim) {
+    pipelines.push_back(std::move(pipeline));
     claims.push_back(claim);
   }
   // Whether two claims or more together need more than the pool holds.
@@ -39,65 +39,100 @@ int Held(const PoolView& pool, const std::string& holder) {
   return it == pool.holders.end() ? 0 : it->second.pods;
 }
 
+// What a holder the arbiter has no record of claims: it keeps what it runs, and is given no more.
+optimizer::Claim Keeps(const PoolView::Holding& h) {
+  return {.priority = h.priority,
+          .guaranteed = h.pods,
+          .demand = h.pods,
+          .held = h.pods,
+          .unit = h.units / h.pods};
+}
+
 }  // namespace
 
 void Arbiter::Allot(const model::Pipeline& pipeline, ClusterCapacity& capacity, double now) {
-  const std::string me = PipelineKey(pipeline);
   std::lock_guard lock(mu_);
-  const size_t n = std::min(capacity.pools.size(), pipeline.spec.hardware_classes.size());
-  for (size_t i = 0; i < n && i < capacity.classes.size(); ++i) {
+  // The pipeline's classes by the pool they take: it claims each pool once.
+  std::map<std::string, std::vector<size_t>> by_pool;
+  const size_t n = std::min(
+      {capacity.pools.size(), pipeline.spec.hardware_classes.size(), capacity.classes.size()});
+  for (size_t i = 0; i < n; ++i) {
     const PoolView& pool = capacity.pools[i];
-    if (pool.key.empty() || pool.unit <= 0) continue;
+    if (!pool.key.empty() && pool.unit > 0) by_pool[pool.key].push_back(i);
+  }
+  for (const auto& [key, classes] : by_pool) AllotPool(pipeline, classes, capacity, now);
+}
+
+void Arbiter::AllotPool(const model::Pipeline& pipeline, const std::vector<size_t>& classes,
+                        ClusterCapacity& capacity, double now) {
+  const std::string me = PipelineKey(pipeline);
+  const PoolView& pool = capacity.pools[classes[0]];
+  const auto fresh = [&](const Entry& e) {
+    return e.pool == pool.key && now - e.at < kRecordSeconds;
+  };
+  // This pipeline's claim, a part per class (then any pods of classes it no longer has).
+  std::vector<optimizer::Claim> mine;
+  std::set<std::string> own;  // HolderKeys
+  for (const size_t i : classes) {
     const model::HardwareClass& hw = pipeline.spec.hardware_classes[i];
     const std::string self = HolderKey(me, hw.name);
-    const auto fresh = [&](const Entry& e) {
-      return e.pool == pool.key && now - e.at < kRecordSeconds;
-    };
-    Contest contest;
-    const auto mine = records_.find(self);
-    const bool planned = mine != records_.end() && fresh(mine->second);
-    contest.Add(self, {.priority = capacity.priority,
-                       .guaranteed = hw.guaranteed_replicas.value_or(0),
-                       .demand = planned ? std::optional<int>(mine->second.demand) : std::nullopt,
-                       .held = Held(pool, self),
-                       .unit = pool.unit,
-                       .minimum = planned ? mine->second.minimum : 0,
-                       .value = planned ? mine->second.value : 0});
-    for (const auto& [holder, e] : records_) {
-      if (holder == self || !fresh(e)) continue;
-      contest.Add(holder, {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit,
-                           e.minimum, e.value});
+    own.insert(self);
+    const auto it = records_.find(self);
+    const Entry* planned = it != records_.end() && fresh(it->second) ? &it->second : nullptr;
+    mine.push_back({.priority = capacity.priority,
+                    .guaranteed = hw.guaranteed_replicas.value_or(0),
+                    .demand = planned ? std::optional<int>(planned->demand) : std::nullopt,
+                    .held = Held(pool, self),
+                    .unit = capacity.pools[i].unit,
+                    .minimum = planned ? planned->minimum : 0,
+                    .value = planned ? planned->value : 0});
+  }
+  // The others', each pipeline's classes together: as recorded, else what they run.
+  std::map<std::string, std::vector<optimizer::Claim>> others;
+  std::set<std::string> recorded;  // HolderKeys
+  for (const auto& [holder, e] : records_) {
+    if (PipelineOf(holder) == me || !fresh(e)) continue;
+    recorded.insert(holder);
+    others[PipelineOf(holder)].push_back(
+        {e.priority, e.guaranteed, e.demand, Held(pool, holder), e.unit, e.minimum, e.value});
+  }
+  for (const auto& [holder, h] : pool.holders) {
+    if (h.pods <= 0 || recorded.contains(holder) || own.contains(holder)) continue;
+    if (PipelineOf(holder) == me) {
+      mine.push_back(Keeps(h));
+    } else {
+      others[PipelineOf(holder)].push_back(Keeps(h));
     }
-    for (const auto& [holder, h] : pool.holders) {
-      if (h.pods <= 0 || std::ranges::find(contest.holders, holder) != contest.holders.end()) {
-        continue;
-      }
-      // No record of what it needs: it keeps what it runs, and is given no more.
-      contest.Add(holder, {h.priority, h.pods, h.pods, h.pods, h.units / h.pods});
+  }
+  Contest contest;
+  contest.Add(me, optimizer::MergeClaims(mine));
+  for (const auto& [other, parts] : others) contest.Add(other, optimizer::MergeClaims(parts));
+  if (!contest.Contended(pool.capacity)) {
+    // A pool no one contends for is forgotten (a node that joins or leaves makes a new one).
+    if (const auto it = contending_.find(pool.key); it != contending_.end()) {
+      it->second.erase(me);
+      if (it->second.empty()) contending_.erase(it);
     }
-    if (!contest.Contended(pool.capacity)) {
-      // A pool no one contends for is forgotten (a node that joins or leaves makes a new one).
-      if (const auto it = contending_.find(pool.key); it != contending_.end()) {
-        it->second.erase(me);
-        if (it->second.empty()) contending_.erase(it);
-      }
-      continue;
-    }
-    std::set<std::string>& contending = contending_[pool.key];
-    for (const std::string& holder : contest.holders) contending.insert(PipelineOf(holder));
-    double largest = 0;
-    for (const optimizer::Claim& c : contest.claims) largest = std::max(largest, c.unit);
-    const std::vector<int> shares = optimizer::DivideShares(
-        pool.capacity, contest.claims, std::max(largest, kMinGainShare * pool.capacity));
-    ClassCapacity& c = capacity.classes[i];
-    c.share = shares[0];
+    return;
+  }
+  contending_[pool.key].insert(contest.pipelines.begin(), contest.pipelines.end());
+  double largest = 0;
+  for (const optimizer::Claim& c : contest.claims) largest = std::max(largest, c.unit);
+  const std::vector<int> shares = optimizer::DivideShares(
+      pool.capacity, contest.claims, std::max(largest, kMinGainShare * pool.capacity));
+  std::map<std::string, int> holders;  // the others' shares
+  for (size_t k = 1; k < shares.size(); ++k) holders[contest.pipelines[k]] = shares[k];
+  const std::vector<int> parts = optimizer::SplitShare(shares[0], mine);
+  for (size_t j = 0; j < classes.size(); ++j) {
+    ClassCapacity& c = capacity.classes[classes[j]];
+    c.share = parts[j];
     // Yielded: held below what its plan needs (a pipeline not yet planned says nothing).
-    const std::optional<int>& demand = contest.claims[0].demand;
-    if (!demand || *demand <= shares[0]) continue;
-    Yielded y{.hardware_class = hw.name, .share = shares[0], .pool = c.pool};
-    for (size_t k = 1; k < shares.size(); ++k)
-      y.holders[PipelineOf(contest.holders[k])] += shares[k];
-    capacity.yielded.push_back(std::move(y));
+    const std::optional<int>& demand = mine[j].demand;
+    if (!demand || *demand <= parts[j]) continue;
+    capacity.yielded.push_back({.hardware_class = pipeline.spec.hardware_classes[classes[j]].name,
+                                .holders = holders,
+                                .share = parts[j],
+                                .pool = c.pool});
   }
 }
 

@@ -2,8 +2,9 @@
 // than the nodes hold: each reconcile records what its plan needs of each pooled class, and every
 // pipeline on the pool plans within its share (optimizer/share.h: guaranteedReplicas first,
 // then by priority, then equal parts of the resource), so the first to reconcile no longer takes
-// it all. Pipelines the arbiter has no record of keep what they run. Thread-safe; one per
-// operator, shared by its reconcilers.
+// it all. A pipeline claims a pool once, however many of its classes take it, and its share is
+// split among them by what each needs. Pipelines the arbiter has no record of keep what they
+// run. Thread-safe; one per operator, shared by its reconcilers.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "model/pipeline.h"
 #include "optimizer/share.h"
@@ -65,6 +67,9 @@ class Arbiter {
              o.value <= value * optimizer::kClearlyMore;
     }
   };
+  // Allot for the pipeline's `classes` (indices into the spec's) that take one pool.
+  void AllotPool(const model::Pipeline& pipeline, const std::vector<size_t>& classes,
+                 ClusterCapacity& capacity, double now);
   void NudgeOthers(const std::string& pool, const std::string& pipeline);
 
   Nudge nudge_;

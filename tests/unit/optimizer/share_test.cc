@@ -218,5 +218,61 @@ TEST(DivideShares, TakesFromRunningPipelinesOnlyForTheGainAsked) {
   }
 }
 
+// A pipeline whose claim is split over two classes of one unit (its demand, guarantee and least
+// divided between them, each replica worth the same) divides the pool as the whole claim does,
+// and the parts get that share between them: each within its demand, each its least when the
+// share holds both.
+TEST(MergeClaims, AClaimSplitOverClassesOfOneUnitDividesAsTheWhole) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const Instance in = Generate(rng, true, false);
+    const Claim& whole = in.claims[0];
+    const auto cut = [&](int n) { return std::uniform_int_distribution<int>(0, n)(rng); };
+    Claim a = whole, b = whole;
+    a.guaranteed = cut(whole.guaranteed);
+    b.guaranteed = whole.guaranteed - a.guaranteed;
+    a.minimum = cut(whole.minimum);
+    b.minimum = whole.minimum - a.minimum;
+    if (whole.demand) {
+      a.demand = cut(*whole.demand);
+      b.demand = *whole.demand - *a.demand;
+    } else {
+      a.demand = trial % 3 == 0 ? std::nullopt : std::optional<int>(cut(8));
+    }
+    std::vector<Claim> merged = in.claims;
+    merged[0] = MergeClaims({a, b});
+    ASSERT_EQ(merged[0].demand, whole.demand) << trial;
+    const std::vector<int> shares = DivideShares(in.capacity, in.claims, 1);
+    ASSERT_EQ(DivideShares(in.capacity, merged, 1), shares) << trial;
+    const std::vector<int> parts = SplitShare(shares[0], {a, b});
+    ASSERT_EQ(parts[0] + parts[1], shares[0]) << trial;
+    ASSERT_LE(parts[0], DemandOf(a)) << trial;
+    ASSERT_LE(parts[1], DemandOf(b)) << trial;
+    if (shares[0] >= LeastOf(a) + LeastOf(b)) {
+      ASSERT_GE(parts[0], LeastOf(a)) << trial;
+      ASSERT_GE(parts[1], LeastOf(b)) << trial;
+    }
+  }
+}
+
+TEST(SplitShare, GivesEachPartItsLeastThenInProportionToItsDemand) {
+  const std::vector<Claim> parts = {{.demand = 6, .minimum = 1}, {.demand = 2, .minimum = 1}};
+  EXPECT_EQ(SplitShare(4, parts), (std::vector<int>{3, 1}));
+  EXPECT_EQ(SplitShare(8, parts), (std::vector<int>{6, 2}));
+  EXPECT_EQ(SplitShare(1, parts), (std::vector<int>{1, 0})) << "the first least that fits";
+}
+
+// Parts of different units: the merged claim's units are the parts' (the unit averaged over the
+// replicas each needs), and a split spends no more units than the share holds.
+TEST(MergeClaims, KeepsTheUnitsOfPartsOfDifferentUnits) {
+  const std::vector<Claim> parts = {{.demand = 4, .unit = 1}, {.demand = 2, .unit = 2}};
+  const Claim merged = MergeClaims(parts);
+  EXPECT_EQ(merged.demand, 6);
+  EXPECT_DOUBLE_EQ(*merged.demand * merged.unit, 8);
+  const std::vector<int> split = SplitShare(3, parts);  // 4 units
+  EXPECT_LE(split[0] * 1.0 + split[1] * 2.0, 3 * merged.unit + 1e-9);
+  EXPECT_EQ(split, (std::vector<int>{2, 1}));
+}
+
 }  // namespace
 }  // namespace pipescale::optimizer

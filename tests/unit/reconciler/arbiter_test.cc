@@ -74,6 +74,58 @@ TEST(Arbiter, DividesAPoolTheFirstToComeTookEqually) {
   EXPECT_EQ(for_a.yielded[0].holders, (std::map<std::string, int>{{"ns/b", 6}}));
 }
 
+// A pipeline with two GPU classes on the same nodes (two model variants' classes, say).
+model::Pipeline TwoGpuClasses(const std::string& name) {
+  model::Pipeline p = Pipeline(name);
+  model::HardwareClass second = p.spec.hardware_classes[0];
+  second.name = "gpu2";
+  p.spec.hardware_classes.insert(p.spec.hardware_classes.begin() + 1, second);
+  return p;
+}
+
+// It claims the pool once: two classes are not two pipelines' parts. Against a pipeline of one
+// class that needs as much, each gets half, and its half is split between its classes by what
+// each needs; its yielding names only the other.
+TEST(Arbiter, APipelineClaimsAPoolOnceWhateverItsClassesOnIt) {
+  Cluster cluster;
+  Arbiter arbiter;
+  const model::Pipeline two = TwoGpuClasses("two");
+  cluster.Run("a", 12);
+  EXPECT_FALSE(Planned(arbiter, cluster, Pipeline("a"), 12).classes[0].share);
+  const auto plan_two = [&] {
+    ClusterCapacity capacity = Allotted(arbiter, cluster, two);
+    arbiter.Record(two, capacity,
+                   {{"gpu", {.replicas = 8, .tasks = 1}}, {"gpu2", {.replicas = 4, .tasks = 1}}},
+                   kNow);
+  };
+  plan_two();
+  ASSERT_EQ(cluster.view.Capacity(two).classes.size(), 3u);
+  const ClusterCapacity for_two = Allotted(arbiter, cluster, two);
+  EXPECT_EQ(for_two.classes[0].share, 4);
+  EXPECT_EQ(for_two.classes[1].share, 2);
+  EXPECT_FALSE(for_two.classes[2].share) << "the CPU class takes no GPU";
+  ASSERT_EQ(for_two.yielded.size(), 2u);
+  for (const Yielded& y : for_two.yielded) {
+    EXPECT_EQ(y.holders, (std::map<std::string, int>{{"ns/a", 6}})) << y.hardware_class;
+  }
+  EXPECT_EQ(Allotted(arbiter, cluster, Pipeline("a")).classes[0].share, 6);
+}
+
+// Alone on the pool, its two classes do not contend with each other.
+TEST(Arbiter, APipelineAloneDoesNotContendWithItself) {
+  Cluster cluster;
+  Arbiter arbiter;
+  const model::Pipeline two = TwoGpuClasses("two");
+  ClusterCapacity capacity = Allotted(arbiter, cluster, two);
+  arbiter.Record(two, capacity,
+                 {{"gpu", {.replicas = 10, .tasks = 1}}, {"gpu2", {.replicas = 10, .tasks = 1}}},
+                 kNow);
+  const ClusterCapacity again = Allotted(arbiter, cluster, two);
+  EXPECT_FALSE(again.classes[0].share);
+  EXPECT_FALSE(again.classes[1].share);
+  EXPECT_TRUE(again.yielded.empty());
+}
+
 TEST(Arbiter, APipelineItHasNoRecordOfKeepsWhatItRuns) {
   Cluster cluster;
   Arbiter arbiter;
