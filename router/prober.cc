@@ -30,7 +30,7 @@ asio::awaitable<void> ProbeUntilReady(std::weak_ptr<Ejection> ejection, std::str
     const auto held = ejection.lock();
     if (!held) co_return;
     if (reply.ok() && reply->status == 200) {
-      held->Readmit(SteadyNowMs());
+      held->Readmit();
       co_return;
     }
     held->Eject(SteadyNowMs());

@@ -46,9 +46,10 @@ struct Ejection {
     bool idle = false;
     return probing.compare_exchange_strong(idle, true);
   }
-  // It answered the probe: back in picks, and a later ejection may start a probe again.
-  void Readmit(double now_ms) {
-    Answered(now_ms);
+  // It answered the probe: back in picks, and a later ejection may start a probe again. The
+  // count stays until a call is answered: a pod that answers its readiness but not its calls is
+  // left out twice as long each time, rather than costing a client's call every probe.
+  void Readmit() {
     until_ms.store(0, std::memory_order_relaxed);
     probing.store(false);
   }
