@@ -51,8 +51,9 @@ Result<std::vector<PolicyReport>> SimulateBox(const nlohmann::json& pipeline_obj
 PolicyReport MeanOf(const std::vector<PolicyReport>& runs);
 
 struct Tolerance {
-  double relative = 0.10;  // p99, replicas, and a share's complement where it is large
+  double relative = 0.10;  // replicas, and a share's complement where it is large
   double points = 1.0;     // a share may differ this much whatever its size
+  double tail = 0.10;      // p99
 };
 
 // The box against the simulator's runs of the same pipeline and trace (seeds 1..k), taken as
