@@ -90,8 +90,12 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline,
     const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
-    const DataPlaneParts& parts, bool fcfs, int routers) {
+    const DataPlaneParts& parts, bool fcfs, int routers,
+    const std::map<std::string, int>& restarting) {
   auto table = std::make_shared<RoutingTable>(pipeline);
+  for (const auto& [task, n] : restarting) {
+    if (const int t = table->graph.TaskIndex(task); t >= 0) table->restarting[t] = n;
+  }
   table->loki = parts.loki;
   table->routers = std::max(routers, 1);
   table->peer_link = known.peers;
@@ -276,7 +280,6 @@ void Discovery::Rebuild() {
   std::optional<model::Pipeline> pipeline =
       fixed_ ? fixed_ : PipelineFromConfigMap(object ? &data : nullptr);
   if (!pipeline) return;  // a broken or missing ConfigMap keeps what was routed before
-  const auto pods = routing::ReadyEndpoints(*pipeline, pods_->List());
   int routers = 0;
   std::vector<std::string> router_ips;  // Ready or not: a draining router still has calls out
   for (const nlohmann::json& pod : routers_->List()) {
@@ -285,8 +288,10 @@ void Discovery::Rebuild() {
   }
   std::erase(router_ips, "");
   if (known_.peers) known_.peers->SetPeers(std::move(router_ips));
-  auto table = MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs,
-                         routers);
+  const std::vector<nlohmann::json> listed = pods_->List();
+  auto table = MakeTable(*pipeline, routing::ReadyEndpoints(*pipeline, listed), known_,
+                         PartsFromConfigMap(data, *pipeline), config_.fcfs, routers,
+                         routing::RestartingPods(*pipeline, listed));
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

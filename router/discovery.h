@@ -48,11 +48,13 @@ struct Known {
 // A table for `pipeline` with these pods. An address in `known` that is profiled the same
 // keeps its Endpoint; a pool's matcher is kept and given the new replicas; `known` is updated.
 // `fcfs`: the matchers serve first come, first served (the baseline Kairos is measured against).
-// `routers`: the pipeline's Ready router replicas (RoutingTable::routers).
+// `routers`: the pipeline's Ready router replicas (RoutingTable::routers); `restarting`: its
+// pods restarting, by task (routing::RestartingPods).
 std::shared_ptr<const RoutingTable> MakeTable(
     const model::Pipeline& pipeline,
     const std::map<std::string, std::vector<routing::PodEndpoint>>& pods, Known& known,
-    const DataPlaneParts& parts = {}, bool fcfs = false, int routers = 1);
+    const DataPlaneParts& parts = {}, bool fcfs = false, int routers = 1,
+    const std::map<std::string, int>& restarting = {});
 
 // A Loki plan's tables from the routing ConfigMap's `routing.json` text; null, with a reason in
 // `error`, when it does not parse (the router then routes to any Ready pod).

@@ -130,7 +130,8 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
       cold_wait_(prometheus::BuildHistogram()
                      .Name("pipescale_router_cold_wait_seconds")
                      .Help("How long each cold request (held for a path asleep under "
-                           "spec.scaleToZero) waited at the door, admitted or refused")
+                           "spec.scaleToZero, or for a task's only pod restarting) waited at "
+                           "the door, admitted or refused")
                      .Register(r)),
       in_flight_(prometheus::BuildGauge()
                      .Name("pipescale_router_in_flight_requests")

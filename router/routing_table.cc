@@ -8,7 +8,8 @@ RoutingTable::RoutingTable(const model::Pipeline& pipeline)
     : graph(pipeline),
       pods(pipeline.spec.tasks.size()),
       pools(pipeline.spec.tasks.size()),
-      batchers(pipeline.spec.tasks.size()) {}
+      batchers(pipeline.spec.tasks.size()),
+      restarting(pipeline.spec.tasks.size(), 0) {}
 
 std::pair<std::shared_ptr<Batcher>, int> RoutingTable::BatcherFor(int task, int variant) const {
   for (const auto& [v, batcher] : batchers[task]) {

@@ -98,6 +98,8 @@ class RoutingTable final : public routing::TaskLoads {
   int routers = 1;
   // Nudged as a pod's `outstanding` changes; null when the replicas share no counts.
   std::shared_ptr<const PeerLink> peer_link;
+  // The pods restarting, by task (routing::RestartingPods).
+  std::vector<int> restarting;
 
   // The batcher of `task` for `variant` (-1: the task's first) and its variant; null when the
   // router forms no batches there.
@@ -111,6 +113,7 @@ class RoutingTable final : public routing::TaskLoads {
   double FillMs(int task, int variant) const override;
   std::optional<double> MatchedMs(int task, int rows) const override;
   std::optional<routing::SpillPool> Spill(int task) const override;
+  bool Restarting(int task) const override { return restarting[task] > 0; }
 };
 
 }  // namespace pipescale::router

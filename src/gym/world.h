@@ -294,6 +294,8 @@ class World {
     double FillMs(int task, int variant) const override;
     std::optional<double> MatchedMs(int task, int rows) const override;
     std::optional<routing::SpillPool> Spill(int task) const override;
+    // The simulator's pods do not crash: none restarts.
+    bool Restarting(int /*task*/) const override { return false; }
 
    private:
     const World& w_;

@@ -64,8 +64,10 @@ bool Pipeline::RouterBatches() const {
 }
 
 double Pipeline::ColdHoldMs(size_t path) const {
-  if (!spec.scale_to_zero || path >= spec.paths.size()) return 0;
-  if (spec.scale_to_zero->hold_seconds > 0) return 1000 * spec.scale_to_zero->hold_seconds;
+  if (path >= spec.paths.size()) return 0;
+  if (spec.scale_to_zero && spec.scale_to_zero->hold_seconds > 0) {
+    return 1000 * spec.scale_to_zero->hold_seconds;
+  }
   return 1000 * WakeSeconds(path) + spec.paths[path].slo_ms;
 }
 

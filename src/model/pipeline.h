@@ -306,10 +306,10 @@ struct Pipeline {
   const Variant* FindVariant(const std::string& task, const std::string& variant) const;
   // Whether the router forms the batches of any variant (batchSize.formedBy: router).
   bool RouterBatches() const;
-  // spec.scaleToZero: how long the router holds a request for path `path` (an index of
-  // spec.paths) while a task of it has no Ready pod: holdSeconds, else the slowest start-up among
-  // the classes its tasks' variants run on, plus kWakeAllowanceSeconds, plus its SLO. 0 without
-  // scaleToZero.
+  // How long the router holds a request for path `path` (an index of spec.paths) while a task of
+  // it has no Ready pod (asleep under scale to zero, or its pod restarting): the slowest start-up
+  // among the classes its tasks' variants run on, plus kWakeAllowanceSeconds, plus its SLO;
+  // spec.scaleToZero.holdSeconds where set.
   double ColdHoldMs(size_t path) const;
   // What waking path `path` takes: the slowest start-up among the classes its tasks' variants
   // run on (every task's for an index past spec.paths), plus kWakeAllowanceSeconds.

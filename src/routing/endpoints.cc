@@ -112,4 +112,26 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
   return out;
 }
 
+std::map<std::string, int> RestartingPods(const model::Pipeline& pipeline,
+                                          const std::vector<json>& pods) {
+  std::map<std::string, int> out;
+  for (const json& pod : pods) {
+    const json& metadata = Object(pod, "metadata");
+    const json labels = Object(metadata, "labels");
+    const std::string task = StringField(labels, "pipescale.io/task");
+    if (StringField(labels, "pipescale.io/pipeline") != pipeline.name || task.empty()) continue;
+    if (metadata.contains("deletionTimestamp") || PodReady(pod)) continue;
+    const json statuses = Object(pod, "status").value("containerStatuses", json::array());
+    if (!statuses.is_array()) continue;
+    const bool restarted = std::any_of(statuses.begin(), statuses.end(), [](const json& c) {
+      const json n = c.is_object() ? c.value("restartCount", json()) : json();
+      return (n.is_number_integer() && n.get<long long>() > 0) ||
+             !Object(Object(c, "state"), "terminated").empty() ||
+             !Object(Object(c, "lastState"), "terminated").empty();
+    });
+    if (restarted) ++out[task];
+  }
+  return out;
+}
+
 }  // namespace pipescale::routing

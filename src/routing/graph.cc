@@ -41,6 +41,7 @@ Graph::Graph(const model::Pipeline& pipeline) {
   for (size_t t = 0; t < tasks_.size(); ++t) {
     if (!entered[t]) roots_.push_back(static_cast<int>(t));
   }
+  sleeps_ = pipeline.spec.scale_to_zero.has_value();
   for (const model::Path& p : pipeline.spec.paths) {
     path_names_.push_back(p.name);
     auto& tasks = path_tasks_.emplace_back();

@@ -81,10 +81,12 @@ class Graph {
   // decide which it takes). 0 when the pipeline lists no path.
   double DeadlineMs(int path) const;
 
-  // How long a request for the path may wait at the door for a task's first Ready pod
-  // (model::Pipeline::ColdHoldMs; for -1 the longest of all paths'): 0 without scale to zero,
-  // when the request's own deadline bounds the wait.
+  // How long a request for the path may be held at the door for a task's Ready pod, asleep or
+  // restarting (model::Pipeline::ColdHoldMs; for -1 the longest of all paths').
   double ColdHoldMs(int path) const;
+  // Whether its paths sleep when idle (spec.scaleToZero): a request held for their pods from the
+  // first look, and one that names no path waits until every task has a Ready pod.
+  bool Sleeps() const { return sleeps_; }
 
   // The tasks of the path, in order; empty for -1.
   const std::vector<int>& PathTasks(int path) const;
@@ -98,9 +100,10 @@ class Graph {
   std::vector<std::vector<int>> path_tasks_;        // by path
   std::vector<double> slo_ms_;                      // by path
   std::vector<double> cold_hold_ms_;                // by path
-  std::vector<model::Priority> priority_;           // by path
-  std::vector<int> roots_;                          // tasks no edge enters
-  std::vector<std::vector<int>> path_entry_;        // by path: its first task
+  bool sleeps_ = false;
+  std::vector<model::Priority> priority_;     // by path
+  std::vector<int> roots_;                    // tasks no edge enters
+  std::vector<std::vector<int>> path_entry_;  // by path: its first task
 };
 
 }  // namespace pipescale::routing

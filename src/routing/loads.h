@@ -43,6 +43,9 @@ class TaskLoads {
   virtual std::optional<double> MatchedMs(int task, int rows) const = 0;
   // Where MArk's pool serves `task`: its burst class; nullopt where none.
   virtual std::optional<SpillPool> Spill(int task) const = 0;
+  // Whether a pod of `task` is restarting (routing::RestartingPods): not Ready now, but back
+  // within its start-up, so a request that finds the task without a Ready pod is held for it.
+  virtual bool Restarting(int task) const = 0;
 };
 
 // What a request of `rows` rows entering `task` now would find there (admission.h): its pods (of

@@ -41,11 +41,28 @@ Failure FailureOf(const Error& error) {
   return {.status = StatusOf(error.kind), .reason = reason, .message = error.message};
 }
 
+namespace {
+
+// Whether each of `tasks` (read into `now`) without a Ready pod has one restarting.
+bool RestartsEach(const TaskLoads& loads, std::span<const TaskNow> now,
+                  const std::vector<int>& tasks) {
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (now[i].pods.empty() && !loads.Restarting(tasks[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Walk Walker::Start(int path, int rows, double now_ms) const {
   Walk walk{.path = path, .rows = rows, .start_ms = now_ms};
-  const double slo_ms = graph_.DeadlineMs(path);
-  walk.deadline_ms = now_ms + (slo_ms > 0 ? slo_ms : policy_.timeout_ms);
+  walk.deadline_ms = now_ms + SloOrTimeoutMs(path);
   return walk;
+}
+
+double Walker::SloOrTimeoutMs(int path) const {
+  const double slo_ms = graph_.DeadlineMs(path);
+  return slo_ms > 0 ? slo_ms : policy_.timeout_ms;
 }
 
 DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const {
@@ -53,26 +70,39 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const
   if (walk.path < 0) return AtDoorUnnamed(loads, walk, now_ms);
   const std::vector<int>& tasks = graph_.PathTasks(walk.path);
   const std::span<const TaskNow> now = TasksNow(loads, tasks, walk.rows, tasks_now_);
-  const double share = AdmitShare(graph_.PriorityOf(walk.path));
-  const Door door = Admit(now, (walk.deadline_ms - now_ms) * share);
-  // A path asleep waits up to its cold hold, and is served within it once its pods are up.
-  if (door == Door::kWaitForPods) HoldCold(walk);
   const double remaining = walk.deadline_ms - now_ms;
+  // A held request has spent its SLO waiting for pods: it takes only what they have to spare (in
+  // once they would answer it within kHeldShare of an SLO), so the requests that came after it
+  // and can still make theirs go first, and a backlog of held ones never queues them late.
+  const double priority_share = AdmitShare(graph_.PriorityOf(walk.path));
+  const double share = walk.cold ? std::min(priority_share, kHeldShare) : priority_share;
+  const double budget = walk.cold ? std::min(remaining, SloOrTimeoutMs(walk.path)) : remaining;
+  const Door door = Admit(now, budget * share);
+  // A path asleep waits up to its cold hold from the first look (a wake takes longer than an
+  // SLO), and is served within it once its pods are up.
+  if (door == Door::kWaitForPods && graph_.Sleeps()) HoldCold(walk);
   switch (door) {
     case Door::kAdmit:
       return {};
     case Door::kRefuse:
+      if (walk.cold && remaining > kDoorPollMs) {
+        return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
+      }
       return {.kind = DoorStep::Kind::kRefuse,
               .refusal = {.status = 503,
                           .reason = kShedLate,
                           .message = StrFormat("path %s is full: its pods would answer in %.0f ms, "
                                                "more than %.0f%% of the %.0f ms left",
                                                graph_.PathName(walk.path).c_str(), PredictedMs(now),
-                                               100 * share, remaining)}};
+                                               100 * share, budget)}};
     case Door::kWaitForPods:
       break;
   }
-  if (remaining > kDoorPollMs)
+  // A warm path waits within its own deadline (a pod a moment away), and up to the cold hold
+  // where each task it waits for has a pod restarting: that pod is back within its start-up,
+  // and late beats lost. Not for pods still to be scheduled (the cluster full, say).
+  if (remaining <= kDoorPollMs && RestartsEach(loads, now, tasks)) HoldCold(walk);
+  if (walk.deadline_ms - now_ms > kDoorPollMs)
     return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
   size_t waiting = 0;
   while (waiting + 1 < now.size() && !now[waiting].pods.empty()) ++waiting;
@@ -98,7 +128,7 @@ DoorStep Walker::NoPodInTime(int task) const {
 // A request that names no path goes where the models send it: under scale to zero it waits
 // until every task has a Ready pod; else it goes in at once, as it always has.
 DoorStep Walker::AtDoorUnnamed(const TaskLoads& loads, Walk& walk, double now_ms) const {
-  if (graph_.ColdHoldMs(-1) <= 0) return {};
+  if (!graph_.Sleeps()) return {};
   for (int task = 0; task < static_cast<int>(graph_.tasks().size()); ++task) {
     if (loads.PodCount(task) > 0) continue;
     HoldCold(walk);

@@ -25,7 +25,10 @@
 namespace pipescale::routing {
 
 // The request path's defaults, stated once for the router's flags and the simulator.
-inline constexpr double kGraceMs = 50;           // answered past its deadline by more: a 504
+inline constexpr double kGraceMs = 50;  // answered past its deadline by more: a 504
+// A request held for pods (Walk::cold) is let in once they would answer it within this share of
+// its path's SLO: what they have to spare, after the requests that can still make theirs.
+inline constexpr double kHeldShare = 0.5;
 inline constexpr double kDoorPollMs = 20;        // a request waiting for pods looks again
 inline constexpr double kCallTimeoutMs = 30000;  // the deadline of a request no SLO bounds
 inline constexpr int kAttempts = 2;              // a failed call is tried once on another pod
@@ -69,8 +72,8 @@ struct Walk {
   int path = -1;  // the path the client named; -1: the models decide
   int rows = 1;   // the query's size: its first input's leading dimension
   double start_ms = 0, deadline_ms = 0;
-  // Held at the door for a task with no Ready pod under scale to zero: a cold request, whose
-  // deadline moved to its path's cold hold (Graph::ColdHoldMs).
+  // Held at the door for a task with no Ready pod, asleep under scale to zero or restarting: a
+  // cold request, whose deadline moved to its path's cold hold (Graph::ColdHoldMs).
   bool cold = false;
   std::optional<Failure> failure;             // the first of any of its visits
   std::vector<std::pair<int, double>> ended;  // each trail that ended: its path (-1: none), when
@@ -145,8 +148,9 @@ class Walker {
   // A request of `rows` rows for `path` (-1: the models decide) arriving at `now_ms`.
   Walk Start(int path, int rows, double now_ms) const;
 
-  // At the door: in, refused, or waiting for its path's tasks' first Ready pods (under scale to
-  // zero up to the path's cold hold, which becomes the walk's deadline; Walk::cold).
+  // At the door: in, refused, or waiting for its path's tasks' Ready pods: within its deadline,
+  // or up to the path's cold hold (which becomes the walk's deadline; Walk::cold) under scale to
+  // zero and for a pod restarting.
   DoorStep AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const;
 
   // The variant of `task` to serve a request that `from_variant` of `from_task` served before
@@ -200,6 +204,8 @@ class Walker {
  private:
   DoorStep AtDoorUnnamed(const TaskLoads& loads, Walk& walk, double now_ms) const;
   void HoldCold(Walk& walk) const;
+  // A request's own budget on `path`: its SLO, else the router's timeout.
+  double SloOrTimeoutMs(int path) const;
   DoorStep NoPodInTime(int task) const;
 
   const Graph& graph_;

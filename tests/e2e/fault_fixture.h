@@ -82,13 +82,20 @@ struct Fault {
   double gone_ms = 0;
   double whole_again_s =
       -1;  // until detect and the router had two Ready pods again; 0: never short
-  // A task's only pod lost (0: not this fault): every request sent until it was Ready again, at
-  // this time, may fail, as nothing else serves it.
+  // Every pod of a task lost (0: not this fault): when one was Ready again. Until the apiserver
+  // says they are not Ready (`down_ms`, as this test polls it, plus kWatchLagMs for the router's
+  // watch), the router still sends them calls, and with no other pod to retry them on they fail;
+  // after, the router holds what comes until a pod is back.
   double outage_end_ms = 0;
+  double down_ms = 0;
   bool outage() const { return outage_end_ms > 0; }
   // The control plane's fault: the requests sent until the next fault keep kHeldWithinSlo.
   bool slo_held = false;
 };
+
+// How long the router's Pod watch may trail this test's look at the apiserver (a 50 ms poll
+// against a watch's push): a request sent meanwhile may still find the old table.
+inline constexpr double kWatchLagMs = 250;
 
 // Where the control plane fails, the share of the requests within the SLO the data plane keeps
 // (issue 48's goal).
@@ -141,13 +148,27 @@ class FaultTest : public ::testing::Test {
   // The process listening on `ip`:8080 (a model server's or a router's), killed as a crash is;
   // the fault's instant is the kill's.
   bool KillListener(const std::string& ip, Fault& fault) const {
-    const std::string pid = ListenerPid(ip);
+    return KillListeners({ip}, fault);
+  }
+  // The same for each of `ips` at once: the fault's instant is the first kill's, and it is gone
+  // once every listener has closed.
+  bool KillListeners(const std::vector<std::string>& ips, Fault& fault) const {
+    std::vector<std::string> pids;
+    for (const std::string& ip : ips) pids.push_back(ListenerPid(ip));
     fault.at_ms = UnixMs();
-    if (pid.empty() || kill(std::atoi(pid.c_str()), SIGKILL) != 0) return false;
-    const bool gone = Eventually([&] { return ListenerPid(ip) != pid; }, std::chrono::seconds(10),
-                                 std::chrono::milliseconds(5));
+    for (const std::string& pid : pids) {
+      if (pid.empty() || kill(std::atoi(pid.c_str()), SIGKILL) != 0) return false;
+    }
+    const bool gone = Eventually(
+        [&] {
+          for (size_t i = 0; i < ips.size(); ++i) {
+            if (ListenerPid(ips[i]) == pids[i]) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(5));
     fault.gone_ms = UnixMs();
-    return gone;
+    return !ips.empty() && gone;
   }
   // The router Deployment's pods replaced one by one, as `kubectl rollout restart` does: a new
   // template annotation.

@@ -123,6 +123,32 @@ TEST(Endpoints, ABatchEnvThatIsNotABatchSizeIsPassedOver) {
 
 // Pods come from outside: any shape is passed over or read as far as it makes sense, never a
 // crash.
+// A pod not Ready whose container has run and ended (restarted, or just crashed) is restarting;
+// one not yet started, one leaving, a Ready one and another pipeline's are not; nothing
+// malformed counts.
+TEST(Endpoints, RestartingPodsAreTheNotReadyOnesThatRestarted) {
+  const auto restarts = [](json pod, const json& count) {
+    pod["status"]["containerStatuses"] = {{{"name", "model"}, {"restartCount", count}}};
+    return pod;
+  };
+  json leaving = restarts(Pod("l", "detect", "10.0.0.4", "False"), 1);
+  leaving["metadata"]["deletionTimestamp"] = "2026-12-07T09:00:00Z";
+  json crashed = Pod("g", "classify", "10.0.0.8", "False");  // before its first restart
+  crashed["status"]["containerStatuses"] = {
+      {{"restartCount", 0}, {"state", {{"terminated", {{"exitCode", 137}}}}}}};
+  json other = restarts(Pod("o", "detect", "10.0.0.5", "False"), 1);
+  other["metadata"]["labels"]["pipescale.io/pipeline"] = "another";
+  const auto r = RestartingPods(
+      Chain(), {restarts(Pod("a", "detect", "10.0.0.1", "False"), 2),
+                restarts(Pod("b", "detect", "", "False"), 1),
+                restarts(Pod("c", "classify", "10.0.0.2", "False"), 0),
+                restarts(Pod("d", "classify", "10.0.0.3"), 3), leaving, other, crashed,
+                restarts(Pod("e", "classify", "10.0.0.6", "False"), "1"),
+                restarts(Pod("f", "classify", "10.0.0.7", "False"), json::array()), json(),
+                json::array(), json{{"status", {{"containerStatuses", 5}}}}});
+  EXPECT_EQ(r, (std::map<std::string, int>{{"classify", 1}, {"detect", 2}}));
+}
+
 TEST(Endpoints, MalformedPodsArePassedOver) {
   json labels_wrong = Pod("a", "detect", "10.0.0.1");
   labels_wrong["metadata"]["labels"]["pipescale.io/task"] = 7;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "api/pipeline_parse.h"
 #include "support/parsed_pipeline.h"
@@ -26,6 +27,7 @@ struct Loads final : TaskLoads {
   std::map<std::pair<int, int>, double> fill;  // (task, variant) -> ms
   std::map<int, double> matched;               // task -> ms
   std::map<int, SpillPool> spill;
+  std::set<int> restarting;
 
   int PodCount(int task) const override { return static_cast<int>(pods[task].size()); }
   PodLoad Pod(int task, int index) const override { return pods[task][index]; }
@@ -43,6 +45,7 @@ struct Loads final : TaskLoads {
     const auto it = spill.find(task);
     return it == spill.end() ? std::nullopt : std::optional<SpillPool>(it->second);
   }
+  bool Restarting(int task) const override { return restarting.contains(task); }
 };
 
 PodLoad Idle(int variant, double batch_ms, int hardware_class = kGpu) {
@@ -111,6 +114,52 @@ TEST(WalkTest, ARequestWaitsAtTheDoorForItsPathsPodsUntilItsDeadline) {
   EXPECT_EQ(f.walker.AtDoor(loads, cars, 100).kind, DoorStep::Kind::kAdmit);
   EXPECT_FALSE(cars.cold);  // without scale to zero the deadline bounds the wait
   EXPECT_EQ(cars.deadline_ms, 200);
+}
+
+// A task whose only pod is restarting (a crash the kubelet restarts in place): past its own
+// deadline, a request waits up to the path's cold hold for it, as for a wake, and is served once
+// the pod is back. A task whose pods are still to be placed is waited for within the deadline
+// only: the cluster may be full for minutes.
+TEST(WalkTest, ARequestIsHeldForAPodRestartingNotForOneToBePlaced) {
+  Fixture f;
+  ASSERT_FALSE(f.pipeline.spec.scale_to_zero);
+  const double hold = f.pipeline.ColdHoldMs(kCars);
+  EXPECT_GT(hold, 200) << "longer than the SLO";
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  Walk placed = f.walker.Start(kCars, 1, 0);
+  ASSERT_EQ(f.walker.AtDoor(loads, placed, 100).kind, DoorStep::Kind::kWait);
+  EXPECT_EQ(f.walker.AtDoor(loads, placed, 200 - kDoorPollMs).refusal.reason, kShedNoPod);
+  EXPECT_FALSE(placed.cold);
+
+  loads.restarting = {kClassify};
+  Walk held = f.walker.Start(kCars, 1, 0);
+  ASSERT_EQ(f.walker.AtDoor(loads, held, 100).kind, DoorStep::Kind::kWait);
+  EXPECT_FALSE(held.cold) << "within its own deadline it is an ordinary wait";
+  ASSERT_EQ(f.walker.AtDoor(loads, held, 200 - kDoorPollMs).kind, DoorStep::Kind::kWait);
+  EXPECT_TRUE(held.cold);
+  EXPECT_EQ(held.deadline_ms, hold);
+  EXPECT_EQ(f.walker.AtDoor(loads, held, hold - kDoorPollMs).refusal.reason, kShedNoPod)
+      << "not back within the hold";
+  Walk back = f.walker.Start(kCars, 1, 0);
+  ASSERT_EQ(f.walker.AtDoor(loads, back, 200 - kDoorPollMs).kind, DoorStep::Kind::kWait);
+  loads.pods[kClassify] = {Idle(0, 20)};
+  EXPECT_EQ(f.walker.AtDoor(loads, back, 2500).kind, DoorStep::Kind::kAdmit)
+      << "served once its pod is back, past its SLO";
+
+  // Back but busy: a held request waits for what the pods have to spare (half an SLO), where one
+  // that has just come, and can still make its SLO, goes in first.
+  loads.pods[kClassify].clear();
+  Walk busy = f.walker.Start(kCars, 1, 0);
+  ASSERT_EQ(f.walker.AtDoor(loads, busy, 200 - kDoorPollMs).kind, DoorStep::Kind::kWait);
+  ASSERT_TRUE(busy.cold);
+  loads.pods[kClassify] = {Idle(0, 20)};
+  loads.pods[kDetect][0].outstanding = 2;  // 3 x 40 + 20 = 140 ms: within 200, not 100
+  EXPECT_EQ(f.walker.AtDoor(loads, busy, 3000).kind, DoorStep::Kind::kWait);
+  Walk fresh = f.walker.Start(kCars, 1, 3000);
+  EXPECT_EQ(f.walker.AtDoor(loads, fresh, 3000).kind, DoorStep::Kind::kAdmit);
+  loads.pods[kDetect][0].outstanding = 0;
+  EXPECT_EQ(f.walker.AtDoor(loads, busy, 3020).kind, DoorStep::Kind::kAdmit);
 }
 
 // Under scale to zero a request for a sleeping path is held for its cold hold (its slowest
