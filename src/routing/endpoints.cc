@@ -19,6 +19,12 @@ json Object(const json& parent, const char* key) {
   return v != nullptr && v->is_object() ? *v : json::object();
 }
 
+// The task a pod of `pipeline` serves, by its labels; "" for another pipeline's pod or none.
+std::string TaskOf(const model::Pipeline& pipeline, const json& labels) {
+  if (StringField(labels, "pipescale.io/pipeline") != pipeline.name) return "";
+  return StringField(labels, "pipescale.io/task");
+}
+
 int PortOf(const json& containers) {
   int first = 0;
   for (const json& c : containers) {
@@ -88,8 +94,8 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
                       {"spec", Object(raw, "spec")},
                       {"status", Object(raw, "status")}};
     const json labels = Object(pod["metadata"], "labels");
-    const std::string task = StringField(labels, "pipescale.io/task");
-    if (StringField(labels, "pipescale.io/pipeline") != pipeline.name || task.empty()) continue;
+    const std::string task = TaskOf(pipeline, labels);
+    if (task.empty()) continue;
     const std::string ip = StringField(pod["status"], "podIP");
     if (ip.empty() || !PodReady(pod)) continue;
     const json containers = pod["spec"].value("containers", json::array());
@@ -117,9 +123,8 @@ std::map<std::string, int> RestartingPods(const model::Pipeline& pipeline,
   std::map<std::string, int> out;
   for (const json& pod : pods) {
     const json& metadata = Object(pod, "metadata");
-    const json labels = Object(metadata, "labels");
-    const std::string task = StringField(labels, "pipescale.io/task");
-    if (StringField(labels, "pipescale.io/pipeline") != pipeline.name || task.empty()) continue;
+    const std::string task = TaskOf(pipeline, Object(metadata, "labels"));
+    if (task.empty()) continue;
     if (metadata.contains("deletionTimestamp") || PodReady(pod)) continue;
     const json statuses = Object(pod, "status").value("containerStatuses", json::array());
     if (!statuses.is_array()) continue;
