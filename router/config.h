@@ -24,6 +24,9 @@ struct RouterConfig {
   // Set at SIGTERM: the router still serves, but says it is not ready and closes each
   // connection after its answer, so clients move to another replica while nothing is lost.
   std::atomic<bool> draining{false};
+  // Whether the table follows the pods (discovery), so a newer one may bring a pod a visit
+  // waits for; not with --endpoints, where the pods are fixed.
+  bool pods_follow = true;
   // A request body past this is answered 413 before the rest is read.
   size_t max_body_bytes = model::RouterSpec{}.max_body_bytes;
 };

@@ -107,9 +107,10 @@ PipelineHandler::Lease::~Lease() {
   if (matcher && pod) matcher->Release(*pod);
 }
 
-asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk& walk, int task,
-                                                                      int variant, int tried) {
-  const RoutingTable& table = *walk.table;
+asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk& walk,
+                                                                      const RoutingTable& table,
+                                                                      int task, int variant,
+                                                                      int tried) {
   if (table.pods[task].empty()) co_return walk.walker->NoPod(task);
   const std::string& name = table.graph.TaskName(task);
   if (const std::shared_ptr<Matcher> matcher = table.pools[task].matcher) {
@@ -131,20 +132,22 @@ asio::awaitable<Result<PipelineHandler::Lease>> PipelineHandler::Pick(const Walk
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const Walk& walk,
+                                                                          const RoutingTable& table,
                                                                           int task, int variant,
                                                                           const routing::Body& body,
                                                                           int rows) {
-  const std::string& name = walk.table->graph.TaskName(task);
+  const std::string& name = table.graph.TaskName(task);
   // A model that branches takes the client's path instead when told which it is.
   std::vector<std::pair<std::string_view, std::string>> parameters = {
       {routing::kDeadlineParameter, ""}};
   if (walk.state.path >= 0)
     parameters.emplace_back(routing::kPathParameter, routing::Quoted(walk.PathName()));
-  Error failed{ErrorKind::kNotFound, ""};
+  routing::CallVerdict failed{.error = {ErrorKind::kNotFound, ""}};
   int tried = -1;
   for (int attempt = 0; attempt < routing::kAttempts; ++attempt) {
-    auto lease = co_await Pick(walk, task, variant, tried);
-    if (!lease) co_return attempt == 0 ? lease.error() : failed;  // no other pod to try
+    auto lease = co_await Pick(walk, table, task, variant, tried);
+    // No other pod to try.
+    if (!lease) co_return attempt == 0 ? lease.error() : walk.walker->NoPodLeft(task, failed);
     if (attempt > 0) metrics_.Retry(name);
     if (auto expired = walk.walker->BeforeCall(walk.state, task, NowMs())) co_return *expired;
     const auto remaining =
@@ -159,15 +162,14 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     int ahead = 0;
     {
       const Outstanding busy(lease->matcher ? nullptr : pod.outstanding.get(),
-                             metrics_.TaskInFlight(name), walk.table->peer_link.get());
+                             metrics_.TaskInFlight(name), table.peer_link.get());
       ahead = busy.ahead();
       const routing::Wire wire = body.Render(parameters);
       const auto pieces = wire.Pieces();
       const auto header_length =
           wire.binary.empty() ? std::nullopt : std::optional<size_t>(wire.JsonBytes());
-      const auto timeout =
-          std::chrono::milliseconds(static_cast<long>(std::ceil(walk.walker->AttemptTimeoutMs(
-              *walk.table, walk.state, task, lease->index, attempt, NowMs()))));
+      const auto timeout = std::chrono::milliseconds(static_cast<long>(std::ceil(
+          walk.walker->AttemptTimeoutMs(table, walk.state, task, lease->index, attempt, NowMs()))));
       reply = co_await pool_.Post(pod.address, "/v2/models/" + name + "/infer", pieces,
                                   header_length, timeout);
     }
@@ -206,37 +208,39 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
                                                       .pod_was_idle = ahead == 0}};
     }
     if (verdict.kind == routing::CallVerdict::Kind::kFail) co_return std::move(verdict.error);
-    failed = std::move(verdict.error);
+    failed = std::move(verdict);
     tried = lease->index;
   }
-  co_return failed;
+  co_return walk.walker->NoPodLeft(task, failed);
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(
-    const Walk& walk, int task, int variant, const routing::Body& body) {
-  const auto [batcher, batch_variant] = walk.table->BatcherFor(task, variant);
-  if (!batcher) co_return co_await Call(walk, task, variant, body, walk.state.rows);
+    const Walk& walk, const RoutingTable& table, int task, int variant, const routing::Body& body) {
+  const auto [batcher, batch_variant] = table.BatcherFor(task, variant);
+  if (!batcher) co_return co_await Call(walk, table, task, variant, body, walk.state.rows);
   const Batcher::Send send = [&, batch_variant = batch_variant](const routing::Body& batch,
                                                                 int rows) {
-    metrics_.Batch(walk.table->graph.TaskName(task), rows);
+    metrics_.Batch(table.graph.TaskName(task), rows);
     // A request the batcher cannot stack goes alone as the client sent it (the batcher counts it
     // 1 row): its rows are the request's.
-    return SendBatch(walk, task, batch_variant, batch, &batch == &body ? walk.state.rows : rows);
+    return SendBatch(walk, table, task, batch_variant, batch,
+                     &batch == &body ? walk.state.rows : rows);
   };
   auto reply = co_await batcher->Submit(body, walk.Deadline(), send);
   if (!reply) co_return reply.error();
   co_return TaskReply{.call = std::move(*reply)};  // its batch was measured where it was sent
 }
 
-asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk, int task,
+asio::awaitable<Result<CallReply>> PipelineHandler::SendBatch(const Walk& walk,
+                                                              const RoutingTable& table, int task,
                                                               int variant,
                                                               const routing::Body& batch,
                                                               int rows) {
-  auto reply = co_await Call(walk, task, variant, batch, rows);
+  auto reply = co_await Call(walk, table, task, variant, batch, rows);
   if (!reply) co_return reply.error();
   // Once per batch, not per request in it: the count is batches served.
   if (const auto answer = routing::ReadAnswer(reply->call.body, reply->call.header_length)) {
-    MeasureBatch(walk.table->graph.TaskName(task), reply->call, *reply->facts, answer->parameters);
+    MeasureBatch(table.graph.TaskName(task), reply->call, *reply->facts, answer->parameters);
   }
   co_return std::move(*reply).call;
 }
@@ -286,7 +290,16 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, int task, routing::Body
   if (step.kind == routing::VariantStep::Kind::kReroute) {
     metrics_.Reroute(graph.TaskName(task), graph.VariantName(task, step.variant));
   }
-  auto reply = co_await Send(walk, task, step.variant, body);
+  auto reply = co_await Send(walk, *walk.table, task, step.variant, body);
+  // No pod left to take the call (the task's only pod restarting, say): the visit waits for one
+  // in a newer table, as the door does, and is served late rather than lost.
+  for (std::shared_ptr<const RoutingTable> table = walk.table;
+       !reply && config_.pods_follow &&
+       walk.walker->WaitsForPod(*table, walk.state, task, reply.error(), NowMs());) {
+    table = co_await TableWithPod(walk, table, task);
+    if (!table) break;
+    reply = co_await Send(walk, *table, task, step.variant, body);
+  }
   if (!reply) {
     walk.state.Fail(routing::FailureOf(reply.error()));
     co_return;
@@ -381,6 +394,29 @@ asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(
     step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
   }
   co_return DoorVerdict(walk, step);
+}
+
+asio::awaitable<std::shared_ptr<const RoutingTable>> PipelineHandler::TableWithPod(
+    const Walk& walk, std::shared_ptr<const RoutingTable> last, int task) {
+  asio::steady_timer timer(pool_.executor());
+  const routing::Graph& graph = walk.table->graph;
+  while (walk.state.deadline_ms - NowMs() > routing::kDoorPollMs) {
+    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(routing::kDoorPollMs)));
+    beast::error_code ec;
+    co_await timer.async_wait(Redirect(ec));
+    std::shared_ptr<const RoutingTable> now = config_.table.load();
+    // The walk's indices hold in a table of the same tasks only (a new spec may have others).
+    if (!now || now == last || now->graph.tasks().size() != graph.tasks().size() ||
+        now->graph.TaskName(task) != graph.TaskName(task)) {
+      continue;
+    }
+    if (!now->pods[task].empty()) co_return now;
+    // Its pods gone and none restarting (deleted, their node lost): none is a start-up away.
+    if (!now->Restarting(task)) break;
+    last = std::move(now);
+  }
+  co_return nullptr;
 }
 
 asio::awaitable<ClientResponse> PipelineHandler::Infer(const HttpRequest& request) {

@@ -59,17 +59,18 @@ class PipelineHandler {
     CallReply call;
     std::optional<routing::CallFacts> facts;
   };
-  // A call to one of `task`'s pods, tried again on another as the core says; `rows`: the rows
-  // it carries (CallFacts::rows).
-  asio::awaitable<Result<TaskReply>> Call(const Walk& walk, int task, int variant,
-                                          const routing::Body& body, int rows);
+  // A call to one of `task`'s pods in `table` (the walk's, or a newer one a visit waited for),
+  // tried again on another as the core says; `rows`: the rows it carries (CallFacts::rows).
+  asio::awaitable<Result<TaskReply>> Call(const Walk& walk, const RoutingTable& table, int task,
+                                          int variant, const routing::Body& body, int rows);
   // Call, or through the task's batcher when the router forms its batches.
-  asio::awaitable<Result<TaskReply>> Send(const Walk& walk, int task, int variant,
-                                          const routing::Body& body);
+  asio::awaitable<Result<TaskReply>> Send(const Walk& walk, const RoutingTable& table, int task,
+                                          int variant, const routing::Body& body);
   // The call for a batch the router formed (`rows` rows), its service measured once here: each
   // request of the batch gets its rows of this answer from the batcher.
-  asio::awaitable<Result<CallReply>> SendBatch(const Walk& walk, int task, int variant,
-                                               const routing::Body& batch, int rows);
+  asio::awaitable<Result<CallReply>> SendBatch(const Walk& walk, const RoutingTable& table,
+                                               int task, int variant, const routing::Body& batch,
+                                               int rows);
   // The batch-service sample of an answered call, if it makes one.
   void MeasureBatch(const std::string& task, const CallReply& call, const routing::CallFacts& facts,
                     const nlohmann::json& parameters);
@@ -88,7 +89,12 @@ class PipelineHandler {
     ~Lease();
   };
   // Which pod: the matcher's, else the core's pick among the task's pods other than `tried`.
-  asio::awaitable<Result<Lease>> Pick(const Walk& walk, int task, int variant, int tried);
+  asio::awaitable<Result<Lease>> Pick(const Walk& walk, const RoutingTable& table, int task,
+                                      int variant, int tried);
+  // A table newer than `last`, of the walk's tasks, in which `task` has a pod; null once the
+  // walk's deadline leaves no time to wait for one.
+  asio::awaitable<std::shared_ptr<const RoutingTable>> TableWithPod(
+      const Walk& walk, std::shared_ptr<const RoutingTable> last, int task);
   // One visit of a request at `task`, `from` being the (task, variant) that served it before.
   asio::awaitable<void> Visit(Walk& walk, int task, routing::Body body, std::vector<int> trail,
                               std::pair<int, int> from);

@@ -326,6 +326,7 @@ int Run(Flags flags) {
     pipescale::router::DataPlaneParts parts;
     if (!ReadParts(flags, *file, parts)) return 2;
     pipescale::router::Known known;
+    config.pods_follow = false;
     config.table.store(MakeTable(*file, *pods, known, parts, config.fcfs));
     metrics.Declare(config.table.load()->graph);
     return Serve(config, flags, *numbers, metrics, metrics_port);

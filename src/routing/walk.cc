@@ -78,9 +78,13 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const
   const double share = walk.cold ? std::min(priority_share, kHeldShare) : priority_share;
   const double budget = walk.cold ? std::min(remaining, SloOrTimeoutMs(walk.path)) : remaining;
   const Door door = Admit(now, budget * share);
-  // A path asleep waits up to its cold hold from the first look (a wake takes longer than an
-  // SLO), and is served within it once its pods are up.
-  if (door == Door::kWaitForPods && graph_.Sleeps()) HoldCold(walk);
+  // A path asleep, or whose tasks without a Ready pod each have one restarting, is held up to its
+  // cold hold from the first look (a wake or a restart takes longer than an SLO; late beats
+  // lost), and is served within it once its pods are up. A pod still to be placed (the cluster
+  // full, say) is waited for within the request's own deadline only.
+  if (door == Door::kWaitForPods && (graph_.Sleeps() || RestartsEach(loads, now, tasks))) {
+    HoldCold(walk);
+  }
   switch (door) {
     case Door::kAdmit:
       return {};
@@ -98,10 +102,6 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const
     case Door::kWaitForPods:
       break;
   }
-  // A warm path waits within its own deadline (a pod a moment away), and up to the cold hold
-  // where each task it waits for has a pod restarting: that pod is back within its start-up,
-  // and late beats lost. Not for pods still to be scheduled (the cluster full, say).
-  if (remaining <= kDoorPollMs && RestartsEach(loads, now, tasks)) HoldCold(walk);
   if (walk.deadline_ms - now_ms > kDoorPollMs)
     return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
   size_t waiting = 0;
@@ -126,7 +126,8 @@ DoorStep Walker::NoPodInTime(int task) const {
 }
 
 // A request that names no path goes where the models send it: under scale to zero it waits
-// until every task has a Ready pod; else it goes in at once, as it always has.
+// until every task has a Ready pod; else it goes in at once, and waits at a task of its walk that
+// has none (WaitsForPod).
 DoorStep Walker::AtDoorUnnamed(const TaskLoads& loads, Walk& walk, double now_ms) const {
   if (!graph_.Sleeps()) return {};
   for (int task = 0; task < static_cast<int>(graph_.tasks().size()); ++task) {
@@ -305,6 +306,22 @@ CallVerdict Walker::AfterCall(const Walk& walk, int task, int attempt, const Cal
   return {.kind = attempt + 1 < kAttempts ? Kind::kRetry : Kind::kFail,
           .error = std::move(error),
           .eject = outcome.status == 0 && !outcome.pod_answered_meanwhile};
+}
+
+Error Walker::NoPodLeft(int task, const CallVerdict& last) const {
+  if (!last.eject) return last.error;
+  return {ErrorKind::kNotFound,
+          "task " + graph_.TaskName(task) + " has no pod left to try: " + last.error.message};
+}
+
+bool Walker::WaitsForPod(const TaskLoads& loads, Walk& walk, int task, const Error& error,
+                         double now_ms) const {
+  if (error.kind != ErrorKind::kNotFound) return false;
+  // Its pods died under the call (a crash the table does not show yet), or are restarting: back
+  // within a start-up. Not pods still to be placed, as at the door.
+  if (loads.PodCount(task) == 0 && !loads.Restarting(task)) return false;
+  HoldCold(walk);
+  return walk.deadline_ms - now_ms > kDoorPollMs;
 }
 
 Failure Walker::BadAnswer(int task, const Error& error) const {

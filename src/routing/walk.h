@@ -72,8 +72,9 @@ struct Walk {
   int path = -1;  // the path the client named; -1: the models decide
   int rows = 1;   // the query's size: its first input's leading dimension
   double start_ms = 0, deadline_ms = 0;
-  // Held at the door for a task with no Ready pod, asleep under scale to zero or restarting: a
-  // cold request, whose deadline moved to its path's cold hold (Graph::ColdHoldMs).
+  // Held for a task with no Ready pod, asleep under scale to zero or restarting (at the door, or
+  // at the task: Walker::WaitsForPod): a cold request, whose deadline moved to its path's cold
+  // hold (Graph::ColdHoldMs).
   bool cold = false;
   std::optional<Failure> failure;             // the first of any of its visits
   std::vector<std::pair<int, double>> ended;  // each trail that ended: its path (-1: none), when
@@ -184,6 +185,16 @@ class Walker {
   // more on another pod.
   CallVerdict AfterCall(const Walk& walk, int task, int attempt, const CallOutcome& outcome,
                         double now_ms) const;
+  // What a call fails with when no pod of `task` is left to try after `last` (the last
+  // attempt's verdict): "no ready pod" (kNotFound) where the pod left it unanswered, as a pod
+  // that died does (a visit waits for another: WaitsForPod); else the last attempt's error.
+  Error NoPodLeft(int task, const CallVerdict& last) const;
+  // Whether a visit whose call failed with `error` waits for a pod of `task` in a newer table than
+  // `loads`: when the task had none left (kNotFound) because its pods died under the call or are
+  // restarting, as the door holds a request (Walk::cold); its deadline moves to its path's cold
+  // hold, and it waits while more than a poll of that is left.
+  bool WaitsForPod(const TaskLoads& loads, Walk& walk, int task, const Error& error,
+                   double now_ms) const;
   // A task's answer the walk cannot read or route (its outputs, or the next tasks it names): the
   // model's fault, a 502.
   Failure BadAnswer(int task, const Error& error) const;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "api/deployment.h"
@@ -297,6 +299,50 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
   const auto [sent, ok] = SentAndServed(report);
   EXPECT_GT(sent, 1000);
   EXPECT_EQ(ok, sent) << report.dump();
+}
+
+// A task's only pod is killed outright under steady load, and the node agent restarts it in 2 s:
+// no request is lost. Those that reach the router while classify has no Ready pod wait at the
+// door for the pod restarting; those it sent to the dead pod before the apiserver said so (its
+// connection refused, no other pod to retry on) wait at classify for the pod's return, and are
+// sent again there. Both are answered late (up to the start-up), not refused.
+TEST_F(RouterOnClusterTest, ATasksOnlyPodKilledLosesNoRequestItIsHeldForItsRestart) {
+  std::string killed;
+  double down_ms = 0;
+  std::thread change([&] {
+    EXPECT_TRUE(Eventually([&] { return Answered() >= 100; }, 30s, 100ms));
+    const std::string ip = Pods("classify").front()["status"].value("podIP", "");
+    killed = testing::ListenerPid(ip);
+    const auto start = std::chrono::steady_clock::now();
+    if (!killed.empty()) kill(std::atoi(killed.c_str()), SIGKILL);
+    // Back: Ready again after its restart (the same pod, its restart counted).
+    EXPECT_TRUE(Eventually(
+        [&] {
+          const std::vector<json> pods = Pods("classify");
+          return pods.size() == 1 && routing::PodReady(pods[0]) &&
+                 pods[0]["status"]["containerStatuses"][0].value("restartCount", 0) >= 1;
+        },
+        30s, 50ms));
+    down_ms =
+        1000 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  const json report = Load("20:20");
+  change.join();
+  ASSERT_TRUE(report.is_object());
+  EXPECT_FALSE(killed.empty()) << "no process listened on the classify pod's address";
+  EXPECT_GT(down_ms, 1000) << "the pod was down for its start-up";
+  const auto [sent, ok] = SentAndServed(report);
+  EXPECT_GT(sent, 300);
+  EXPECT_EQ(ok, sent) << "down " << down_ms << " ms: " << report.dump() << router_->Log();
+  if (ok != sent) {  // what the router refused, and why
+    const std::string m = testing::HttpGet(metrics_port_, "/metrics").second;
+    std::istringstream in(m);
+    for (std::string line; std::getline(in, line);)
+      if (line.starts_with("pipescale_router_shed_total") ||
+          line.starts_with("pipescale_requests_total")) {
+        std::cerr << line << "\n";
+      }
+  }
 }
 
 // The router as the operator runs it (its objects and routing ConfigMap, two replicas the node

@@ -116,6 +116,41 @@ TEST(WalkTest, ARequestWaitsAtTheDoorForItsPathsPodsUntilItsDeadline) {
   EXPECT_EQ(cars.deadline_ms, 200);
 }
 
+// A call whose task has no pod left to try: where the pod left it unanswered (its process gone,
+// the table not showing it yet) or the task's pods are restarting, the visit waits for a pod up to
+// the cold hold, as the door does. A pod's failure that answered (a 500) is the visit's error, and
+// a task whose pods are gone with none restarting (still to be placed) is not waited for.
+TEST(WalkTest, AVisitWhoseOnlyPodLeftItUnansweredWaitsForAPod) {
+  Fixture f;
+  const CallVerdict refused{.kind = CallVerdict::Kind::kRetry,
+                            .error = {ErrorKind::kTransient, "connection refused"},
+                            .eject = true};
+  const Error none = f.walker.NoPodLeft(kClassify, refused);
+  EXPECT_EQ(none.kind, ErrorKind::kNotFound);
+  EXPECT_NE(none.message.find("connection refused"), std::string::npos) << none.message;
+  const CallVerdict failed{.kind = CallVerdict::Kind::kRetry,
+                           .error = {ErrorKind::kTransient, "HTTP 500"}};
+  EXPECT_EQ(f.walker.NoPodLeft(kClassify, failed), failed.error);
+
+  Loads died;  // the table still lists the pod that left the call unanswered
+  died.pods[kClassify] = {Idle(0, 20)};
+  Walk cars = f.walker.Start(kCars, 1, 0);
+  EXPECT_FALSE(f.walker.WaitsForPod(died, cars, kClassify, failed.error, 50));
+  EXPECT_FALSE(cars.cold);
+  ASSERT_TRUE(f.walker.WaitsForPod(died, cars, kClassify, none, 50));
+  EXPECT_TRUE(cars.cold);
+  EXPECT_EQ(cars.deadline_ms, f.pipeline.ColdHoldMs(kCars));
+  EXPECT_FALSE(f.walker.WaitsForPod(died, cars, kClassify, none, cars.deadline_ms - kDoorPollMs))
+      << "no poll of the hold left";
+
+  Loads placing;  // no pod, none restarting
+  Walk later = f.walker.Start(kCars, 1, 0);
+  EXPECT_FALSE(f.walker.WaitsForPod(placing, later, kClassify, f.walker.NoPod(kClassify), 50));
+  EXPECT_FALSE(later.cold);
+  placing.restarting.insert(kClassify);
+  EXPECT_TRUE(f.walker.WaitsForPod(placing, later, kClassify, f.walker.NoPod(kClassify), 50));
+}
+
 // A task whose only pod is restarting (a crash the kubelet restarts in place): past its own
 // deadline, a request waits up to the path's cold hold for it, as for a wake, and is served once
 // the pod is back. A task whose pods are still to be placed is waited for within the deadline
@@ -135,9 +170,9 @@ TEST(WalkTest, ARequestIsHeldForAPodRestartingNotForOneToBePlaced) {
   loads.restarting = {kClassify};
   Walk held = f.walker.Start(kCars, 1, 0);
   ASSERT_EQ(f.walker.AtDoor(loads, held, 100).kind, DoorStep::Kind::kWait);
-  EXPECT_FALSE(held.cold) << "within its own deadline it is an ordinary wait";
+  EXPECT_TRUE(held.cold) << "held from the first look: a pod that comes back with little of the "
+                            "SLO left must not see it refused as late";
   ASSERT_EQ(f.walker.AtDoor(loads, held, 200 - kDoorPollMs).kind, DoorStep::Kind::kWait);
-  EXPECT_TRUE(held.cold);
   EXPECT_EQ(held.deadline_ms, hold);
   EXPECT_EQ(f.walker.AtDoor(loads, held, hold - kDoorPollMs).refusal.reason, kShedNoPod)
       << "not back within the hold";
