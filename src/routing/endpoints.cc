@@ -25,6 +25,17 @@ std::string TaskOf(const model::Pipeline& pipeline, const json& labels) {
   return StringField(labels, "pipescale.io/task");
 }
 
+// Whether a container waits in the kubelet's crash-loop backoff: it crashed again after its
+// first restart (which is immediate), and is started next only after 10 s to 5 min, to crash
+// again as likely as not.
+bool CrashLooping(const json& statuses) {
+  return std::any_of(statuses.begin(), statuses.end(), [](const json& c) {
+    const json& waiting = Object(Object(c, "state"), "waiting");
+    const auto reason = waiting.find("reason");
+    return reason != waiting.end() && *reason == "CrashLoopBackOff";
+  });
+}
+
 int PortOf(const json& containers) {
   int first = 0;
   for (const json& c : containers) {
@@ -134,7 +145,7 @@ std::map<std::string, int> RestartingPods(const model::Pipeline& pipeline,
              !Object(Object(c, "state"), "terminated").empty() ||
              !Object(Object(c, "lastState"), "terminated").empty();
     });
-    if (restarted) ++out[task];
+    if (restarted && !CrashLooping(statuses)) ++out[task];
   }
   return out;
 }

@@ -49,7 +49,7 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(
 // The pods of `pipeline` restarting, by task: not Ready, no deletion under way, and a container
 // that has run and ended (terminated now, or before: restartCount above 0): a crashed process the
 // kubelet starts again in place, back within its start-up, unlike a pod still being scheduled
-// or started for the first time.
+// or started for the first time, or one in crash-loop backoff (crashed again since).
 std::map<std::string, int> RestartingPods(const model::Pipeline& pipeline,
                                           const std::vector<nlohmann::json>& pods);
 

@@ -136,17 +136,22 @@ TEST(Endpoints, RestartingPodsAreTheNotReadyOnesThatRestarted) {
   json crashed = Pod("g", "classify", "10.0.0.8", "False");  // before its first restart
   crashed["status"]["containerStatuses"] = {
       {{"restartCount", 0}, {"state", {{"terminated", {{"exitCode", 137}}}}}}};
+  json looping = restarts(Pod("h", "classify", "10.0.0.9", "False"), 2);  // crashed again
+  looping["status"]["containerStatuses"][0]["state"] = {
+      {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s restarting"}}}};
+  json odd = restarts(Pod("i", "detect", "10.0.0.10", "False"), 1);
+  odd["status"]["containerStatuses"][0]["state"] = {{"waiting", {{"reason", 7}}}};
   json other = restarts(Pod("o", "detect", "10.0.0.5", "False"), 1);
   other["metadata"]["labels"]["pipescale.io/pipeline"] = "another";
   const auto r = RestartingPods(
       Chain(), {restarts(Pod("a", "detect", "10.0.0.1", "False"), 2),
                 restarts(Pod("b", "detect", "", "False"), 1),
                 restarts(Pod("c", "classify", "10.0.0.2", "False"), 0),
-                restarts(Pod("d", "classify", "10.0.0.3"), 3), leaving, other, crashed,
-                restarts(Pod("e", "classify", "10.0.0.6", "False"), "1"),
+                restarts(Pod("d", "classify", "10.0.0.3"), 3), leaving, other, crashed, looping,
+                odd, restarts(Pod("e", "classify", "10.0.0.6", "False"), "1"),
                 restarts(Pod("f", "classify", "10.0.0.7", "False"), json::array()), json(),
                 json::array(), json{{"status", {{"containerStatuses", 5}}}}});
-  EXPECT_EQ(r, (std::map<std::string, int>{{"classify", 1}, {"detect", 2}}));
+  EXPECT_EQ(r, (std::map<std::string, int>{{"classify", 1}, {"detect", 3}}));
 }
 
 TEST(Endpoints, MalformedPodsArePassedOver) {
