@@ -159,7 +159,7 @@ void Arbiter::Record(const model::Pipeline& pipeline, const ClusterCapacity& cap
       Entry& old = records_[HolderKey(me, hw.name)];
       e.value_at = now;
       if (old.value > e.value &&
-          now - old.value_at < pipeline.spec.behavior.scale_down_window_seconds) {
+          now - old.value_at < kValueWindows * pipeline.spec.behavior.scale_down_window_seconds) {
         e.value = old.value;
         e.value_at = old.value_at;
       }
