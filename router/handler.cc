@@ -296,6 +296,7 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, int task, routing::Body
   for (std::shared_ptr<const RoutingTable> table = walk.table;
        !reply && config_.pods_follow &&
        walk.walker->WaitsForPod(*table, walk.state, task, reply.error(), NowMs());) {
+    metrics_.TaskWait(graph.TaskName(task));
     table = co_await TableWithPod(walk, table, task);
     if (!table) break;
     reply = co_await Send(walk, *table, task, step.variant, body);

@@ -81,6 +81,11 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                      .Help("Pods left out of picks for a while after a call they left "
                            "unanswered (connection failed or reset, or too slow to answer)")
                      .Register(r)),
+      task_waits_(prometheus::BuildCounter()
+                      .Name("pipescale_router_task_waits_total")
+                      .Help("Visits that waited at a task for a pod (its only pod died under "
+                            "the call or is restarting), held up to the path's hold")
+                      .Register(r)),
       drops_(prometheus::BuildCounter()
                  .Name("pipescale_router_drops_total")
                  .Help("Requests dropped before a task, by reason: Loki's budgets, a full "
@@ -212,6 +217,7 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
     const std::string& task = graph.tasks()[t];
     retries_.Add(Labels({{"task", task}}));
     ejections_.Add(Labels({{"task", task}}));
+    task_waits_.Add(Labels({{"task", task}}));
     task_in_flight_.Add(Labels({{"task", task}}));
     for (const char* reason : routing::kDropReasons) {
       drops_.Add(Labels({{"task", task}, {"reason", reason}}));
@@ -244,6 +250,12 @@ void RouterMetrics::Retry(const std::string& task) {
 
 void RouterMetrics::Eject(const std::string& task) {
   Cached(ejections_, {task}, [&] { return &ejections_.Add(Labels({{"task", task}})); }).Increment();
+}
+
+void RouterMetrics::TaskWait(const std::string& task) {
+  Cached(task_waits_, {task}, [&] {
+    return &task_waits_.Add(Labels({{"task", task}}));
+  }).Increment();
 }
 
 void RouterMetrics::Drop(const std::string& task, const std::string& reason) {

@@ -39,6 +39,8 @@ class RouterMetrics {
   void Retry(const std::string& task);
   // A pod of `task` left out of picks for a call it left unanswered (routing::kEjectMs).
   void Eject(const std::string& task);
+  // A visit waiting at `task` for a pod (its only pod died under the call, or is restarting).
+  void TaskWait(const std::string& task);
   // Loki's data plane: a request dropped before `task`, and one sent to a backup variant.
   void Drop(const std::string& task, const std::string& reason);
   void Reroute(const std::string& task, const std::string& variant);
@@ -110,6 +112,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Histogram>& service_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Counter>& ejections_;
+  prometheus::Family<prometheus::Counter>& task_waits_;
   prometheus::Family<prometheus::Counter>& drops_;
   prometheus::Family<prometheus::Counter>& reroutes_;
   prometheus::Family<prometheus::Counter>& spills_;
