@@ -3,6 +3,7 @@
 #pragma once
 
 // clang-format off
+#include <chrono>
 #include <utility>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -30,6 +31,13 @@ inline beast::flat_buffer ReadBuffer() {
 // A coroutine's error, instead of an exception: `co_await op(..., Redirect(ec))`.
 inline auto Redirect(beast::error_code& ec) {
   return asio::redirect_error(asio::use_awaitable, ec);
+}
+// Waits `ms` milliseconds on `timer` (none when not positive); a cancelled wait ends early.
+inline asio::awaitable<void> SleepMs(asio::steady_timer& timer, double ms) {
+  timer.expires_after(std::chrono::duration_cast<asio::steady_timer::duration>(
+      std::chrono::duration<double, std::milli>(ms)));
+  beast::error_code ec;
+  co_await timer.async_wait(Redirect(ec));
 }
 
 }  // namespace pipescale::router

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "clock.h"
 #include "counters.h"
@@ -293,11 +294,14 @@ asio::awaitable<void> PipelineHandler::Visit(Walk& walk, int task, routing::Body
   auto reply = co_await Send(walk, *walk.table, task, step.variant, body);
   // No pod left to take the call (the task's only pod restarting, say): the visit waits for one
   // in a newer table, as the door does, and is served late rather than lost.
+  // Each newer table is tried as it comes: one without a pod of the task fails at once, and
+  // the walker says whether to wait on (WaitsForPod: its pods restarting) or give up.
+  bool waited = false;
   for (std::shared_ptr<const RoutingTable> table = walk.table;
        !reply && config_.pods_follow &&
        walk.walker->WaitsForPod(*table, walk.state, task, reply.error(), NowMs());) {
-    metrics_.TaskWait(graph.TaskName(task));
-    table = co_await TableWithPod(walk, table, task);
+    if (!std::exchange(waited, true)) metrics_.TaskWait(graph.TaskName(task));
+    table = co_await NewerTable(walk, table, task);
     if (!table) break;
     reply = co_await Send(walk, *table, task, step.variant, body);
   }
@@ -387,35 +391,25 @@ asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(
   asio::steady_timer timer(pool_.executor());
   while (step.kind == routing::DoorStep::Kind::kWait) {
     // Pods appear in a new table: a request waiting for them reads each in turn.
-    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(step.again_ms - NowMs())));
-    beast::error_code ec;
-    co_await timer.async_wait(Redirect(ec));
+    co_await SleepMs(timer, step.again_ms - NowMs());
     walk.Use(config_.table.load(), config_.policy);
     step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
   }
   co_return DoorVerdict(walk, step);
 }
 
-asio::awaitable<std::shared_ptr<const RoutingTable>> PipelineHandler::TableWithPod(
+asio::awaitable<std::shared_ptr<const RoutingTable>> PipelineHandler::NewerTable(
     const Walk& walk, std::shared_ptr<const RoutingTable> last, int task) {
   asio::steady_timer timer(pool_.executor());
   const routing::Graph& graph = walk.table->graph;
   while (walk.state.deadline_ms - NowMs() > routing::kDoorPollMs) {
-    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(routing::kDoorPollMs)));
-    beast::error_code ec;
-    co_await timer.async_wait(Redirect(ec));
+    co_await SleepMs(timer, routing::kDoorPollMs);
     std::shared_ptr<const RoutingTable> now = config_.table.load();
     // The walk's indices hold in a table of the same tasks only (a new spec may have others).
-    if (!now || now == last || now->graph.tasks().size() != graph.tasks().size() ||
-        now->graph.TaskName(task) != graph.TaskName(task)) {
-      continue;
+    if (now && now != last && now->graph.tasks().size() == graph.tasks().size() &&
+        now->graph.TaskName(task) == graph.TaskName(task)) {
+      co_return now;
     }
-    if (!now->pods[task].empty()) co_return now;
-    // Its pods gone and none restarting (deleted, their node lost): none is a start-up away.
-    if (!now->Restarting(task)) break;
-    last = std::move(now);
   }
   co_return nullptr;
 }

@@ -91,9 +91,9 @@ class PipelineHandler {
   // Which pod: the matcher's, else the core's pick among the task's pods other than `tried`.
   asio::awaitable<Result<Lease>> Pick(const Walk& walk, const RoutingTable& table, int task,
                                       int variant, int tried);
-  // A table newer than `last`, of the walk's tasks, in which `task` has a pod; null once the
-  // walk's deadline leaves no time to wait for one.
-  asio::awaitable<std::shared_ptr<const RoutingTable>> TableWithPod(
+  // The next table newer than `last` of the walk's tasks (in which its indices hold); null once
+  // the walk's deadline leaves no time to wait for one.
+  asio::awaitable<std::shared_ptr<const RoutingTable>> NewerTable(
       const Walk& walk, std::shared_ptr<const RoutingTable> last, int task);
   // One visit of a request at `task`, `from` being the (task, variant) that served it before.
   asio::awaitable<void> Visit(Walk& walk, int task, routing::Body body, std::vector<int> trail,

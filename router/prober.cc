@@ -19,10 +19,7 @@ asio::awaitable<void> ProbeUntilReady(std::weak_ptr<Ejection> ejection, std::str
       co_return;
     }
     if (wait_ms > 0) {
-      timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double, std::milli>(wait_ms)));
-      beast::error_code ec;
-      co_await timer.async_wait(Redirect(ec));
+      co_await SleepMs(timer, wait_ms);
       continue;
     }
     const Result<UpstreamReply> reply = co_await pool.Get(

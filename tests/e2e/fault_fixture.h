@@ -84,8 +84,8 @@ struct Fault {
       -1;  // until detect and the router had two Ready pods again; 0: never short
   // Every pod of a task lost (0: not this fault): when one was Ready again. Until the apiserver
   // says they are not Ready (`down_ms`, as this test polls it, plus kWatchLagMs for the router's
-  // watch), the router still sends them calls, and with no other pod to retry them on they fail;
-  // after, the router holds what comes until a pod is back.
+  // watch), the router still sends them calls, which then wait at the task for a pod's return;
+  // after, the router holds what comes at the door until a pod is back.
   double outage_end_ms = 0;
   double down_ms = 0;
   bool outage() const { return outage_end_ms > 0; }
