@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "api/pipeline_parse.h"
 #include "model/plan.h"
+#include "support/mutate.h"
 #include "support/parsed_pipeline.h"
 
 namespace pipescale::routing {
@@ -169,6 +172,48 @@ TEST(Endpoints, MalformedPodsArePassedOver) {
     EXPECT_FALSE(PodReady(not_a_pod)) << not_a_pod.dump();
   }
   EXPECT_TRUE(PodReady(Pod("r", "detect", "10.0.0.5")));
+}
+
+// Pods come from the apiserver, anything a writer put there: mutations of a pod list's text
+// (bytes flipped, cut, duplicated) never crash either reader, every Ready endpoint has an
+// address, and no pod is counted both Ready and restarting. (A task label the pipeline does not
+// list is passed through: MakeTable leaves such pods out.)
+TEST(Endpoints, FuzzedPodsNeverCrashTheReaders) {
+  json restarted = Pod("r", "classify", "10.0.0.2", "False");
+  restarted["spec"]["containers"][0]["ports"] = {{{"name", "http"}, {"containerPort", 9000}}};
+  restarted["spec"]["containers"][0]["env"] = {{{"name", "PIPESCALE_BATCH_SIZE"}, {"value", "4"}}};
+  restarted["status"]["containerStatuses"] = {
+      {{"name", "model"},
+       {"restartCount", 1},
+       {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+       {"lastState", {{"terminated", {{"exitCode", 137}}}}}}};
+  const std::string seed = json::array({Pod("a", "detect", "10.0.0.1"), restarted}).dump();
+  const model::Pipeline pipeline = Chain();
+  std::mt19937 rng(48);
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const json pods =
+        json::parse(testing::Mutate(seed, rng, 6, [&] { return static_cast<char>(rng() % 256); }),
+                    nullptr, false);
+    if (pods.is_discarded() || !pods.is_array()) continue;
+    ++parsed;
+    const std::vector<json> list(pods.begin(), pods.end());
+    const auto ready = ReadyEndpoints(pipeline, list);
+    const auto restarting = RestartingPods(pipeline, list);
+    size_t counted = 0;
+    for (const auto& [task, endpoints] : ready) {
+      EXPECT_FALSE(task.empty());
+      for (const PodEndpoint& e : endpoints) EXPECT_NE(e.address.find(':'), 0u) << e.address;
+      counted += endpoints.size();
+    }
+    for (const auto& [task, n] : restarting) {
+      EXPECT_FALSE(task.empty());
+      EXPECT_GT(n, 0) << task;
+      counted += static_cast<size_t>(n);
+    }
+    EXPECT_LE(counted, list.size()) << pods.dump();
+  }
+  EXPECT_GT(parsed, 1000);  // the mutations left many lists to read
 }
 
 }  // namespace
