@@ -17,6 +17,7 @@
 #include "integration/harness/wait.h"
 #include "integration/operator/operator_process.h"
 #include "kube/client.h"
+#include "metrics/prometheus.h"
 #include "reconciler/conditions.h"
 #include "reconciler/reconciler.h"
 #include "support/fake_http_server.h"
@@ -385,6 +386,17 @@ TEST_F(OperatorTest, ASurgeIsPlannedForWithinSecondsNotAtTheNextInterval) {
   recent.Set(30);
   OperatorProcess op(ns_, "operator");
   ASSERT_TRUE(Eventually([&] { return op.Serving(); }, 20s)) << op.process().Log();
+  // The first plan is the only one an hour's interval makes: it must read the load whole. Early
+  // on Prometheus's 10 s rate is still climbing (CI once read 20.5 of 30), and from there a
+  // steady 30 is no surge, so nothing would look again.
+  const metrics::PrometheusClient prometheus(LocalEnv::Get().Var("PIPESCALE_PROMETHEUS"));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto rate = prometheus.Query("sum(rate(pipescale_requests_total{namespace=\"" + ns_ +
+                                     "\",pipeline=\"shop\"}[10s]))");
+        return rate.ok() && !rate->empty() && (*rate)[0].value > 27;
+      },
+      30s));
   json pipeline = Pipeline();
   pipeline["spec"]["interval"] = "1h";
   pipeline["spec"]["router"] = json::object();
