@@ -258,14 +258,16 @@ double Walker::AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int ta
   if (attempt + 1 >= kAttempts || pod < 0) return left;
   const PodLoad load = loads.Pod(task, pod);
   if (load.batch_ms <= 0) return left;
-  // Another pod, not ejected, that would serve the call within the half that would be left.
-  bool another = false;
-  for (int i = 0; i < loads.PodCount(task) && !another; ++i) {
+  // The soonest another pod, not ejected, would serve the call.
+  double other_ms = left;
+  for (int i = 0; i < loads.PodCount(task); ++i) {
     const PodLoad other = loads.Pod(task, i);
-    another = i != pod && !other.ejected && PredictedMs(other) < left / 2;
+    if (i != pod && !other.ejected) other_ms = std::min(other_ms, PredictedMs(other));
   }
-  if (!another) return left;
-  return std::min(left, std::max(left / 2, kSlowFactor * PredictedMs(load)));
+  if (other_ms >= left) return left;
+  // Never so late that the other pod could no longer serve it: a silent pod's queue grows with
+  // the calls it holds, and a second silent pod on the walk would otherwise take all of it.
+  return std::min(left - other_ms, std::max(left / 2, kSlowFactor * PredictedMs(load)));
 }
 
 std::optional<Error> Walker::BeforeCall(const Walk& walk, int task, double now_ms) const {

@@ -405,27 +405,35 @@ TEST(WalkTest, AnAttemptIsGivenUpOnAtHalfItsBudgetOnlyWhereAnotherPodCanServeThe
   // A pod whose d(b) is not known is not judged slow.
   loads.pods[kDetect][0].batch_ms = 0;
   EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all);
-  // A queue ahead buys time: four times the batches it predicts, up to all of it, never less
-  // as the queue grows.
+  // A queue ahead buys time: kSlowFactor times the batches it predicts, never less as the queue
+  // grows, but never past what leaves the other pod its own time (10 ms idle): a silent pod
+  // holding the calls of many requests looks like a long queue.
   loads.pods[kDetect][0] = Idle(kBig, 30);
   double last = 0;
   for (int ahead = 0; ahead <= 8; ++ahead) {
     loads.pods[kDetect][0].outstanding = ahead;
     const double ms = f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20);
-    EXPECT_GE(ms, std::min(all, kSlowFactor * (ahead + 1) * 30) - 1e-9) << ahead;
-    EXPECT_LE(ms, all);
+    EXPECT_GE(ms, std::min(all - 10, kSlowFactor * (ahead + 1) * 30) - 1e-9) << ahead;
+    EXPECT_LE(ms, all - 10);
     EXPECT_GE(ms, last);
     last = ms;
   }
-  EXPECT_DOUBLE_EQ(last, all);
+  EXPECT_DOUBLE_EQ(last, all - 10);
   // Kairos's matched replica (no pod index): all of it.
   EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, -1, 0, 20), all);
-  // The other pod so loaded that it would not serve the call in the half left: all of it.
+  // The other pod loaded: given up on early enough for it to serve the call in what is left, at
+  // most half; so loaded that it would not serve the call in time at all: all of it.
   loads.pods[kDetect][0] = Idle(kBig, 10);
-  loads.pods[kDetect][1].outstanding = 12;  // 13 x 10 ms >= 115
-  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all);
-  loads.pods[kDetect][1].outstanding = 10;  // 11 x 10 ms < 115
-  EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20), all / 2);
+  for (int ahead = 0; ahead <= 30; ++ahead) {
+    loads.pods[kDetect][1].outstanding = ahead;
+    const double other_ms = (ahead + 1) * 10;
+    const double ms = f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20);
+    if (other_ms >= all) {
+      EXPECT_DOUBLE_EQ(ms, all) << ahead;
+    } else {
+      EXPECT_DOUBLE_EQ(ms, std::min(all / 2, all - other_ms)) << ahead;
+    }
+  }
 }
 
 TEST(WalkTest, ARequestEndsWithItsFirstFailureOrLateAndCountsUnderEachPathOnce) {
