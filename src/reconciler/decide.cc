@@ -126,16 +126,19 @@ void HoldConditions(const Context& c, Decision& d) {
                "holding what runs until the load is known", c.generation, o.now);
   if (ConditionStatus(conditions, "PlanApplied").empty()) {
     SetCondition(conditions, "PlanApplied", false, reason::kHeld,
-                 "no load measured yet: new tasks start at the plan for no load", c.generation,
-                 o.now);
+                 c.pipeline.spec.scale_to_zero
+                     ? "no load measured yet: new tasks start at 0 (asleep) until a request"
+                     : "no load measured yet: new tasks start at the plan for no load",
+                 c.generation, o.now);
   }
 }
 
 // Without the load there is nothing to plan from: hold what runs, never scale down. A task with
 // no Deployment yet starts at the plan for spec.minRate (none: no load), so a new pipeline runs
-// before its first request; a task that runs anything keeps it, so that an idle plan that differs
-// from the one already created (a tie between classes) never adds Deployments. Zero traffic is not
-// this case: a series that reads 0 is load 0, and is planned for.
+// before its first request (at 0 under spec.scaleToZero: it is created asleep); a task that runs
+// anything keeps it, so that an idle plan that differs from the one already created (a tie between
+// classes) never adds Deployments. Zero traffic is not this case: a series that reads 0 is load 0,
+// and is planned for.
 void Hold(const Context& c, Decision& d) {
   const Observed& o = c.o;
   const bool ever_planned = d.status.plan.has_value();
@@ -151,6 +154,11 @@ void Hold(const Context& c, Decision& d) {
     std::erase_if(planned, [&](const PlannedDeployment& p) {
       return TaskRuns(c.pipeline, *p.task, o.deployments);
     });
+    // A new pipeline that may sleep is created asleep (JudgeSleep's new_pipeline): its router
+    // holds the first requests, and the look that sees them wakes it, sized for them.
+    if (c.pipeline.spec.scale_to_zero && !ever_planned) {
+      for (PlannedDeployment& p : planned) p.planned = p.target = 0;
+    }
     d.writes = PlanWrites(c.pipeline, c.uid, o.deployments, planned);
     spend += TargetSpend(planned);
   }
@@ -505,7 +513,8 @@ void SetIdleCondition(const Context& c, const Sleep& sleep, Decision& d) {
   std::vector<model::Condition>& conditions = d.status.conditions;
   if (sleep.idle) {
     SetCondition(conditions, "Idle", true, reason::kNoRequests,
-                 StrFormat("no request for %.0f s: every model Deployment is at 0; the router "
+                 StrFormat("no request for %.0f s, or since it was created: every model "
+                           "Deployment is at 0; the router "
                            "holds the next request while its path wakes",
                            rule.after_idle_seconds),
                  c.generation, c.o.now);
@@ -544,8 +553,11 @@ void NoticeSleep(const Context& c, const Sleep& sleep, Decision& d) {
   if (!fell.empty()) {
     d.notices.push_back(
         {reason::kSleeping,
-         StrFormat("paths %s had no request for %.0f s: ", Names(fell).c_str(),
-                   rule.after_idle_seconds) +
+         (c.o.status.plan ? StrFormat("paths %s had no request for %.0f s: ", Names(fell).c_str(),
+                                      rule.after_idle_seconds)
+                          : StrFormat("paths %s have had no request since the pipeline was "
+                                      "created: ",
+                                      Names(fell).c_str())) +
              (sleep.sleeping_tasks.empty() ? "their tasks stay for the paths still served"
                                            : "tasks " + Names(sleep.sleeping_tasks) + " at 0")});
   }
@@ -698,7 +710,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   std::optional<Sleep> sleep;
   if (c.pipeline.spec.scale_to_zero) {
-    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.sleep, o.now);
+    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.sleep, o.now, !o.status.plan);
     if (sleep->look_after_seconds) {
       d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
     }

@@ -102,7 +102,7 @@ std::optional<double> LookAfter(const Sleep& s, double next_sleep, double now) {
 }  // namespace
 
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
-                 const SleepMemory& before, double now) {
+                 const SleepMemory& before, double now, bool new_pipeline) {
   const model::ScaleToZero& rule = *pipeline.spec.scale_to_zero;
   Sleep out;
   out.memory.returns = before.returns;
@@ -126,7 +126,8 @@ Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& 
     }
     const auto quiet = before.quiet_since.find(path);
     // A time from a clock ahead of this one is read as now: never as quiet for longer.
-    const double since = quiet == before.quiet_since.end() ? now : std::min(quiet->second, now);
+    const double first = new_pipeline ? now - rule.after_idle_seconds : now;
+    const double since = quiet == before.quiet_since.end() ? first : std::min(quiet->second, now);
     out.memory.quiet_since[path] = since;
     if (Sleeps(pipeline, before, path, i, since, now, out)) {
       out.memory.sleeping_paths.insert(path);

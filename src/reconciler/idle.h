@@ -55,8 +55,11 @@ struct Sleep {
 // holds nothing for it (nor any request naming no path). A pipeline without paths is one path,
 // named "", measured by its arrival rate. A quiet path sleeps after afterIdleSeconds unless a
 // forecast wakes it ahead; a request for a sleeping (or awake-ahead) path is a return of load.
+// A `new_pipeline` (never planned) has been quiet since before it was created: it sleeps at
+// once, as its model Deployments were created (at 0), until its first request wakes it, as a
+// KEDA-scaled Deployment with no minimum does.
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
-                 const SleepMemory& before, double now);
+                 const SleepMemory& before, double now, bool new_pipeline = false);
 
 // The path rates a plan is made for. The requests held at the router's door count as arrivals
 // (they are in no rate until answered): over the time since they were first seen held (plus the

@@ -690,11 +690,53 @@ TEST(Decide, MissingMetricsNeverPutAPipelineToSleep) {
   World w;
   w.object["spec"]["router"] = json::object();
   w.object["spec"]["scaleToZero"] = {{"afterIdleSeconds", 30}};
-  w.Step(Rate(0), 1000);
+  w.Step(Rate(400), 1000);
+  const int running = w.Replicas(kDetect);
+  ASSERT_GT(running, 0);
   for (double now = 1010; now < 1200; now += 10) {
     w.Step(Error{ErrorKind::kTransient, "down"}, now);
-    EXPECT_EQ(w.Replicas(kDetect), 1) << now;
+    EXPECT_EQ(w.Replicas(kDetect), running) << now;
   }
+}
+
+// A new pipeline that may sleep is created asleep, metrics or not: its model Deployments start at
+// 0 (none runs for afterIdleSeconds before its first request), and the first requests held at
+// the door wake it, sized for them. One that may not starts at the plan for no load.
+TEST(Decide, ANewPipelineThatMaySleepIsCreatedAsleepUntilItsFirstRequests) {
+  for (const bool metrics : {false, true}) {
+    World w;
+    w.object["spec"]["router"] = json::object();
+    w.object["spec"]["scaleToZero"] = {{"afterIdleSeconds", 60}};
+    const Decision created =
+        w.Step(metrics ? Result<model::MetricsSnapshot>(Rate(0))
+                       : Result<model::MetricsSnapshot>(Error{ErrorKind::kTransient, "down"}),
+               1000);
+    EXPECT_EQ(w.Replicas(kDetect), 0) << metrics;
+    EXPECT_EQ(w.Replicas(kClassify), 0) << metrics;
+    EXPECT_EQ(Json(created)["totalReplicas"], 0) << metrics;
+    const Decision quiet = w.Step(Rate(0), 1001);
+    EXPECT_EQ(w.Replicas(kDetect), 0) << metrics;
+    EXPECT_EQ(ConditionStatus(Json(quiet)["conditions"], "Idle"), "True") << metrics;
+    EXPECT_EQ(quiet.requeue_after_seconds, kSleepingLookSeconds) << metrics;
+    model::MetricsSnapshot held = Rate(0);
+    held.door_waiting = {{"p", 200}};
+    const Decision woken = w.Step(held, 1005);
+    World reference;
+    reference.Step(Rate(200), 1005);
+    EXPECT_GT(reference.Replicas(kDetect), 1);
+    EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect)) << metrics;
+    EXPECT_EQ(ConditionStatus(Json(woken)["conditions"], "Idle"), "False") << metrics;
+    // Once it has served, it sleeps after its idle time, not at once.
+    w.Step(Rate(0), 1010);
+    EXPECT_EQ(w.Replicas(kDetect), reference.Replicas(kDetect)) << metrics;
+    w.Step(Rate(0), 1069);
+    EXPECT_GT(w.Replicas(kDetect), 0) << metrics;
+    w.Step(Rate(0), 1070);
+    EXPECT_EQ(w.Replicas(kDetect), 0) << metrics;
+  }
+  World always;
+  always.Step(Error{ErrorKind::kTransient, "down"}, 1000);
+  EXPECT_EQ(always.Replicas(kDetect), 1);
 }
 
 // While metrics are missing, a task that runs any Deployment gets no other: an idle plan that

@@ -43,6 +43,24 @@ TEST(Idle, APathSleepsAfterItsIdleTimeAndItsOwnTasksWithIt) {
   EXPECT_EQ(s.sleeping_tasks.size(), 3u);
 }
 
+// A new pipeline's quiet paths have slept since before it was created; a path with requests, held
+// or answered, is awake, and one that falls quiet later waits its idle time.
+TEST(Idle, ANewPipelinesQuietPathsSleepAtOnce) {
+  const model::Pipeline p = Traffic(60);
+  Sleep s = JudgeSleep(p, Rates(0, 0), {}, 1000, /*new_pipeline=*/true);
+  EXPECT_TRUE(s.idle);
+  model::MetricsSnapshot m = Rates(0, 0);
+  m.door_waiting = {{"faces", 2}};
+  s = JudgeSleep(p, m, {}, 1000, true);
+  EXPECT_EQ(s.memory.sleeping_paths, std::set<std::string>{"cars"});
+  EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
+  s = JudgeSleep(p, Rates(0, 0), s.memory, 1010);
+  EXPECT_EQ(s.sleeping_tasks, std::set<std::string>{"classify"});
+  EXPECT_EQ(s.look_after_seconds, kSleepingLookSeconds);
+  s = JudgeSleep(p, Rates(0, 0), s.memory, 1070);
+  EXPECT_TRUE(s.idle);
+}
+
 TEST(Idle, ARequestHeldAtTheDoorWakesItsPathAndOneNamingNoneWakesEvery) {
   const model::Pipeline p = Traffic(60);
   const std::map<std::string, double> long_quiet = {{"cars", 0}, {"faces", 0}};
