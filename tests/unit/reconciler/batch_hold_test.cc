@@ -271,6 +271,76 @@ TEST(HoldAppliedBatches, KeepsABatchTheRouterFormsWhileThePlanMeetsTheSlos) {
   ExpectTheDefinition(/*router=*/true, /*late=*/true);
 }
 
+// After a burst the scale-down window keeps replicas the falling load does not need: a running
+// batch the router forms is judged at the replicas that will serve it, the window's, not the
+// plan's fewer. Property over rates, tasks and running batches, the window keeping one or two
+// more than the plan; with the window's last step gone by, judged at the plan's again.
+TEST(HoldAppliedBatches, JudgesARunningBatchAtTheReplicasTheWindowKeeps) {
+  const model::Pipeline p = Chain(/*router=*/true);
+  int kept_by_the_window = 0;
+  for (double rps = 20; rps <= 400; rps += 20) {
+    const model::Workload load{{{"p", rps}}};
+    const model::Plan fresh = optimizer::Solve(p, load, "fa2");
+    if (fresh.report.status == model::SolveStatus::kInfeasible) continue;
+    const optimizer::Problem problem = optimizer::Compile(p, load);
+    for (int task = 0; task < 2; ++task) {
+      for (int running = 1; running <= 16; ++running) {
+        if (running == fresh.tasks[task].batch_size) continue;
+        const int extra = 1 + static_cast<int>(rps / 20) % 2;
+        Deployments deployments;
+        model::AppliedPlan applied;
+        Recommendation burst{.since = 600, .replicas = {}}, since{.since = 650, .replicas = {}};
+        for (int i = 0; i < 2; ++i) {
+          const model::TaskPlan& t = fresh.tasks[i];
+          const model::Task& spec_task = p.spec.tasks[i];
+          const std::string name =
+              api::DeploymentName(p, spec_task, spec_task.variants[0], t.hardware_class);
+          const int batch = i == task ? running : t.batch_size;
+          deployments[name] = api::ReadDeployment(
+              api::BuildDeployment(p, {}, spec_task, spec_task.variants[0],
+                                   p.spec.hardware_classes[0], t.replicas + extra, batch));
+          applied.plan.tasks.push_back({.replicas = t.replicas + extra, .batch_size = batch});
+          applied.deployments.push_back(name);
+          burst.replicas[name] = t.replicas + extra;
+          since.replicas[name] = t.replicas;
+        }
+        const std::vector<Recommendation> history = {burst, since};
+        const auto hold = [&](double now) {
+          model::Plan plan = fresh;
+          HoldAppliedBatches(p, load, {}, &applied, deployments, plan,
+                             {.history = &history, .behavior = {}, .now = now});
+          return plan;
+        };
+        const auto keeps_at = [&](int replicas) {
+          const optimizer::Choice* choice = testing::ChoiceWithin(problem, task, running, replicas);
+          if (choice == nullptr) return false;
+          optimizer::Assignment with = {
+              *testing::ChoiceWithin(problem, 0, fresh.tasks[0].batch_size,
+                                     fresh.tasks[0].replicas),
+              *testing::ChoiceWithin(problem, 1, fresh.tasks[1].batch_size,
+                                     fresh.tasks[1].replicas)};
+          with[task] = *choice;
+          return optimizer::MeetsSlos(problem, with, kKeepBand);
+        };
+        SCOPED_TRACE(::testing::Message()
+                     << rps << " rps, task " << task << ", running b" << running);
+        // Within the window (the burst's step ended at 650, less than 300 s before).
+        const model::Plan within = hold(900);
+        const bool keep = keeps_at(fresh.tasks[task].replicas + extra);
+        EXPECT_EQ(within.tasks[task].batch_size, keep ? running : fresh.tasks[task].batch_size);
+        EXPECT_EQ(within.TotalReplicas(), fresh.TotalReplicas());
+        kept_by_the_window += keep && !keeps_at(fresh.tasks[task].replicas);
+        // Past it: the plan's replicas serve.
+        const bool keep_after = keeps_at(fresh.tasks[task].replicas);
+        EXPECT_EQ(hold(1000).tasks[task].batch_size,
+                  keep_after ? running : fresh.tasks[task].batch_size);
+      }
+    }
+  }
+  // The window is what kept some of them.
+  EXPECT_GT(kept_by_the_window, 0);
+}
+
 // While the scale-down window keeps 3 replicas where the plan asks 2, the running batch serves:
 // the new one waits for the scale-in, unless the path already misses its SLO.
 TEST(HoldBatches, WaitForTheScaleInTheWindowHoldsBack) {
