@@ -169,12 +169,12 @@ class Walker {
 
   // How long attempt `attempt` of a call to pod `pod` of `task` may go unanswered before the
   // pod is given up on: the time left plus the grace on the last attempt, for a pod whose d(b)
-  // is not known, or where no other pod (not ejected) would serve the call in that time; else
-  // the larger of half and kSlowFactor times what the pod's queue and batch predict, but no more
-  // than leaves the other pod the time it would take. A pod that hangs then costs the request
-  // half its budget at most where another pod is free, leaving the rest to a pod that can use
-  // it, and a live pod behind a queue is not given up on for it, nor when every pod is loaded
-  // past the deadline (a retry would only add to another queue).
+  // is not known, or where no other pod (not ejected) would serve the call within half of that;
+  // else the larger of half and kSlowFactor times what the pod's queue and batch predict, but no
+  // more than leaves the other pod the time it would take. A pod that hangs then costs the
+  // request half its budget, leaving the other half to a pod that can use it, and a live pod
+  // behind a queue is not given up on for it, nor when every pod is loaded (a retry would only
+  // add to another queue).
   double AttemptTimeoutMs(const TaskLoads& loads, const Walk& walk, int task, int pod, int attempt,
                           double now_ms) const;
   // Before a call to `task` leaves: the error when the deadline has passed.

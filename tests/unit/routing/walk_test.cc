@@ -421,18 +421,23 @@ TEST(WalkTest, AnAttemptIsGivenUpOnAtHalfItsBudgetOnlyWhereAnotherPodCanServeThe
   EXPECT_DOUBLE_EQ(last, all - 10);
   // Kairos's matched replica (no pod index): all of it.
   EXPECT_DOUBLE_EQ(f.walker.AttemptTimeoutMs(loads, cars, kDetect, -1, 0, 20), all);
-  // The other pod loaded: given up on early enough for it to serve the call in what is left, at
-  // most half; so loaded that it would not serve the call in time at all: all of it.
+  // The other pod so loaded that it would not serve the call in the half left: all of it (under
+  // overload a retry only adds a call to another queue).
   loads.pods[kDetect][0] = Idle(kBig, 10);
   for (int ahead = 0; ahead <= 30; ++ahead) {
     loads.pods[kDetect][1].outstanding = ahead;
     const double other_ms = (ahead + 1) * 10;
     const double ms = f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20);
-    if (other_ms >= all) {
-      EXPECT_DOUBLE_EQ(ms, all) << ahead;
-    } else {
-      EXPECT_DOUBLE_EQ(ms, std::min(all / 2, all - other_ms)) << ahead;
-    }
+    EXPECT_DOUBLE_EQ(ms, other_ms >= all / 2 ? all : all / 2) << ahead;
+  }
+  // The pod's own queue long (a silent pod holding many calls): no later than leaves the other
+  // pod its time.
+  loads.pods[kDetect][0].outstanding = 30;
+  for (int ahead = 0; ahead <= 30; ++ahead) {
+    loads.pods[kDetect][1].outstanding = ahead;
+    const double other_ms = (ahead + 1) * 10;
+    const double ms = f.walker.AttemptTimeoutMs(loads, cars, kDetect, 0, 0, 20);
+    EXPECT_DOUBLE_EQ(ms, other_ms >= all / 2 ? all : all - other_ms) << ahead;
   }
 }
 
