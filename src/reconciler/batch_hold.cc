@@ -82,36 +82,20 @@ std::vector<int> RunningBatches(const model::Pipeline& pipeline, const model::Ap
   return running;
 }
 
-// The replicas that will serve task plan `t`: the plan's, or more where the scale-down window
-// keeps more of its Deployment.
-int ServingReplicas(const model::Pipeline& pipeline, const Deployments& deployments,
-                    const model::TaskPlan& t, const WindowAt& window) {
-  if (window.history == nullptr) return t.replicas;
-  const model::Task& task = pipeline.spec.tasks[pipeline.TaskIndex(t.task)];
-  const std::string name =
-      api::DeploymentName(pipeline, task, *task.FindVariant(t.variant), t.hardware_class);
-  const auto it = deployments.find(name);
-  if (it == deployments.end()) return t.replicas;
-  return std::max(t.replicas, Stabilize(*window.history, name, t.replicas, it->second.replicas,
-                                        window.behavior, window.now));
-}
-
-// The running choice to keep for each task: its running batch needs no more replicas than will
-// serve it. nullptr where the plan's own choice stands.
+// The running choice to keep for each task: its running batch needs no more replicas than the
+// plan gives it. nullptr where the plan's own choice stands.
 std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
                                                const optimizer::Problem& problem,
                                                const std::vector<int>& running,
-                                               const Deployments& deployments,
-                                               const model::Plan& plan, const WindowAt& window) {
+                                               const model::Plan& plan) {
   std::vector<const optimizer::Choice*> keep(plan.tasks.size(), nullptr);
   for (size_t i = 0; i < plan.tasks.size(); ++i) {
     if (running[i] == 0) continue;
     const model::TaskPlan& t = plan.tasks[i];
-    const int serving = ServingReplicas(pipeline, deployments, t, window);
     const optimizer::Choice* c =
         ChoiceAt(problem, pipeline.TaskIndex(t.task), pipeline.HardwareClassIndex(t.hardware_class),
-                 running[i], serving);
-    if (c != nullptr && c->replicas <= serving) keep[i] = c;
+                 running[i], t.replicas);
+    if (c != nullptr && c->replicas <= t.replicas) keep[i] = c;
   }
   return keep;
 }
@@ -120,12 +104,11 @@ std::vector<const optimizer::Choice*> Keepable(const model::Pipeline& pipeline,
 
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
                         const model::MetricsSnapshot& metrics, const model::AppliedPlan* applied,
-                        const Deployments& deployments, model::Plan& plan, const WindowAt& window) {
+                        const Deployments& deployments, model::Plan& plan) {
   const std::vector<int> running = RunningBatches(pipeline, applied, deployments, plan);
   if (std::ranges::all_of(running, [](int b) { return b == 0; })) return;
   const optimizer::Problem problem = optimizer::Compile(pipeline, workload);
-  std::vector<const optimizer::Choice*> keep =
-      Keepable(pipeline, problem, running, deployments, plan, window);
+  std::vector<const optimizer::Choice*> keep = Keepable(pipeline, problem, running, plan);
   optimizer::Assignment assignment(problem.dnns.size());
   for (const model::TaskPlan& t : plan.tasks) {
     const int dnn = pipeline.TaskIndex(t.task);

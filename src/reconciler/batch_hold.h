@@ -16,7 +16,6 @@
 #include "model/status.h"
 #include "reconciler/capacity.h"
 #include "reconciler/planned.h"
-#include "reconciler/stabilize.h"
 
 namespace pipescale::reconciler {
 
@@ -26,25 +25,14 @@ namespace pipescale::reconciler {
 // batches gives way to another, and each interval flipped it.
 inline constexpr double kKeepBand = 0.1;
 
-// The scale-down window at this look (reconciler/stabilize.h), before it records the plan.
-struct WindowAt {
-  const std::vector<Recommendation>* history = nullptr;  // null: no window
-  model::Behavior behavior;
-  double now = 0;
-};
-
 // Puts back the batch sizes the operator applied (`applied`, the status's plan; null before the
-// first) into `plan` when the Deployments still run them, they need no more replicas than will
-// serve them (the plan's, or the more `window` keeps), and they meet every SLO at the workload
-// (within kKeepBand unless a path's measured latency in `metrics` misses its SLO). A batch
-// changed by hand is not the operator's and is not kept. A batch the router forms is kept the
-// same way, but only while the plan meets the SLOs. After a burst the window keeps replicas the
-// falling load does not need; judged at the plan's fewer, the demo's router-formed batches of
-// autt, sumr and alpr flipped with each wander of the 8/s rate (6 PlanChanged in 80 s).
+// first) into `plan` when the Deployments still run them, they need no more replicas than the
+// plan gives, and they meet every SLO at the workload (within kKeepBand unless a path's measured
+// latency in `metrics` misses its SLO). A batch changed by hand is not the operator's and is not
+// kept. A batch the router forms is kept the same way, but only while the plan meets the SLOs.
 void HoldAppliedBatches(const model::Pipeline& pipeline, const model::Workload& workload,
                         const model::MetricsSnapshot& metrics, const model::AppliedPlan* applied,
-                        const Deployments& deployments, model::Plan& plan,
-                        const WindowAt& window = {});
+                        const Deployments& deployments, model::Plan& plan);
 
 // The queue of a model server that forms a task's batches (batchSize.env): the plan's own where
 // it runs one (hpa's), else a wait to fill a batch no longer than the plan counted for the task

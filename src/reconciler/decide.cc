@@ -762,10 +762,8 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
     d.headroom = HeadroomByPath(c.pipeline.spec, d.memory.demand.headroom);
   }
   if (c.optimizer.memory.holds_applied_batches) {
-    HoldAppliedBatches(
-        measured, step.workload, *o.metrics, o.status.plan ? &*o.status.plan : nullptr,
-        o.deployments, plan,
-        {.history = &o.memory.history, .behavior = c.pipeline.spec.behavior, .now = o.now});
+    HoldAppliedBatches(measured, step.workload, *o.metrics,
+                       o.status.plan ? &*o.status.plan : nullptr, o.deployments, plan);
   }
   // Within the room the cluster has, as the plan: a floor past it says so in the plan's notes.
   optimizer::ApplyReplicaFloors(measured, plan);
