@@ -46,6 +46,9 @@ struct Context {
   long generation = 0;
   std::string uid;
   bool apply = false;  // Apply mode; Recommend writes nothing
+
+  // Never planned (no plan in its status): under spec.scaleToZero it is created asleep.
+  bool NewPipeline() const { return !o.status.plan.has_value(); }
 };
 
 Decision Invalid(const Observed& o, const std::vector<api::FieldError>& errors, long generation) {
@@ -141,10 +144,9 @@ void HoldConditions(const Context& c, Decision& d) {
 // and is planned for.
 void Hold(const Context& c, Decision& d) {
   const Observed& o = c.o;
-  const bool ever_planned = d.status.plan.has_value();
   d.requeue_after_seconds =
       std::min(c.pipeline.spec.interval_seconds,
-               ever_planned ? kMetricsRetrySeconds : kFirstMetricsRetrySeconds);
+               c.NewPipeline() ? kFirstMetricsRetrySeconds : kMetricsRetrySeconds);
   HoldConditions(c, d);
   Spend spend = RunningSpend(c.pipeline, o.deployments);
   if (c.apply) {
@@ -156,7 +158,7 @@ void Hold(const Context& c, Decision& d) {
     });
     // A new pipeline that may sleep is created asleep (JudgeSleep's new_pipeline): its router
     // holds the first requests, and the look that sees them wakes it, sized for them.
-    if (c.pipeline.spec.scale_to_zero && !ever_planned) {
+    if (c.pipeline.spec.scale_to_zero && c.NewPipeline()) {
       for (PlannedDeployment& p : planned) p.planned = p.target = 0;
     }
     d.writes = PlanWrites(c.pipeline, c.uid, o.deployments, planned);
@@ -553,11 +555,11 @@ void NoticeSleep(const Context& c, const Sleep& sleep, Decision& d) {
   if (!fell.empty()) {
     d.notices.push_back(
         {reason::kSleeping,
-         (c.o.status.plan ? StrFormat("paths %s had no request for %.0f s: ", Names(fell).c_str(),
-                                      rule.after_idle_seconds)
-                          : StrFormat("paths %s have had no request since the pipeline was "
+         (c.NewPipeline() ? StrFormat("paths %s have had no request since the pipeline was "
                                       "created: ",
-                                      Names(fell).c_str())) +
+                                      Names(fell).c_str())
+                          : StrFormat("paths %s had no request for %.0f s: ", Names(fell).c_str(),
+                                      rule.after_idle_seconds)) +
              (sleep.sleeping_tasks.empty() ? "their tasks stay for the paths still served"
                                            : "tasks " + Names(sleep.sleeping_tasks) + " at 0")});
   }
@@ -710,7 +712,7 @@ Decision Decide(const Observed& o, const api::ParsedPipeline& parsed) {
   }
   std::optional<Sleep> sleep;
   if (c.pipeline.spec.scale_to_zero) {
-    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.sleep, o.now, !o.status.plan);
+    sleep = JudgeSleep(c.pipeline, *o.metrics, o.memory.sleep, o.now, c.NewPipeline());
     if (sleep->look_after_seconds) {
       d.requeue_after_seconds = std::min(*d.requeue_after_seconds, *sleep->look_after_seconds);
     }
