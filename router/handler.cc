@@ -17,6 +17,19 @@ namespace {
 
 using nlohmann::json;
 
+// A gauge counted up for as long as it lives, however the scope ends (a client that hangs up
+// ends the coroutine).
+class Counted {
+ public:
+  explicit Counted(prometheus::Gauge& gauge) : gauge_(gauge) { gauge_.Increment(); }
+  ~Counted() { gauge_.Decrement(); }
+  Counted(const Counted&) = delete;
+  Counted& operator=(const Counted&) = delete;
+
+ private:
+  prometheus::Gauge& gauge_;
+};
+
 // One call per task in `tasks`, each with a copy of `body` but the last, which takes it.
 std::vector<std::pair<int, routing::Body>> CallsOf(const std::vector<int>& tasks,
                                                    routing::Body body) {
@@ -48,6 +61,8 @@ struct PipelineHandler::Walk {
   // they came in, held here until the client has them.
   std::vector<std::string> held;
   std::vector<SplicedBody::value_type::Part> parts;
+  // Counted among its path's cold requests from when it is held for their pods until answered.
+  std::optional<Counted> cold;
 
   void Use(std::shared_ptr<const RoutingTable> t, const routing::Policy& policy) {
     table = std::move(t);
@@ -358,21 +373,21 @@ Status PipelineHandler::KeepOutputs(Walk& walk, int task, CallReply& call,
   return Done{};
 }
 
+routing::DoorStep PipelineHandler::AtDoor(Walk& walk) {
+  prometheus::Gauge& cold = metrics_.ColdRequests(walk.PathName());
+  routing::DoorStep step = walk.walker->AtDoor(*walk.table, walk.state, NowMs(), cold.Value());
+  if (walk.state.cold && !walk.state.behind_held && !walk.cold) walk.cold.emplace(cold);
+  return step;
+}
+
 asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitAtDoor(Walk& walk) {
   // The first look admits or refuses most requests: only one that waits is counted as waiting.
-  const routing::DoorStep first = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
+  const routing::DoorStep first = AtDoor(walk);
   if (first.kind != routing::DoorStep::Kind::kWait) co_return DoorVerdict(walk, first);
   // Counted while it waits, however the wait ends (a client that hangs up ends the coroutine).
-  struct Waiting {
-    explicit Waiting(prometheus::Gauge& g) : gauge(g) { gauge.Increment(); }
-    ~Waiting() { gauge.Decrement(); }
-    Waiting(const Waiting&) = delete;
-    Waiting& operator=(const Waiting&) = delete;
-    prometheus::Gauge& gauge;
-  };
   std::optional<ClientResponse> verdict;
   {
-    const Waiting waiting(metrics_.DoorWaiting(walk.PathName()));
+    const Counted waiting(metrics_.DoorWaiting(walk.PathName()));
     verdict = co_await WaitForPods(walk, first);
   }
   if (walk.state.cold) metrics_.Cold(walk.PathName(), (NowMs() - walk.state.start_ms) / 1000);
@@ -393,7 +408,7 @@ asio::awaitable<std::optional<ClientResponse>> PipelineHandler::WaitForPods(
     // Pods appear in a new table: a request waiting for them reads each in turn.
     co_await SleepMs(timer, step.again_ms - NowMs());
     walk.Use(config_.table.load(), config_.policy);
-    step = walk.walker->AtDoor(*walk.table, walk.state, NowMs());
+    step = AtDoor(walk);
   }
   co_return DoorVerdict(walk, step);
 }

@@ -53,6 +53,9 @@ class PipelineHandler {
   asio::awaitable<std::optional<ClientResponse>> WaitAtDoor(Walk& walk);
   asio::awaitable<std::optional<ClientResponse>> WaitForPods(Walk& walk, routing::DoorStep step);
   std::optional<ClientResponse> DoorVerdict(const Walk& walk, const routing::DoorStep& step);
+  // The core's door for `walk`, given its path's cold requests (the backlog a request late
+  // because of it is held behind), which it joins once held for its path's pods.
+  routing::DoorStep AtDoor(Walk& walk);
   // A task's answer, with what its batch-service sample needs: `facts` is empty for an answer
   // out of the router's batcher, whose batch was measured once where it was sent (SendBatch).
   struct TaskReply {

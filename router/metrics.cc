@@ -132,6 +132,13 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                         .Help("Requests held at the door now for a task of their path without "
                               "a Ready pod (path \"\": requests naming none)")
                         .Register(r)),
+      cold_requests_(prometheus::BuildGauge()
+                         .Name("pipescale_router_cold_requests")
+                         .Help("Cold requests not yet answered: held at the door for their "
+                               "path's pods (asleep or restarting), or let in since; the backlog "
+                               "of a wake or a restart, behind which the door holds a request "
+                               "it would refuse as late")
+                         .Register(r)),
       cold_wait_(prometheus::BuildHistogram()
                      .Name("pipescale_router_cold_wait_seconds")
                      .Help("How long each cold request (held for a path asleep under "
@@ -211,6 +218,7 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
     for (const char* reason : routing::kShedReasons)
       shed_.Add(Labels({{"path", path}, {"reason", reason}}));
     door_waiting_.Add(Labels({{"path", path}}));
+    cold_requests_.Add(Labels({{"path", path}}));
     cold_wait_.Add(Labels({{"path", path}}), ColdWaitBuckets());
   }
   for (size_t t = 0; t < graph.tasks().size(); ++t) {
@@ -235,6 +243,12 @@ void RouterMetrics::Declare(const routing::Graph& graph) {
 prometheus::Gauge& RouterMetrics::DoorWaiting(const std::string& path) {
   return Cached(door_waiting_, {path}, [&] {
     return &door_waiting_.Add(Labels({{"path", path}}));
+  });
+}
+
+prometheus::Gauge& RouterMetrics::ColdRequests(const std::string& path) {
+  return Cached(cold_requests_, {path}, [&] {
+    return &cold_requests_.Add(Labels({{"path", path}}));
   });
 }
 

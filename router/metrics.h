@@ -57,6 +57,8 @@ class RouterMetrics {
   void Shed(const std::string& path, const char* reason);
   // Requests held at the door now for a task without a Ready pod (what wakes a pipeline at zero).
   prometheus::Gauge& DoorWaiting(const std::string& path);
+  // Cold requests not yet answered, at the door or let in: a wake's or a restart's backlog.
+  prometheus::Gauge& ColdRequests(const std::string& path);
   // A cold request (held for a sleeping path) leaving the door after `seconds`, in or refused.
   void Cold(const std::string& path, double seconds);
   // Every path's and task's counters at 0, so a path without requests yet reads as rate 0,
@@ -123,6 +125,7 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& shed_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
   prometheus::Family<prometheus::Gauge>& door_waiting_;
+  prometheus::Family<prometheus::Gauge>& cold_requests_;
   prometheus::Family<prometheus::Histogram>& cold_wait_;
   prometheus::Gauge& in_flight_;
   prometheus::Gauge& peers_;

@@ -186,6 +186,7 @@ struct Walk {
   int pending = 0;          // visits not ended
   double accuracy_sum = 0;  // of the trails ended
   bool at_door = false;     // waiting for a task's first Ready pod (counted in door_waiting)
+  bool in_backlog = false;  // held for its path's pods (counted in cold_backlog) until it ends
 };
 
 }  // namespace engine

@@ -70,7 +70,13 @@ void World::OnArrival(int path, int rows) {
 
 void World::OnDoorPoll(std::int64_t id) {
   Walk& w = walks.at(id);
-  const routing::DoorStep step = walker->AtDoor(loads_, w.state, now_ms_);
+  long& backlog = cold_backlog[w.state.path];
+  const routing::DoorStep step =
+      walker->AtDoor(loads_, w.state, now_ms_, static_cast<double>(backlog));
+  if (w.state.cold && !w.state.behind_held && !w.in_backlog) {
+    w.in_backlog = true;
+    ++backlog;
+  }
   AtDoor(w, step.kind == routing::DoorStep::Kind::kWait);
   switch (step.kind) {
     case routing::DoorStep::Kind::kRefuse:
@@ -336,6 +342,7 @@ void World::EndVisit(std::int64_t id) {
 void World::EndWalk(std::int64_t id) {
   Walk w = std::move(walks.at(id));
   walks.Erase(id);
+  if (w.in_backlog) --cold_backlog[w.state.path];
   const routing::Ending ending = walker->Finish(w.state, now_ms_);
   for (const routing::Ending::Count& count : ending.counts) {
     RecordRequest(count.path, static_cast<int>(ending.status), ending.failure.reason, count.ms,

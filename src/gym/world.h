@@ -269,6 +269,7 @@ class World {
   std::vector<std::vector<double>> all_ok_ms;   // by path + 1
   std::vector<std::vector<double>> cold_ok_ms;  // by path + 1: of the cold requests
   std::map<int, long> door_waiting;             // walks at the door now, by path (-1: none named)
+  std::map<int, long> cold_backlog;  // walks held for their path's pods and not ended, by path
   std::map<int, double> pool_waiting_max;
   double replica_seconds_ready = 0;
   struct IntervalPath {

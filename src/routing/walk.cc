@@ -65,7 +65,8 @@ double Walker::SloOrTimeoutMs(int path) const {
   return slo_ms > 0 ? slo_ms : policy_.timeout_ms;
 }
 
-DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const {
+DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms,
+                        double held_for_pods) const {
   if (!policy_.admission) return {};
   if (walk.path < 0) return AtDoorUnnamed(loads, walk, now_ms);
   const std::vector<int>& tasks = graph_.PathTasks(walk.path);
@@ -85,11 +86,19 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms) const
   if (door == Door::kWaitForPods && (graph_.Sleeps() || RestartsEach(loads, now, tasks))) {
     HoldCold(walk);
   }
+  // Late only because its path's earlier requests wait for its pods, which take them first when
+  // up: the request is part of the wake (or restart) they wait for, and is held as they are, for
+  // the path's cold hold, rather than refused. Those held this way are not counted among the
+  // backlog, so that past it (a load the pods cannot serve) the door refuses at once again.
+  if (door == Door::kRefuse && !walk.cold && held_for_pods > 0) {
+    HoldCold(walk);
+    walk.behind_held = walk.cold;
+  }
   switch (door) {
     case Door::kAdmit:
       return {};
     case Door::kRefuse:
-      if (walk.cold && remaining > kDoorPollMs) {
+      if (walk.cold && walk.deadline_ms - now_ms > kDoorPollMs) {
         return {.kind = DoorStep::Kind::kWait, .again_ms = now_ms + kDoorPollMs};
       }
       return {.kind = DoorStep::Kind::kRefuse,

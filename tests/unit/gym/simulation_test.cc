@@ -158,12 +158,11 @@ TEST(SimulationTest, AnIdlePipelineSleepsAndAnswersTheBurstThatWakesIt) {
   const PathOutcome& p = cold->paths.at("p");
   EXPECT_EQ(warm->paths.at("p").cold, 0);
   EXPECT_GT(p.cold, 0);
-  // None waited past the hold (no-pod); the burst the wake releases at once may make the door
-  // refuse a few warm requests behind it (late), a 503 with Retry-After, under 1%.
+  // Every request answered: none waited past the hold (no-pod), and none that came while the
+  // wake's backlog filled the queues was refused as late (it is held behind the backlog).
   std::string dropped;
   for (const auto& [reason, n] : p.dropped) dropped += reason + " " + std::to_string(n) + "; ";
-  EXPECT_FALSE(p.dropped.contains("no-pod")) << dropped;
-  EXPECT_GE(p.answered, 0.99 * static_cast<double>(p.sent)) << dropped;
+  EXPECT_EQ(p.answered, p.sent) << dropped;
   // The cold ones waited for the wake: longer than the SLO, within the hold.
   EXPECT_GT(p.cold_p99_ms, 500);
   EXPECT_LE(p.cold_p99_ms, 1000 * (10 + model::kWakeAllowanceSeconds) + 500);
@@ -174,6 +173,24 @@ TEST(SimulationTest, AnIdlePipelineSleepsAndAnswersTheBurstThatWakesIt) {
   int asleep = 0;
   for (const IntervalRow& row : cold->intervals) asleep += row.replicas.at("a") == 0 ? 1 : 0;
   EXPECT_GT(asleep, 60);
+}
+
+// Tasks of 100 ms a request (batches of 8 in 380 ms) wake into 5/s: the requests held through
+// the 10 s start-up fill the pods' queues when they are let in, and those that come meanwhile
+// would be refused as late. Each is held behind the backlog (routing::Walk::behind_held) and
+// answered: every request of the run.
+TEST(SimulationTest, RequestsThatComeWhileAWakesBacklogDrainsAreAnsweredNotRefused) {
+  json pipeline = Chain({"a", "b"}, 100, 1000, 40, 10);
+  pipeline["spec"]["scaleToZero"] = {{"afterIdleSeconds", 60}};
+  for (const unsigned seed : {7U, 42U}) {
+    auto run = Simulate(pipeline, With("fa2", "5:120,0:900,5:120", seed));
+    ASSERT_TRUE(run.ok()) << run.error().message;
+    const PathOutcome& p = run->paths.at("p");
+    std::string dropped;
+    for (const auto& [reason, n] : p.dropped) dropped += reason + " " + std::to_string(n) + "; ";
+    EXPECT_GT(p.cold, 100) << "seed " << seed;  // both wakes' start-ups at 5/s
+    EXPECT_EQ(p.answered, p.sent) << "seed " << seed << ": " << dropped;
+  }
 }
 
 // spec.scaleToZero.wakeAhead in the loop: load for a minute every 600 s. Seen returning twice,

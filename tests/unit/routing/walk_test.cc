@@ -236,6 +236,49 @@ TEST(WalkTest, AColdRequestWaitsForItsPathsPodsUpToItsColdHold) {
   EXPECT_EQ(f.pipeline.ColdHoldMs(kCars), 5000);
 }
 
+// A wake's backlog: while requests held for the path's pods are not yet answered, a request the
+// door would refuse as late (the backlog fills the queues) is held behind them, cold, up to the
+// path's cold hold, and let in on the held requests' terms; it is not one of the backlog. With
+// no backlog, the same queues refuse it at once, as they refuse a load the pods cannot serve.
+TEST(WalkTest, ARequestLateBehindAWakesBacklogIsHeldWithItNotRefused) {
+  Fixture f;
+  f.pipeline.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = 60};
+  const Graph graph(f.pipeline);
+  const Walker walker(graph, nullptr, f.policy);
+  const double hold = f.pipeline.ColdHoldMs(kCars);
+  Loads loads;
+  loads.pods[kDetect] = {Idle(kBig, 40)};
+  loads.pods[kClassify] = {Idle(0, 20)};
+  loads.pods[kDetect][0].outstanding = 5;  // 6 x 40 + 20 = 260 ms: past the 200 ms SLO
+
+  Walk alone = walker.Start(kCars, 1, 1000);
+  EXPECT_EQ(walker.AtDoor(loads, alone, 1000, /*held_for_pods=*/0).refusal.reason, kShedLate);
+  EXPECT_FALSE(alone.cold);
+
+  Walk behind = walker.Start(kCars, 1, 1000);
+  ASSERT_EQ(walker.AtDoor(loads, behind, 1000, /*held_for_pods=*/3).kind, DoorStep::Kind::kWait);
+  EXPECT_TRUE(behind.cold);
+  EXPECT_TRUE(behind.behind_held);
+  EXPECT_EQ(behind.deadline_ms, 1000 + hold);
+  // Still held once the backlog is gone (a held request keeps its hold), and let in only when
+  // the pods would serve it within half an SLO, as the backlog was.
+  loads.pods[kDetect][0].outstanding = 2;  // 3 x 40 + 20 = 140 ms: within 200, not 100
+  EXPECT_EQ(walker.AtDoor(loads, behind, 1500, 0).kind, DoorStep::Kind::kWait);
+  loads.pods[kDetect][0].outstanding = 0;  // 60 ms
+  EXPECT_EQ(walker.AtDoor(loads, behind, 1520, 0).kind, DoorStep::Kind::kAdmit);
+
+  // One the pods serve in time goes in, backlog or not: only a late one is held.
+  Walk in_time = walker.Start(kCars, 1, 2000);
+  EXPECT_EQ(walker.AtDoor(loads, in_time, 2000, 3).kind, DoorStep::Kind::kAdmit);
+  EXPECT_FALSE(in_time.cold);
+  // Past the hold, a request held behind is refused as late.
+  loads.pods[kDetect][0].outstanding = 5;
+  Walk expires = walker.Start(kCars, 1, 3000);
+  ASSERT_EQ(walker.AtDoor(loads, expires, 3000, 3).kind, DoorStep::Kind::kWait);
+  EXPECT_EQ(walker.AtDoor(loads, expires, 3000 + hold - kDoorPollMs / 2, 3).refusal.reason,
+            kShedLate);
+}
+
 // A request that names no path waits, under scale to zero, until every task has a pod.
 TEST(WalkTest, AColdRequestNamingNoPathWaitsForEveryTask) {
   Fixture f;
