@@ -1,15 +1,16 @@
 // Faults in the request path on the local cluster, one at a time under a steady load the plan
 // serves, every part real (issue 48): a model pod deleted (SIGTERM) and one killed (SIGKILL), a
-// task's every pod killed, the operator's leader killed (its standby takes the Lease over), a
-// router pod deleted, a router's process killed and the routers' rolling update. The load
-// generator reaches the routers as a client behind their Service does and logs every request;
-// the test holds each fault to what it may cost the clients: nothing for a deletion, a dead
-// operator or a model pod whose task has another Ready pod; for a killed router at most the
-// requests in flight on it at that instant (each lost request is one of them); for a task's
-// every pod, at most the requests in the pipeline at the kill (what comes after is held until a
-// pod is back: at the door once the router knows, at the task for a call the dead pod left
-// unanswered before that), those lost after the router could know counted apart. The table of
-// faults, requests lost and in flight, and how long until the pipeline was whole again is printed.
+// task's every pod killed, the operator's leader killed (its standby takes the Lease over) and
+// then stopped (SIGTERM: it releases the Lease), a router pod deleted, a router's process killed
+// and the routers' rolling update. The load generator reaches the routers as a client behind
+// their Service does and logs every request; the test holds each fault to what it may cost the
+// clients: nothing for a deletion, a dead or stopped operator or a model pod whose task has
+// another Ready pod; for a killed router at most the requests in flight on it at that instant
+// (each lost request is one of them); for a task's every pod, at most the requests in the
+// pipeline at the kill (what comes after is held until a pod is back: at the door once the router
+// knows, at the task for a call the dead pod left unanswered before that), those lost after the
+// router could know counted apart. The table of faults, requests lost and in flight, and how long
+// until the pipeline was whole again is printed.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -86,6 +87,20 @@ TEST_F(FaultTest, EachFaultCostsTheClientsAtMostWhatWasInFlightOnAKilledRouter) 
     EXPECT_TRUE(taken) << "the standby did not take the Lease: " << standby->Log();
     std::printf("the standby leads %.1f s after the leader's kill\n",
                 (UnixMs() - killed_ms) / 1000);
+    op = std::move(standby);
+    fault.slo_held = true;
+    return taken;
+  });
+  // A stopped leader (the operator's rolling update) releases its Lease on the way out: a
+  // standby takes it at once, not after it expires.
+  next("operator leader stopped (SIGTERM), a standby takes over", [&](Fault& fault) {
+    standby = std::make_unique<Process>(OperatorCommand(true), dir_ + "/operator-3.log");
+    EXPECT_EQ(op->Stop(SIGTERM, 10s), 0) << op->Log();
+    const double stopped_ms = UnixMs();
+    const bool taken = Eventually([&] { return LeaseHolder() == standby->pid(); }, 40s, 200ms);
+    EXPECT_TRUE(taken) << "no standby took the Lease: " << standby->Log();
+    std::printf("the standby leads %.1f s after the leader stopped\n",
+                (UnixMs() - stopped_ms) / 1000);
     op = std::move(standby);
     fault.slo_held = true;
     return taken;

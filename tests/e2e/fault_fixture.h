@@ -28,7 +28,7 @@ namespace pipescale::testing {
 
 // The load: steady; minRate plans for it before it comes (detect at two replicas, classify one).
 inline constexpr double kRate = 20;
-inline constexpr int kSeconds = 90;
+inline constexpr int kSeconds = 100;
 
 inline double UnixMs() {
   return std::chrono::duration<double, std::milli>(
