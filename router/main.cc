@@ -24,13 +24,15 @@
 // outstanding at each pod over UDP on the --listen port (unless --peers off), so that each reads
 // a pod's whole queue. SIGTERM drains: the router serves on for --drain-seconds
 // while it reports not ready and closes connections after each answer (clients move to another
-// replica), then stops accepting, finishes the requests in flight (up to 20 s) and exits 0;
-// both fit in a pod's default 30 s grace period. A numeric flag or an address that is not one,
+// replica), then stops accepting, finishes the requests in flight (up to 20 s, or the longest a
+// path holds a request where that is longer: model::RouterFinishSeconds) and exits 0; the
+// operator gives its pods the grace period both take. A numeric flag or an address that is not one,
 // or out of range, exits 2 naming the flag (common/flags.h): --threads in [1, 64],
 // --drain-seconds in [0, 3600], --grace-ms in [0, 60000], --max-in-flight in [1, 1000000].
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -46,6 +48,7 @@
 #include "kube/config.h"
 #include "metrics.h"
 #include "metrics/panics.h"
+#include "model/pipeline.h"
 #include "server.h"
 
 namespace {
@@ -253,7 +256,12 @@ int Serve(RouterConfig& config, Flags& flags, const Numbers& numbers, RouterMetr
             << config.pipeline << " on " << host << ":" << *bound << "\n";
   int signal = 0;
   sigwait(&TerminationSignals(), &signal);
-  server.Drain(std::chrono::seconds(numbers.drain_seconds), std::chrono::seconds(20));
+  // What it has may include requests held through a wake or a restart: their hold.
+  const std::shared_ptr<const RoutingTable> table = config.table.load();
+  const double finish_s =
+      pipescale::model::RouterFinishSeconds(table ? table->graph.ColdHoldMs(-1) : 0);
+  server.Drain(std::chrono::seconds(numbers.drain_seconds),
+               std::chrono::milliseconds(std::lround(1000 * finish_s)));
   return 0;
 }
 
@@ -364,7 +372,7 @@ int main(int argc, char** argv) {
       {"--namespace", "default"},
       {"--kubeconfig", ""},
       {"--endpoints", ""},
-      {"--drain-seconds", "5"},
+      {"--drain-seconds", std::to_string(pipescale::model::kRouterDrainSeconds)},
       {"--routing-file", ""},
       {"--drop-policy", "reroute"},
       {"--pools-file", ""},

@@ -1,5 +1,8 @@
 #include "api/router_objects.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "api/pod_placement.h"
 
 namespace pipescale::api {
@@ -10,6 +13,13 @@ using nlohmann::json;
 // How long a router replica on a lost node waits to be replaced (api/pod_placement.h): its own
 // start-up, about a second.
 constexpr int kRouterStartupSeconds = 1;
+
+// A router pod's grace period: its drain, the time it finishes its requests in and a few
+// seconds to exit, at least Kubernetes' default 30.
+int RouterGraceSeconds(const model::Pipeline& pipeline) {
+  const double seconds = model::kRouterDrainSeconds + pipeline.RouterFinishSeconds() + 5;
+  return std::max(30, static_cast<int>(std::ceil(seconds)));
+}
 
 json Metadata(const model::Pipeline& pipeline, const Owner& owner) {
   return {{"name", RouterName(pipeline)},
@@ -92,8 +102,8 @@ json BuildRouterDeployment(const model::Pipeline& pipeline, const Owner& owner, 
          {{"metadata", {{"labels", RouterLabels(pipeline)}}},
           {"spec",
            {{"serviceAccountName", RouterName(pipeline)},
-            // The requests in flight finish within the router's own 25 s drain.
-            {"terminationGracePeriodSeconds", 30},
+            // The router's drain and the time it finishes its requests in, held ones included.
+            {"terminationGracePeriodSeconds", RouterGraceSeconds(pipeline)},
             // One node's loss must not take every replica.
             {"topologySpreadConstraints", SpreadOverNodes(selector)},
             {"tolerations", ToleratingNodeLoss(json::array(), kRouterStartupSeconds)},

@@ -1,6 +1,7 @@
 #include "model/pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
@@ -69,6 +70,16 @@ double Pipeline::ColdHoldMs(size_t path) const {
     return 1000 * spec.scale_to_zero->hold_seconds;
   }
   return 1000 * WakeSeconds(path) + spec.paths[path].slo_ms;
+}
+
+double RouterFinishSeconds(double longest_hold_ms) {
+  return std::max(20.0, std::ceil(longest_hold_ms / 1000) + 1);
+}
+
+double Pipeline::RouterFinishSeconds() const {
+  double longest = 0;
+  for (size_t p = 0; p < spec.paths.size(); ++p) longest = std::max(longest, ColdHoldMs(p));
+  return model::RouterFinishSeconds(longest);
 }
 
 double Pipeline::WakeSeconds(size_t path) const {

@@ -244,6 +244,15 @@ enum class WakeScope { kPath, kPipeline };
 // request held this much longer is answered where a tighter hold would refuse it.
 inline constexpr double kWakeAllowanceSeconds = 30;
 
+// A router told to stop (SIGTERM) reports not ready for kRouterDrainSeconds while it serves on
+// (clients move to another replica), then finishes the requests it has: for
+// RouterFinishSeconds, which its pod's grace period allows for (api/router_objects.cc).
+inline constexpr int kRouterDrainSeconds = 5;
+// At least 20 s, and the longest a path holds a request for its pods (`longest_hold_ms`, a
+// path's ColdHoldMs) with a second to answer it: a request held through a wake or a restart is
+// answered, not cut off by the router's own exit.
+double RouterFinishSeconds(double longest_hold_ms);
+
 // spec.scaleToZero.wakeAhead: a sleeping path wakes ahead of load that returned at this time of
 // the period in each of the last `confirmations` periods (0: never), so its first requests find
 // it warm (reconciler/wake_ahead.h). A daily period by default.
@@ -314,6 +323,8 @@ struct Pipeline {
   // What waking path `path` takes: the slowest start-up among the classes its tasks' variants
   // run on (every task's for an index past spec.paths), plus kWakeAllowanceSeconds.
   double WakeSeconds(size_t path) const;
+  // RouterFinishSeconds for the longest of the paths' ColdHoldMs.
+  double RouterFinishSeconds() const;
 
   bool operator==(const Pipeline&) const = default;
 };

@@ -1,6 +1,6 @@
 // The operator's pods on a lost node: model replicas wait their class's start-up before they are
 // replaced, routers their own second, a user's toleration of the taint stands, and replicas of one
-// Deployment spread over the nodes.
+// Deployment spread over the nodes; a router stopped is given the time to finish what it holds.
 #include "api/pod_placement.h"
 
 #include <gtest/gtest.h>
@@ -120,6 +120,30 @@ TEST(PodPlacement, ARouterOnALostNodeIsReplacedAfterASecondAndItsReplicasSpread)
   }
   EXPECT_EQ(spec["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"],
             d["spec"]["selector"]["matchLabels"]);
+}
+
+// A router told to stop finishes what it has, a request held through a wake or a restart
+// included (held up to its path's ColdHoldMs): its pod's grace period covers the drain and the
+// longest hold, never under Kubernetes' default 30 s, and not much past them (a router that
+// hangs is killed then).
+TEST(PodPlacement, ARoutersGracePeriodCoversItsDrainAndTheLongestHold) {
+  const auto grace = [](const model::Pipeline& p) {
+    return BuildRouterDeployment(p, {},
+                                 2)["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        .get<int>();
+  };
+  EXPECT_EQ(model::RouterFinishSeconds(0), 20);
+  const model::Pipeline quick = Pipeline();
+  ASSERT_EQ(quick.spec.paths.size(), 1u);
+  EXPECT_GE(grace(quick), 30);
+  EXPECT_GE(grace(quick), model::kRouterDrainSeconds + quick.ColdHoldMs(0) / 1000);
+
+  const model::Pipeline slow = Pipeline(json::parse(R"({"startupSeconds": 120})"));
+  const double hold_s = slow.ColdHoldMs(0) / 1000;
+  ASSERT_GE(hold_s, 150);
+  EXPECT_GE(slow.RouterFinishSeconds(), hold_s);
+  EXPECT_GE(grace(slow), model::kRouterDrainSeconds + hold_s);
+  EXPECT_LE(grace(slow), model::kRouterDrainSeconds + hold_s + 10);
 }
 
 }  // namespace
