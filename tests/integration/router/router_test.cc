@@ -721,8 +721,10 @@ spec:
         - name: v
           batchSize: {formedBy: router, max: 8}
           profiles: [{hardwareClass: cpu, latencyMs: {quadratic: {b: 1, c: 10}}}]
-  paths: [{name: p, tasks: [classify], sloMs: 200}]
-)";
+  paths: [{name: p, tasks: [classify], sloMs: )" +
+              // Under ASan, beside CI's cluster tests, one of the eight at once below was once
+              // answered past 200 ms: there the SLO only needs to let every request through.
+              std::to_string(kSanitized ? 2000 : 200) + "}]\n";
   std::ofstream(dir_ + "/batching.json")
       << R"({"batches": [{"task": "classify", "variant": "v", "batchSize": 4, "waitMs": 15}]})";
   const std::string model = Model("classify", "0,1,10", 1, 0);
