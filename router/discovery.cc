@@ -65,7 +65,8 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
   const auto it = known.endpoints.find(pod.address);
   if (it != known.endpoints.end() && it->second->weight == pod.weight &&
       it->second->variant == pod.variant && it->second->hardware_class == pod.hardware_class &&
-      it->second->batch == pod.batch && it->second->batch_ms == pod.batch_ms) {
+      it->second->batch == pod.batch && it->second->batch_ms == pod.batch_ms &&
+      it->second->node == pod.node) {
     return it->second;
   }
   auto e = std::make_shared<Endpoint>();
@@ -77,6 +78,7 @@ std::shared_ptr<Endpoint> EndpointOf(const routing::Graph& graph, int task,
   e->class_index = graph.ClassIndex(pod.hardware_class);
   e->batch = pod.batch;
   e->batch_ms = pod.batch_ms;
+  e->node = pod.node;
   if (it != known.endpoints.end()) {
     e->outstanding = it->second->outstanding;
     e->ejection = it->second->ejection;

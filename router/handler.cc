@@ -201,14 +201,7 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     routing::CallVerdict verdict =
         walk.walker->AfterCall(walk.state, task, attempt, outcome, NowMs());
     if (verdict.eject) {
-      pod.ejection->Eject(NowMs());
-      metrics_.Eject(name);
-      if (pod.ejection->StartProbe()) {
-        asio::co_spawn(
-            pool_.executor(),
-            ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + name + "/ready", pool_),
-            ReportThrow{"router-probe"});
-      }
+      Eject(table, task, pod);
     } else if (reply.ok()) {
       pod.ejection->Answered(NowMs());
     }
@@ -228,6 +221,33 @@ asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Call(const 
     tried = lease->index;
   }
   co_return walk.walker->NoPodLeft(task, failed);
+}
+
+void PipelineHandler::Eject(const RoutingTable& table, int task, const Endpoint& pod) {
+  const std::string& name = table.graph.TaskName(task);
+  pod.ejection->Eject(NowMs());
+  metrics_.Eject(name);
+  if (pod.ejection->StartProbe()) {
+    asio::co_spawn(
+        pool_.executor(),
+        ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + name + "/ready", pool_),
+        ReportThrow{"router-probe"});
+  }
+  if (pod.node.empty()) return;
+  // A silent pod may be a frozen or cut-off node, which silences its other pods with it: each is
+  // probed at once, and left out until it answers (at once, when only the one pod hung), so a
+  // request does not pay a give-up at one task and then another at the next.
+  for (size_t t = 0; t < table.pods.size(); ++t) {
+    for (const std::shared_ptr<Endpoint>& mate : table.pods[t]) {
+      if (mate.get() == &pod || mate->node != pod.node || !mate->ejection->StartProbe()) continue;
+      mate->ejection->Hold(NowMs() + 2 * kProbeTimeoutMs);
+      const std::string target =
+          "/v2/models/" + table.graph.TaskName(static_cast<int>(t)) + "/ready";
+      asio::co_spawn(pool_.executor(),
+                     ProbeUntilReady(mate->ejection, mate->address, target, pool_, true),
+                     ReportThrow{"router-probe"});
+    }
+  }
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(

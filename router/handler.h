@@ -74,6 +74,9 @@ class PipelineHandler {
   asio::awaitable<Result<CallReply>> SendBatch(const Walk& walk, const RoutingTable& table,
                                                int task, int variant, const routing::Body& batch,
                                                int rows);
+  // `pod` of `task` left a call unanswered: out of picks until it answers a probe, and each other
+  // pod on its node too until it answers one of its own.
+  void Eject(const RoutingTable& table, int task, const Endpoint& pod);
   // The batch-service sample of an answered call, if it makes one.
   void MeasureBatch(const std::string& task, const CallReply& call, const routing::CallFacts& facts,
                     const nlohmann::json& parameters);

@@ -3,7 +3,8 @@
 // every path.
 //
 //   pipescale-router (--pipeline NAME --namespace NS | --pipeline-file FILE)
-//       [--endpoints TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...]] [--kubeconfig F]
+//       [--endpoints TASK=IP:PORT[@VARIANT[/CLASS[/BATCH[/NODE]]]][,...][;TASK=...]]
+//       [--kubeconfig F]
 //       [--listen 0.0.0.0:8080] [--metrics-listen 0.0.0.0:9090] [--threads N] [--port-file F]
 //       [--grace-ms 50] [--max-in-flight 4096] [--drain-seconds 5] [--routing-file F]
 //       [--drop-policy none|last-task|per-task|reroute] [--pools-file F]
@@ -62,9 +63,10 @@ using pipescale::router::Server;
 using pipescale::routing::PodEndpoint;
 using Flags = std::map<std::string, std::string>;
 
-constexpr const char* kEndpointsSyntax = "TASK=IP:PORT[@VARIANT[/CLASS[/BATCH]]][,...][;TASK=...]";
+constexpr const char* kEndpointsSyntax =
+    "TASK=IP:PORT[@VARIANT[/CLASS[/BATCH[/NODE]]]][,...][;TASK=...]";
 
-// One pod of --endpoints: "127.0.0.4:8080@b7/gpu/8".
+// One pod of --endpoints: "127.0.0.4:8080@b7/gpu/8/node-1".
 pipescale::Result<PodEndpoint> ParsePod(const std::string& text) {
   const auto at = text.find('@');
   PodEndpoint pod{.name = text.substr(0, at), .address = text.substr(0, at)};
@@ -76,6 +78,7 @@ pipescale::Result<PodEndpoint> ParsePod(const std::string& text) {
   std::getline(rest, pod.variant, '/');
   std::getline(rest, pod.hardware_class, '/');
   std::getline(rest, batch, '/');
+  std::getline(rest, pod.node, '/');
   if (!batch.empty()) {
     auto b = pipescale::ParseInteger("--endpoints", batch, 1, pipescale::api::limits::kMaxBatch);
     if (!b) return b.error();
@@ -85,9 +88,10 @@ pipescale::Result<PodEndpoint> ParsePod(const std::string& text) {
 }
 
 // "detect=127.0.0.2:8080,127.0.0.3:8080;classify=127.0.0.4:8080@b7/gpu/8", where "@VARIANT"
-// names the variant a pod serves (Loki's tables route by variant), "/CLASS" its hardware class
-// and "/BATCH" its batch size (the pools cost replicas by both), each profiled by `pipeline`
-// when there is one.
+// names the variant a pod serves (Loki's tables route by variant), "/CLASS" its hardware class,
+// "/BATCH" its batch size (the pools cost replicas by both) and "/NODE" the node it runs on
+// (a pod that hangs makes its node's others suspect), each profiled by `pipeline` when there
+// is one.
 pipescale::Result<std::map<std::string, std::vector<PodEndpoint>>> ParseEndpoints(
     const std::string& text, const pipescale::model::Pipeline* pipeline) {
   std::map<std::string, std::vector<PodEndpoint>> out;

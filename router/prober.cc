@@ -7,9 +7,9 @@
 namespace pipescale::router {
 
 asio::awaitable<void> ProbeUntilReady(std::weak_ptr<Ejection> ejection, std::string address,
-                                      std::string ready_target, UpstreamPool& pool) {
+                                      std::string ready_target, UpstreamPool& pool, bool at_once) {
   asio::steady_timer timer(pool.executor());
-  for (;;) {
+  for (bool first = true;; first = false) {
     double wait_ms = 0;
     if (const auto held = ejection.lock()) {
       wait_ms = held->until_ms.load(std::memory_order_relaxed) - SteadyNowMs();
@@ -18,7 +18,7 @@ asio::awaitable<void> ProbeUntilReady(std::weak_ptr<Ejection> ejection, std::str
     } else {
       co_return;
     }
-    if (wait_ms > 0) {
+    if (wait_ms > 0 && !(first && at_once)) {
       co_await SleepMs(timer, wait_ms);
       continue;
     }

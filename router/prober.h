@@ -16,11 +16,12 @@ namespace pipescale::router {
 // whatever its queue (model servers serve it apart from inference).
 inline constexpr double kProbeTimeoutMs = 1000;
 
-// Probes `address`'s `ready_target` each time its ejection ends, keeping it ejected (and the
-// next ejection longer, routing::EjectMs) until it answers 200; then it is back in picks. Ends
-// then, or once no Endpoint holds the ejection (the pod left the table). Run one per ejection
-// (Ejection::StartProbe).
+// Probes `address`'s `ready_target` each time its ejection ends (`at_once`: first without
+// waiting), keeping it ejected (and the next ejection longer, routing::EjectMs) until it answers
+// 200; then it is back in picks. Ends then, or once no Endpoint holds the ejection (the pod left
+// the table). Run one per ejection (Ejection::StartProbe).
 asio::awaitable<void> ProbeUntilReady(std::weak_ptr<Ejection> ejection, std::string address,
-                                      std::string ready_target, UpstreamPool& pool);
+                                      std::string ready_target, UpstreamPool& pool,
+                                      bool at_once = false);
 
 }  // namespace pipescale::router

@@ -64,6 +64,7 @@ struct Endpoint {
   int class_index = -1;
   int batch = 1;        // its batch size
   double batch_ms = 0;  // d(batch) on its class, 0 when not known
+  std::string node;     // the node it runs on, "" when not known
   // Requests sent to the pod and not yet answered: shared by every Endpoint of the address, so a
   // new profile (a batch change) does not read a busy pod as idle.
   std::shared_ptr<std::atomic<int>> outstanding = std::make_shared<std::atomic<int>>(0);

@@ -115,6 +115,7 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
                          .address = ip + ":" + std::to_string(PortOf(containers)),
                          .variant = StringField(labels, "pipescale.io/variant"),
                          .hardware_class = StringField(labels, "pipescale.io/hardware-class")};
+    endpoint.node = StringField(pod["spec"], "nodeName");
     const int t = pipeline.TaskIndex(task);
     const model::Variant* v =
         t < 0 ? nullptr : pipeline.spec.tasks[t].FindVariant(endpoint.variant);

@@ -21,6 +21,7 @@ struct PodEndpoint {
   std::string hardware_class;  // its pipescale.io/hardware-class label, for the pools
   int batch = 1;               // the batch size it runs as planned (PlannedBatch)
   double batch_ms = 0;         // d(batch) of its variant on its class; 0 where not known
+  std::string node;            // the node it runs on (spec.nodeName); "" where not known
   bool operator==(const PodEndpoint&) const = default;
 };
 

@@ -74,7 +74,20 @@ TEST(Endpoints, ThePortNamedHttpElseTheFirstDeclared) {
   EXPECT_EQ(ReadyEndpoints(Chain(), {pod}).at("detect")[0].address, "10.0.0.1:9090");
 }
 
-// The weight is b * 1000 / d(b) of the pod's variant on its class at its batch size, so a pod
+// The node a pod runs on, which the router suspects with a pod of it that hung; "" before the
+// pod is bound.
+TEST(Endpoints, TheNodeIsThePodsSpecNodeName) {
+  json bound = Pod("a", "detect", "10.0.0.1");
+  bound["spec"]["nodeName"] = "node-1";
+  json numbered = Pod("b", "detect", "10.0.0.2");
+  numbered["spec"]["nodeName"] = 7;  // not a name: as not known
+  const auto e = ReadyEndpoints(Chain(), {bound, numbered, Pod("c", "detect", "10.0.0.3")});
+  ASSERT_EQ(e.at("detect").size(), 3u);
+  EXPECT_EQ(e.at("detect")[0].node, "node-1");
+  EXPECT_EQ(e.at("detect")[1].node, "");
+  EXPECT_EQ(e.at("detect")[2].node, "");
+}
+
 // batching 4 on the CPU (d(4) = 80 ms) counts as 50 requests/s and one at batch 1 as 20.
 TEST(Endpoints, WeightIsThePlannedThroughputOfOneReplica) {
   json batched = Pod("a", "detect", "10.0.0.1");
