@@ -76,10 +76,14 @@ double RouterFinishSeconds(double longest_hold_ms) {
   return std::max(20.0, std::ceil(longest_hold_ms / 1000) + 1);
 }
 
-double Pipeline::RouterFinishSeconds() const {
+double Pipeline::LongestColdHoldMs() const {
   double longest = 0;
   for (size_t p = 0; p < spec.paths.size(); ++p) longest = std::max(longest, ColdHoldMs(p));
-  return model::RouterFinishSeconds(longest);
+  return longest;
+}
+
+double Pipeline::RouterFinishSeconds() const {
+  return model::RouterFinishSeconds(LongestColdHoldMs());
 }
 
 double Pipeline::WakeSeconds(size_t path) const {

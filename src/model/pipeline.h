@@ -323,7 +323,9 @@ struct Pipeline {
   // What waking path `path` takes: the slowest start-up among the classes its tasks' variants
   // run on (every task's for an index past spec.paths), plus kWakeAllowanceSeconds.
   double WakeSeconds(size_t path) const;
-  // RouterFinishSeconds for the longest of the paths' ColdHoldMs.
+  // The longest of the paths' ColdHoldMs (0 without paths).
+  double LongestColdHoldMs() const;
+  // RouterFinishSeconds for LongestColdHoldMs.
   double RouterFinishSeconds() const;
 
   bool operator==(const Pipeline&) const = default;

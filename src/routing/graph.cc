@@ -53,6 +53,7 @@ Graph::Graph(const model::Pipeline& pipeline) {
     cold_hold_ms_.push_back(pipeline.ColdHoldMs(path_names_.size() - 1));
     priority_.push_back(p.priority);
   }
+  longest_cold_hold_ms_ = pipeline.LongestColdHoldMs();
 }
 
 int Graph::TaskIndex(std::string_view name) const { return IndexOf(tasks_, name); }
@@ -166,10 +167,7 @@ double Graph::DeadlineMs(int path) const {
 }
 
 double Graph::ColdHoldMs(int path) const {
-  if (path >= 0) return cold_hold_ms_[path];
-  double longest = 0;
-  for (const double hold : cold_hold_ms_) longest = std::max(longest, hold);
-  return longest;
+  return path >= 0 ? cold_hold_ms_[path] : longest_cold_hold_ms_;
 }
 
 }  // namespace pipescale::routing

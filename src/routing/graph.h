@@ -100,6 +100,7 @@ class Graph {
   std::vector<std::vector<int>> path_tasks_;        // by path
   std::vector<double> slo_ms_;                      // by path
   std::vector<double> cold_hold_ms_;                // by path
+  double longest_cold_hold_ms_ = 0;
   bool sleeps_ = false;
   std::vector<model::Priority> priority_;     // by path
   std::vector<int> roots_;                    // tasks no edge enters
