@@ -414,8 +414,15 @@ int Run(int argc, char** argv) {
   Log("info", "stopped",
       {{"leadingMs", ms(led - stopping)},
        {"workersAndWatchesMs", ms(std::chrono::steady_clock::now() - led)}});
+  const auto stopped = std::chrono::steady_clock::now();
   if (flags->leader_elect) elector.Release();
+  const auto released = std::chrono::steady_clock::now();
   mg_stop(health);
+  // Once seen, a stop that overran its grace period (a test's 10 s, once in CI) after "stopped":
+  // the lease's release or the health endpoint's.
+  Log("info", "exiting",
+      {{"releaseMs", ms(released - stopped)},
+       {"healthMs", ms(std::chrono::steady_clock::now() - released)}});
   return exit_code;
 }
 

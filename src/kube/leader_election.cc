@@ -117,14 +117,15 @@ bool LeaderElector::Hold(const std::atomic<bool>& stop) {
 
 void LeaderElector::Release() {
   const std::string path = ObjectPath(kLeases, options_.namespace_name, options_.name);
-  auto current = client_.Get(path);
+  const Client client(client_.config(), {.timeout = kReleaseTimeout});
+  auto current = client.Get(path);
   if (!current.ok()) return;
   Guard("leader-election", [&] {
     nlohmann::json lease = *current;
     if (lease["spec"].value("holderIdentity", "") != options_.identity) return;
     lease["spec"]["holderIdentity"] = "";
     lease["spec"]["leaseDurationSeconds"] = 1;
-    (void)client_.Update(path, lease);
+    (void)client.Update(path, lease);
   });
 }
 

@@ -35,8 +35,11 @@ class LeaderElector {
   // Renews until `stop` (returns true) or until a renewal deadline passes without success
   // (leadership lost: false).
   bool Hold(const std::atomic<bool>& stop);
-  // Gives the lease up so a successor need not wait for it to expire.
+  // Gives the lease up so a successor need not wait for it to expire. Each of its two requests
+  // waits at most kReleaseTimeout: a stopping process has its grace period, and a lease not
+  // given up still expires.
   void Release();
+  static constexpr std::chrono::seconds kReleaseTimeout{2};
 
  private:
   Result<bool> AcquireOrRenew();
