@@ -227,12 +227,7 @@ void PipelineHandler::Eject(const RoutingTable& table, int task, const Endpoint&
   const std::string& name = table.graph.TaskName(task);
   pod.ejection->Eject(NowMs());
   metrics_.Eject(name);
-  if (pod.ejection->StartProbe()) {
-    asio::co_spawn(
-        pool_.executor(),
-        ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + name + "/ready", pool_),
-        ReportThrow{"router-probe"});
-  }
+  if (pod.ejection->StartProbe()) Probe(pod, name, false);
   if (pod.node.empty()) return;
   // A silent pod may be a frozen or cut-off node, which silences its other pods with it: each is
   // probed at once, and left out until it answers (at once, when only the one pod hung), so a
@@ -241,13 +236,16 @@ void PipelineHandler::Eject(const RoutingTable& table, int task, const Endpoint&
     for (const std::shared_ptr<Endpoint>& mate : table.pods[t]) {
       if (mate.get() == &pod || mate->node != pod.node || !mate->ejection->StartProbe()) continue;
       mate->ejection->Hold(NowMs() + 2 * kProbeTimeoutMs);
-      const std::string target =
-          "/v2/models/" + table.graph.TaskName(static_cast<int>(t)) + "/ready";
-      asio::co_spawn(pool_.executor(),
-                     ProbeUntilReady(mate->ejection, mate->address, target, pool_, true),
-                     ReportThrow{"router-probe"});
+      Probe(*mate, table.graph.TaskName(static_cast<int>(t)), true);
     }
   }
+}
+
+void PipelineHandler::Probe(const Endpoint& pod, const std::string& task, bool at_once) {
+  asio::co_spawn(
+      pool_.executor(),
+      ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + task + "/ready", pool_, at_once),
+      ReportThrow{"router-probe"});
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(

@@ -77,6 +77,8 @@ class PipelineHandler {
   // `pod` of `task` left a call unanswered: out of picks until it answers a probe, and each other
   // pod on its node too until it answers one of its own.
   void Eject(const RoutingTable& table, int task, const Endpoint& pod);
+  // Runs `pod`'s readiness probe (a pod of `task`; ProbeUntilReady), its StartProbe won.
+  void Probe(const Endpoint& pod, const std::string& task, bool at_once);
   // The batch-service sample of an answered call, if it makes one.
   void MeasureBatch(const std::string& task, const CallReply& call, const routing::CallFacts& facts,
                     const nlohmann::json& parameters);
