@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 namespace pipescale::api {
 
@@ -30,18 +31,26 @@ bool Tolerates(const json& t, const std::string& key) {
   return field("key") == key;
 }
 
+// Kubernetes' default --node-monitor-grace-period: how long a node has been silent when the node
+// lifecycle controller marks it unreachable.
+constexpr int kSilentBeforeUnreachableSeconds = 40;
+
 }  // namespace
 
 json ToleratingNodeLoss(const json& tolerations, int seconds) {
   json out = tolerations.is_array() ? tolerations : json::array();
-  for (const char* key : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+  const std::pair<const char*, int> waits[] = {
+      {"node.kubernetes.io/not-ready", seconds},
+      {"node.kubernetes.io/unreachable", seconds - kSilentBeforeUnreachableSeconds}};
+  for (const auto& [taint, wait] : waits) {
+    const std::string key = taint;
     if (std::any_of(out.begin(), out.end(), [&](const json& t) { return Tolerates(t, key); })) {
       continue;
     }
     out.push_back({{"key", key},
                    {"operator", "Exists"},
                    {"effect", "NoExecute"},
-                   {"tolerationSeconds", std::max(seconds, 0)}});
+                   {"tolerationSeconds", std::max(wait, 0)}});
   }
   return out;
 }

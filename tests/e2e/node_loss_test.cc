@@ -6,8 +6,8 @@
 // Each may cost the clients at most what was in flight when it came: the router gives up on a
 // silent pod at half a request's budget and sends the call to the other pod, and leaves the pod
 // out of its picks. The node lifecycle controller marks the node unreachable, its pods are
-// evicted after their class's start-up and replaced on the other node; the node then comes back
-// and finishes what was deleted meanwhile.
+// evicted at once (their class's start-up is under the silence the mark took) and replaced on
+// the other node; the node then comes back and finishes what was deleted meanwhile.
 #include <gtest/gtest.h>
 
 #include <algorithm>

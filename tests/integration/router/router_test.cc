@@ -728,7 +728,11 @@ TEST_F(RouterTest, MarkSpillsToTheBurstClassOnlyWhenEveryMainReplicaWouldBeLate)
   const json with = Load("70:4");
   EXPECT_GT(spills(), light + 5);
   EXPECT_EQ(spills(), Served(burst));
-  EXPECT_GE(with["paths"]["p"].value("sloAttainment", 0.0), 0.97) << with;
+  // The SLO held only where the router runs at its own speed (not under ASan beside CI's
+  // cluster tests, as for the batching test below); the spills are checked in both builds.
+  if (!kSanitized) {
+    EXPECT_GE(with["paths"]["p"].value("sloAttainment", 0.0), 0.97) << with;
+  }
   ASSERT_EQ(router_->Stop(SIGTERM, 10s), 0);
   StartRouter(endpoints, 400, "0", {"--pools-file", dir_ + "/pools.json", "--spill", "off"});
   const double burst_before = Served(burst);

@@ -1,6 +1,7 @@
-// The operator's pods on a lost node: model replicas wait their class's start-up before they are
-// replaced, routers their own second, a user's toleration of the taint stands, and replicas of one
-// Deployment spread over the nodes; a router stopped is given the time to finish what it holds.
+// The operator's pods on a lost node: model replicas wait their class's start-up from the node's
+// silence before they are replaced, routers their own second, a user's toleration of the taint
+// stands, and replicas of one Deployment spread over the nodes; a router stopped is given the time
+// to finish what it holds.
 #include "api/pod_placement.h"
 
 #include <gtest/gtest.h>
@@ -45,18 +46,26 @@ std::vector<json> Of(const json& spec, const std::string& key) {
   return out;
 }
 
+// Counted from the node's silence: one reporting itself not ready is, at once; one marked
+// unreachable has been silent Kubernetes' default grace (40 s) already.
 TEST(PodPlacement, AModelReplicaOnALostNodeWaitsItsClassesStartUpThenIsReplaced) {
-  const std::vector<std::pair<json, int>> cases = {{json::object(), 0},
-                                                   {json::parse(R"({"startupSeconds": 6})"), 6},
-                                                   {json::parse(R"({"startupSeconds": 2.5})"), 3}};
-  for (const auto& [startup, seconds] : cases) {
-    const json spec = PodSpec(Pipeline(startup));
-    for (const char* key : {kUnreachable, kNotReady}) {
+  struct Case {
+    json startup;
+    int not_ready, unreachable;
+  };
+  const std::vector<Case> cases = {{json::object(), 0, 0},
+                                   {json::parse(R"({"startupSeconds": 6})"), 6, 0},
+                                   {json::parse(R"({"startupSeconds": 2.5})"), 3, 0},
+                                   {json::parse(R"({"startupSeconds": 100})"), 100, 60}};
+  for (const Case& c : cases) {
+    const json spec = PodSpec(Pipeline(c.startup));
+    for (const auto& [key, seconds] :
+         {std::pair{kNotReady, c.not_ready}, std::pair{kUnreachable, c.unreachable}}) {
       const std::vector<json> found = Of(spec, key);
-      ASSERT_EQ(found.size(), 1u) << key << " " << spec.dump();
+      ASSERT_EQ(found.size(), 1U) << key << " " << spec.dump();
       EXPECT_EQ(found[0]["effect"], "NoExecute");
       EXPECT_EQ(found[0]["operator"], "Exists");
-      EXPECT_EQ(found[0]["tolerationSeconds"], seconds) << startup.dump();
+      EXPECT_EQ(found[0]["tolerationSeconds"], seconds) << key << " " << c.startup.dump();
     }
   }
 }
@@ -66,27 +75,27 @@ TEST(PodPlacement, TheClassesOwnTolerationsStayAndAUsersChoiceForALostNodeStands
       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
       {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
        "tolerationSeconds": 120}]})")));
-  EXPECT_EQ(Of(spec, "nvidia.com/gpu").size(), 1u);
-  ASSERT_EQ(Of(spec, kUnreachable).size(), 1u) << spec.dump();
+  EXPECT_EQ(Of(spec, "nvidia.com/gpu").size(), 1U);
+  ASSERT_EQ(Of(spec, kUnreachable).size(), 1U) << spec.dump();
   EXPECT_EQ(Of(spec, kUnreachable)[0]["tolerationSeconds"], 120);
-  ASSERT_EQ(Of(spec, kNotReady).size(), 1u);
+  ASSERT_EQ(Of(spec, kNotReady).size(), 1U);
   EXPECT_EQ(Of(spec, kNotReady)[0]["tolerationSeconds"], 6);
   // A toleration of every taint (no key, Exists) is the user's choice for both.
   const json all = PodSpec(Pipeline(json::parse(R"({"tolerations": [{"operator": "Exists"}]})")));
-  EXPECT_EQ(all["tolerations"].size(), 1u) << all.dump();
+  EXPECT_EQ(all["tolerations"].size(), 1U) << all.dump();
 }
 
 TEST(PodPlacement, ATolerationOfAnotherEffectDoesNotCountForALostNode) {
   const json tolerations = ToleratingNodeLoss(
       json::parse(R"([{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
                        "effect": "NoSchedule"}])"),
-      4);
+      45);
   std::vector<json> unreachable = Of({{"tolerations", tolerations}}, kUnreachable);
-  ASSERT_EQ(unreachable.size(), 2u) << tolerations.dump();
+  ASSERT_EQ(unreachable.size(), 2U) << tolerations.dump();
   EXPECT_EQ(unreachable[1]["effect"], "NoExecute");
-  EXPECT_EQ(unreachable[1]["tolerationSeconds"], 4);
+  EXPECT_EQ(unreachable[1]["tolerationSeconds"], 5);
   // Not a list: a list of the two.
-  EXPECT_EQ(ToleratingNodeLoss(json("x"), 1).size(), 2u);
+  EXPECT_EQ(ToleratingNodeLoss(json("x"), 1).size(), 2U);
 }
 
 TEST(PodPlacement, ReplicasOfADeploymentSpreadOverTheNodesUnlessTheTemplateSaysOtherwise) {
@@ -94,7 +103,7 @@ TEST(PodPlacement, ReplicasOfADeploymentSpreadOverTheNodesUnlessTheTemplateSaysO
   const json d = BuildDeployment(p, {}, p.spec.tasks[0], p.spec.tasks[0].variants[0],
                                  p.spec.hardware_classes[0], 2, 4);
   const json& spread = d["spec"]["template"]["spec"]["topologySpreadConstraints"];
-  ASSERT_EQ(spread.size(), 1u);
+  ASSERT_EQ(spread.size(), 1U);
   EXPECT_EQ(spread[0]["topologyKey"], "kubernetes.io/hostname");
   EXPECT_EQ(spread[0]["whenUnsatisfiable"], "ScheduleAnyway");
   // It counts the Deployment's own pods, no other's.
@@ -110,13 +119,13 @@ TEST(PodPlacement, ReplicasOfADeploymentSpreadOverTheNodesUnlessTheTemplateSaysO
             "zone");
 }
 
-TEST(PodPlacement, ARouterOnALostNodeIsReplacedAfterASecondAndItsReplicasSpread) {
+TEST(PodPlacement, ARouterOnALostNodeIsReplacedAfterASecondOfSilenceAndItsReplicasSpread) {
   const model::Pipeline p = Pipeline();
   const json d = BuildRouterDeployment(p, {}, 2);
   const json& spec = d["spec"]["template"]["spec"];
-  for (const char* key : {kUnreachable, kNotReady}) {
-    ASSERT_EQ(Of(spec, key).size(), 1u) << spec.dump();
-    EXPECT_EQ(Of(spec, key)[0]["tolerationSeconds"], 1);
+  for (const auto& [key, seconds] : {std::pair{kNotReady, 1}, std::pair{kUnreachable, 0}}) {
+    ASSERT_EQ(Of(spec, key).size(), 1U) << spec.dump();
+    EXPECT_EQ(Of(spec, key)[0]["tolerationSeconds"], seconds) << key;
   }
   EXPECT_EQ(spec["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"],
             d["spec"]["selector"]["matchLabels"]);
@@ -134,7 +143,7 @@ TEST(PodPlacement, ARoutersGracePeriodCoversItsDrainAndTheLongestHold) {
   };
   EXPECT_EQ(model::RouterFinishSeconds(0), 20);
   const model::Pipeline quick = Pipeline();
-  ASSERT_EQ(quick.spec.paths.size(), 1u);
+  ASSERT_EQ(quick.spec.paths.size(), 1U);
   EXPECT_GE(grace(quick), 30);
   EXPECT_GE(grace(quick), model::kRouterDrainSeconds + quick.ColdHoldMs(0) / 1000);
 
