@@ -86,11 +86,13 @@ DoorStep Walker::AtDoor(const TaskLoads& loads, Walk& walk, double now_ms,
   if (door == Door::kWaitForPods && (graph_.Sleeps() || RestartsEach(loads, now, tasks))) {
     HoldCold(walk);
   }
-  // Late only because its path's earlier requests wait for its pods, which take them first when
-  // up: the request is part of the wake (or restart) they wait for, and is held as they are, for
-  // the path's cold hold, rather than refused. Those held this way are not counted among the
-  // backlog, so that past it (a load the pods cannot serve) the door refuses at once again.
-  if (door == Door::kRefuse && !walk.cold && held_for_pods > 0) {
+  // While its path's earlier requests wait for its pods (or are still answered after them), a
+  // request is part of the wake (or restart) they wait for and is held as they are, for the
+  // path's cold hold: refused as late, it waits; let in, it may still end behind the backlog at a
+  // later task (which the door's look at each task now does not see) and is answered late
+  // rather than cut at its SLO. Those held this way are not counted among the backlog, so that
+  // past it (a load the pods cannot serve) the door refuses at once again.
+  if (door != Door::kWaitForPods && !walk.cold && held_for_pods > 0) {
     HoldCold(walk);
     walk.behind_held = walk.cold;
   }

@@ -76,8 +76,8 @@ struct Walk {
   // at the task: Walker::WaitsForPod): a cold request, whose deadline moved to its path's cold
   // hold (Graph::ColdHoldMs).
   bool cold = false;
-  // Held (cold) behind its path's requests held for pods, where the door would have refused it
-  // as late because of them: not one of those the door counts (`held_for_pods`).
+  // Held (cold) behind its path's requests held for pods, or let in while they were not yet
+  // answered: part of their wake, not one of those the door counts (`held_for_pods`).
   bool behind_held = false;
   std::optional<Failure> failure;             // the first of any of its visits
   std::vector<std::pair<int, double>> ended;  // each trail that ended: its path (-1: none), when
@@ -156,7 +156,8 @@ class Walker {
   // or up to the path's cold hold (which becomes the walk's deadline; Walk::cold) under scale to
   // zero and for a pod restarting. `held_for_pods`: the requests of the walk's path held at the
   // door now for its pods (a wake's or a restart's backlog); while there are any, a request the
-  // door would refuse as late is held behind them (Walk::behind_held) instead.
+  // door would refuse as late is held behind them (Walk::behind_held) instead, and one it lets
+  // in takes the same hold as its deadline.
   DoorStep AtDoor(const TaskLoads& loads, Walk& walk, double now_ms,
                   double held_for_pods = 0) const;
 

@@ -238,9 +238,10 @@ TEST(WalkTest, AColdRequestWaitsForItsPathsPodsUpToItsColdHold) {
 
 // A wake's backlog: while requests held for the path's pods are not yet answered, a request the
 // door would refuse as late (the backlog fills the queues) is held behind them, cold, up to the
-// path's cold hold, and let in on the held requests' terms; it is not one of the backlog. With
-// no backlog, the same queues refuse it at once, as they refuse a load the pods cannot serve.
-TEST(WalkTest, ARequestLateBehindAWakesBacklogIsHeldWithItNotRefused) {
+// path's cold hold, and let in on the held requests' terms; one it admits goes in with the same
+// hold as its deadline. Neither is one of the backlog. With no backlog, the same queues refuse
+// it at once, as they refuse a load the pods cannot serve.
+TEST(WalkTest, ARequestBehindAWakesBacklogIsHeldWithItNotRefusedNorCutAtItsSlo) {
   Fixture f;
   f.pipeline.spec.scale_to_zero = model::ScaleToZero{.after_idle_seconds = 60};
   const Graph graph(f.pipeline);
@@ -267,10 +268,18 @@ TEST(WalkTest, ARequestLateBehindAWakesBacklogIsHeldWithItNotRefused) {
   loads.pods[kDetect][0].outstanding = 0;  // 60 ms
   EXPECT_EQ(walker.AtDoor(loads, behind, 1520, 0).kind, DoorStep::Kind::kAdmit);
 
-  // One the pods serve in time goes in, backlog or not: only a late one is held.
+  // One the pods serve in time goes in at once, on the same terms as with no backlog; behind a
+  // backlog it is part of the wake too, and may be answered late (the backlog ahead of it at a
+  // later task), not cut at its SLO. Without a backlog, its SLO is its deadline.
   Walk in_time = walker.Start(kCars, 1, 2000);
   EXPECT_EQ(walker.AtDoor(loads, in_time, 2000, 3).kind, DoorStep::Kind::kAdmit);
-  EXPECT_FALSE(in_time.cold);
+  EXPECT_TRUE(in_time.cold);
+  EXPECT_TRUE(in_time.behind_held);
+  EXPECT_EQ(in_time.deadline_ms, 2000 + hold);
+  Walk warm = walker.Start(kCars, 1, 2000);
+  EXPECT_EQ(walker.AtDoor(loads, warm, 2000, 0).kind, DoorStep::Kind::kAdmit);
+  EXPECT_FALSE(warm.cold);
+  EXPECT_EQ(warm.deadline_ms, 2200);
   // Past the hold, a request held behind is refused as late.
   loads.pods[kDetect][0].outstanding = 5;
   Walk expires = walker.Start(kCars, 1, 3000);
