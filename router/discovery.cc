@@ -181,6 +181,8 @@ Discovery::Discovery(const kube::Client& client, RouterConfig& config,
                      std::shared_ptr<PeerLink> peers)
     : config_(config), fixed_(std::move(fixed)), changed_(std::move(changed)) {
   known_.peers = std::move(peers);
+  starting_ = std::make_unique<StartingProbes>(
+      [this] { Guard("router-discovery", [this] { Rebuild(); }); });
   const std::string selector = "pipescale.io/pipeline=" + config.pipeline;
   auto rebuild = [this](const std::string&, const nlohmann::json&) { Rebuild(); };
   pods_ = std::make_unique<kube::Informer>(
@@ -211,6 +213,7 @@ Discovery::~Discovery() {
   config_maps_->Stop();
   routers_->Stop();
   if (first_table_.joinable()) first_table_.join();  // Stop ended its wait
+  starting_->Stop();  // its thread rebuilds too: stopped before the rest goes
 }
 
 void Discovery::Start() {
@@ -291,9 +294,13 @@ void Discovery::Rebuild() {
   std::erase(router_ips, "");
   if (known_.peers) known_.peers->SetPeers(std::move(router_ips));
   const std::vector<nlohmann::json> listed = pods_->List();
-  auto table = MakeTable(*pipeline, routing::ReadyEndpoints(*pipeline, listed), known_,
-                         PartsFromConfigMap(data, *pipeline), config_.fcfs, routers,
-                         routing::RestartingPods(*pipeline, listed));
+  auto pods = routing::ReadyEndpoints(*pipeline, listed);
+  for (auto& [task, answered] : starting_->Update(routing::StartingEndpoints(*pipeline, listed))) {
+    std::vector<routing::PodEndpoint>& list = pods[task];
+    list.insert(list.end(), answered.begin(), answered.end());
+  }
+  auto table = MakeTable(*pipeline, pods, known_, PartsFromConfigMap(data, *pipeline), config_.fcfs,
+                         routers, routing::RestartingPods(*pipeline, listed));
   if (changed_) changed_(*table);
   config_.table.store(std::move(table));
 }

@@ -1,6 +1,7 @@
 // Keeps a router's routing table current from the cluster without a restart: the pipeline from
 // its routing ConfigMap (key pipeline.json, written by the operator) or from a file, and the
-// Ready pods of each task from the Pod objects of the pipeline.
+// Ready pods of each task from the Pod objects of the pipeline, with those started that have
+// answered the router's own readiness probe (starting.h).
 #pragma once
 
 #include <functional>
@@ -19,6 +20,7 @@
 #include "optimizer/registry.h"
 #include "routing/endpoints.h"
 #include "routing_table.h"
+#include "starting.h"
 
 namespace pipescale::router {
 
@@ -98,6 +100,8 @@ class Discovery {
   std::function<void(const RoutingTable&)> changed_;
   std::unique_ptr<kube::Informer> pods_, config_maps_;
   std::unique_ptr<kube::Informer> routers_;  // the pipeline's router pods, this one's peers
+  // Probes the pods started and not yet Ready; those that answered are routed to as Ready.
+  std::unique_ptr<StartingProbes> starting_;
   std::mutex mu_;
   Known known_;
   std::string last_error_, last_parts_error_;

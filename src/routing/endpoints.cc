@@ -97,8 +97,12 @@ bool PodReady(const json& pod) {
   return false;
 }
 
-std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipeline& pipeline,
-                                                               const std::vector<json>& pods) {
+namespace {
+
+// The endpoints of the pods of `pipeline` that `keep` accepts, by task, each sorted by address.
+std::map<std::string, std::vector<PodEndpoint>> EndpointsWhere(const model::Pipeline& pipeline,
+                                                               const std::vector<json>& pods,
+                                                               bool (*keep)(const json&)) {
   std::map<std::string, std::vector<PodEndpoint>> out;
   for (const json& raw : pods) {
     const json pod = {{"metadata", Object(raw, "metadata")},
@@ -108,7 +112,7 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
     const std::string task = TaskOf(pipeline, labels);
     if (task.empty()) continue;
     const std::string ip = StringField(pod["status"], "podIP");
-    if (ip.empty() || !PodReady(pod)) continue;
+    if (ip.empty() || !keep(pod)) continue;
     const json containers = pod["spec"].value("containers", json::array());
     if (!containers.is_array()) continue;
     PodEndpoint endpoint{.name = StringField(pod["metadata"], "name"),
@@ -128,6 +132,28 @@ std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipe
               [](const PodEndpoint& a, const PodEndpoint& b) { return a.address < b.address; });
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(const model::Pipeline& pipeline,
+                                                               const std::vector<json>& pods) {
+  return EndpointsWhere(pipeline, pods, PodReady);
+}
+
+bool PodStarting(const json& pod) {
+  if (Object(pod, "metadata").contains("deletionTimestamp") || PodReady(pod)) return false;
+  const json& status = Object(pod, "status");
+  if (StringField(status, "phase") != "Running") return false;
+  const json statuses = status.value("containerStatuses", json::array());
+  if (!statuses.is_array() || statuses.empty()) return false;
+  return std::all_of(statuses.begin(), statuses.end(),
+                     [](const json& c) { return !Object(Object(c, "state"), "running").empty(); });
+}
+
+std::map<std::string, std::vector<PodEndpoint>> StartingEndpoints(const model::Pipeline& pipeline,
+                                                                  const std::vector<json>& pods) {
+  return EndpointsWhere(pipeline, pods, PodStarting);
 }
 
 std::map<std::string, int> RestartingPods(const model::Pipeline& pipeline,

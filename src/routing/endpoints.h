@@ -47,6 +47,16 @@ bool PodReady(const nlohmann::json& pod);
 std::map<std::string, std::vector<PodEndpoint>> ReadyEndpoints(
     const model::Pipeline& pipeline, const std::vector<nlohmann::json>& pods);
 
+// The pod has started and awaits its readiness: phase Running, each container running, not
+// Ready, and no deletion under way. Any JSON: false when it is not a pod.
+bool PodStarting(const nlohmann::json& pod);
+
+// The pods of `pipeline` started and not yet Ready (PodStarting), by task, as ReadyEndpoints
+// gives the Ready ones: a router probes each itself and calls it once it answers
+// (router/starting.h), ahead of the kubelet's next probe and the status's way back to it.
+std::map<std::string, std::vector<PodEndpoint>> StartingEndpoints(
+    const model::Pipeline& pipeline, const std::vector<nlohmann::json>& pods);
+
 // The pods of `pipeline` restarting, by task: not Ready, no deletion under way, and a container
 // that has run and ended (terminated now, or before: restartCount above 0): a crashed process the
 // kubelet starts again in place, back within its start-up, unlike a pod still being scheduled

@@ -1,7 +1,8 @@
 // pipescale-router on the local cluster, in front of model pods the node agent runs: what
 // Prometheus reports of it matches what the load generator sent and measured; branches and
 // fan-out follow the models' answers; it follows scale-ups, scale-downs and a killed pod with
-// no request lost beyond the retry rule, and sends nothing to a pod that is not Ready. The
+// no request lost beyond the retry rule, and sends nothing to a pod that has not answered a
+// readiness probe (the kubelet's, or its own for a pod started and not yet Ready). The
 // router runs as a local process with the admin's kubeconfig (the operator-run router and its
 // RBAC are the end-to-end and chart tests'), except where a router pod's drain is tested.
 #include <gtest/gtest.h>
@@ -299,6 +300,28 @@ TEST_F(RouterOnClusterTest, FollowsScalingAndAKilledPodWithoutLosingARequest) {
   const auto [sent, ok] = SentAndServed(report);
   EXPECT_GT(sent, 1000);
   EXPECT_EQ(ok, sent) << report.dump();
+}
+
+// classify's only pod is one the kubelet (the node agent) first probes a minute after it
+// starts: the router probes it itself and sends it calls once it answers (2 s, its start-up),
+// while Kubernetes still has it not Ready. Without that, every request of the cars path would
+// wait for the kubelet's word, past its deadline. (That nothing reaches a pod before it answers
+// is FollowsScalingAndAKilledPodWithoutLosingARequest's check.)
+TEST_F(RouterOnClusterTest, APodThatAnswersTheRoutersProbeTakesCallsBeforeTheKubeletsSaysReady) {
+  Scale("classify", 0);
+  ASSERT_TRUE(Eventually([&] { return Pods("classify").empty(); }, 30s, 200ms));
+  const model::Task& t = pipeline_.spec.tasks[pipeline_.TaskIndex("classify")];
+  json late = api::BuildDeployment(pipeline_, {.name = "scene", .uid = uid_}, t, t.variants[0],
+                                   pipeline_.spec.hardware_classes[0], 1, 1);
+  late["metadata"]["name"] = late["metadata"]["name"].get<std::string>() + "-late";
+  for (json& c : late["spec"]["template"]["spec"]["containers"]) {
+    if (c.contains("readinessProbe")) c["readinessProbe"]["initialDelaySeconds"] = 60;
+  }
+  ASSERT_TRUE(client_->Create(kube::CollectionPath(kube::kDeployments, ns_), late).ok());
+  const json report = Load("10:10");
+  ASSERT_TRUE(report.is_object());
+  EXPECT_GT(report["paths"]["cars"]["codes"].value("200", 0), 20) << report.dump();
+  EXPECT_EQ(ReadyPods("classify"), 0) << "the kubelet's probe came early";
 }
 
 // A task's only pod is killed outright under steady load, and the node agent restarts it in 2 s:

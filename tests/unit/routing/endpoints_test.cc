@@ -170,6 +170,44 @@ TEST(Endpoints, RestartingPodsAreTheNotReadyOnesThatRestarted) {
   EXPECT_EQ(r, (std::map<std::string, int>{{"classify", 1}, {"detect", 3}}));
 }
 
+// Started and awaiting readiness: Running, every container running, not Ready, not leaving.
+// A pod still being scheduled or pulled, one with a container not yet (or no longer) running, a
+// Ready one and a leaving one are not; the endpoints are built as the Ready ones are.
+TEST(Endpoints, StartingPodsAreTheRunningOnesNotYetReady) {
+  const auto running = [](json pod, const std::vector<json>& states) {
+    pod["status"]["phase"] = "Running";
+    pod["status"]["containerStatuses"] = json::array();
+    for (const json& state : states) {
+      pod["status"]["containerStatuses"].push_back({{"name", "model"}, {"state", state}});
+    }
+    return pod;
+  };
+  const json up = {{"running", {{"startedAt", "2026-12-07T09:00:00Z"}}}};
+  const json waiting = {{"waiting", {{"reason", "ContainerCreating"}}}};
+  json pending = Pod("p", "detect", "10.0.0.5", "False");
+  pending["status"]["phase"] = "Pending";
+  json leaving = running(Pod("l", "detect", "10.0.0.4", "False"), {up});
+  leaving["metadata"]["deletionTimestamp"] = "2026-12-07T09:00:00Z";
+  const std::vector<json> pods = {running(Pod("b", "detect", "10.0.0.2", "False"), {up}),
+                                  running(Pod("a", "classify", "10.0.0.1", "False"), {up, up}),
+                                  running(Pod("c", "classify", "10.0.0.3", "False"), {up, waiting}),
+                                  running(Pod("r", "detect", "10.0.0.6"), {up}),
+                                  running(Pod("n", "detect", "", "False"), {up}),
+                                  running(Pod("e", "detect", "10.0.0.7", "False"), {}),
+                                  pending,
+                                  leaving};
+  const auto e = StartingEndpoints(Chain(), pods);
+  ASSERT_EQ(e.size(), 2U);
+  ASSERT_EQ(e.at("detect").size(), 1U);
+  EXPECT_EQ(e.at("detect")[0].address, "10.0.0.2:8080");
+  EXPECT_EQ(e.at("detect")[0].variant, "small");
+  ASSERT_EQ(e.at("classify").size(), 1U);
+  EXPECT_EQ(e.at("classify")[0].name, "a");
+  // No pod is both Ready and starting.
+  for (const json& pod : pods) EXPECT_FALSE(PodReady(pod) && PodStarting(pod)) << pod.dump();
+  EXPECT_FALSE(PodStarting(json::array()));
+}
+
 TEST(Endpoints, MalformedPodsArePassedOver) {
   json labels_wrong = Pod("a", "detect", "10.0.0.1");
   labels_wrong["metadata"]["labels"]["pipescale.io/task"] = 7;
@@ -213,6 +251,9 @@ TEST(Endpoints, FuzzedPodsNeverCrashTheReaders) {
     const std::vector<json> list(pods.begin(), pods.end());
     const auto ready = ReadyEndpoints(pipeline, list);
     const auto restarting = RestartingPods(pipeline, list);
+    for (const auto& [task, endpoints] : StartingEndpoints(pipeline, list)) {
+      for (const PodEndpoint& e : endpoints) EXPECT_NE(e.address.find(':'), 0U) << e.address;
+    }
     size_t counted = 0;
     for (const auto& [task, endpoints] : ready) {
       EXPECT_FALSE(task.empty());
