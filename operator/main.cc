@@ -5,12 +5,14 @@
 #include <prometheus/registry.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <memory>
 #include <thread>
 
+#include "api/router_objects.h"
 #include "common/guard.h"
 #include "common/json_fields.h"
 #include "common/log.h"
@@ -22,6 +24,7 @@
 #include "kube/informer.h"
 #include "kube/leader_election.h"
 #include "metrics/panics.h"
+#include "metrics/router_scrape.h"
 #include "metrics/source.h"
 #include "operator_metrics.h"
 #include "reconciler/reconciler.h"
@@ -48,6 +51,9 @@ std::string SelfPath() {
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "/proc/self/exe";
 }
+
+// The pods informer's index of the router pods by their pipeline ("namespace/name").
+constexpr const char* kRouterIndex = "router";
 
 // Read by civetweb's threads, which outlive Run when it throws.
 std::atomic<bool> g_ready{false};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
@@ -91,8 +97,10 @@ class Operator {
           }
         });
     pods_ = std::make_unique<kube::TypedInformer<reconciler::PodShare>>(
-        client, kube::InformerOptions{.type = kube::kPods}, reconciler::ReadPod,
-        [this](const std::string& key, const reconciler::PodShare& pod) {
+        client,
+        kube::InformerOptions{.type = kube::kPods,
+                              .indexes = {{kRouterIndex, reconciler::RouterOf}}},
+        reconciler::ReadPod, [this](const std::string& key, const reconciler::PodShare& pod) {
           if (pods_->Contains(key)) {
             cluster_.SetPod(key, pod);
           } else {
@@ -221,7 +229,25 @@ class Operator {
   }
 
   Result<model::MetricsSnapshot> ReadMetrics(const model::Pipeline& p) const {
-    return metrics::ReadSnapshot(PrometheusFor(p), p, &shared_queries_);
+    auto snapshot = metrics::ReadSnapshot(PrometheusFor(p), p, &shared_queries_);
+    if (snapshot.ok() && p.spec.scale_to_zero) AddHeldAtRouters(p, *snapshot);
+    return snapshot;
+  }
+
+  // The requests held at the doors of `p`'s routers now, read from them (metrics/router_scrape.h)
+  // over what Prometheus last scraped: a held request wakes its path without waiting for the
+  // next scrape. A router that does not answer leaves Prometheus's count as it is.
+  void AddHeldAtRouters(const model::Pipeline& p, model::MetricsSnapshot& m) const {
+    std::vector<std::string> addresses;
+    for (const auto& pod : pods_->ByIndex(kRouterIndex, p.namespace_name + "/" + p.name)) {
+      if (pod->terminal || pod->ip.empty()) continue;
+      addresses.push_back(pod->ip + ":" + std::to_string(api::kRouterMetricsPort));
+    }
+    const auto held = metrics::ReadDoorWaiting(addresses);
+    if (!held.ok()) return;
+    for (const auto& [path, n] : *held) {
+      if (n > 0) m.door_waiting[path] = std::max(m.door_waiting[path], n);
+    }
   }
 
   Result<std::optional<std::chrono::milliseconds>> Reconcile(const std::string& key) {

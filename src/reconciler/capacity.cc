@@ -147,18 +147,24 @@ NodeRoom ReadNode(const json& node) {
   return room;
 }
 
+std::string RouterOf(const json& pod) {
+  const json& meta = Member(pod, "metadata");
+  const std::string router = StringField(Member(meta, "labels"), "pipescale.io/router");
+  return router.empty() ? "" : StringField(meta, "namespace") + "/" + router;
+}
+
 PodShare ReadPod(const json& pod) {
   const json& meta = Member(pod, "metadata");
   const json& labels = Member(meta, "labels");
   const std::string pipeline = StringField(labels, "pipescale.io/pipeline");
   const std::string ns = StringField(meta, "namespace");
-  const std::string router = StringField(labels, "pipescale.io/router");
   const std::string phase = StringField(Member(pod, "status"), "phase");
   return {.terminal = phase == "Succeeded" || phase == "Failed",
           .node = StringField(Member(pod, "spec"), "nodeName"),
           .requests = PodRequests(pod),
           .pipeline = pipeline.empty() ? "" : ns + "/" + pipeline,
-          .router_of = router.empty() ? "" : ns + "/" + router,
+          .router_of = RouterOf(pod),
+          .ip = StringField(Member(pod, "status"), "podIP"),
           .hardware_class = StringField(labels, "pipescale.io/hardware-class"),
           .task = StringField(labels, "pipescale.io/task"),
           .variant = StringField(labels, "pipescale.io/variant"),

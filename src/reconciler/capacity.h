@@ -81,11 +81,14 @@ struct PodShare {
   Resources requests;
   std::string pipeline;   // "namespace/name" of the pipeline whose model it serves, else ""
   std::string router_of;  // "namespace/name" of the pipeline whose router it runs, else ""
+  std::string ip;         // status.podIP, "" until it has one
   std::string hardware_class, task, variant;  // its pipescale.io labels
   std::optional<std::string> unschedulable;   // the scheduler's message, when it gave up on it
   int priority = 0;                           // spec.priority, as admission resolved it
 };
 PodShare ReadPod(const nlohmann::json& pod);
+// PodShare::router_of of a pod as the cluster gives it (an index of the pods informer).
+std::string RouterOf(const nlohmann::json& pod);
 
 // What the count reads of a PriorityClass (scheduling.k8s.io/v1).
 struct PriorityClassValue {

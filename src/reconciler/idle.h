@@ -15,9 +15,10 @@
 
 namespace pipescale::reconciler {
 
-// Looks this often while a path sleeps: its first request should wake it within a scrape, not an
-// interval, since the request waits at the door for the whole wake. The door's count is read at
-// most 250 ms old (metrics/source.cc), so a look costs the routers' scrape and half a second.
+// Looks this often while a path sleeps: its first request should wake it within a look, not an
+// interval, since the request waits at the door for the whole wake. The operator reads the
+// door's count from the routers themselves at each look (metrics/router_scrape.h), not only as
+// Prometheus last scraped it, so the wake waits half a second at most for the look.
 inline constexpr double kSleepingLookSeconds = 0.5;
 
 // What one decision hands the next about sleep (status.memory keeps it through a restart).
