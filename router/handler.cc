@@ -242,10 +242,9 @@ void PipelineHandler::Eject(const RoutingTable& table, int task, const Endpoint&
 }
 
 void PipelineHandler::Probe(const Endpoint& pod, const std::string& task, bool at_once) {
-  asio::co_spawn(
-      pool_.executor(),
-      ProbeUntilReady(pod.ejection, pod.address, "/v2/models/" + task + "/ready", pool_, at_once),
-      ReportThrow{"router-probe"});
+  asio::co_spawn(pool_.executor(),
+                 ProbeUntilReady(pod.ejection, pod.address, ModelReadyTarget(task), pool_, at_once),
+                 ReportThrow{"router-probe"});
 }
 
 asio::awaitable<Result<PipelineHandler::TaskReply>> PipelineHandler::Send(

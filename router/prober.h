@@ -12,6 +12,12 @@
 
 namespace pipescale::router {
 
+// A model pod's readiness endpoint for `task` (the Open Inference Protocol's model ready), which
+// the router's own probes ask: an ejected pod's and a starting one's (starting.h).
+inline std::string ModelReadyTarget(const std::string& task) {
+  return "/v2/models/" + task + "/ready";
+}
+
 // How long a probe waits for the pod's answer: a live pod's readiness endpoint answers at once,
 // whatever its queue (model servers serve it apart from inference).
 inline constexpr double kProbeTimeoutMs = 1000;

@@ -34,7 +34,7 @@ std::map<std::string, std::vector<routing::PodEndpoint>> StartingProbes::Update(
       if (const auto it = probes_.find(pod.address); it != probes_.end()) probe = it->second;
       if (!probe) {
         probe = std::make_shared<Probe>();
-        asio::co_spawn(io_, Run(probe, pod.address, "/v2/models/" + task + "/ready"),
+        asio::co_spawn(io_, Run(probe, pod.address, ModelReadyTarget(task)),
                        ReportThrow{"router-starting-probe"});
       }
       if (probe->answered.load()) answered[task].push_back(pod);
