@@ -224,11 +224,15 @@ std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeli
     // Its own rollout under way: a change now restarts the pods that just started, before the
     // batch they start with has served, and the next plan, on what they measured, flips it back.
     const bool own = RollingOut(it->second);
-    if (((rolling || window) && !missed) || no_room || own) {
+    // None of its pods Ready yet (woken from zero, or scaled out from it): a change replaces
+    // pods before they answer, and the requests held for them wait a whole start-up more.
+    const bool unstarted = it->second.replicas.value_or(0) > 0 && it->second.ready_replicas == 0;
+    if (((rolling || window) && !missed) || no_room || own || unstarted) {
       p.batch_size = *batch;
       p.server_queue = now.server_queue;  // the wait goes with its batch (ServerQueueFor)
       held.push_back(p.name + (no_room          ? " (no room for its surge pods)"
                                : own || rolling ? " (until the rollout under way ends)"
+                               : unstarted      ? " (until its first pod is Ready)"
                                                 : " (until the scale-in the window holds back)"));
     } else if (left != room.end()) {
       left->second -= surge;  // the next rollout on the class finds less

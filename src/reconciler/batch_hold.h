@@ -62,9 +62,10 @@ bool RollingOut(const api::DeploymentView& deployment);
 // while it scaled out), while any of the pipeline's Deployments still rolls out or
 // while the scale-down window keeps more replicas than the plan asks (unless a path's measured
 // latency already misses its SLO), and whenever the class lacks room, after the plan's own
-// scale-outs, for the surge pods a rollout starts with. A running batch past the variant's
-// batchSize.max is never kept. Returns "<deployment> (<why>)" for each Deployment whose batch
-// change waits.
+// scale-outs, for the surge pods a rollout starts with, and while none of the Deployment's pods
+// is Ready yet (a wake from zero: the change would replace pods before their first answer). A
+// running batch past the variant's batchSize.max is never kept. Returns "<deployment> (<why>)" for
+// each Deployment whose batch change waits.
 std::vector<std::string> HoldBatchesDuringRollouts(const model::Pipeline& pipeline,
                                                    const Deployments& deployments,
                                                    const model::MetricsSnapshot& metrics,

@@ -46,7 +46,8 @@ json DeploymentObject(bool rolled) {
       {"status",
        {{"observedGeneration", 2},
         {"replicas", rolled ? 3 : 4},
-        {"updatedReplicas", rolled ? 3 : 1}}}};
+        {"updatedReplicas", rolled ? 3 : 1},
+        {"readyReplicas", 3}}}};
 }
 
 api::DeploymentView Deployment(bool rolled) {
@@ -103,6 +104,37 @@ TEST(HoldBatches, WaitForRolloutsUnlessTheSloIsMissedAndAlwaysForItsOwnAndForRoo
                                   {.path_latency_ms = {{"p", c.latency_ms}}}, capacity, planned);
     EXPECT_EQ(held.size(), c.held ? 1u : 0u);
     EXPECT_EQ(planned[0].batch_size, c.held ? 4 : 8);
+  }
+}
+
+// A Deployment none of whose pods is Ready yet (woken from zero) keeps its batch whatever the
+// SLO says: a change would replace its starting pods, and the requests held for them would wait
+// a whole start-up more. Once one pod is Ready the batch may change; at 0 replicas there is no
+// pod to replace.
+TEST(HoldBatches, WaitForTheFirstReadyPodOfADeploymentThatStarts) {
+  const model::Pipeline p = OneTask();
+  for (const int ready : {0, 1}) {
+    for (const int replicas : {0, 3}) {
+      for (const double latency_ms : {100.0, 900.0}) {
+        json woken = DeploymentObject(true);
+        woken["spec"]["replicas"] = replicas;
+        woken["status"]["readyReplicas"] = ready;
+        std::vector<PlannedDeployment> planned = {{.task = &p.spec.tasks[0],
+                                                   .variant = &p.spec.tasks[0].variants[0],
+                                                   .hardware_class = &p.spec.hardware_classes[0],
+                                                   .name = "shop-detect-v-cpu",
+                                                   .batch_size = 8}};
+        const auto held = HoldBatchesDuringRollouts(
+            p, {{"shop-detect-v-cpu", api::ReadDeployment(woken)}},
+            {.path_latency_ms = {{"p", latency_ms}}}, std::nullopt, planned);
+        const bool starting = ready == 0 && replicas > 0;
+        EXPECT_EQ(held.size(), starting ? 1u : 0u) << ready << " " << replicas << " " << latency_ms;
+        EXPECT_EQ(planned[0].batch_size, starting ? 4 : 8);
+        if (starting) {
+          EXPECT_NE(held[0].find("first pod is Ready"), std::string::npos);
+        }
+      }
+    }
   }
 }
 
