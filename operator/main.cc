@@ -27,9 +27,11 @@
 #include "metrics/router_scrape.h"
 #include "metrics/source.h"
 #include "operator_metrics.h"
+#include "quick_look.h"
+#include "reconciler/idle.h"
 #include "reconciler/reconciler.h"
+#include "reconciler/surge.h"
 #include "solver/child_process.h"
-#include "surge_watch.h"
 
 namespace pipescale::operator_main {
 namespace {
@@ -159,10 +161,20 @@ class Operator {
     }
     std::vector<const reconciler::PipelineInformer*> watched;
     for (const auto& informer : pipelines_) watched.push_back(informer.get());
-    surge_watch_ = std::make_unique<SurgeWatch>(
-        std::move(watched),
-        [this](const model::Pipeline& p) {
-          return metrics::ReadRecentRates(PrometheusFor(p), p, &shared_queries_);
+    surge_watch_ = std::make_unique<QuickLook>(
+        "surge watch", reconciler::kSurgeLookSeconds, watched,
+        [this](const model::Pipeline& p, const model::PipelineStatus& status) {
+          if (!reconciler::SurgeWatched(p, status)) return false;
+          const auto recent = metrics::ReadRecentRates(PrometheusFor(p), p, &shared_queries_);
+          return recent.ok() && reconciler::Surging(p, status, *recent);
+        },
+        enqueue);
+    door_watch_ = std::make_unique<QuickLook>(
+        "door watch", reconciler::kDoorLookSeconds, std::move(watched),
+        [this](const model::Pipeline& p, const model::PipelineStatus& status) {
+          if (!reconciler::DoorWatched(p, status)) return false;
+          const auto held = metrics::ReadDoorWaiting(RouterDoorUrls(p));
+          return held.ok() && reconciler::WakesNow(p, status, *held);
         },
         enqueue);
   }
@@ -178,6 +190,7 @@ class Operator {
     priority_classes_->Start();
     controller_->Start();
     surge_watch_->Start();
+    door_watch_->Start();
   }
 
   // Waits until the pipelines and Deployments of at least one watched namespace are listed
@@ -211,7 +224,8 @@ class Operator {
     nodes_->RequestStop();
     pods_->RequestStop();
     priority_classes_->RequestStop();
-    surge_watch_->Stop();  // it queues into the controller
+    surge_watch_->Stop();  // they queue into the controller
+    door_watch_->Stop();
     controller_->Stop();
     for (auto& i : pipelines_) i->Stop();
     for (auto& i : deployments_) i->Stop();
@@ -238,16 +252,23 @@ class Operator {
   // over what Prometheus last scraped: a held request wakes its path without waiting for the
   // next scrape. A router that does not answer leaves Prometheus's count as it is.
   void AddHeldAtRouters(const model::Pipeline& p, model::MetricsSnapshot& m) const {
-    std::vector<std::string> addresses;
-    for (const auto& pod : pods_->ByIndex(kRouterIndex, p.namespace_name + "/" + p.name)) {
-      if (pod->terminal || pod->ip.empty()) continue;
-      addresses.push_back(pod->ip + ":" + std::to_string(api::kRouterMetricsPort));
-    }
-    const auto held = metrics::ReadDoorWaiting(addresses);
+    const auto held = metrics::ReadDoorWaiting(RouterDoorUrls(p));
     if (!held.ok()) return;
     for (const auto& [path, n] : *held) {
       if (n > 0) m.door_waiting[path] = std::max(m.door_waiting[path], n);
     }
+  }
+
+  // Where `p`'s router pods serve the requests held at their doors (the pods informer indexes
+  // them by pipeline).
+  std::vector<std::string> RouterDoorUrls(const model::Pipeline& p) const {
+    std::vector<std::string> urls;
+    for (const auto& pod : pods_->ByIndex(kRouterIndex, p.namespace_name + "/" + p.name)) {
+      if (pod->terminal || pod->ip.empty()) continue;
+      urls.push_back("http://" + pod->ip + ":" + std::to_string(api::kRouterMetricsPort) +
+                     api::kRouterDoorPath);
+    }
+    return urls;
   }
 
   Result<std::optional<std::chrono::milliseconds>> Reconcile(const std::string& key) {
@@ -313,7 +334,8 @@ class Operator {
   std::vector<std::unique_ptr<reconciler::DeploymentInformer>> deployments_;
   std::vector<std::unique_ptr<reconciler::OwnedObjects>> owned_;
   std::vector<std::unique_ptr<reconciler::Reconciler>> reconcilers_;
-  std::unique_ptr<SurgeWatch> surge_watch_;
+  std::unique_ptr<QuickLook> surge_watch_;
+  std::unique_ptr<QuickLook> door_watch_;
 };
 
 // Blocks until one of `signals` arrives, and meanwhile hands the heap's free pages back every

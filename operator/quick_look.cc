@@ -1,29 +1,33 @@
-#include "surge_watch.h"
+#include "quick_look.h"
 
 #include <chrono>
 
 #include "common/guard.h"
-#include "reconciler/surge.h"
 
 namespace pipescale::operator_main {
 
-SurgeWatch::SurgeWatch(std::vector<const reconciler::PipelineInformer*> informers, Read read,
-                       Enqueue enqueue)
-    : informers_(std::move(informers)), read_(std::move(read)), enqueue_(std::move(enqueue)) {}
+QuickLook::QuickLook(std::string name, double every_seconds,
+                     std::vector<const reconciler::PipelineInformer*> informers, Due due,
+                     Enqueue enqueue)
+    : name_(std::move(name)),
+      every_seconds_(every_seconds),
+      informers_(std::move(informers)),
+      due_(std::move(due)),
+      enqueue_(std::move(enqueue)) {}
 
-void SurgeWatch::Start() {
+void QuickLook::Start() {
   thread_ = std::thread([this] {
-    const auto every = std::chrono::duration<double>(reconciler::kSurgeLookSeconds);
+    const auto every = std::chrono::duration<double>(every_seconds_);
     std::unique_lock lock(mu_);
     while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
       lock.unlock();
-      Guard("surge watch", [this] { Look(); });
+      Guard(name_, [this] { Look(); });
       lock.lock();
     }
   });
 }
 
-void SurgeWatch::Stop() {
+void QuickLook::Stop() {
   {
     const std::lock_guard lock(mu_);
     stop_ = true;
@@ -32,15 +36,11 @@ void SurgeWatch::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-// A pipeline whose rates cannot be read now is looked at in 2 s again, and its own reconciles
-// report why: the watch only hastens them.
-void SurgeWatch::Look() const {
+void QuickLook::Look() const {
   for (const reconciler::PipelineInformer* informer : informers_) {
     for (const auto& object : informer->List()) {
       const auto& pipeline = object->parsed.pipeline;
-      if (!pipeline || !reconciler::SurgeWatched(*pipeline, object->status)) continue;
-      const auto recent = read_(*pipeline);
-      if (recent && reconciler::Surging(*pipeline, object->status, *recent)) {
+      if (pipeline && due_(*pipeline, object->status)) {
         enqueue_(object->meta.namespace_name + "/" + object->meta.name);
       }
     }

@@ -1,33 +1,35 @@
-// Every reconciler::kSurgeLookSeconds, the routers' recent rates of every pipeline the informers
-// hold (one shared query per Prometheus), and a reconcile queued at once for each that surges
-// (reconciler/surge.h): a burst is planned for within seconds, not at the pipeline's next look.
+// A look between a pipeline's reconciles: every `every` seconds, for each pipeline the informers
+// hold, asks `due` whether it needs a reconcile now and queues one for each that does. The
+// operator runs two: the surge watch (the routers' recent rates, reconciler/surge.h) and the door
+// watch (requests held to wake a sleeping path, reconciler/idle.h).
 #pragma once
 
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
 #include "model/pipeline.h"
+#include "model/status.h"
 #include "reconciler/reconciler.h"
 
 namespace pipescale::operator_main {
 
-class SurgeWatch {
+class QuickLook {
  public:
-  using Read = std::function<Result<std::map<std::string, double>>(const model::Pipeline&)>;
+  // Whether `pipeline`, whose last written status is `status`, needs a reconcile now. It may
+  // read (Prometheus, the routers); one it cannot read is not due: its own reconciles say why.
+  using Due = std::function<bool(const model::Pipeline&, const model::PipelineStatus&)>;
   using Enqueue = std::function<void(const std::string& key)>;
 
-  // The informers must outlive the watch.
-  SurgeWatch(std::vector<const reconciler::PipelineInformer*> informers, Read read,
-             Enqueue enqueue);
-  SurgeWatch(const SurgeWatch&) = delete;
-  SurgeWatch& operator=(const SurgeWatch&) = delete;
-  ~SurgeWatch() { Stop(); }
+  // The informers must outlive the look. `name` labels its errors in the log.
+  QuickLook(std::string name, double every_seconds,
+            std::vector<const reconciler::PipelineInformer*> informers, Due due, Enqueue enqueue);
+  QuickLook(const QuickLook&) = delete;
+  QuickLook& operator=(const QuickLook&) = delete;
+  ~QuickLook() { Stop(); }
 
   void Start();
   void Stop();  // joins; idempotent
@@ -35,8 +37,10 @@ class SurgeWatch {
  private:
   void Look() const;
 
+  const std::string name_;
+  const double every_seconds_;
   const std::vector<const reconciler::PipelineInformer*> informers_;
-  const Read read_;
+  const Due due_;
   const Enqueue enqueue_;
   std::mutex mu_;
   std::condition_variable wake_;

@@ -43,6 +43,7 @@
 #include <thread>
 
 #include "api/pipeline_parse.h"
+#include "api/router_objects.h"
 #include "common/file.h"
 #include "common/flags.h"
 #include "discovery.h"
@@ -319,6 +320,8 @@ int Run(Flags flags) {
   }
   exposer->RegisterCollectable(registry);
   exposer->RegisterCollectable(metrics.arrival_collectable());
+  exposer->RegisterCollectable(metrics.door_collectable());
+  exposer->RegisterCollectable(metrics.door_collectable(), pipescale::api::kRouterDoorPath);
   // The exposer holds collectables by weak_ptr: this one must live as long as it, or
   // pipescale_panics_total is never served.
   const auto panics = std::make_shared<pipescale::metrics::PanicCollector>();

@@ -131,7 +131,7 @@ RouterMetrics::RouterMetrics(prometheus::Registry& r, const RouterConfig& config
                         .Name("pipescale_router_door_waiting_requests")
                         .Help("Requests held at the door now for a task of their path without "
                               "a Ready pod (path \"\": requests naming none)")
-                        .Register(r)),
+                        .Register(*door_registry_)),
       cold_requests_(prometheus::BuildGauge()
                          .Name("pipescale_router_cold_requests")
                          .Help("Cold requests not yet answered: held at the door for their "

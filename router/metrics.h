@@ -73,6 +73,9 @@ class RouterMetrics {
   // gauge when scraped), so the exposer must be given `arrival_collectable()` too.
   ArrivalMeter& arrivals() { return *arrivals_; }
   std::shared_ptr<prometheus::Collectable> arrival_collectable() const { return arrivals_; }
+  // The requests held at the door, apart from the registry: the exposer serves it both with the
+  // rest and alone at api::kRouterDoorPath.
+  std::shared_ptr<prometheus::Collectable> door_collectable() const { return door_registry_; }
 
  private:
   inline static const std::string kUnlisted = "unlisted";  // the path of a walk matching none
@@ -124,6 +127,10 @@ class RouterMetrics {
   prometheus::Family<prometheus::Counter>& late_;
   prometheus::Family<prometheus::Counter>& shed_;
   prometheus::Family<prometheus::Gauge>& task_in_flight_;
+  // The door's gauge alone, also served at api::kRouterDoorPath: the operator's door watch reads
+  // it ten times a second while a path sleeps, and the whole exposition is ~40 KB.
+  const std::shared_ptr<prometheus::Registry> door_registry_ =
+      std::make_shared<prometheus::Registry>();
   prometheus::Family<prometheus::Gauge>& door_waiting_;
   prometheus::Family<prometheus::Gauge>& cold_requests_;
   prometheus::Family<prometheus::Histogram>& cold_wait_;

@@ -14,6 +14,9 @@ namespace pipescale::api {
 
 inline constexpr int kRouterPort = 8080;
 inline constexpr int kRouterMetricsPort = 9090;
+// Where the router serves the requests held at its door alone (in Prometheus's text format, as
+// in the whole exposition): what the operator's door watch reads, a few hundred bytes.
+inline constexpr const char* kRouterDoorPath = "/metrics/door";
 
 std::string RouterName(const model::Pipeline& pipeline);
 

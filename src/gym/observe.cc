@@ -108,6 +108,7 @@ void World::AtDoor(Walk& w, bool waiting) {
   if (w.at_door == waiting) return;
   w.at_door = waiting;
   door_waiting[w.state.path] += waiting ? 1 : -1;
+  if (waiting) WatchDoor(w.state.path);
 }
 
 void World::RecordRequest(int path, int code, const std::string& reason, double ms, bool cold) {

@@ -15,6 +15,7 @@
 #include "controller/controller.h"
 #include "gym/world.h"
 #include "optimizer/registry.h"
+#include "reconciler/idle.h"
 #include "reconciler/surge.h"
 
 namespace pipescale::gym::engine {
@@ -33,7 +34,8 @@ constexpr double kEpoch = 1.8e9;  // the unix time the run starts at
 // hack/run.sh waits up to 180 s for the planned pods, then the load generator up to 120 s for a
 // Ready pod per task.
 constexpr double kWaitReadyMs = 300000;
-constexpr double kWatchLatencyMs = 200;              // from a Deployment's change to its reconcile
+constexpr double kWatchLatencyMs = 200;  // from a Deployment's change to its reconcile
+constexpr double kDoorReadMs = 20;       // the door watch's read of the routers, to the reconcile
 constexpr std::int64_t kPeriodic = 0, kWatched = 1;  // why a kControl event runs
 
 std::map<std::string, double> Allocatable(const nlohmann::json& node) {
@@ -161,7 +163,7 @@ void World::Nudge() {
   At(event_at_ms, EventKind::kControl, kWatched);
 }
 
-// The operator's surge watch (operator/surge_watch.h): every kSurgeLookSeconds it reads the
+// The operator's surge watch (operator/quick_look.h): every kSurgeLookSeconds it reads the
 // routers' recent rates and queues a pipeline whose rates surge past its status's at once.
 void World::WatchSurges() {
   if (optimizer == nullptr || !reconciler::SurgeWatched(pipeline, observed.status)) return;
@@ -169,6 +171,16 @@ void World::WatchSurges() {
   if (reconciler::Surging(pipeline, observed.status, RecentRates())) {
     PodChanged();  // the same queue, after the same latency
   }
+}
+
+// The operator's door watch (operator/quick_look.h): every kDoorLookSeconds it reads the routers'
+// doors and queues a pipeline at once whose held requests wake a sleeping path.
+void World::WatchDoor(int path) {
+  if (optimizer == nullptr || event_at_ms >= now_ms_) return;
+  if (!reconciler::WakesNow(pipeline, observed.status, {{graph->PathName(path), 1}})) return;
+  const double every_ms = 1000 * reconciler::kDoorLookSeconds;
+  event_at_ms = std::ceil(now_ms_ / every_ms) * every_ms + kDoorReadMs;
+  At(event_at_ms, EventKind::kControl, kWatched);
 }
 
 void World::AutoscalerStep() {

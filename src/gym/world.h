@@ -173,6 +173,7 @@ class World {
   void Control();
   void PodChanged();
   void WatchSurges();
+  void WatchDoor(int path);
   void OperatorStep();
   void AutoscalerStep();
   void ScheduleArrival();

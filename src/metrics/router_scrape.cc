@@ -71,20 +71,19 @@ std::map<std::string, double> DoorWaitingIn(std::string_view exposition) {
   return out;
 }
 
-Result<std::map<std::string, double>> ReadDoorWaiting(const std::vector<std::string>& addresses) {
+Result<std::map<std::string, double>> ReadDoorWaiting(const std::vector<std::string>& urls) {
   std::map<std::string, double> out;
   std::string failed = "no router to read";
   bool answered = false;
   http::Session session;
-  for (const std::string& address : addresses) {
+  for (const std::string& url : urls) {
     const auto reply = session.Perform(
-        {.url = "http://" + address + "/metrics"},
+        {.url = url},
         {.max_body_bytes = kMaxExpositionBytes, .timeout = kTimeout, .connect_timeout = kTimeout},
-        "router metrics at " + address);
+        "router metrics at " + url);
     if (!reply.ok() || reply->status != 200) {
-      failed = reply.ok()
-                   ? "router metrics at " + address + ": HTTP " + std::to_string(reply->status)
-                   : reply.error().message;
+      failed = reply.ok() ? "router metrics at " + url + ": HTTP " + std::to_string(reply->status)
+                          : reply.error().message;
       continue;
     }
     answered = true;

@@ -21,9 +21,10 @@ inline constexpr std::string_view kDoorWaitingMetric = "pipescale_router_door_wa
 // over: the text comes from another process.
 std::map<std::string, double> DoorWaitingIn(std::string_view exposition);
 
-// The held requests by path at the routers whose metrics are at `addresses` (host:port), summed
-// over them. A router that does not answer within a short timeout is left out; an error only when
-// none of them answered (or there are none).
-Result<std::map<std::string, double>> ReadDoorWaiting(const std::vector<std::string>& addresses);
+// The held requests by path at the routers whose expositions are at `urls` (the whole one at
+// /metrics, or the door's alone at api::kRouterDoorPath), summed over them. A router that does
+// not answer within a short timeout is left out; an error only when none of them answered (or
+// there are none).
+Result<std::map<std::string, double>> ReadDoorWaiting(const std::vector<std::string>& urls);
 
 }  // namespace pipescale::metrics

@@ -147,6 +147,21 @@ Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& 
   return out;
 }
 
+bool DoorWatched(const model::Pipeline& pipeline, const model::PipelineStatus& status) {
+  return pipeline.spec.scale_to_zero && pipeline.spec.router && status.memory &&
+         !status.memory->sleeping_paths.empty();
+}
+
+bool WakesNow(const model::Pipeline& pipeline, const model::PipelineStatus& status,
+              const std::map<std::string, double>& held) {
+  if (!DoorWatched(pipeline, status)) return false;
+  const std::vector<std::string>& sleeping = status.memory->sleeping_paths;
+  return std::ranges::any_of(held, [&](const auto& path_held) {
+    const auto& [path, n] = path_held;
+    return n > 0 && (path.empty() || std::ranges::find(sleeping, path) != sleeping.end());
+  });
+}
+
 std::map<std::string, double> PlannedRates(const model::Pipeline& pipeline,
                                            const model::MetricsSnapshot& metrics,
                                            const SleepMemory& sleep, double now) {

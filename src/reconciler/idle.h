@@ -20,6 +20,11 @@ namespace pipescale::reconciler {
 // door's count from the routers themselves at each look (metrics/router_scrape.h), not only as
 // Prometheus last scraped it, so the wake waits half a second at most for the look.
 inline constexpr double kSleepingLookSeconds = 0.5;
+// The operator's door watch (operator/quick_look.h) reads the routers' doors this often for each
+// pipeline with a sleeping path, and queues a reconcile at once for one whose requests wait to
+// wake it: a wake starts within a tenth of a second of its first request, as Knative's activator
+// pokes its autoscaler at once. The sleeping look above remains for routers it cannot read.
+inline constexpr double kDoorLookSeconds = 0.1;
 
 // What one decision hands the next about sleep (status.memory keeps it through a restart).
 struct SleepMemory {
@@ -61,6 +66,16 @@ struct Sleep {
 // KEDA-scaled Deployment with no minimum does.
 Sleep JudgeSleep(const model::Pipeline& pipeline, const model::MetricsSnapshot& metrics,
                  const SleepMemory& before, double now, bool new_pipeline = false);
+
+// Whether the door watch reads `pipeline`'s routers: it has spec.scaleToZero and a router, and
+// its last status says a path sleeps.
+bool DoorWatched(const model::Pipeline& pipeline, const model::PipelineStatus& status);
+
+// Whether requests `held` at the routers' doors (by path, "" for those naming none) wake a path
+// that `status` says sleeps. Requests held for an awake path (its pods restarting) do not: the
+// watch would queue a reconcile that changes nothing at every look.
+bool WakesNow(const model::Pipeline& pipeline, const model::PipelineStatus& status,
+              const std::map<std::string, double>& held);
 
 // The path rates a plan is made for. The requests held at the router's door count as arrivals
 // (they are in no rate until answered): over the time since they were first seen held (plus the

@@ -38,8 +38,8 @@ struct Router {
         .Set(100);
     exposer.RegisterCollectable(registry);
   }
-  std::string Address() const {
-    return "127.0.0.1:" + std::to_string(exposer.GetListeningPorts().front());
+  std::string Url() const {
+    return "http://127.0.0.1:" + std::to_string(exposer.GetListeningPorts().front()) + "/metrics";
   }
   std::shared_ptr<prometheus::Registry> registry;
   prometheus::Exposer exposer;
@@ -48,8 +48,8 @@ struct Router {
 TEST(RouterScrape, TheHeldRequestsAreSummedByPathOverTheRoutersThatAnswer) {
   const Router one({{"a", 2}, {"b", 0}}), two({{"a", 1}, {"", 4}});
   // A port nothing listens on: a router gone (its listener closed).
-  const std::string gone = "127.0.0.1:1";
-  const auto held = ReadDoorWaiting({one.Address(), gone, two.Address()});
+  const std::string gone = "http://127.0.0.1:1/metrics";
+  const auto held = ReadDoorWaiting({one.Url(), gone, two.Url()});
   ASSERT_TRUE(held.ok()) << held.error().message;
   EXPECT_EQ(*held, (std::map<std::string, double>{{"", 4}, {"a", 3}, {"b", 0}}));
   const auto none = ReadDoorWaiting({gone});

@@ -161,6 +161,58 @@ TEST(Idle, MatchesTheDirectRuleOnRandomHistories) {
   }
 }
 
+// The door watch queues a reconcile exactly when the reconcile would wake a path: on random
+// sleeping paths and held requests, WakesNow agrees with JudgeSleep's own waking.
+TEST(Idle, TheDoorWatchQueuesAReconcileExactlyWhenTheHeldRequestsWakeASleepingPath) {
+  std::mt19937 rng(49);
+  const std::vector<std::string> names = {"", "cars", "faces"};
+  for (int trial = 0; trial < 500; ++trial) {
+    const bool whole = trial % 3 == 0;
+    model::Pipeline p = Traffic(60, whole ? model::WakeScope::kPipeline : model::WakeScope::kPath);
+    p.spec.router = model::RouterSpec{};
+    SleepMemory before = {.quiet_since = {{"cars", 0}, {"faces", 0}}};
+    const bool both = rng() % 2;  // wake: Pipeline sleeps all paths or none
+    for (const char* path : {"cars", "faces"}) {
+      if (whole ? both : rng() % 2) before.sleeping_paths.insert(path);
+    }
+    // What the status keeps: quiet paths that do not sleep yet are not asleep for the watch.
+    model::PipelineStatus status;
+    status.memory.emplace().sleeping_paths.assign(before.sleeping_paths.begin(),
+                                                  before.sleeping_paths.end());
+    model::MetricsSnapshot m = Rates(0, 0);
+    for (const std::string& path : names) {
+      if (rng() % 3 == 0) m.door_waiting[path] = static_cast<double>(rng() % 3);
+    }
+    const Sleep after = JudgeSleep(p, m, before, 1000);
+    const bool woke = std::ranges::any_of(before.sleeping_paths, [&](const std::string& path) {
+      return !after.memory.sleeping_paths.contains(path);
+    });
+    ASSERT_EQ(WakesNow(p, status, m.door_waiting), woke) << trial;
+    ASSERT_EQ(DoorWatched(p, status), !before.sleeping_paths.empty()) << trial;
+  }
+}
+
+// Only a pipeline with a router (the door) and scale to zero, a path of which sleeps, is read.
+TEST(Idle, TheDoorWatchReadsOnlyPipelinesWithASleepingPathBehindARouter) {
+  model::Pipeline p = Traffic(60);
+  model::PipelineStatus status;
+  status.memory.emplace().sleeping_paths = {"cars"};
+  p.spec.router.reset();
+  EXPECT_FALSE(DoorWatched(p, status));
+  p.spec.router = model::RouterSpec{};
+  EXPECT_TRUE(DoorWatched(p, status));
+  EXPECT_TRUE(WakesNow(p, status, {{"cars", 1}}));
+  EXPECT_FALSE(WakesNow(p, status, {{"faces", 1}}));  // awake: its pods restart, no wake
+  p.spec.scale_to_zero.reset();
+  EXPECT_FALSE(DoorWatched(p, status));
+  EXPECT_FALSE(WakesNow(p, status, {{"cars", 1}}));
+  p = Traffic(60);
+  p.spec.router = model::RouterSpec{};
+  EXPECT_FALSE(DoorWatched(p, {}));
+  status.memory->sleeping_paths.clear();
+  EXPECT_FALSE(DoorWatched(p, status));
+}
+
 // Held requests are arrivals over the time they have been seen held (plus the second it takes to
 // see them), else over the rate's 10 s window.
 TEST(Idle, HeldRequestsArePlannedAsArrivalsOverTheTimeTheyWaited) {

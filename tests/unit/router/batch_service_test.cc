@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "api/pipeline_parse.h"
+#include "metrics/router_scrape.h"
 #include "router/discovery.h"
 #include "router/handler.h"
 #include "support/fake_http_server.h"
@@ -55,6 +56,28 @@ TEST(RouterMetrics, ABatchServiceSeriesHasASumAndACountAndNoQuantiles) {
   EXPECT_EQ(Value(text, kCount + Labels("2")), 1);
   EXPECT_EQ(text.find("quantile"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE pipescale_router_batch_service_seconds summary"), std::string::npos);
+}
+
+// The door watch reads the door's gauge alone (api::kRouterDoorPath): it holds the held requests
+// by path, which the operator's reader sums, and nothing of the main registry's.
+TEST(RouterMetrics, TheDoorsGaugeIsServedApartFromTheRestAndReadsAsTheOperatorReadsIt) {
+  prometheus::Registry registry;
+  RouterConfig config;
+  config.pipeline = "one";
+  config.namespace_name = "demo";
+  RouterMetrics metrics(registry, config);
+  metrics.DoorWaiting("cars").Increment(3);
+  metrics.DoorWaiting("").Increment();
+  metrics.ColdRequests("cars").Increment(3);
+  const std::string door =
+      prometheus::TextSerializer().Serialize(metrics.door_collectable()->Collect());
+  EXPECT_EQ(pipescale::metrics::DoorWaitingIn(door),
+            (std::map<std::string, double>{{"", 1}, {"cars", 3}}))
+      << door;
+  EXPECT_EQ(door.find("pipescale_router_cold_requests"), std::string::npos) << door;
+  const std::string rest = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_TRUE(pipescale::metrics::DoorWaitingIn(rest).empty()) << "served twice at /metrics";
+  EXPECT_NE(rest.find("pipescale_router_cold_requests"), std::string::npos);
 }
 
 // The handler on its own loop, in front of a fake model pod whose answers the test writes.
