@@ -38,14 +38,20 @@ std::string Labels(const std::string& rows, const std::string& klass = "cpu") {
          R"(",task="a",variant="v"})";
 }
 
+// The labels the metrics carry: pipeline "one" in namespace "demo" (a RouterConfig holds atomics:
+// it is named in place).
+void NameOneInDemo(RouterConfig& config) {
+  config.pipeline = "one";
+  config.namespace_name = "demo";
+}
+
 constexpr const char* kSum = "pipescale_router_batch_service_seconds_sum";
 constexpr const char* kCount = "pipescale_router_batch_service_seconds_count";
 
 TEST(RouterMetrics, ABatchServiceSeriesHasASumAndACountAndNoQuantiles) {
   prometheus::Registry registry;
   RouterConfig config;
-  config.pipeline = "one";
-  config.namespace_name = "demo";
+  NameOneInDemo(config);
   RouterMetrics metrics(registry, config);
   metrics.BatchService("a", "v", "cpu", 8, 0.25);
   metrics.BatchService("a", "v", "cpu", 8, 0.35);
@@ -63,8 +69,7 @@ TEST(RouterMetrics, ABatchServiceSeriesHasASumAndACountAndNoQuantiles) {
 TEST(RouterMetrics, TheDoorsGaugeIsServedApartFromTheRestAndReadsAsTheOperatorReadsIt) {
   prometheus::Registry registry;
   RouterConfig config;
-  config.pipeline = "one";
-  config.namespace_name = "demo";
+  NameOneInDemo(config);
   RouterMetrics metrics(registry, config);
   metrics.DoorWaiting("cars").Increment(3);
   metrics.DoorWaiting("").Increment();
