@@ -12,8 +12,9 @@ namespace {
 
 // A router's exposition is tens of kilobytes; a page past this is not a router's.
 constexpr size_t kMaxExpositionBytes = size_t{4} << 20;
-// Read at every look while a path sleeps (every half second): a router slower than this is
-// left to Prometheus's count.
+// Read by the door watch every 0.1 s and at every look while a path may sleep, one router after
+// another: a router slower than this is left to Prometheus's count, and one that is gone delays
+// the watch's sweep by this much.
 constexpr std::chrono::milliseconds kTimeout{300};
 
 // The value of label `name` in `labels` (the text between the braces), unescaped; "" without it.
